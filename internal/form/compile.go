@@ -1,0 +1,346 @@
+package form
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// Form is a checked, compiled definition, ready to validate submissions.
+// It is immutable once compiled and safe for concurrent use.
+type Form struct {
+	Def    Definition
+	fields []compiledField
+	byName map[string]int
+	unique [][]int // field indexes of each unique set, names sorted
+	order  []int   // field indexes sorted by name, for the fingerprint
+}
+
+type compiledField struct {
+	Field
+	minLen, maxLen   int // text-like: characters; multiselect: number of options
+	minNum, maxNum   float64
+	hasMin, hasMax   bool
+	minDate, maxDate string
+	pattern          *regexp.Regexp
+	options          map[string]int // value → position
+}
+
+// Compile checks a definition and prepares it for validation. A bad
+// definition gives a *DefinitionError naming the form, the field and what
+// would be valid.
+func Compile(d Definition) (*Form, error) {
+	c := &compiler{form: d.ID}
+	f := &Form{Def: d, byName: map[string]int{}}
+	if d.ID == "" {
+		c.add("", "id is missing; give the form an id such as spring-fair-2027")
+	} else if !idPattern.MatchString(d.ID) {
+		c.add("", fmt.Sprintf("id %q is not valid: use 1-64 lower-case letters, digits, '-' or '_', starting with a letter or digit", d.ID))
+	}
+	if d.Site != "" && !idPattern.MatchString(d.Site) {
+		c.add("", fmt.Sprintf("site %q is not valid: use 1-64 lower-case letters, digits, '-' or '_'", d.Site))
+	}
+	if len(d.Fields) == 0 {
+		c.add("", "fields is empty; a form needs at least one field")
+	}
+	honeypot := ""
+	if d.Spam != nil {
+		honeypot = d.Spam.Honeypot
+	}
+	for _, fd := range d.Fields {
+		cf, ok := c.field(fd, honeypot)
+		if !ok {
+			continue
+		}
+		if _, dup := f.byName[fd.Name]; dup {
+			c.add(fd.Name, "declared twice; field names must be unique within a form")
+			continue
+		}
+		f.byName[fd.Name] = len(f.fields)
+		f.fields = append(f.fields, cf)
+	}
+	for i, set := range d.Unique {
+		if len(set) == 0 {
+			c.add("", fmt.Sprintf("unique[%d] is empty; list the fields that identify one participant, such as [phone]", i))
+			continue
+		}
+		var idx []int
+		names := slices.Clone(set)
+		slices.Sort(names)
+		for j, n := range names {
+			if j > 0 && names[j-1] == n {
+				c.add(n, fmt.Sprintf("unique[%d] names this field twice", i))
+				continue
+			}
+			k, ok := f.byName[n]
+			if !ok {
+				c.add("", fmt.Sprintf("unique[%d] names %q, which is not a field of this form; fields are: %s", i, n, strings.Join(f.fieldNames(), ", ")))
+				continue
+			}
+			idx = append(idx, k)
+		}
+		f.unique = append(f.unique, idx)
+	}
+	switch {
+	case d.Capacity != nil && *d.Capacity < 0:
+		c.add("", fmt.Sprintf("capacity %d is negative; give the number of places, or leave it out for no limit", *d.Capacity))
+	}
+	switch d.WhenFull {
+	case "", WhenFullReject, WhenFullWaitlist:
+		if d.WhenFull != "" && d.Capacity == nil {
+			c.add("", "when_full is set but capacity is not; give capacity: N or remove when_full")
+		}
+	default:
+		c.add("", fmt.Sprintf("when_full %q is not valid: use waitlist or reject", d.WhenFull))
+	}
+	if d.OpensAt != nil && d.ClosesAt != nil && !d.ClosesAt.After(*d.OpensAt) {
+		c.add("", fmt.Sprintf("closes_at %s is not after opens_at %s", d.ClosesAt.Format(time.RFC3339), d.OpensAt.Format(time.RFC3339)))
+	}
+	switch d.Durability {
+	case "", DurabilitySync, DurabilityAsync:
+	default:
+		c.add("", fmt.Sprintf("durability %q is not valid: use sync (fsync before the answer, the default) or async", d.Durability))
+	}
+	if d.Spam != nil {
+		if h := d.Spam.Honeypot; h != "" && !namePattern.MatchString(h) {
+			c.add("", fmt.Sprintf("spam.honeypot %q is not a valid field name: use letters, digits and '_', starting with a letter", h))
+		}
+		if m := d.Spam.MinSeconds; m < 0 || m > 3600 || math.IsNaN(m) {
+			c.add("", fmt.Sprintf("spam.min_seconds %v is out of range: use 0 to 3600", m))
+		}
+	}
+	for _, o := range d.Origins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			c.add("", fmt.Sprintf("origins: %q is not an origin; write scheme://host[:port] such as https://fair.example.org, or *", o))
+		}
+	}
+	if d.Retention != nil && *d.Retention <= 0 {
+		c.add("", "retention must be positive, such as 365d")
+	}
+	if r := d.RateLimit; r != nil && !r.Off {
+		if r.Requests <= 0 || r.Per <= 0 || r.Burst < 0 {
+			c.add("", "rate_limit needs requests > 0 and per > 0 (for example {requests: 60, per: 1m, burst: 20}), or `off`")
+		}
+	}
+	if r := d.Redirect; r != "" {
+		u, err := url.Parse(r)
+		if err != nil || !(strings.HasPrefix(r, "/") && !strings.HasPrefix(r, "//") || (u.Scheme == "https" || u.Scheme == "http") && u.Host != "") {
+			c.add("", fmt.Sprintf("redirect %q is not valid: use an absolute http(s) URL or a path starting with /", r))
+		}
+	}
+	if len(c.probs) > 0 {
+		return nil, &DefinitionError{Problems: c.probs}
+	}
+	f.order = make([]int, len(f.fields))
+	for i := range f.order {
+		f.order[i] = i
+	}
+	slices.SortFunc(f.order, func(a, b int) int { return strings.Compare(f.fields[a].Name, f.fields[b].Name) })
+	if f.Def.Site == "" {
+		f.Def.Site = "default"
+	}
+	if f.Def.Durability == "" {
+		f.Def.Durability = DurabilitySync
+	}
+	if f.Def.Capacity != nil && f.Def.WhenFull == "" {
+		f.Def.WhenFull = WhenFullReject
+	}
+	return f, nil
+}
+
+type compiler struct {
+	form  string
+	probs []Problem
+}
+
+func (c *compiler) add(field, msg string) {
+	c.probs = append(c.probs, Problem{Form: c.form, Field: field, Msg: msg})
+}
+
+func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
+	cf := compiledField{Field: fd}
+	n := len(c.probs)
+	name := fd.Name
+	switch {
+	case name == "":
+		c.add("", fmt.Sprintf("a field has no name (type %q); give each field a name", fd.Type))
+		return cf, false
+	case strings.HasPrefix(name, "_"):
+		c.add(name, "names starting with '_' are reserved for formd (_key, _ts)")
+	case !namePattern.MatchString(name):
+		c.add(name, "name is not valid: use 1-64 letters, digits and '_', starting with a letter")
+	case name == honeypot:
+		c.add(name, "has the same name as spam.honeypot; the honeypot must not be a real field")
+	}
+	if !slices.Contains(fieldTypes, fd.Type) {
+		c.add(name, fmt.Sprintf("type %q is not valid; use one of: %s", fd.Type, strings.Join(fieldTypes, ", ")))
+		return cf, false
+	}
+	notFor := func(setting string, set bool, allowed ...string) {
+		if set && !slices.Contains(allowed, fd.Type) {
+			c.add(name, fmt.Sprintf("%s does not apply to type %s (it applies to %s)", setting, fd.Type, strings.Join(allowed, ", ")))
+		}
+	}
+	notFor("options", len(fd.Options) > 0, TypeSelect, TypeMultiselect)
+	notFor("region", fd.Region != "", TypePhone)
+	notFor("integer", fd.Integer, TypeNumber)
+	notFor("pattern", fd.Pattern != "", TypeText, TypeTextarea, TypeEmail)
+	notFor("max_length", fd.MaxLength != nil, TypeText, TypeTextarea, TypeEmail)
+	notFor("min", fd.Min != nil, TypeText, TypeTextarea, TypeNumber, TypeMultiselect, TypeDate)
+	notFor("max", fd.Max != nil, TypeText, TypeTextarea, TypeEmail, TypeNumber, TypeMultiselect, TypeDate)
+
+	switch fd.Type {
+	case TypeText, TypeTextarea, TypeEmail, TypeMultiselect:
+		cf.maxLen = DefaultTextMax
+		if fd.Type == TypeTextarea {
+			cf.maxLen = DefaultTextareaMax
+		}
+		if fd.Type == TypeEmail {
+			cf.maxLen = 254
+		}
+		if fd.Type == TypeMultiselect {
+			cf.maxLen = len(fd.Options)
+		}
+		if fd.Min != nil {
+			cf.minLen, cf.hasMin = c.count(name, "min", fd.Min), true
+		}
+		if fd.Max != nil {
+			cf.maxLen, cf.hasMax = c.count(name, "max", fd.Max), true
+		}
+		if fd.MaxLength != nil {
+			if fd.Max != nil && *fd.MaxLength != cf.maxLen {
+				c.add(name, "max and max_length disagree; give one of them")
+			}
+			if *fd.MaxLength < 1 {
+				c.add(name, "max_length must be at least 1")
+			}
+			cf.maxLen, cf.hasMax = *fd.MaxLength, true
+		}
+		if cf.hasMin && cf.minLen > cf.maxLen {
+			c.add(name, fmt.Sprintf("min %d is greater than max %d", cf.minLen, cf.maxLen))
+		}
+		if fd.Pattern != "" {
+			re, err := regexp.Compile(`^(?:` + fd.Pattern + `)$`)
+			if err != nil {
+				c.add(name, fmt.Sprintf("pattern %q is not a valid regular expression: %v", fd.Pattern, err))
+			}
+			cf.pattern = re
+		}
+	case TypeNumber:
+		if fd.Min != nil {
+			cf.minNum, cf.hasMin = c.number(name, "min", fd.Min), true
+		}
+		if fd.Max != nil {
+			cf.maxNum, cf.hasMax = c.number(name, "max", fd.Max), true
+		}
+		if cf.hasMin && cf.hasMax && cf.minNum > cf.maxNum {
+			c.add(name, fmt.Sprintf("min %v is greater than max %v", cf.minNum, cf.maxNum))
+		}
+	case TypeDate:
+		if fd.Min != nil {
+			cf.minDate = c.date(name, "min", fd.Min)
+		}
+		if fd.Max != nil {
+			cf.maxDate = c.date(name, "max", fd.Max)
+		}
+		if cf.minDate != "" && cf.maxDate != "" && cf.minDate > cf.maxDate {
+			c.add(name, fmt.Sprintf("min %s is after max %s", cf.minDate, cf.maxDate))
+		}
+	case TypePhone:
+		if fd.Region != "" {
+			r := strings.ToUpper(fd.Region)
+			if _, ok := phonenumbers.GetSupportedRegions()[r]; !ok {
+				c.add(name, fmt.Sprintf("region %q is not a known region; use a two-letter ISO 3166 code such as CN, US or ES", fd.Region))
+			}
+			cf.Region = r
+		}
+	}
+	if fd.Type == TypeSelect || fd.Type == TypeMultiselect {
+		if len(fd.Options) == 0 {
+			c.add(name, "options is empty; a "+fd.Type+" needs at least one option")
+		}
+		cf.options = make(map[string]int, len(fd.Options))
+		for i, o := range fd.Options {
+			if o.Value == "" {
+				c.add(name, fmt.Sprintf("options[%d] has an empty value", i))
+			}
+			if _, dup := cf.options[o.Value]; dup {
+				c.add(name, fmt.Sprintf("option %q is listed twice", o.Value))
+			}
+			cf.options[o.Value] = i
+		}
+	}
+	return cf, len(c.probs) == n
+}
+
+func (c *compiler) count(field, setting string, b *Bound) int {
+	if !b.isNum || b.Num < 0 || b.Num != math.Trunc(b.Num) || b.Num > 1e6 {
+		c.add(field, fmt.Sprintf("%s %q must be a whole number from 0 to 1000000", setting, b.raw))
+		return 0
+	}
+	return int(b.Num)
+}
+
+func (c *compiler) number(field, setting string, b *Bound) float64 {
+	if !b.isNum {
+		c.add(field, fmt.Sprintf("%s %q must be a number", setting, b.raw))
+	}
+	return b.Num
+}
+
+func (c *compiler) date(field, setting string, b *Bound) string {
+	if b.Date == "" {
+		c.add(field, fmt.Sprintf("%s %q must be a date written YYYY-MM-DD", setting, b.raw))
+	}
+	return b.Date
+}
+
+func (f *Form) fieldNames() []string {
+	names := make([]string, len(f.fields))
+	for i, cf := range f.fields {
+		names[i] = cf.Name
+	}
+	return names
+}
+
+// ID is the form's id.
+func (f *Form) ID() string { return f.Def.ID }
+
+// Field returns the named field's definition.
+func (f *Form) Field(name string) (Field, bool) {
+	i, ok := f.byName[name]
+	if !ok {
+		return Field{}, false
+	}
+	return f.fields[i].Field, true
+}
+
+// Fields returns the form's fields in their declared order.
+func (f *Form) Fields() []Field {
+	out := make([]Field, len(f.fields))
+	for i, cf := range f.fields {
+		out[i] = cf.Field
+	}
+	return out
+}
+
+// OpenAt says whether the form takes submissions at t.
+func (f *Form) OpenAt(t time.Time) bool {
+	if f.Def.OpensAt != nil && t.Before(*f.Def.OpensAt) {
+		return false
+	}
+	if f.Def.ClosesAt != nil && !t.Before(*f.Def.ClosesAt) {
+		return false
+	}
+	return true
+}

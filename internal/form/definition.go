@@ -1,0 +1,229 @@
+// Package form holds what formd knows about a form: its definition as the
+// owner writes it (YAML or JSON), the checks that refuse a bad definition with
+// a message naming the form, the field and what would be valid, and the
+// validation and normalization of one submission against it.
+package form
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Field types.
+const (
+	TypeText        = "text"
+	TypeTextarea    = "textarea"
+	TypeEmail       = "email"
+	TypePhone       = "phone"
+	TypeNumber      = "number"
+	TypeSelect      = "select"
+	TypeMultiselect = "multiselect"
+	TypeCheckbox    = "checkbox"
+	TypeDate        = "date"
+)
+
+var fieldTypes = []string{TypeText, TypeTextarea, TypeEmail, TypePhone, TypeNumber, TypeSelect, TypeMultiselect, TypeCheckbox, TypeDate}
+
+// What a form does when its capacity is taken.
+const (
+	WhenFullReject   = "reject"
+	WhenFullWaitlist = "waitlist"
+)
+
+// Durability modes. Sync forms answer only after the journal has fsync'd the
+// entry; async forms answer 202 as soon as the entry is queued for the
+// journal writer, trading the crash guarantee for latency.
+const (
+	DurabilitySync  = "sync"
+	DurabilityAsync = "async"
+)
+
+// Default length limits keep one submission's storage bounded when the owner
+// sets none.
+const (
+	DefaultTextMax     = 1000
+	DefaultTextareaMax = 10000
+)
+
+// Definition is one form as its owner declares it. The YAML/JSON names are
+// the contract of DESIGN §5.
+type Definition struct {
+	ID          string     `yaml:"id" json:"id"`
+	Site        string     `yaml:"site" json:"site,omitempty"`
+	Title       Text       `yaml:"title" json:"title,omitempty"`
+	Description Text       `yaml:"description" json:"description,omitempty"`
+	Fields      []Field    `yaml:"fields" json:"fields"`
+	Unique      [][]string `yaml:"unique" json:"unique,omitempty"`
+	Capacity    *int       `yaml:"capacity" json:"capacity,omitempty"`
+	WhenFull    string     `yaml:"when_full" json:"when_full,omitempty"`
+	OpensAt     *time.Time `yaml:"opens_at" json:"opens_at,omitempty"`
+	ClosesAt    *time.Time `yaml:"closes_at" json:"closes_at,omitempty"`
+	Durability  string     `yaml:"durability" json:"durability,omitempty"`
+	RequireKey  bool       `yaml:"require_key" json:"require_key,omitempty"`
+	Spam        *SpamRules `yaml:"spam" json:"spam,omitempty"`
+	Origins     []string   `yaml:"origins" json:"origins,omitempty"`
+	Retention   *Duration  `yaml:"retention" json:"retention,omitempty"`
+	RateLimit   *RateLimit `yaml:"rate_limit" json:"rate_limit,omitempty"`
+	Redirect    string     `yaml:"redirect" json:"redirect,omitempty"`
+}
+
+// Field is one input of a form.
+type Field struct {
+	Name        string   `yaml:"name" json:"name"`
+	Type        string   `yaml:"type" json:"type"`
+	Label       Text     `yaml:"label" json:"label,omitempty"`
+	Help        Text     `yaml:"help" json:"help,omitempty"`
+	Placeholder Text     `yaml:"placeholder" json:"placeholder,omitempty"`
+	Required    bool     `yaml:"required" json:"required,omitempty"`
+	Min         *Bound   `yaml:"min" json:"min,omitempty"`
+	Max         *Bound   `yaml:"max" json:"max,omitempty"`
+	MaxLength   *int     `yaml:"max_length" json:"max_length,omitempty"`
+	Integer     bool     `yaml:"integer" json:"integer,omitempty"`
+	Pattern     string   `yaml:"pattern" json:"pattern,omitempty"`
+	Region      string   `yaml:"region" json:"region,omitempty"`
+	Options     []Option `yaml:"options" json:"options,omitempty"`
+}
+
+// Option is one choice of a select or multiselect field, written as a plain
+// value or as {value, label}.
+type Option struct {
+	Value string `yaml:"value" json:"value"`
+	Label Text   `yaml:"label" json:"label,omitempty"`
+}
+
+// UnmarshalYAML accepts a scalar (the value, which is also the label) or a
+// {value, label} map.
+func (o *Option) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		o.Value = n.Value
+		return nil
+	}
+	type plain Option
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*o = Option(p)
+	return nil
+}
+
+// SpamRules are the cheap checks that mark a submission as spam: a honeypot
+// field that people never see and bots fill, and a minimum time between the
+// form being shown (the `_ts` field, Unix milliseconds) and its submission.
+type SpamRules struct {
+	Honeypot   string  `yaml:"honeypot" json:"honeypot,omitempty"`
+	MinSeconds float64 `yaml:"min_seconds" json:"min_seconds,omitempty"`
+}
+
+// RateLimit bounds how many submissions one client IP may make to one form.
+// Off disables the limit for this form.
+type RateLimit struct {
+	Requests int      `yaml:"requests" json:"requests"`
+	Per      Duration `yaml:"per" json:"per"`
+	Burst    int      `yaml:"burst" json:"burst,omitempty"`
+	Off      bool     `yaml:"-" json:"off,omitempty"`
+}
+
+// UnmarshalYAML accepts `off` as well as {requests, per, burst}.
+func (r *RateLimit) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		switch strings.ToLower(n.Value) {
+		case "off", "false", "none":
+			*r = RateLimit{Off: true}
+			return nil
+		}
+		return fmt.Errorf("want `off` or {requests, per, burst}, not %q", n.Value)
+	}
+	type plain RateLimit
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*r = RateLimit(p)
+	return nil
+}
+
+// Bound is a min or max: a number for numbers, lengths and counts, a date
+// (YYYY-MM-DD) for date fields. The field's type says which is meant.
+type Bound struct {
+	Num   float64
+	Date  string
+	raw   string
+	isNum bool
+}
+
+// UnmarshalYAML keeps the scalar so the field's type can interpret it.
+func (b *Bound) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a number or a date", n.Line)
+	}
+	b.raw = n.Value
+	if f, err := strconv.ParseFloat(n.Value, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		b.Num, b.isNum = f, true
+	}
+	if _, err := time.Parse(time.DateOnly, n.Value); err == nil {
+		b.Date = n.Value
+	}
+	return nil
+}
+
+// MarshalJSON writes the bound as the owner wrote it.
+func (b Bound) MarshalJSON() ([]byte, error) {
+	if b.Date != "" {
+		return []byte(strconv.Quote(b.Date)), nil
+	}
+	return []byte(strconv.FormatFloat(b.Num, 'f', -1, 64)), nil
+}
+
+// Duration is a time.Duration that also accepts days ("365d").
+type Duration time.Duration
+
+// ParseDuration reads a Go duration or a whole number of days ("30d").
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q is not a duration: want a number of days such as 30d, or 12h, 90m", s)
+		}
+		return Duration(time.Duration(n) * 24 * time.Hour), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration: want a number of days such as 30d, or 12h, 90m", s)
+	}
+	return Duration(d), nil
+}
+
+// UnmarshalYAML parses "365d", "12h", "90s".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// MarshalJSON writes the duration in Go's notation.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+var (
+	idPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
+)
+
+// Reserved body fields, which no form may declare: the idempotency key of
+// plain HTML posts and the time the form was shown.
+const (
+	KeyField  = "_key"
+	TimeField = "_ts"
+)

@@ -1,0 +1,98 @@
+// Package journal is formd's write-ahead log of accepted submissions: the
+// queue that absorbs peaks between intake and processor, the backup that
+// replay reads, and the evidence that audit compares with the store.
+//
+// The Journal interface is the contract every driver meets (sqlitejournal,
+// natsjournal); journaltest checks it. Intake and processor each depend only
+// on the few methods they call.
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Entry is one accepted submission as the journal keeps it. Everything the
+// processor needs to decide its outcome is here, so that the store can be
+// rebuilt from the journal alone.
+type Entry struct {
+	// Seq is the journal's position for the entry, assigned on append and
+	// increasing in arrival order. It is 0 before the append.
+	Seq uint64
+	// ID is the submission's id, fixed at intake so that a replay gives the
+	// same id.
+	ID   string
+	Site string
+	Form string
+	// Key is the idempotency key, given by the client or derived from the
+	// fingerprint.
+	Key         string
+	Fingerprint [32]byte
+	ReceivedAt  time.Time
+	// Spam is set when intake's spam checks (honeypot, minimum time) fired;
+	// the entry is kept as evidence and stored with status spam.
+	Spam bool
+	// Claims are the participant's unique-set tokens (see form.Accepted).
+	Claims []string
+	// Data is the normalized values as a JSON object.
+	Data json.RawMessage
+	// Deliveries counts how often the entry has been handed to a consumer,
+	// 1 on the first delivery. Drivers that restart count from 1 again.
+	Deliveries int
+}
+
+// Appended is the outcome of an append.
+type Appended struct {
+	// Entry is the entry now in the journal for (form, key): the one just
+	// appended or, when Duplicate, the one appended earlier.
+	Entry Entry
+	// Duplicate says an entry with the same (form, key) was already there;
+	// nothing new was written.
+	Duplicate bool
+}
+
+// Filter selects entries for replay. Zero fields match everything.
+type Filter struct {
+	Form  string
+	Site  string
+	Since time.Time // received at or after
+	Until time.Time // received before
+	// AfterSeq skips entries up to and including this position.
+	AfterSeq uint64
+}
+
+// Stats describe the backlog: entries appended but not yet acknowledged.
+type Stats struct {
+	Backlog int64
+	// OldestPending is when the oldest unacknowledged entry was received,
+	// zero when there is none.
+	OldestPending time.Time
+	LastSeq       uint64
+}
+
+// Journal is what a journal driver provides.
+//
+// Append is durable when it returns without error in sync mode: the entry
+// survives kill -9 and, for drivers that fsync, power loss. (form, key) is
+// unique: appending it again writes nothing and reports the first entry.
+//
+// Fetch hands out entries for processing, each until it is acknowledged
+// with Ack; Nak asks for a redelivery after a delay. An entry that is neither
+// is delivered again after the driver's redelivery timeout or on restart, so
+// processing must be idempotent (the store makes it so).
+type Journal interface {
+	Append(ctx context.Context, e Entry, sync bool) (Appended, error)
+	Fetch(ctx context.Context, max int) ([]Entry, error)
+	Ack(ctx context.Context, seqs ...uint64) error
+	Nak(ctx context.Context, seq uint64, delay time.Duration) error
+	// Lookup finds the entry for (form, key).
+	Lookup(ctx context.Context, form, key string) (Entry, bool, error)
+	// Pending lists delivered entries that have stayed unacknowledged since
+	// before the given time, oldest first, for the reconciler.
+	Pending(ctx context.Context, deliveredBefore time.Time, limit int) ([]Entry, error)
+	// Read calls fn for each entry matching the filter, in journal order.
+	Read(ctx context.Context, f Filter, fn func(Entry) error) error
+	Stats(ctx context.Context) (Stats, error)
+	Close() error
+}

@@ -1,0 +1,697 @@
+// Package sqlitejournal is the embedded journal driver: one SQLite file in
+// WAL mode with synchronous=FULL, written by a single goroutine that
+// group-commits whatever appends are waiting, so that one fsync makes many
+// submissions durable.
+//
+// Delivery state (what is in flight, what waits for a redelivery) lives in
+// memory; on disk the journal keeps the entries and a watermark below which
+// every entry has been acknowledged. After a restart, everything above the
+// watermark is delivered again, which is safe because the store decides each
+// (form, key) once.
+package sqlitejournal
+
+import (
+	"container/heap"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+	_ "github.com/mattn/go-sqlite3" // the SQLite driver, registered as "sqlite3"
+)
+
+var _ journal.Journal = (*Journal)(nil)
+
+// Options configure the journal. Zero values take the defaults.
+type Options struct {
+	// Path is the journal's SQLite file.
+	Path string
+	// QueueSize bounds the appends waiting for the writer; when it is full,
+	// Append answers journal.ErrOverloaded at once. Default 16384.
+	QueueSize int
+	// MaxBatch bounds the appends committed in one transaction. Default 2048.
+	MaxBatch int
+	// MaxReady bounds the newly appended entries kept in memory for
+	// delivery; beyond it, delivery reads them back from the file. Default
+	// 65536.
+	MaxReady int
+	// Now is the clock. Default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.QueueSize <= 0 {
+		o.QueueSize = 16384
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 2048
+	}
+	if o.MaxReady <= 0 {
+		o.MaxReady = 65536
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Journal is the SQLite journal.
+type Journal struct {
+	opts  Options
+	wdb   *sql.DB // the one write connection
+	rdb   *sql.DB // readers
+	queue chan *appendReq
+
+	closeMu sync.RWMutex
+	closing bool
+	writer  sync.WaitGroup
+
+	mu       sync.Mutex
+	ready    []journal.Entry // appended, not yet delivered; seq > cursor
+	spilled  bool            // entries past cursor exist on disk but not in ready
+	cursor   uint64          // highest seq taken from the main stream
+	lastSeq  uint64
+	inflight map[uint64]*flight
+	naks     nakHeap
+	wake     chan struct{}
+	closed   bool
+	saved    uint64 // watermark last written to disk
+}
+
+type flight struct {
+	e           journal.Entry
+	deliveredAt time.Time
+	nakked      bool
+}
+
+type appendReq struct {
+	e    journal.Entry
+	done chan appendRes // nil for async appends
+}
+
+type appendRes struct {
+	a   journal.Appended
+	err error
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS entries (
+	seq         INTEGER PRIMARY KEY,
+	form        TEXT    NOT NULL,
+	key         TEXT    NOT NULL,
+	site        TEXT    NOT NULL,
+	id          TEXT    NOT NULL,
+	received_at INTEGER NOT NULL,
+	fingerprint BLOB    NOT NULL,
+	spam        INTEGER NOT NULL,
+	claims      TEXT    NOT NULL,
+	data        BLOB    NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_form_key ON entries(form, key);
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta(k, v) VALUES ('acked_upto', 0);
+`
+
+const entryColumns = `seq, form, key, site, id, received_at, fingerprint, spam, claims, data`
+
+// Open opens (creating if needed) the journal file and starts its writer.
+func Open(ctx context.Context, opts Options) (*Journal, error) {
+	opts.setDefaults()
+	if opts.Path == "" {
+		return nil, errors.New("open journal: no path")
+	}
+	dsn := "file:" + opts.Path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate"
+	wdb, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", opts.Path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	if _, err := wdb.ExecContext(ctx, schema); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open journal %s: create schema: %w", opts.Path, err)
+	}
+	rdb, err := sql.Open("sqlite3", "file:"+opts.Path+"?_journal_mode=WAL&_busy_timeout=10000&_query_only=1")
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open journal %s for reading: %w", opts.Path, err)
+	}
+	rdb.SetMaxOpenConns(4)
+	j := &Journal{
+		opts:     opts,
+		wdb:      wdb,
+		rdb:      rdb,
+		queue:    make(chan *appendReq, opts.QueueSize),
+		inflight: map[uint64]*flight{},
+		wake:     make(chan struct{}, 1),
+	}
+	var last sql.NullInt64
+	if err := wdb.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'acked_upto'`).Scan(&j.saved); err != nil {
+		j.closeDBs()
+		return nil, fmt.Errorf("open journal: read watermark: %w", err)
+	}
+	if err := wdb.QueryRowContext(ctx, `SELECT MAX(seq) FROM entries`).Scan(&last); err != nil {
+		j.closeDBs()
+		return nil, fmt.Errorf("open journal: read last position: %w", err)
+	}
+	j.lastSeq = uint64(last.Int64)
+	j.cursor = j.saved
+	j.spilled = j.lastSeq > j.cursor
+	j.writer.Add(1)
+	go j.writeLoop()
+	return j, nil
+}
+
+func (j *Journal) closeDBs() {
+	j.wdb.Close()
+	j.rdb.Close()
+}
+
+// Append queues the entry for the writer. In sync mode it returns once the
+// entry is committed and fsync'd (or found already there); otherwise it
+// returns at once, before anything is durable.
+func (j *Journal) Append(ctx context.Context, e journal.Entry, sync bool) (journal.Appended, error) {
+	req := &appendReq{e: e}
+	if sync {
+		req.done = make(chan appendRes, 1)
+	}
+	j.closeMu.RLock()
+	if j.closing {
+		j.closeMu.RUnlock()
+		return journal.Appended{}, journal.ErrClosed
+	}
+	select {
+	case j.queue <- req:
+		j.closeMu.RUnlock()
+	default:
+		j.closeMu.RUnlock()
+		return journal.Appended{}, journal.ErrOverloaded
+	}
+	if !sync {
+		return journal.Appended{Entry: e}, nil
+	}
+	select {
+	case r := <-req.done:
+		return r.a, r.err
+	case <-ctx.Done():
+		// The append may still commit; a retry with the same key finds it.
+		return journal.Appended{}, ctx.Err()
+	}
+}
+
+func (j *Journal) writeLoop() {
+	defer j.writer.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	batch := make([]*appendReq, 0, j.opts.MaxBatch)
+	for {
+		select {
+		case req, ok := <-j.queue:
+			if !ok {
+				j.saveWatermark()
+				return
+			}
+			batch = append(batch[:0], req)
+		drain:
+			for len(batch) < j.opts.MaxBatch {
+				select {
+				case r, ok := <-j.queue:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+			j.commit(batch)
+			clear(batch)
+		case <-tick.C:
+			j.saveWatermark()
+		}
+	}
+}
+
+// commit writes one batch in one transaction: one fsync for all of it.
+func (j *Journal) commit(batch []*appendReq) {
+	ctx := context.Background()
+	res := make([]appendRes, len(batch))
+	err := j.writeBatch(ctx, batch, res)
+	if err != nil {
+		j.opts.Logger.Error("journal commit failed", "err", err, "entries", len(batch))
+		for _, r := range batch {
+			if r.done != nil {
+				r.done <- appendRes{err: fmt.Errorf("%w: %v", journal.ErrUnavailable, err)}
+			}
+		}
+		return
+	}
+	var fresh []journal.Entry
+	for i := range batch {
+		if !res[i].a.Duplicate {
+			fresh = append(fresh, res[i].a.Entry)
+		}
+	}
+	j.publish(fresh)
+	for i, r := range batch {
+		if r.done != nil {
+			r.done <- res[i]
+		}
+	}
+}
+
+func (j *Journal) writeBatch(ctx context.Context, batch []*appendReq, res []appendRes) error {
+	tx, err := j.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO entries(form, key, site, id, received_at, fingerprint, spam, claims, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING RETURNING seq`)
+	if err != nil {
+		return fmt.Errorf("prepare insert: %w", err)
+	}
+	defer ins.Close()
+	for i, r := range batch {
+		e := r.e
+		var seq uint64
+		err := ins.QueryRowContext(ctx, e.Form, e.Key, e.Site, e.ID, e.ReceivedAt.UnixMicro(), e.Fingerprint[:],
+			e.Spam, strings.Join(e.Claims, ","), []byte(e.Data)).Scan(&seq)
+		switch {
+		case err == nil:
+			e.Seq = seq
+			res[i].a = journal.Appended{Entry: e}
+		case errors.Is(err, sql.ErrNoRows):
+			prev, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE form = ? AND key = ?`, e.Form, e.Key))
+			if err != nil {
+				return fmt.Errorf("read existing entry: %w", err)
+			}
+			res[i].a = journal.Appended{Entry: prev, Duplicate: true}
+		default:
+			return fmt.Errorf("insert entry: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// publish makes committed entries deliverable.
+func (j *Journal) publish(fresh []journal.Entry) {
+	if len(fresh) == 0 {
+		return
+	}
+	j.mu.Lock()
+	for _, e := range fresh {
+		if e.Seq > j.lastSeq {
+			j.lastSeq = e.Seq
+		}
+		if j.spilled || len(j.ready) >= j.opts.MaxReady {
+			j.spilled = true
+			continue
+		}
+		j.ready = append(j.ready, e)
+	}
+	j.mu.Unlock()
+	j.signal()
+}
+
+func (j *Journal) signal() {
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Fetch waits for entries to deliver: due redeliveries first, then new
+// entries in journal order.
+func (j *Journal) Fetch(ctx context.Context, limit int) ([]journal.Entry, error) {
+	limit = max(limit, 1)
+	for {
+		out, next, err := j.take(ctx, limit)
+		if err != nil || len(out) > 0 {
+			return out, err
+		}
+		if err := j.waitForWork(ctx, next); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitForWork blocks until an append or a nak signals, a redelivery falls
+// due (after next, when next > 0) or ctx ends.
+func (j *Journal) waitForWork(ctx context.Context, next time.Duration) error {
+	var timer <-chan time.Time
+	if next > 0 {
+		t := time.NewTimer(next)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-j.wake:
+	case <-timer:
+	}
+	return nil
+}
+
+// take hands out up to max entries; when there are none it says how long
+// until the next redelivery is due (0: none scheduled).
+func (j *Journal) take(ctx context.Context, limit int) ([]journal.Entry, time.Duration, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil, 0, journal.ErrClosed
+	}
+	now := j.opts.Now()
+	var out []journal.Entry
+	for len(out) < limit && len(j.naks) > 0 && !j.naks[0].due.After(now) {
+		n := heap.Pop(&j.naks).(nak)
+		f, ok := j.inflight[n.seq]
+		if !ok || !f.nakked {
+			continue
+		}
+		f.nakked = false
+		f.deliveredAt = now
+		f.e.Deliveries++
+		out = append(out, f.e)
+	}
+	if len(out) < limit && len(j.ready) == 0 && j.spilled {
+		if err := j.refill(ctx, limit-len(out)); err != nil {
+			return out, 0, err
+		}
+	}
+	n := min(limit-len(out), len(j.ready))
+	for _, e := range j.ready[:n] {
+		e.Deliveries = 1
+		j.inflight[e.Seq] = &flight{e: e, deliveredAt: now}
+		j.cursor = e.Seq
+		out = append(out, e)
+	}
+	j.ready = j.ready[n:]
+	if len(j.ready) == 0 {
+		j.ready = nil // let the backing array go
+	}
+	var next time.Duration
+	if len(out) == 0 && len(j.naks) > 0 {
+		next = max(j.naks[0].due.Sub(now), time.Millisecond)
+	}
+	return out, next, nil
+}
+
+// refill reads entries past the cursor back from the file. Called with mu
+// held; the writer cannot add to ready while spilled is set. It reads only
+// up to lastSeq: entries committed but not yet published arrive through
+// publish.
+func (j *Journal) refill(ctx context.Context, n int) error {
+	n = max(n, 256)
+	rows, err := j.rdb.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, j.cursor, j.lastSeq, n)
+	if err != nil {
+		return fmt.Errorf("read journal: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return fmt.Errorf("read journal: %w", err)
+		}
+		j.ready = append(j.ready, e)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read journal: %w", err)
+	}
+	if len(j.ready) == 0 || j.ready[len(j.ready)-1].Seq >= j.lastSeq {
+		j.spilled = false
+	}
+	return nil
+}
+
+// Ack forgets delivered entries: they have their outcome in the store.
+func (j *Journal) Ack(_ context.Context, seqs ...uint64) error {
+	j.mu.Lock()
+	for _, s := range seqs {
+		delete(j.inflight, s)
+	}
+	j.mu.Unlock()
+	return nil
+}
+
+// Nak schedules a redelivery after delay.
+func (j *Journal) Nak(_ context.Context, seq uint64, delay time.Duration) error {
+	j.mu.Lock()
+	f, ok := j.inflight[seq]
+	if ok && !f.nakked {
+		f.nakked = true
+		heap.Push(&j.naks, nak{seq: seq, due: j.opts.Now().Add(delay)})
+	}
+	j.mu.Unlock()
+	if ok {
+		j.signal()
+	}
+	return nil
+}
+
+// Pending hands back, as a new delivery, entries delivered before t and not
+// acknowledged since.
+func (j *Journal) Pending(_ context.Context, deliveredBefore time.Time, limit int) ([]journal.Entry, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var stale []*flight
+	for _, f := range j.inflight {
+		if !f.nakked && f.deliveredAt.Before(deliveredBefore) {
+			stale = append(stale, f)
+		}
+	}
+	slices.SortFunc(stale, func(a, b *flight) int { return compareSeq(a.e.Seq, b.e.Seq) })
+	if limit > 0 && len(stale) > limit {
+		stale = stale[:limit]
+	}
+	now := j.opts.Now()
+	out := make([]journal.Entry, len(stale))
+	for i, f := range stale {
+		f.deliveredAt = now
+		f.e.Deliveries++
+		out[i] = f.e
+	}
+	return out, nil
+}
+
+func compareSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// watermark is the highest seq at and below which every entry is acked.
+// Called with mu held.
+func (j *Journal) watermark() uint64 {
+	w := j.cursor
+	for s := range j.inflight {
+		if s-1 < w {
+			w = s - 1
+		}
+	}
+	return w
+}
+
+func (j *Journal) saveWatermark() {
+	j.mu.Lock()
+	w := j.watermark()
+	j.mu.Unlock()
+	if w == j.saved {
+		return
+	}
+	if _, err := j.wdb.Exec(`UPDATE meta SET v = ? WHERE k = 'acked_upto'`, w); err != nil {
+		j.opts.Logger.Warn("journal watermark not saved", "err", err)
+		return
+	}
+	j.saved = w
+}
+
+// Lookup finds the entry for (form, key).
+func (j *Journal) Lookup(ctx context.Context, form, key string) (journal.Entry, bool, error) {
+	e, err := scanEntry(j.rdb.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE form = ? AND key = ?`, form, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return journal.Entry{}, false, nil
+	}
+	if err != nil {
+		return journal.Entry{}, false, fmt.Errorf("look up journal entry: %w", err)
+	}
+	return e, true, nil
+}
+
+// Read calls fn for every entry matching f, in journal order, a page at a
+// time so that no read transaction stays open while fn works.
+func (j *Journal) Read(ctx context.Context, f journal.Filter, fn func(journal.Entry) error) error {
+	var where []string
+	var args []any
+	if f.Form != "" {
+		where = append(where, "form = ?")
+		args = append(args, f.Form)
+	}
+	if f.Site != "" {
+		where = append(where, "site = ?")
+		args = append(args, f.Site)
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "received_at >= ?")
+		args = append(args, f.Since.UnixMicro())
+	}
+	if !f.Until.IsZero() {
+		where = append(where, "received_at < ?")
+		args = append(args, f.Until.UnixMicro())
+	}
+	q := `SELECT ` + entryColumns + ` FROM entries WHERE seq > ?`
+	for _, w := range where {
+		q += " AND " + w
+	}
+	q += ` ORDER BY seq LIMIT 500`
+	after := f.AfterSeq
+	for {
+		page, err := j.readPage(ctx, q, append([]any{after}, args...))
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if err := fn(e); err != nil {
+				return err
+			}
+			after = e.Seq
+		}
+		if len(page) < 500 {
+			return nil
+		}
+	}
+}
+
+func (j *Journal) readPage(ctx context.Context, q string, args []any) ([]journal.Entry, error) {
+	rows, err := j.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer rows.Close()
+	var page []journal.Entry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read journal: %w", err)
+		}
+		page = append(page, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	return page, nil
+}
+
+// Stats reports the backlog and the age of its oldest entry.
+func (j *Journal) Stats(ctx context.Context) (journal.Stats, error) {
+	j.mu.Lock()
+	st := journal.Stats{LastSeq: j.lastSeq, Backlog: int64(j.lastSeq-j.cursor) + int64(len(j.inflight))}
+	var oldest *flight
+	for _, f := range j.inflight {
+		if oldest == nil || f.e.Seq < oldest.e.Seq {
+			oldest = f
+		}
+	}
+	switch {
+	case oldest != nil:
+		st.OldestPending = oldest.e.ReceivedAt
+	case len(j.ready) > 0:
+		st.OldestPending = j.ready[0].ReceivedAt
+	}
+	probe := oldest == nil && len(j.ready) == 0 && j.lastSeq > j.cursor
+	cursor := j.cursor
+	j.mu.Unlock()
+	if probe {
+		var us int64
+		err := j.rdb.QueryRowContext(ctx, `SELECT received_at FROM entries WHERE seq > ? ORDER BY seq LIMIT 1`, cursor).Scan(&us)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return st, fmt.Errorf("journal stats: %w", err)
+		}
+		if err == nil {
+			st.OldestPending = time.UnixMicro(us)
+		}
+	}
+	return st, nil
+}
+
+// Close stops taking appends, commits what is queued, saves the watermark
+// and closes the file. Entries not acknowledged are delivered again on the
+// next Open.
+func (j *Journal) Close() error {
+	j.closeMu.Lock()
+	if j.closing {
+		j.closeMu.Unlock()
+		return nil
+	}
+	j.closing = true
+	close(j.queue)
+	j.closeMu.Unlock()
+	j.writer.Wait()
+	j.mu.Lock()
+	j.closed = true
+	j.mu.Unlock()
+	j.signal()
+	err := errors.Join(j.wdb.Close(), j.rdb.Close())
+	if err != nil {
+		return fmt.Errorf("close journal: %w", err)
+	}
+	return nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanEntry(s scanner) (journal.Entry, error) {
+	var (
+		e      journal.Entry
+		us     int64
+		fp     []byte
+		claims string
+		data   []byte
+	)
+	if err := s.Scan(&e.Seq, &e.Form, &e.Key, &e.Site, &e.ID, &us, &fp, &e.Spam, &claims, &data); err != nil {
+		return e, err
+	}
+	e.ReceivedAt = time.UnixMicro(us)
+	copy(e.Fingerprint[:], fp)
+	if claims != "" {
+		e.Claims = strings.Split(claims, ",")
+	}
+	e.Data = data
+	return e, nil
+}
+
+type nak struct {
+	seq uint64
+	due time.Time
+}
+
+type nakHeap []nak
+
+func (h nakHeap) Len() int           { return len(h) }
+func (h nakHeap) Less(a, b int) bool { return h[a].due.Before(h[b].due) }
+func (h nakHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *nakHeap) Push(x any)        { *h = append(*h, x.(nak)) }
+func (h *nakHeap) Pop() any {
+	old := *h
+	n := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return n
+}
