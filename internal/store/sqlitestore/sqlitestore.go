@@ -1,0 +1,636 @@
+// Package sqlitestore is the embedded store driver: its own SQLite file (so
+// that a damaged store can be rebuilt from the journal), WAL mode with
+// synchronous=FULL, one write connection that serializes decisions, and a
+// pool of readers.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/store"
+	"github.com/mattn/go-sqlite3"
+)
+
+var _ store.Store = (*Store)(nil)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure the store.
+type Options struct {
+	Path string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Store is the SQLite store.
+type Store struct {
+	wdb *sql.DB
+	rdb *sql.DB
+	now func() time.Time
+}
+
+// Open opens the store file, creating it and applying migrations as needed.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Path == "" {
+		return nil, errors.New("open store: no path")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	wdb, err := sql.Open("sqlite3", "file:"+opts.Path+"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	if err := migrate(ctx, wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
+	}
+	rdb, err := sql.Open("sqlite3", "file:"+opts.Path+"?_journal_mode=WAL&_busy_timeout=10000&_query_only=1")
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open store %s for reading: %w", opts.Path, err)
+	}
+	rdb.SetMaxOpenConns(8)
+	rdb.SetMaxIdleConns(8)
+	return &Store{wdb: wdb, rdb: rdb, now: opts.Now}, nil
+}
+
+// migrate applies the embedded migrations not yet recorded, each in its own
+// transaction.
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migrate: bad migration name %s", name)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if err := applyMigration(ctx, db, v, string(body)); err != nil {
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, version int, body string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	res, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, version, time.Now().UnixMicro())
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil // applied before
+	}
+	if _, err := tx.ExecContext(ctx, body); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// classify marks failures of the database itself as store.ErrUnavailable.
+func classify(op string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrBusy, sqlite3.ErrLocked, sqlite3.ErrIoErr, sqlite3.ErrFull, sqlite3.ErrCantOpen, sqlite3.ErrReadonly, sqlite3.ErrNomem:
+			return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+		}
+	}
+	if errors.Is(err, sql.ErrConnDone) {
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// Close closes the file.
+func (s *Store) Close() error {
+	if err := errors.Join(s.wdb.Close(), s.rdb.Close()); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	return nil
+}
+
+// stmts are the prepared statements of one decision transaction.
+type stmts struct {
+	insert, claim, release, take, whenFull, setStatus *sql.Stmt
+}
+
+func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
+	var st stmts
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{
+		{&st.insert, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`},
+		{&st.claim, `INSERT INTO claims(form, claim, entry_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
+		{&st.release, `DELETE FROM claims WHERE entry_id = ?`},
+		{&st.take, `UPDATE capacity SET taken = taken + 1 WHERE form = ? AND (capacity IS NULL OR taken < capacity)`},
+		{&st.whenFull, `SELECT when_full FROM capacity WHERE form = ?`},
+		{&st.setStatus, `UPDATE entries SET status = ?, decision = ? WHERE form = ? AND key = ?`},
+	} {
+		s, err := tx.PrepareContext(ctx, p.q)
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		*p.dst = s
+	}
+	return &st, nil
+}
+
+func (st *stmts) close() {
+	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.setStatus} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// Apply decides the submissions in one transaction (see package store for
+// the rules). The entry row is inserted first, as stored, so that its
+// unique (form, key) index decides replays; a duplicate, waitlisted or
+// rejected decision then rewrites its status in the same transaction.
+func (s *Store) Apply(ctx context.Context, subs []store.Submission) ([]store.Outcome, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, classify("apply: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	st, err := prepare(ctx, tx)
+	if err != nil {
+		return nil, classify("apply: prepare", err)
+	}
+	defer st.close()
+	now := s.now().UnixMicro()
+	out := make([]store.Outcome, len(subs))
+	for i := range subs {
+		o, err := s.decide(ctx, tx, st, &subs[i], now)
+		if err != nil {
+			return nil, classify(fmt.Sprintf("apply %s/%s", subs[i].Form, subs[i].Key), err)
+		}
+		out[i] = o
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, classify("apply: commit", err)
+	}
+	return out, nil
+}
+
+func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *store.Submission, now int64) (store.Outcome, error) {
+	status := store.StatusStored
+	if sub.Spam {
+		status = store.StatusSpam
+	}
+	res, err := st.insert.ExecContext(ctx, sub.ID, sub.Seq, sub.Form, sub.Site, sub.Key, status, status,
+		sub.ReceivedAt.UnixMicro(), now, sub.Fingerprint[:], strings.Join(sub.Claims, ","), []byte(sub.Data))
+	if err != nil {
+		return store.Outcome{}, fmt.Errorf("insert entry: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		o, ok, err := outcome(ctx, tx, sub.Form, sub.Key)
+		if err != nil || !ok {
+			return o, fmt.Errorf("read earlier outcome (found %v): %w", ok, err)
+		}
+		o.Replayed = true
+		return o, nil
+	}
+	o := store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: status, Status: status,
+		ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}
+	if sub.Spam {
+		return o, nil
+	}
+	for _, c := range sub.Claims {
+		res, err := st.claim.ExecContext(ctx, sub.Form, c, sub.ID)
+		if err != nil {
+			return o, fmt.Errorf("claim: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return s.settle(ctx, st, o, store.StatusDuplicate, true)
+		}
+	}
+	res, err = st.take.ExecContext(ctx, sub.Form)
+	if err != nil {
+		return o, fmt.Errorf("take a place: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return o, nil
+	}
+	var whenFull string
+	switch err := st.whenFull.QueryRowContext(ctx, sub.Form).Scan(&whenFull); {
+	case errors.Is(err, sql.ErrNoRows):
+		return o, nil // a form the store has no settings for has no limit
+	case err != nil:
+		return o, fmt.Errorf("read when_full: %w", err)
+	case whenFull == "waitlist":
+		return s.settle(ctx, st, o, store.StatusWaitlisted, false)
+	default:
+		return s.settle(ctx, st, o, store.StatusRejected, true)
+	}
+}
+
+// settle rewrites a just-inserted entry's status, releasing its claims when
+// it is not live.
+func (s *Store) settle(ctx context.Context, st *stmts, o store.Outcome, status string, release bool) (store.Outcome, error) {
+	if release {
+		if _, err := st.release.ExecContext(ctx, o.ID); err != nil {
+			return o, fmt.Errorf("release claims: %w", err)
+		}
+	}
+	if _, err := st.setStatus.ExecContext(ctx, status, status, o.Form, o.Key); err != nil {
+		return o, fmt.Errorf("set status: %w", err)
+	}
+	o.Status, o.Decision = status, status
+	return o, nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
+func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, bool, error) {
+	var (
+		o      store.Outcome
+		us     int64
+		fp     []byte
+		status string
+	)
+	err := q.QueryRowContext(ctx, `SELECT id, decision, status, received_at, fingerprint FROM entries WHERE form = ? AND key = ?`, form, key).
+		Scan(&o.ID, &o.Decision, &status, &us, &fp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, err
+	}
+	o.Form, o.Key, o.Status = form, key, status
+	o.ReceivedAt = time.UnixMicro(us)
+	copy(o.Fingerprint[:], fp)
+	return o, true, nil
+}
+
+// Outcome reads the outcome of (form, key).
+func (s *Store) Outcome(ctx context.Context, form, key string) (store.Outcome, bool, error) {
+	o, ok, err := outcome(ctx, s.rdb, form, key)
+	if err != nil {
+		return o, false, classify("read outcome", err)
+	}
+	return o, ok, nil
+}
+
+// DeadLetter gives the key the outcome dead-lettered and keeps the reason.
+func (s *Store) DeadLetter(ctx context.Context, sub store.Submission, reason string, attempts int) (store.Outcome, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return store.Outcome{}, classify("dead-letter: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	now := s.now().UnixMicro()
+	res, err := tx.ExecContext(ctx, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
+		VALUES (?, ?, ?, ?, ?, 'dead-lettered', 'dead-lettered', ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`,
+		sub.ID, sub.Seq, sub.Form, sub.Site, sub.Key, sub.ReceivedAt.UnixMicro(), now, sub.Fingerprint[:], strings.Join(sub.Claims, ","), []byte(sub.Data))
+	if err != nil {
+		return store.Outcome{}, classify("dead-letter: insert entry", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		o, _, err := outcome(ctx, tx, sub.Form, sub.Key)
+		if err != nil {
+			return o, classify("dead-letter: read earlier outcome", err)
+		}
+		o.Replayed = true
+		return o, nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO dead_letters(entry_id, form, key, seq, reason, attempts, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(entry_id) DO UPDATE SET reason = excluded.reason, attempts = excluded.attempts, at = excluded.at`,
+		sub.ID, sub.Form, sub.Key, sub.Seq, reason, attempts, now); err != nil {
+		return store.Outcome{}, classify("dead-letter: record", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return store.Outcome{}, classify("dead-letter: commit", err)
+	}
+	return store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: store.StatusDeadLettered,
+		Status: store.StatusDeadLettered, ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}, nil
+}
+
+// DeadLetters lists dead letters, oldest first.
+func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at FROM dead_letters d
+		JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at LIMIT ?`, limit)
+	if err != nil {
+		return nil, classify("list dead letters", err)
+	}
+	defer rows.Close()
+	var out []store.DeadLetter
+	for rows.Next() {
+		var d store.DeadLetter
+		var at int64
+		if err := rows.Scan(&d.ID, &d.Form, &d.Key, &d.Seq, &d.Reason, &d.Attempts, &at); err != nil {
+			return nil, classify("list dead letters", err)
+		}
+		d.At = time.UnixMicro(at)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list dead letters", err)
+	}
+	return out, nil
+}
+
+// ForgetDeadLetter deletes a dead-lettered outcome so the entry can be
+// decided again from the journal.
+func (s *Store) ForgetDeadLetter(ctx context.Context, form, key string) (bool, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return false, classify("forget dead letter: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var id string
+	err = tx.QueryRowContext(ctx, `DELETE FROM entries WHERE form = ? AND key = ? AND status = 'dead-lettered' RETURNING id`, form, key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, classify("forget dead letter", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM dead_letters WHERE entry_id = ?`, id); err != nil {
+		return false, classify("forget dead letter", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, classify("forget dead letter: commit", err)
+	}
+	return true, nil
+}
+
+// Cancel marks a live entry cancelled and promotes the waitlist.
+func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, classify("cancel: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var was string
+	err = tx.QueryRowContext(ctx, `SELECT status FROM entries WHERE form = ? AND id = ?`, form, id).Scan(&was)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("cancel %s/%s: %w", form, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, classify("cancel", err)
+	}
+	if was != store.StatusStored && was != store.StatusWaitlisted {
+		return nil, fmt.Errorf("cancel %s/%s (status %s): %w", form, id, was, store.ErrNotLive)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE entries SET status = 'cancelled' WHERE id = ?`, id); err != nil {
+		return nil, classify("cancel", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE entry_id = ?`, id); err != nil {
+		return nil, classify("cancel: release claims", err)
+	}
+	if was == store.StatusStored {
+		if _, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken - 1 WHERE form = ? AND taken > 0`, form); err != nil {
+			return nil, classify("cancel: free place", err)
+		}
+	}
+	promoted, err := promote(ctx, tx, form)
+	if err != nil {
+		return nil, classify("cancel: promote", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, classify("cancel: commit", err)
+	}
+	return promoted, nil
+}
+
+// promote moves the oldest waitlisted entries into free places, one guarded
+// place at a time.
+func promote(ctx context.Context, tx *sql.Tx, form string) ([]string, error) {
+	var promoted []string
+	for {
+		var id string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE form = ? AND status = 'waitlisted' ORDER BY seq LIMIT 1`, form).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return promoted, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken + 1 WHERE form = ? AND (capacity IS NULL OR taken < capacity)`, form)
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return promoted, nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE entries SET status = 'stored' WHERE id = ?`, id); err != nil {
+			return nil, err
+		}
+		promoted = append(promoted, id)
+	}
+}
+
+// PutForms upserts definitions and capacity settings in one transaction.
+func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("put forms: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var version int64
+	if err := tx.QueryRowContext(ctx, `UPDATE meta SET v = v + 1 WHERE k = 'forms_version' RETURNING v`).Scan(&version); err != nil {
+		return classify("put forms: version", err)
+	}
+	now := s.now().UnixMicro()
+	for _, f := range forms {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO forms(id, site, source, version, updated_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT(id) DO UPDATE SET site = excluded.site, source = excluded.source, version = excluded.version, updated_at = excluded.updated_at`,
+			f.ID, f.Site, f.Source, version, now); err != nil {
+			return classify("put form "+f.ID, err)
+		}
+		var limit any
+		if f.Capacity != nil {
+			limit = *f.Capacity
+		}
+		whenFull := f.WhenFull
+		if whenFull == "" {
+			whenFull = "reject"
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO capacity(form, capacity, when_full, taken) VALUES (?, ?, ?, 0)
+			ON CONFLICT(form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full`,
+			f.ID, limit, whenFull); err != nil {
+			return classify("put form "+f.ID+": capacity", err)
+		}
+		if _, err := promote(ctx, tx, f.ID); err != nil {
+			return classify("put form "+f.ID+": promote", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return classify("put forms: commit", err)
+	}
+	return nil
+}
+
+// Forms returns the forms changed after version.
+func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int64, error) {
+	var latest int64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'forms_version'`).Scan(&latest); err != nil {
+		return nil, 0, classify("read forms version", err)
+	}
+	if latest <= after {
+		return nil, latest, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT f.id, f.site, f.source, f.version, f.updated_at, c.capacity, c.when_full
+		FROM forms f LEFT JOIN capacity c ON c.form = f.id WHERE f.version > ? ORDER BY f.id`, after)
+	if err != nil {
+		return nil, 0, classify("read forms", err)
+	}
+	defer rows.Close()
+	var out []store.FormRecord
+	for rows.Next() {
+		var (
+			f        store.FormRecord
+			us       int64
+			limit    sql.NullInt64
+			whenFull sql.NullString
+		)
+		if err := rows.Scan(&f.ID, &f.Site, &f.Source, &f.Version, &us, &limit, &whenFull); err != nil {
+			return nil, 0, classify("read forms", err)
+		}
+		f.UpdatedAt = time.UnixMicro(us)
+		if limit.Valid {
+			n := int(limit.Int64)
+			f.Capacity = &n
+		}
+		f.WhenFull = whenFull.String
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, classify("read forms", err)
+	}
+	return out, latest, nil
+}
+
+// Capacities reports places per form.
+func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT c.form, c.capacity, c.taken,
+		(SELECT COUNT(*) FROM entries e WHERE e.form = c.form AND e.status = 'waitlisted') FROM capacity c`)
+	if err != nil {
+		return nil, classify("read capacity", err)
+	}
+	defer rows.Close()
+	out := map[string]store.Capacity{}
+	for rows.Next() {
+		var (
+			form  string
+			limit sql.NullInt64
+			c     store.Capacity
+		)
+		if err := rows.Scan(&form, &limit, &c.Taken, &c.Waitlisted); err != nil {
+			return nil, classify("read capacity", err)
+		}
+		if limit.Valid {
+			n := int(limit.Int64)
+			c.Limit = &n
+		}
+		out[form] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read capacity", err)
+	}
+	return out, nil
+}
+
+// Export streams a form's entries in arrival order, 500 at a time.
+func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
+	var after int64 = -1
+	for {
+		n := 0
+		rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
+			WHERE form = ? AND seq > ? ORDER BY seq LIMIT 500`, form, after)
+		if err != nil {
+			return classify("export", err)
+		}
+		var page []store.Row
+		for rows.Next() {
+			var r store.Row
+			var us int64
+			if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &r.Data); err != nil {
+				rows.Close()
+				return classify("export", err)
+			}
+			r.Form = form
+			r.ReceivedAt = time.UnixMicro(us)
+			page = append(page, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return classify("export", err)
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+			after = int64(r.Seq)
+			n++
+		}
+		if n < 500 {
+			return nil
+		}
+	}
+}
+
+// PutToken stores a token hash under a name.
+func (s *Store) PutToken(ctx context.Context, name string, hash []byte, onlyIfNew bool) (bool, error) {
+	q := `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at`
+	if onlyIfNew {
+		q = `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING`
+	}
+	res, err := s.wdb.ExecContext(ctx, q, name, hash, s.now().UnixMicro())
+	if err != nil {
+		return false, classify("put token", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// TokenValid says whether a token with this hash exists.
+func (s *Store) TokenValid(ctx context.Context, hash []byte) (bool, error) {
+	var one int
+	err := s.rdb.QueryRowContext(ctx, `SELECT 1 FROM tokens WHERE hash = ?`, hash).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, classify("check token", err)
+	}
+	return true, nil
+}

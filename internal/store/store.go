@@ -1,0 +1,156 @@
+// Package store is where submissions get their one outcome: the contract of
+// the store drivers (sqlitestore, pgstore) and the types they share. The
+// rules of a decision are the same for every driver and storetest checks
+// them:
+//
+//   - once per key: (form, key) is decided once; deciding it again returns
+//     the first outcome, marked Replayed;
+//   - once per participant: a claim (form, unique-set token) is held by at
+//     most one live entry (stored or waitlisted); a second is a duplicate;
+//   - no oversell: stored entries never exceed the form's capacity; when it
+//     is taken the entry is waitlisted or rejected as the form says, and the
+//     waitlist is promoted in arrival (journal) order when places free up;
+//   - one transaction per decision: an entry, its claims and its capacity
+//     change commit together or not at all.
+//
+// Uniqueness and capacity are enforced by the database (unique indexes and
+// guarded updates), never by reading first and writing after.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Entry statuses. Decision records the status given when the entry was
+// decided; Status is where it is now (a waitlisted entry may be promoted,
+// a stored one cancelled).
+const (
+	StatusStored       = "stored"
+	StatusWaitlisted   = "waitlisted"
+	StatusDuplicate    = "duplicate"
+	StatusRejected     = "rejected"
+	StatusSpam         = "spam"
+	StatusDeadLettered = "dead-lettered"
+	StatusCancelled    = "cancelled"
+)
+
+// Submission is one journal entry to decide.
+type Submission struct {
+	Seq         uint64
+	ID          string
+	Site        string
+	Form        string
+	Key         string
+	Fingerprint [32]byte
+	ReceivedAt  time.Time
+	Spam        bool
+	Claims      []string
+	Data        json.RawMessage
+}
+
+// Outcome is the decision for one (form, key).
+type Outcome struct {
+	ID          string
+	Form        string
+	Key         string
+	Decision    string
+	Status      string
+	ReceivedAt  time.Time
+	Fingerprint [32]byte
+	// Replayed says the outcome was decided earlier, not by this call.
+	Replayed bool
+}
+
+// FormRecord is a form definition as the store keeps it.
+type FormRecord struct {
+	ID     string
+	Site   string
+	Source []byte // the definition as YAML, parsed again by package form
+	// Capacity is nil for no limit.
+	Capacity *int
+	WhenFull string
+	// Version increases with every change to any form, so that servers can
+	// ask for what changed since the version they have.
+	Version   int64
+	UpdatedAt time.Time
+}
+
+// Capacity is a form's places: the limit (nil for none), how many are
+// taken, and how many wait.
+type Capacity struct {
+	Limit      *int
+	Taken      int
+	Waitlisted int
+}
+
+// Left is the number of free places, or -1 for no limit.
+func (c Capacity) Left() int {
+	if c.Limit == nil {
+		return -1
+	}
+	return max(*c.Limit-c.Taken, 0)
+}
+
+// Row is one entry as exported.
+type Row struct {
+	Seq        uint64
+	ID         string
+	Form       string
+	Key        string
+	Status     string
+	ReceivedAt time.Time
+	Data       json.RawMessage
+}
+
+// DeadLetter is an entry the processor gave up on, with why.
+type DeadLetter struct {
+	ID       string
+	Form     string
+	Key      string
+	Seq      uint64
+	Reason   string
+	Attempts int
+	At       time.Time
+}
+
+// Store is what a store driver provides. Consumers depend on the handful of
+// methods they use, declared where they use them.
+type Store interface {
+	// Apply decides each submission, in order, in one transaction, and
+	// returns the outcomes in the same order. An error means nothing was
+	// committed.
+	Apply(ctx context.Context, subs []Submission) ([]Outcome, error)
+	// DeadLetter records that the processor gave up on a submission: its
+	// key gets the outcome dead-lettered, and the reason is kept. If the key
+	// was decided meanwhile, that outcome is returned, Replayed.
+	DeadLetter(ctx context.Context, sub Submission, reason string, attempts int) (Outcome, error)
+	// Outcome reads the outcome of (form, key); false when undecided.
+	Outcome(ctx context.Context, form, key string) (Outcome, bool, error)
+	// Cancel marks a stored or waitlisted entry cancelled (never deleted),
+	// frees its claims and place, and promotes the oldest waitlisted entries
+	// into free places. It returns the promoted entries' ids.
+	Cancel(ctx context.Context, form, id string) (promoted []string, err error)
+	// PutForms creates or replaces form definitions and their capacity
+	// settings; when places grow, waitlisted entries are promoted.
+	PutForms(ctx context.Context, forms []FormRecord) error
+	// Forms returns the forms changed after version, and the newest version.
+	Forms(ctx context.Context, after int64) ([]FormRecord, int64, error)
+	// Capacities reports places per form.
+	Capacities(ctx context.Context) (map[string]Capacity, error)
+	// Export calls fn for each entry of a form in arrival order, reading a
+	// page at a time so memory stays constant.
+	Export(ctx context.Context, form string, fn func(Row) error) error
+	// DeadLetters lists dead letters, oldest first.
+	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
+	// ForgetDeadLetter removes a dead-lettered outcome so that the journal
+	// entry can be processed again. False if (form, key) is not dead-lettered.
+	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
+	// PutToken stores a token's hash under a name; with onlyIfNew it does
+	// nothing (and returns false) when the name exists.
+	PutToken(ctx context.Context, name string, hash []byte, onlyIfNew bool) (bool, error)
+	// TokenValid says whether some stored token has this hash.
+	TokenValid(ctx context.Context, hash []byte) (bool, error)
+	Close() error
+}

@@ -1,0 +1,481 @@
+// Package storetest is the conformance suite every store driver passes: the
+// decision rules of package store, checked against the real database.
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/store"
+)
+
+// Opener returns a function that opens the store on one fresh database;
+// each call opens that same database again.
+type Opener func(t *testing.T) func() store.Store
+
+// Run runs the suite.
+func Run(t *testing.T, newStore Opener) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(*testing.T, store.Store)
+	}{
+		{"StoreAndLookUp", testStore},
+		{"ReplaySameKey", testReplay},
+		{"ReplayInsideOneBatch", testReplayInBatch},
+		{"DuplicateParticipant", testDuplicate},
+		{"CapacityReject", testReject},
+		{"CapacityWaitlistInArrivalOrder", testWaitlist},
+		{"Spam", testSpam},
+		{"ConcurrentNoOversell", testConcurrent},
+		{"DeadLetters", testDeadLetters},
+		{"FormsAndVersions", testForms},
+		{"CapacityGrowthPromotes", testGrowth},
+		{"CancelErrors", testCancelErrors},
+		{"ExportPages", testExport},
+		{"Tokens", testTokens},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			open := newStore(t)
+			s := open()
+			t.Cleanup(func() { s.Close() })
+			tc.fn(t, s)
+		})
+	}
+	t.Run("Reopen", func(t *testing.T) {
+		t.Parallel()
+		open := newStore(t)
+		s := open()
+		putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+		mustApply(t, s, sub("f", "a", 1, "p1"))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = open()
+		defer s.Close()
+		o := mustApply(t, s, sub("f", "a", 1, "p1"))[0]
+		if !o.Replayed || o.Status != store.StatusStored {
+			t.Fatalf("after reopen: %+v, want the stored outcome replayed", o)
+		}
+		if o := mustApply(t, s, sub("f", "b", 2, "p2"))[0]; o.Status != store.StatusWaitlisted {
+			t.Fatalf("after reopen capacity is lost: %+v", o)
+		}
+	})
+}
+
+func intp(n int) *int { return &n }
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var idSeq atomic.Int64
+
+// sub makes a submission for form/key at journal position seq, claiming
+// the given participant tokens.
+func sub(form, key string, seq uint64, claims ...string) store.Submission {
+	return store.Submission{
+		Seq:         seq,
+		ID:          fmt.Sprintf("%s-%s-%d", form, key, idSeq.Add(1)),
+		Site:        "site",
+		Form:        form,
+		Key:         key,
+		Fingerprint: sha256.Sum256([]byte(form + key)),
+		ReceivedAt:  time.Now().UTC().Truncate(time.Microsecond),
+		Claims:      claims,
+		Data:        []byte(`{"k":"` + key + `"}`),
+	}
+}
+
+func putForm(t *testing.T, s store.Store, id string, capacity *int, whenFull string) {
+	t.Helper()
+	wf := "reject"
+	if whenFull == store.StatusWaitlisted {
+		wf = "waitlist"
+	}
+	if err := s.PutForms(ctxT(t), []store.FormRecord{{ID: id, Site: "site", Source: []byte("id: " + id), Capacity: capacity, WhenFull: wf}}); err != nil {
+		t.Fatalf("put form: %v", err)
+	}
+}
+
+func mustApply(t *testing.T, s store.Store, subs ...store.Submission) []store.Outcome {
+	t.Helper()
+	out, err := s.Apply(ctxT(t), subs)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if len(out) != len(subs) {
+		t.Fatalf("apply returned %d outcomes for %d submissions", len(out), len(subs))
+	}
+	return out
+}
+
+func statuses(out []store.Outcome) []string {
+	s := make([]string, len(out))
+	for i, o := range out {
+		s[i] = o.Status
+	}
+	return s
+}
+
+func testStore(t *testing.T, s store.Store) {
+	putForm(t, s, "f", nil, "")
+	in := sub("f", "k1", 1, "p1")
+	o := mustApply(t, s, in)[0]
+	if o.Replayed || o.Status != store.StatusStored || o.Decision != store.StatusStored || o.ID != in.ID || o.Fingerprint != in.Fingerprint || !o.ReceivedAt.Equal(in.ReceivedAt) {
+		t.Fatalf("outcome %+v", o)
+	}
+	got, ok, err := s.Outcome(ctxT(t), "f", "k1")
+	if err != nil || !ok {
+		t.Fatalf("outcome lookup: %v %v", ok, err)
+	}
+	if got.ID != in.ID || got.Status != store.StatusStored || got.Replayed {
+		t.Fatalf("looked-up outcome %+v", got)
+	}
+	if _, ok, err := s.Outcome(ctxT(t), "f", "nope"); ok || err != nil {
+		t.Fatalf("missing key: %v %v", ok, err)
+	}
+	// A form the store has no settings for has no limit.
+	if o := mustApply(t, s, sub("unknown-form", "k", 2))[0]; o.Status != store.StatusStored {
+		t.Fatalf("unknown form: %+v", o)
+	}
+}
+
+func testReplay(t *testing.T, s store.Store) {
+	putForm(t, s, "f", intp(1), "")
+	first := sub("f", "k", 1, "p1")
+	o1 := mustApply(t, s, first)[0]
+	again := first
+	again.ID = "another-id"
+	o2 := mustApply(t, s, again)[0]
+	if !o2.Replayed || o2.ID != o1.ID || o2.Decision != o1.Decision {
+		t.Fatalf("replay %+v, want the first outcome %+v replayed", o2, o1)
+	}
+	// A replay takes no place: another person still finds the form full.
+	if o := mustApply(t, s, sub("f", "k2", 2, "p2"))[0]; o.Status != store.StatusRejected {
+		t.Fatalf("second person %+v, want rejected", o)
+	}
+	// And a rejection is replayed as a rejection.
+	if o := mustApply(t, s, sub("f", "k2", 2, "p2"))[0]; !o.Replayed || o.Decision != store.StatusRejected {
+		t.Fatalf("replayed rejection %+v", o)
+	}
+}
+
+func testReplayInBatch(t *testing.T, s store.Store) {
+	putForm(t, s, "f", nil, "")
+	a := sub("f", "k", 1, "p")
+	out := mustApply(t, s, a, a, sub("f", "k2", 2, "p"))
+	if out[0].Replayed || !out[1].Replayed || out[1].ID != out[0].ID || out[2].Status != store.StatusDuplicate {
+		t.Fatalf("batch outcomes %+v", out)
+	}
+}
+
+func testDuplicate(t *testing.T, s store.Store) {
+	putForm(t, s, "f", nil, "")
+	first := mustApply(t, s, sub("f", "a", 1, "phone-1", "email-1"))[0]
+	out := mustApply(t, s,
+		sub("f", "b", 2, "phone-1"),            // same phone
+		sub("f", "c", 3, "phone-2", "email-1"), // same e-mail, other phone
+		sub("f", "d", 4, "phone-2"),            // phone-2 must be free: c was refused
+		sub("g", "e", 5, "phone-1"),            // another form
+	)
+	want := []string{store.StatusDuplicate, store.StatusDuplicate, store.StatusStored, store.StatusStored}
+	if got := statuses(out); !slices.Equal(got, want) {
+		t.Fatalf("statuses %v, want %v", got, want)
+	}
+	if _, err := s.Cancel(ctxT(t), "f", first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if o := mustApply(t, s, sub("f", "f", 6, "phone-1"))[0]; o.Status != store.StatusStored {
+		t.Fatalf("after cancel the participant may register again: %+v", o)
+	}
+	if o, _, _ := s.Outcome(ctxT(t), "f", "a"); o.Status != store.StatusCancelled || o.Decision != store.StatusStored {
+		t.Fatalf("cancelled entry %+v: kept, status cancelled, decision unchanged", o)
+	}
+}
+
+func testReject(t *testing.T, s store.Store) {
+	putForm(t, s, "f", intp(2), "")
+	out := mustApply(t, s, sub("f", "a", 1, "p1"), sub("f", "b", 2, "p2"), sub("f", "c", 3, "p3"))
+	if got := statuses(out); !slices.Equal(got, []string{"stored", "stored", "rejected"}) {
+		t.Fatalf("statuses %v", got)
+	}
+	// The rejected person holds no claim: once a place frees, they get it.
+	if _, err := s.Cancel(ctxT(t), "f", out[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if o := mustApply(t, s, sub("f", "c2", 4, "p3"))[0]; o.Status != store.StatusStored {
+		t.Fatalf("rejected person registering again: %+v", o)
+	}
+}
+
+func testWaitlist(t *testing.T, s store.Store) {
+	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+	first := mustApply(t, s, sub("f", "a", 1, "p1"))[0]
+	// Decided out of arrival order: seq 9 before seq 5.
+	late := mustApply(t, s, sub("f", "late", 9, "p9"))[0]
+	early := mustApply(t, s, sub("f", "early", 5, "p5"))[0]
+	if late.Status != store.StatusWaitlisted || early.Status != store.StatusWaitlisted {
+		t.Fatalf("waitlist %+v %+v", late, early)
+	}
+	// A waitlisted participant is live: registering again is a duplicate.
+	if o := mustApply(t, s, sub("f", "again", 10, "p5"))[0]; o.Status != store.StatusDuplicate {
+		t.Fatalf("waitlisted participant again: %+v", o)
+	}
+	promoted, err := s.Cancel(ctxT(t), "f", first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(promoted, []string{early.ID}) {
+		t.Fatalf("promoted %v, want the earliest arrival %s", promoted, early.ID)
+	}
+	if o, _, _ := s.Outcome(ctxT(t), "f", "early"); o.Status != store.StatusStored || o.Decision != store.StatusWaitlisted {
+		t.Fatalf("promoted entry %+v: status stored, decision still waitlisted", o)
+	}
+	// Cancelling a waitlisted entry frees no place.
+	if promoted, err := s.Cancel(ctxT(t), "f", late.ID); err != nil || len(promoted) != 0 {
+		t.Fatalf("cancel waitlisted: %v %v", promoted, err)
+	}
+	caps, err := s.Capacities(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := caps["f"]; c.Taken != 1 || c.Waitlisted != 0 || c.Left() != 0 {
+		t.Fatalf("capacity %+v", c)
+	}
+}
+
+func testSpam(t *testing.T, s store.Store) {
+	putForm(t, s, "f", intp(1), "")
+	sp := sub("f", "s", 1, "p1")
+	sp.Spam = true
+	if o := mustApply(t, s, sp)[0]; o.Status != store.StatusSpam {
+		t.Fatalf("spam %+v", o)
+	}
+	if o := mustApply(t, s, sub("f", "real", 2, "p1"))[0]; o.Status != store.StatusStored {
+		t.Fatalf("spam must take neither the claim nor the place: %+v", o)
+	}
+}
+
+// testConcurrent applies from many goroutines at once, as several processor
+// workers (or instances) do: places are never oversold and each participant
+// is live once.
+func testConcurrent(t *testing.T, s store.Store) {
+	const capacity, people, workers = 25, 120, 8
+	putForm(t, s, "f", intp(capacity), store.StatusWaitlisted)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := map[string]int{}
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < people; i += workers {
+				// Every third person registers twice under two keys.
+				batch := []store.Submission{sub("f", fmt.Sprint("k", i), uint64(i*2+1), fmt.Sprint("p", i/3*3))}
+				if i%2 == 0 {
+					batch = append(batch, sub("f", fmt.Sprint("k", i), uint64(i*2+1), fmt.Sprint("p", i/3*3)))
+				}
+				out, err := s.Apply(context.Background(), batch)
+				for err != nil && errors.Is(err, store.ErrUnavailable) {
+					out, err = s.Apply(context.Background(), batch) // contention: try again
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				for _, o := range out {
+					if !o.Replayed {
+						counts[o.Status]++
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	participants := (people + 2) / 3
+	if counts[store.StatusStored] != capacity || counts[store.StatusWaitlisted] != participants-capacity || counts[store.StatusDuplicate] != people-participants {
+		t.Fatalf("outcomes %v: want %d stored, %d waitlisted, %d duplicates", counts, capacity, participants-capacity, people-participants)
+	}
+	caps, err := s.Capacities(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := caps["f"]; c.Taken != capacity || c.Waitlisted != participants-capacity {
+		t.Fatalf("capacity %+v", c)
+	}
+	var stored int
+	if err := s.Export(ctxT(t), "f", func(r store.Row) error {
+		if r.Status == store.StatusStored {
+			stored++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if stored != capacity {
+		t.Fatalf("%d stored rows for %d places", stored, capacity)
+	}
+}
+
+func testDeadLetters(t *testing.T, s store.Store) {
+	putForm(t, s, "f", nil, "")
+	bad := sub("f", "bad", 1, "p1")
+	o, err := s.DeadLetter(ctxT(t), bad, "cannot decode", 5)
+	if err != nil || o.Status != store.StatusDeadLettered || o.Replayed {
+		t.Fatalf("dead letter: %+v %v", o, err)
+	}
+	if o := mustApply(t, s, bad)[0]; !o.Replayed || o.Decision != store.StatusDeadLettered {
+		t.Fatalf("a dead-lettered key replays its outcome: %+v", o)
+	}
+	dls, err := s.DeadLetters(ctxT(t), 10)
+	if err != nil || len(dls) != 1 || dls[0].Reason != "cannot decode" || dls[0].Attempts != 5 || dls[0].Key != "bad" {
+		t.Fatalf("dead letters %+v %v", dls, err)
+	}
+	// A key decided meanwhile is not overwritten.
+	good := sub("f", "good", 2, "p2")
+	mustApply(t, s, good)
+	if o, err := s.DeadLetter(ctxT(t), good, "late failure", 5); err != nil || !o.Replayed || o.Status != store.StatusStored {
+		t.Fatalf("dead-lettering a decided key: %+v %v", o, err)
+	}
+	ok, err := s.ForgetDeadLetter(ctxT(t), "f", "bad")
+	if err != nil || !ok {
+		t.Fatalf("forget: %v %v", ok, err)
+	}
+	if dls, _ := s.DeadLetters(ctxT(t), 10); len(dls) != 0 {
+		t.Fatalf("dead letters after forget: %+v", dls)
+	}
+	if o := mustApply(t, s, bad)[0]; o.Replayed || o.Status != store.StatusStored {
+		t.Fatalf("retried entry %+v", o)
+	}
+	if ok, err := s.ForgetDeadLetter(ctxT(t), "f", "good"); ok || err != nil {
+		t.Fatalf("forgetting a stored entry must do nothing: %v %v", ok, err)
+	}
+}
+
+func testForms(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	forms, v0, err := s.Forms(ctx, 0)
+	if err != nil || len(forms) != 0 {
+		t.Fatalf("empty store forms: %v %v", forms, err)
+	}
+	putForm(t, s, "a", intp(3), store.StatusWaitlisted)
+	putForm(t, s, "b", nil, "")
+	forms, v1, err := s.Forms(ctx, v0)
+	if err != nil || len(forms) != 2 || v1 <= v0 {
+		t.Fatalf("forms %+v version %d→%d: %v", forms, v0, v1, err)
+	}
+	if forms[0].ID != "a" || *forms[0].Capacity != 3 || forms[0].WhenFull != "waitlist" || string(forms[0].Source) != "id: a" || forms[1].Capacity != nil {
+		t.Fatalf("forms %+v", forms)
+	}
+	if again, v, err := s.Forms(ctx, v1); err != nil || len(again) != 0 || v != v1 {
+		t.Fatalf("nothing changed since %d: %+v %d %v", v1, again, v, err)
+	}
+	putForm(t, s, "b", intp(1), "")
+	changed, v2, err := s.Forms(ctx, v1)
+	if err != nil || len(changed) != 1 || changed[0].ID != "b" || v2 <= v1 {
+		t.Fatalf("changed %+v %d %v", changed, v2, err)
+	}
+}
+
+func testGrowth(t *testing.T, s store.Store) {
+	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+	out := mustApply(t, s, sub("f", "a", 1, "p1"), sub("f", "b", 2, "p2"), sub("f", "c", 3, "p3"), sub("f", "d", 4, "p4"))
+	if got := statuses(out); !slices.Equal(got, []string{"stored", "waitlisted", "waitlisted", "waitlisted"}) {
+		t.Fatalf("statuses %v", got)
+	}
+	putForm(t, s, "f", intp(3), store.StatusWaitlisted)
+	for key, want := range map[string]string{"b": "stored", "c": "stored", "d": "waitlisted"} {
+		if o, _, _ := s.Outcome(ctxT(t), "f", key); o.Status != want {
+			t.Errorf("%s is %s after capacity grew, want %s", key, o.Status, want)
+		}
+	}
+	putForm(t, s, "f", nil, "")
+	if o, _, _ := s.Outcome(ctxT(t), "f", "d"); o.Status != store.StatusStored {
+		t.Errorf("removing the limit promotes everyone; d is %s", o.Status)
+	}
+}
+
+func testCancelErrors(t *testing.T, s store.Store) {
+	putForm(t, s, "f", nil, "")
+	if _, err := s.Cancel(ctxT(t), "f", "missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cancel missing = %v", err)
+	}
+	a := mustApply(t, s, sub("f", "a", 1, "p"))[0]
+	if _, err := s.Cancel(ctxT(t), "other", a.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cancel on the wrong form = %v", err)
+	}
+	if _, err := s.Cancel(ctxT(t), "f", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Cancel(ctxT(t), "f", a.ID); !errors.Is(err, store.ErrNotLive) {
+		t.Fatalf("cancel twice = %v", err)
+	}
+}
+
+func testExport(t *testing.T, s store.Store) {
+	putForm(t, s, "f", nil, "")
+	const n = 1203
+	batch := make([]store.Submission, 0, n)
+	for i := range n {
+		// Inserted in reverse arrival order; export is in arrival order.
+		batch = append(batch, sub("f", fmt.Sprint(i), uint64(n-i)))
+	}
+	mustApply(t, s, batch...)
+	mustApply(t, s, sub("other", "x", 5000))
+	var last uint64
+	count := 0
+	err := s.Export(ctxT(t), "f", func(r store.Row) error {
+		if r.Seq <= last || r.Form != "f" || len(r.Data) == 0 || r.ReceivedAt.IsZero() || r.ID == "" {
+			return fmt.Errorf("row %+v after seq %d", r, last)
+		}
+		last = r.Seq
+		count++
+		return nil
+	})
+	if err != nil || count != n {
+		t.Fatalf("exported %d of %d: %v", count, n, err)
+	}
+}
+
+func testTokens(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	h1 := sha256.Sum256([]byte("one"))
+	h2 := sha256.Sum256([]byte("two"))
+	if ok, err := s.PutToken(ctx, "admin", h1[:], true); !ok || err != nil {
+		t.Fatalf("first token: %v %v", ok, err)
+	}
+	if ok, err := s.PutToken(ctx, "admin", h2[:], true); ok || err != nil {
+		t.Fatalf("onlyIfNew must not replace: %v %v", ok, err)
+	}
+	if ok, _ := s.TokenValid(ctx, h1[:]); !ok {
+		t.Fatal("token one must be valid")
+	}
+	if ok, err := s.PutToken(ctx, "admin", h2[:], false); !ok || err != nil {
+		t.Fatalf("rotate: %v %v", ok, err)
+	}
+	if ok, _ := s.TokenValid(ctx, h1[:]); ok {
+		t.Fatal("a rotated-out token must not be valid")
+	}
+	if ok, _ := s.TokenValid(ctx, h2[:]); !ok {
+		t.Fatal("token two must be valid")
+	}
+}
