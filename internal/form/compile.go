@@ -313,6 +313,9 @@ func (f *Form) fieldNames() []string {
 	return names
 }
 
+// Source is the definition as YAML (empty for a definition built in code).
+func (f *Form) Source() []byte { return f.Def.source }
+
 // ID is the form's id.
 func (f *Form) ID() string { return f.Def.ID }
 

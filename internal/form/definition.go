@@ -71,6 +71,10 @@ type Definition struct {
 	Retention   *Duration  `yaml:"retention" json:"retention,omitempty"`
 	RateLimit   *RateLimit `yaml:"rate_limit" json:"rate_limit,omitempty"`
 	Redirect    string     `yaml:"redirect" json:"redirect,omitempty"`
+
+	// source is this form\'s definition as YAML, kept so the store can hold
+	// exactly what the owner wrote.
+	source []byte
 }
 
 // Field is one input of a form.

@@ -197,6 +197,11 @@ func decodeOne(n *yaml.Node) (Definition, []Problem) {
 	if err := n.Decode(&d); err != nil {
 		return d, []Problem{{Form: id, Line: n.Line, Msg: cleanYAMLError(err)}}
 	}
+	src, err := yaml.Marshal(n)
+	if err != nil {
+		return d, []Problem{{Form: id, Line: n.Line, Msg: cleanYAMLError(err)}}
+	}
+	d.source = src
 	return d, nil
 }
 

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/export"
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/server"
+)
+
+func init() {
+	commands["export"] = command{"export a form's entries: --form ID --format csv|jsonl|xlsx [-o FILE]", exportCmd}
+}
+
+func exportCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("formd export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	formID := fs.String("form", "", "the form to export")
+	format := fs.String("format", "csv", "csv, jsonl or xlsx")
+	out := fs.String("o", "", "output file (default: standard output)")
+	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *formID == "" {
+		fmt.Fprintln(stderr, "formd export: --form ID is required")
+		return 2
+	}
+	if !slices.Contains(export.Formats, *format) {
+		fmt.Fprintf(stderr, "formd export: --format %q is not known; use %s\n", *format, strings.Join(export.Formats, ", "))
+		return 2
+	}
+	cfg, err := loader.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "formd export: %v\n", err)
+		return 2
+	}
+	ctx := context.Background()
+	st, err := server.OpenStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd export: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	reg := form.NewRegistry(st, cfg.Logger(os.Stderr))
+	if err := reg.Refresh(ctx); err != nil {
+		fmt.Fprintf(stderr, "formd export: %v\n", err)
+		return 1
+	}
+	f := reg.Get(*formID)
+	if f == nil {
+		fmt.Fprintf(stderr, "formd export: no form %q in the store (--data %s)\n", *formID, cfg.Data)
+		return 1
+	}
+	if *out == "" {
+		if err := export.Write(ctx, st, f, *format, stdout); err != nil {
+			fmt.Fprintf(stderr, "formd export: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if err := writeAtomic(*out, func(w io.Writer) error { return export.Write(ctx, st, f, *format, w) }); err != nil {
+		fmt.Fprintf(stderr, "formd export: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// writeAtomic writes a file through a temporary one that is fsync'd and
+// renamed, so that a failed export never leaves a partial file behind.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename into %s: %w", path, err)
+	}
+	return nil
+}

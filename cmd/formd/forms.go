@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/server"
+)
+
+func init() {
+	commands["forms"] = command{"apply or check form definitions (forms apply -f FILE, forms check -f FILE)", formsCmd}
+}
+
+func formsCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "apply" && args[0] != "check") {
+		fmt.Fprintln(stderr, "usage: formd forms apply -f FILE [--data DIR | --store URL]\n       formd forms check -f FILE")
+		return 2
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("formd forms "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("f", "", "form definitions, YAML or JSON")
+	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if *file == "" {
+		fmt.Fprintf(stderr, "formd forms %s: -f FILE is required: name the YAML or JSON file of form definitions\n", sub)
+		return 2
+	}
+	if sub == "check" {
+		raw, err := os.ReadFile(*file)
+		if err != nil {
+			fmt.Fprintf(stderr, "formd forms check: %v\n", err)
+			return 1
+		}
+		forms, err := form.Parse(raw, *file)
+		if err != nil {
+			fmt.Fprintf(stderr, "formd forms check: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%d form(s) valid: %s\n", len(forms), ids(forms))
+		return 0
+	}
+	cfg, err := loader.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "formd forms apply: %v\n", err)
+		return 2
+	}
+	ctx := context.Background()
+	st, err := server.OpenStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd forms apply: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	forms, err := server.ApplyFormsFile(ctx, st, *file)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd forms apply: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "applied %d form(s): %s (running servers load them within a second)\n", len(forms), ids(forms))
+	return 0
+}
+
+func ids(forms []*form.Form) string {
+	out := make([]string, len(forms))
+	for i, f := range forms {
+		out[i] = f.ID()
+	}
+	return strings.Join(out, ", ")
+}

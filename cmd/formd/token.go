@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/formd/formd/internal/admin"
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/server"
+)
+
+func init() {
+	commands["token"] = command{"make a new admin token, replacing the old one", tokenCmd}
+}
+
+func tokenCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("formd token", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loader.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "formd token: %v\n", err)
+		return 2
+	}
+	ctx := context.Background()
+	st, err := server.OpenStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd token: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	token, hash := admin.NewToken()
+	if _, err := st.PutToken(ctx, "admin", hash, false); err != nil {
+		fmt.Fprintf(stderr, "formd token: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, token)
+	fmt.Fprintln(stderr, "formd: the old admin token no longer works; this one is shown once.")
+	return 0
+}

@@ -1,0 +1,374 @@
+// Package config is formd's one settings struct: documented defaults, filled
+// from an optional YAML file, then FORMD_* environment variables, then
+// command-line flags (each overriding the one before), and checked once at
+// start-up with errors that name the setting and what would be valid.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/form"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config holds every setting of formd.
+type Config struct {
+	Addr    string // listen address
+	Data    string // directory of the embedded journal and store
+	Forms   string // form definitions applied at start-up
+	Journal string // "sqlite" or a nats:// URL
+	Store   string // "sqlite" or a postgres:// URL
+
+	DefaultWait time.Duration
+	MaxWait     time.Duration
+	MaxBody     int64
+	RateLimit   form.RateLimit
+
+	TrustedProxies []netip.Prefix
+
+	Workers     int
+	BatchSize   int
+	MaxAttempts int
+	QueueSize   int
+
+	ReconcileEvery  time.Duration
+	StaleAfter      time.Duration
+	FormsRefresh    time.Duration
+	PollOutcomes    time.Duration
+	ShutdownTimeout time.Duration
+
+	LogLevel  slog.Level
+	LogFormat string
+}
+
+// setting is one configurable value: its flag name (the file key too), its
+// environment variable, default and help, and how to set it from text.
+type setting struct {
+	name, def, usage string
+	set              func(c *Config, v string) error
+}
+
+// Env is the environment variable of a setting.
+func Env(name string) string {
+	return "FORMD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+var settings = []setting{
+	{"addr", "127.0.0.1:8080", "address to listen on, host:port", func(c *Config, v string) error {
+		if _, _, err := splitHostPort(v); err != nil {
+			return fmt.Errorf("%q is not host:port, such as 127.0.0.1:8080 or :8080", v)
+		}
+		c.Addr = v
+		return nil
+	}},
+	{"data", "./formd-data", "directory for the embedded journal and store files", func(c *Config, v string) error {
+		if v == "" {
+			return errors.New("must name a directory, such as ./formd-data")
+		}
+		c.Data = v
+		return nil
+	}},
+	{"forms", "", "form definitions (YAML or JSON) to apply at start-up", func(c *Config, v string) error {
+		c.Forms = v
+		return nil
+	}},
+	{"journal", "sqlite", "journal driver: sqlite (a file under --data) or a nats:// URL", func(c *Config, v string) error {
+		if v != "sqlite" && !strings.HasPrefix(v, "nats://") && !strings.HasPrefix(v, "tls://") {
+			return fmt.Errorf("%q is not a journal: use sqlite or a nats:// URL", v)
+		}
+		c.Journal = v
+		return nil
+	}},
+	{"store", "sqlite", "store driver: sqlite (a file under --data) or a postgres:// URL", func(c *Config, v string) error {
+		if v != "sqlite" && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+			return fmt.Errorf("%q is not a store: use sqlite or a postgres:// URL", v)
+		}
+		c.Store = v
+		return nil
+	}},
+	{"wait", "5s", "how long a submission waits for its outcome before the answer is 202", durationSetter(func(c *Config) *time.Duration { return &c.DefaultWait }, time.Millisecond, time.Minute)},
+	{"max-wait", "30s", "the cap on Prefer: wait=N", durationSetter(func(c *Config) *time.Duration { return &c.MaxWait }, time.Second, 5*time.Minute)},
+	{"max-body", "1MiB", "largest request body accepted, in bytes (KiB and MiB suffixes allowed)", func(c *Config, v string) error {
+		n, err := parseSize(v)
+		if err != nil || n < 1024 || n > 64<<20 {
+			return fmt.Errorf("%q is not a size from 1KiB to 64MiB; write bytes such as 1048576, or 512KiB, 1MiB", v)
+		}
+		c.MaxBody = n
+		return nil
+	}},
+	{"rate-limit", "120/1m,burst=60", "submissions per client IP per form: N/DURATION[,burst=B], or off; a form's rate_limit overrides it", func(c *Config, v string) error {
+		rl, err := parseRateLimit(v)
+		if err != nil {
+			return err
+		}
+		c.RateLimit = rl
+		return nil
+	}},
+	{"trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client", func(c *Config, v string) error {
+		c.TrustedProxies = nil
+		for _, s := range strings.Split(v, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				a, aerr := netip.ParseAddr(s)
+				if aerr != nil {
+					return fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an address", s)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			c.TrustedProxies = append(c.TrustedProxies, p)
+		}
+		return nil
+	}},
+	{"workers", "0", "processor workers (0: 1 for the sqlite store, 4 for postgres)", intSetter(func(c *Config) *int { return &c.Workers }, 0, 256)},
+	{"batch-size", "512", "entries decided in one store transaction", intSetter(func(c *Config) *int { return &c.BatchSize }, 1, 10000)},
+	{"max-attempts", "5", "attempts of an entry that fails on its own before it is dead-lettered", intSetter(func(c *Config) *int { return &c.MaxAttempts }, 1, 100)},
+	{"queue-size", "16384", "submissions waiting for the journal writer before new ones get 503 overloaded", intSetter(func(c *Config) *int { return &c.QueueSize }, 16, 1<<22)},
+	{"reconcile-every", "5s", "how often the reconciler looks for stale entries", durationSetter(func(c *Config) *time.Duration { return &c.ReconcileEvery }, 100*time.Millisecond, time.Hour)},
+	{"stale-after", "30s", "how long an entry may stay in processing before the reconciler re-drives it", durationSetter(func(c *Config) *time.Duration { return &c.StaleAfter }, time.Second, 24*time.Hour)},
+	{"forms-refresh", "500ms", "how often a server reloads changed form definitions from the store", durationSetter(func(c *Config) *time.Duration { return &c.FormsRefresh }, 50*time.Millisecond, time.Minute)},
+	{"poll-outcomes", "0s", "with several instances, how often a waiting request polls the store (0: only local notifications; set automatically for a nats journal)", durationSetter(func(c *Config) *time.Duration { return &c.PollOutcomes }, 0, 10*time.Second)},
+	{"shutdown-timeout", "30s", "how long SIGTERM waits for requests in flight", durationSetter(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, time.Second, 10*time.Minute)},
+	{"log-level", "info", "debug, info, warn or error", func(c *Config, v string) error {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return fmt.Errorf("%q is not a level: use debug, info, warn or error", v)
+		}
+		return nil
+	}},
+	{"log-format", "json", "json or text", func(c *Config, v string) error {
+		if v != "json" && v != "text" {
+			return fmt.Errorf("%q is not a log format: use json or text", v)
+		}
+		c.LogFormat = v
+		return nil
+	}},
+}
+
+// StorageSettings are the settings that locate the journal and the store,
+// for the commands that open them without serving.
+var StorageSettings = []string{"data", "journal", "store", "log-level", "log-format"}
+
+// Loader registers settings on a flag set and, after parsing, builds the
+// Config from defaults, file, environment and flags.
+type Loader struct {
+	fs      *flag.FlagSet
+	names   map[string]bool
+	flags   map[string]string
+	cfgFile *string
+	getenv  func(string) string
+}
+
+// NewLoader registers the named settings (all when names is empty) and
+// --config on fs. getenv reads the environment (os.Getenv).
+func NewLoader(fs *flag.FlagSet, getenv func(string) string, names ...string) *Loader {
+	l := &Loader{fs: fs, names: map[string]bool{}, flags: map[string]string{}, getenv: getenv}
+	for _, s := range settings {
+		if len(names) > 0 && !slices.Contains(names, s.name) {
+			continue
+		}
+		l.names[s.name] = true
+		name := s.name
+		fs.Func(name, fmt.Sprintf("%s (env %s, default %q)", s.usage, Env(name), s.def), func(v string) error {
+			l.flags[name] = v
+			return nil
+		})
+	}
+	l.cfgFile = fs.String("config", "", "YAML file of settings, keyed by flag name (env FORMD_CONFIG)")
+	return l
+}
+
+// Load builds the Config. Call it after fs.Parse.
+func (l *Loader) Load() (Config, error) {
+	var c Config
+	values := map[string]string{}
+	source := map[string]string{}
+	for _, s := range settings {
+		if l.names[s.name] {
+			values[s.name], source[s.name] = s.def, "default"
+		}
+	}
+	path := *l.cfgFile
+	if path == "" {
+		path = l.getenv("FORMD_CONFIG")
+	}
+	if path != "" {
+		file, err := readFile(path)
+		if err != nil {
+			return c, err
+		}
+		for k, v := range file {
+			if !l.names[k] {
+				return c, fmt.Errorf("config file %s: unknown setting %q; valid: %s", path, k, strings.Join(l.sortedNames(), ", "))
+			}
+			values[k], source[k] = v, "config file "+path
+		}
+	}
+	for name := range l.names {
+		if v := l.getenv(Env(name)); v != "" {
+			values[name], source[name] = v, Env(name)
+		}
+	}
+	for name, v := range l.flags {
+		values[name], source[name] = v, "--"+name
+	}
+	for _, s := range settings {
+		v, ok := values[s.name]
+		if !ok {
+			// Not registered for this command: keep the default.
+			v = s.def
+		}
+		if err := s.set(&c, v); err != nil {
+			where := source[s.name]
+			if where == "" {
+				where = "default"
+			}
+			return c, fmt.Errorf("setting %s (--%s, %s; from %s): %w", s.name, s.name, Env(s.name), where, err)
+		}
+	}
+	if c.MaxWait < c.DefaultWait {
+		return c, fmt.Errorf("setting max-wait (%s) is below wait (%s); raise --max-wait or lower --wait", c.MaxWait, c.DefaultWait)
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
+		if c.Store != "sqlite" {
+			c.Workers = 4
+		}
+	}
+	if c.PollOutcomes == 0 && c.Journal != "sqlite" {
+		c.PollOutcomes = 100 * time.Millisecond
+	}
+	return c, nil
+}
+
+func (l *Loader) sortedNames() []string {
+	var out []string
+	for n := range l.names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func readFile(path string) (map[string]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("config file %s: not valid YAML: %w", path, err)
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out, nil
+}
+
+// Logger makes the slog logger the settings ask for.
+func (c Config) Logger(w *os.File) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func durationSetter(field func(*Config) *time.Duration, lo, hi time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < lo || d > hi {
+			return fmt.Errorf("%q is not a duration from %s to %s, such as 5s or 500ms", v, lo, hi)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func intSetter(field func(*Config) *int, lo, hi int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%q is not a whole number from %d to %d", v, lo, hi)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func parseSize(v string) (int64, error) {
+	mult := int64(1)
+	s := strings.TrimSpace(v)
+	for _, suf := range []struct {
+		s string
+		m int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"KB", 1000}, {"MB", 1000 * 1000}, {"B", 1}} {
+		if t, ok := strings.CutSuffix(s, suf.s); ok {
+			s, mult = t, suf.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return n * mult, nil
+}
+
+func parseRateLimit(v string) (form.RateLimit, error) {
+	bad := fmt.Errorf("%q is not a rate limit: write N/DURATION with an optional ,burst=B (such as 120/1m,burst=60), or off", v)
+	v = strings.TrimSpace(v)
+	if v == "off" {
+		return form.RateLimit{Off: true}, nil
+	}
+	main, rest, _ := strings.Cut(v, ",")
+	n, per, ok := strings.Cut(main, "/")
+	if !ok {
+		return form.RateLimit{}, bad
+	}
+	req, err := strconv.Atoi(n)
+	if err != nil || req <= 0 {
+		return form.RateLimit{}, bad
+	}
+	d, err := form.ParseDuration(per)
+	if err != nil || d <= 0 {
+		return form.RateLimit{}, bad
+	}
+	rl := form.RateLimit{Requests: req, Per: d, Burst: req}
+	if rest != "" {
+		b, ok := strings.CutPrefix(strings.TrimSpace(rest), "burst=")
+		if !ok {
+			return form.RateLimit{}, bad
+		}
+		rl.Burst, err = strconv.Atoi(b)
+		if err != nil || rl.Burst <= 0 {
+			return form.RateLimit{}, bad
+		}
+	}
+	return rl, nil
+}
+
+func splitHostPort(v string) (string, int, error) {
+	i := strings.LastIndexByte(v, ':')
+	if i < 0 {
+		return "", 0, errors.New("no port")
+	}
+	p, err := strconv.Atoi(v[i+1:])
+	if err != nil || p < 0 || p > 65535 {
+		return "", 0, errors.New("bad port")
+	}
+	return v[:i], p, nil
+}

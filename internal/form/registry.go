@@ -1,0 +1,109 @@
+package form
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/formd/formd/internal/store"
+)
+
+// Source is where the registry reads definitions: the store.
+type Source interface {
+	Forms(ctx context.Context, after int64) ([]store.FormRecord, int64, error)
+}
+
+// Registry holds the compiled forms a server answers for, refreshed from the
+// store so that a change made anywhere (formd forms apply, the admin API,
+// another instance) is seen within the refresh interval.
+type Registry struct {
+	src     Source
+	log     *slog.Logger
+	forms   atomic.Pointer[map[string]*Form]
+	mu      sync.Mutex // serializes refreshes
+	version int64
+}
+
+// NewRegistry makes an empty registry; call Refresh to load it.
+func NewRegistry(src Source, log *slog.Logger) *Registry {
+	r := &Registry{src: src, log: log}
+	empty := map[string]*Form{}
+	r.forms.Store(&empty)
+	return r
+}
+
+// Get returns the form with this id, or nil.
+func (r *Registry) Get(id string) *Form {
+	return (*r.forms.Load())[id]
+}
+
+// All returns every form, by id.
+func (r *Registry) All() []*Form {
+	m := *r.forms.Load()
+	out := make([]*Form, 0, len(m))
+	for _, f := range m {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
+	return out
+}
+
+// Refresh loads the forms changed since the last refresh. A stored
+// definition that no longer compiles is logged and the previous version
+// kept, so one bad row never takes a form offline.
+func (r *Registry) Refresh(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	recs, version, err := r.src.Forms(ctx, r.version)
+	if err != nil {
+		return fmt.Errorf("refresh forms: %w", err)
+	}
+	if len(recs) == 0 {
+		r.version = version
+		return nil
+	}
+	next := make(map[string]*Form, len(*r.forms.Load())+len(recs))
+	for id, f := range *r.forms.Load() {
+		next[id] = f
+	}
+	for _, rec := range recs {
+		forms, err := Parse(rec.Source, "stored form "+rec.ID)
+		if err != nil || len(forms) != 1 {
+			r.log.Error("stored form definition does not compile; keeping the previous version", "form", rec.ID, "err", err)
+			continue
+		}
+		next[rec.ID] = forms[0]
+	}
+	r.forms.Store(&next)
+	r.version = version
+	return nil
+}
+
+// Run refreshes every interval until ctx ends.
+func (r *Registry) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("forms refresh failed", "err", err)
+			}
+		}
+	}
+}
+
+// Records turns compiled forms into what the store keeps.
+func Records(forms []*Form) []store.FormRecord {
+	out := make([]store.FormRecord, len(forms))
+	for i, f := range forms {
+		out[i] = store.FormRecord{ID: f.ID(), Site: f.Def.Site, Source: f.Source(), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull}
+	}
+	return out
+}

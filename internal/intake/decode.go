@@ -1,0 +1,314 @@
+package intake
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/formd/formd/internal/problem"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/form"
+)
+
+// body is a decoded submission: the values by field name (string,
+// json.Number, bool, []any or nil, as form.Validate takes them) and the
+// reserved fields pulled out of them.
+type body struct {
+	values map[string]any
+	key    string // the _key field
+	shown  time.Time
+	// html says the body came from a plain HTML form (urlencoded or
+	// multipart), so the answer may be a redirect.
+	html bool
+}
+
+// limits on a multipart body beyond its byte size.
+const (
+	maxParts     = 1000
+	maxFieldSize = 64 << 10
+)
+
+// decodeBody reads the request body by its content type, within limit
+// bytes. Errors are *problem.Problem (400, 413, 415).
+func decodeBody(r *http.Request, limit int64) (body, error) {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return body{}, problem.New(problem.CodeUnsupportedMediaType, "the request has no Content-Type; send application/json, application/x-www-form-urlencoded or multipart/form-data")
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return body{}, problem.New(problem.CodeUnsupportedMediaType, "the Content-Type header cannot be parsed")
+	}
+	rd := &capReader{r: r.Body, left: limit, limit: limit}
+	switch {
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		raw, err := readAll(rd)
+		if err != nil {
+			return body{}, err
+		}
+		return decodeJSON(raw)
+	case mt == "application/x-www-form-urlencoded":
+		raw, err := readAll(rd)
+		if err != nil {
+			return body{}, err
+		}
+		return decodeURLEncoded(raw)
+	case mt == "multipart/form-data":
+		boundary := params["boundary"]
+		if boundary == "" {
+			return body{}, problem.New(problem.CodeInvalidRequest, "multipart/form-data needs a boundary parameter")
+		}
+		return decodeMultipart(rd, boundary)
+	}
+	return body{}, problem.New(problem.CodeUnsupportedMediaType, fmt.Sprintf("%s is not accepted; send application/json, application/x-www-form-urlencoded or multipart/form-data", mt))
+}
+
+// capReader reads at most limit bytes and remembers whether the body had
+// more, so that an oversized body is told apart from a malformed one.
+type capReader struct {
+	r     io.Reader
+	left  int64
+	limit int64
+	over  bool
+}
+
+var errOverLimit = errors.New("body over the limit")
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			c.over = true
+			return 0, errOverLimit
+		}
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// failure turns a read or parse error into the right problem.
+func (c *capReader) failure(what string) *problem.Problem {
+	if c.over {
+		return problem.New(problem.CodePayloadTooLarge, fmt.Sprintf("the body is over the limit of %d bytes", c.limit))
+	}
+	return problem.New(problem.CodeInvalidRequest, what)
+}
+
+func readAll(rd *capReader) ([]byte, error) {
+	raw, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, rd.failure("the body could not be read")
+	}
+	return raw, nil
+}
+
+// decodeJSON reads a JSON object of field → value.
+func decodeJSON(raw []byte) (body, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return body{}, problem.New(problem.CodeInvalidRequest, "the body is not valid JSON")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return body{}, problem.New(problem.CodeInvalidRequest, "the body has data after the JSON object")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return body{}, problem.New(problem.CodeInvalidRequest, "the body must be a JSON object of field names to values")
+	}
+	b := body{values: obj}
+	return b, b.takeReserved()
+}
+
+func decodeURLEncoded(raw []byte) (body, error) {
+	q, err := url.ParseQuery(string(raw))
+	if err != nil {
+		return body{}, problem.New(problem.CodeInvalidRequest, "the form-urlencoded body cannot be parsed")
+	}
+	b := body{values: make(map[string]any, len(q)), html: true}
+	for k, vs := range q {
+		b.values[k] = listOrOne(vs)
+	}
+	return b, b.takeReserved()
+}
+
+func decodeMultipart(rd *capReader, boundary string) (body, error) {
+	mr := multipart.NewReader(rd, boundary)
+	fields := map[string][]string{}
+	for n := 0; ; n++ {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return body{}, rd.failure("the multipart body cannot be parsed")
+		}
+		if n >= maxParts {
+			return body{}, problem.New(problem.CodeInvalidRequest, fmt.Sprintf("the multipart body has more than %d parts", maxParts))
+		}
+		if part.FileName() != "" {
+			return body{}, problem.New(problem.CodeUnsupportedMediaType, "file uploads are not accepted; send only text fields")
+		}
+		name := part.FormName()
+		val, err := io.ReadAll(io.LimitReader(part, maxFieldSize+1))
+		if err != nil {
+			return body{}, rd.failure("the multipart body cannot be read")
+		}
+		if len(val) > maxFieldSize {
+			return body{}, problem.New(problem.CodePayloadTooLarge, fmt.Sprintf("field %q is over %d bytes", name, maxFieldSize))
+		}
+		if name != "" {
+			fields[name] = append(fields[name], string(val))
+		}
+	}
+	b := body{values: make(map[string]any, len(fields)), html: true}
+	for k, vs := range fields {
+		b.values[k] = listOrOne(vs)
+	}
+	return b, b.takeReserved()
+}
+
+func listOrOne(vs []string) any {
+	if len(vs) == 1 {
+		return vs[0]
+	}
+	l := make([]any, len(vs))
+	for i, v := range vs {
+		l[i] = v
+	}
+	return l
+}
+
+// takeReserved pulls _key and _ts out of the values.
+func (b *body) takeReserved() error {
+	if v, ok := b.values[form.KeyField]; ok {
+		s, isStr := v.(string)
+		if !isStr {
+			return problem.New(problem.CodeInvalidRequest, "_key must be a single string")
+		}
+		b.key = s
+		delete(b.values, form.KeyField)
+	}
+	if v, ok := b.values[form.TimeField]; ok {
+		delete(b.values, form.TimeField)
+		var ms int64
+		var err error
+		switch t := v.(type) {
+		case string:
+			ms, err = strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+		case json.Number:
+			ms, err = t.Int64()
+		default:
+			err = errors.New("not a number")
+		}
+		// A malformed _ts is ignored rather than refused: it only feeds the
+		// spam check, and people must never be blocked by it.
+		if err == nil && ms > 0 {
+			b.shown = time.UnixMilli(ms)
+		}
+	}
+	return nil
+}
+
+// parseKey reads an Idempotency-Key header: 1-255 visible ASCII characters,
+// bare or as an RFC 8941 sf-string ("..." with \" and \\ escapes).
+func parseKey(h string) (string, error) {
+	h = strings.Trim(h, " \t")
+	if strings.HasPrefix(h, `"`) {
+		var b strings.Builder
+		closed := false
+		for i := 1; i < len(h); i++ {
+			c := h[i]
+			switch {
+			case c == '\\':
+				if i+1 >= len(h) || (h[i+1] != '"' && h[i+1] != '\\') {
+					return "", errBadKey
+				}
+				b.WriteByte(h[i+1])
+				i++
+			case c == '"':
+				if i != len(h)-1 {
+					return "", errBadKey
+				}
+				closed = true
+			case c < 0x20 || c > 0x7e:
+				return "", errBadKey
+			default:
+				b.WriteByte(c)
+			}
+		}
+		if !closed {
+			return "", errBadKey
+		}
+		h = b.String()
+	}
+	if !validKey(h) {
+		return "", errBadKey
+	}
+	return h, nil
+}
+
+var errBadKey = problem.New(problem.CodeInvalidRequest, "the idempotency key must be 1 to 255 visible ASCII characters, bare or as an RFC 8941 quoted string")
+
+func validKey(k string) bool {
+	if len(k) == 0 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// preference is what a Prefer header asks for.
+type preference struct {
+	async   bool
+	wait    time.Duration
+	hasWait bool
+}
+
+// parsePrefer reads the Prefer headers (RFC 7240) for respond-async and
+// wait=N; other preferences are ignored, as the RFC says.
+func parsePrefer(h []string) (preference, error) {
+	var p preference
+	for _, line := range h {
+		for _, item := range strings.Split(line, ",") {
+			tok, params, _ := strings.Cut(strings.TrimSpace(item), ";")
+			_ = params
+			name, val, hasVal := strings.Cut(tok, "=")
+			name = strings.ToLower(strings.TrimSpace(name))
+			val = strings.Trim(strings.TrimSpace(val), `"`)
+			switch name {
+			case "respond-async":
+				p.async = true
+			case "wait":
+				n, err := strconv.ParseFloat(val, 64)
+				if !hasVal || err != nil || n < 0 || n > 1e6 {
+					return p, problem.New(problem.CodeInvalidRequest, "Prefer: wait must be a number of seconds, such as wait=5")
+				}
+				p.wait, p.hasWait = time.Duration(n*float64(time.Second)), true
+			}
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,512 @@
+// Package intake is formd's public HTTP API (DESIGN §4): it validates a
+// submission, fingerprints it, appends it to the durable journal before any
+// store call, and answers only then — with the outcome when the processor
+// decides within the wait, or 202 when it does not. The same key always
+// gets the same answer, and overload is answered with 429/503 and
+// Retry-After, never by dropping a submission silently.
+package intake
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"github.com/formd/formd/internal/problem"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+	"github.com/google/uuid"
+)
+
+// Journal is the part of the journal intake writes to and reads from.
+type Journal interface {
+	Append(ctx context.Context, e journal.Entry, sync bool) (journal.Appended, error)
+	Lookup(ctx context.Context, form, key string) (journal.Entry, bool, error)
+}
+
+// Outcomes is the part of the store intake reads.
+type Outcomes interface {
+	Outcome(ctx context.Context, form, key string) (store.Outcome, bool, error)
+	Capacities(ctx context.Context) (map[string]store.Capacity, error)
+}
+
+// Forms finds a form by id.
+type Forms interface {
+	Get(id string) *form.Form
+}
+
+// Waiter delivers the outcome of a (form, key) once the processor decides
+// it (processor.Notifier).
+type Waiter interface {
+	Wait(form, key string) (<-chan store.Outcome, func())
+}
+
+// Config tunes the intake. Zero values take the defaults.
+type Config struct {
+	// DefaultWait is how long a POST waits for its outcome when the client
+	// states no preference. Default 5s.
+	DefaultWait time.Duration
+	// MaxWait caps Prefer: wait=N. Default 30s.
+	MaxWait time.Duration
+	// MaxBody is the body size limit in bytes. Default 1 MiB.
+	MaxBody int64
+	// RateLimit is the default per-client-IP, per-form limit; a form's own
+	// rate_limit overrides it. Default 120 requests a minute, burst 60.
+	RateLimit form.RateLimit
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client. Without them the TCP peer is the client.
+	TrustedProxies []netip.Prefix
+	// PollOutcomes, when set, makes a waiting POST also poll the store at
+	// this interval: with several instances the outcome may be decided by
+	// another one.
+	PollOutcomes time.Duration
+	Now          func() time.Time
+	NewID        func() string
+	Logger       *slog.Logger
+	Metrics      *Metrics
+}
+
+func (c *Config) setDefaults() {
+	if c.DefaultWait <= 0 {
+		c.DefaultWait = 5 * time.Second
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = 30 * time.Second
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = 1 << 20
+	}
+	if c.RateLimit.Requests == 0 && !c.RateLimit.Off {
+		c.RateLimit = form.RateLimit{Requests: 120, Per: form.Duration(time.Minute), Burst: 60}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.NewID == nil {
+		c.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+}
+
+// Handler serves the public API.
+type Handler struct {
+	cfg      Config
+	journal  Journal
+	outcomes Outcomes
+	forms    Forms
+	waiter   Waiter
+	limiter  *limiter
+	places   *placesCache
+}
+
+// New makes the handler.
+func New(j Journal, o Outcomes, forms Forms, w Waiter, cfg Config) *Handler {
+	cfg.setDefaults()
+	return &Handler{cfg: cfg, journal: j, outcomes: o, forms: forms, waiter: w, limiter: newLimiter(),
+		places: &placesCache{src: o, now: cfg.Now}}
+}
+
+// Register adds the public routes to mux.
+func (h *Handler) Register(mux *http.ServeMux) {
+	mux.Handle("POST /v1/forms/{form}/submissions", h.wrap("submit", h.submit))
+	mux.Handle("OPTIONS /v1/forms/{form}/submissions", h.wrap("preflight", h.preflight))
+	mux.Handle("GET /v1/forms/{form}/submissions/{key}", h.wrap("status", h.status))
+	mux.Handle("OPTIONS /v1/forms/{form}/submissions/{key}", h.wrap("preflight", h.preflight))
+	mux.Handle("GET /v1/forms/{form}", h.wrap("form", h.publicForm))
+	mux.Handle("OPTIONS /v1/forms/{form}", h.wrap("preflight", h.preflight))
+	mux.Handle("GET /problems/{code}", h.wrap("problems", problem.Docs))
+}
+
+// wrap turns a handler that returns an error into an http.Handler that
+// answers the error as problem+json, and measures it.
+func (h *Handler) wrap(route string, fn func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := h.cfg.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		if err := fn(rec, r); err != nil {
+			if isHTMLPost(r) && route == "submit" {
+				writeHTMLProblem(rec, r, problem.From(err))
+			} else {
+				problem.Write(rec, r, h.cfg.Logger, err)
+			}
+		}
+		h.cfg.Metrics.observe(route, rec.status, rec.code, h.cfg.Now().Sub(start))
+	})
+}
+
+// submit is POST /v1/forms/{form}/submissions.
+func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
+	now := h.cfg.Now()
+	f := h.forms.Get(r.PathValue("form"))
+	if f == nil {
+		return problem.New(problem.CodeFormNotFound, "")
+	}
+	if err := h.checkOrigin(w, r, f); err != nil {
+		return err
+	}
+	if err := h.rateLimit(r, f, now); err != nil {
+		return err
+	}
+	if !f.OpenAt(now) {
+		return closedProblem(f, now)
+	}
+	pref, err := parsePrefer(r.Header.Values("Prefer"))
+	if err != nil {
+		return err
+	}
+	b, err := decodeBody(r, h.cfg.MaxBody)
+	if err != nil {
+		return err
+	}
+	key, derived, err := pickKey(r, b, f)
+	if err != nil {
+		return err
+	}
+	acc, err := f.Validate(b.values)
+	if err != nil {
+		return err
+	}
+	if derived {
+		key = "fp-" + hex.EncodeToString(acc.Fingerprint[:16])
+	}
+	e := journal.Entry{
+		ID:          h.cfg.NewID(),
+		Site:        f.Def.Site,
+		Form:        f.ID(),
+		Key:         key,
+		Fingerprint: acc.Fingerprint,
+		ReceivedAt:  now,
+		Spam:        isSpam(f, b, now),
+		Claims:      acc.Claims,
+		Data:        acc.Data,
+	}
+	w.Header().Set("Idempotency-Key", key)
+	if derived {
+		w.Header().Set("Formd-Key-Derived", "true")
+	}
+	if f.Def.Durability == form.DurabilityAsync {
+		// Async forms trade durability for latency: answer once queued.
+		if _, err := h.journal.Append(r.Context(), e, false); err != nil {
+			return err
+		}
+		return h.accepted(w, r, f, e, "respond-async")
+	}
+	// Register before appending, so the outcome cannot slip past unseen.
+	outcome, stop := h.waiter.Wait(e.Form, e.Key)
+	defer stop()
+	a, err := h.journal.Append(r.Context(), e, true)
+	if err != nil {
+		return err
+	}
+	e = a.Entry
+	if a.Duplicate {
+		if e.Fingerprint != acc.Fingerprint {
+			return problem.New(problem.CodeKeyReused, "this key was used for a submission with different content; use a new key for new content")
+		}
+		// A retry: it may have been decided already.
+		if o, ok, err := h.outcomes.Outcome(r.Context(), e.Form, e.Key); err == nil && ok {
+			return h.respond(w, r, f, o, true)
+		}
+	}
+	applied, wait := "", h.cfg.DefaultWait
+	switch {
+	case pref.async:
+		return h.accepted(w, r, f, e, "respond-async")
+	case pref.hasWait:
+		wait = min(pref.wait, h.cfg.MaxWait)
+		applied = "wait=" + strconv.Itoa(int(wait/time.Second))
+	}
+	if applied != "" {
+		w.Header().Set("Preference-Applied", applied)
+	}
+	o, ok := h.await(r.Context(), outcome, e, wait)
+	if !ok {
+		return h.accepted(w, r, f, e, "")
+	}
+	return h.respond(w, r, f, o, a.Duplicate || o.Replayed)
+}
+
+// await waits for the outcome of e until the wait ends or the client leaves.
+func (h *Handler) await(ctx context.Context, outcome <-chan store.Outcome, e journal.Entry, wait time.Duration) (store.Outcome, bool) {
+	if wait <= 0 {
+		return store.Outcome{}, false
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var poll <-chan time.Time
+	if h.cfg.PollOutcomes > 0 {
+		t := time.NewTicker(h.cfg.PollOutcomes)
+		defer t.Stop()
+		poll = t.C
+	}
+	for {
+		select {
+		case o := <-outcome:
+			return o, true
+		case <-poll:
+			if o, ok, err := h.outcomes.Outcome(ctx, e.Form, e.Key); err == nil && ok {
+				return o, true
+			}
+		case <-timer.C:
+			return store.Outcome{}, false
+		case <-ctx.Done():
+			return store.Outcome{}, false
+		}
+	}
+}
+
+// respond answers with a decided outcome; replayed answers carry the first
+// body byte-for-byte, with 200 instead of 201.
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request, f *form.Form, o store.Outcome, replayed bool) error {
+	a := firstAnswer(o)
+	if isHTMLPost(r) {
+		redirectHTML(w, r, f, o.Key, a.problem == nil && a.status == http.StatusCreated)
+		return nil
+	}
+	if a.problem != nil {
+		problem.WriteDoc(w, a.problem, a.body, replayed)
+		return nil
+	}
+	hdr := w.Header()
+	hdr.Set("Location", statusURL(o.Form, o.Key))
+	status := a.status
+	if replayed {
+		hdr.Set("Idempotent-Replayed", "true")
+		if status == http.StatusCreated {
+			status = http.StatusOK
+		}
+	}
+	if status == http.StatusAccepted {
+		hdr.Set("Retry-After", "1")
+	}
+	writeJSON(w, status, a.body)
+	return nil
+}
+
+// accepted answers 202: journaled, not decided yet.
+func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, f *form.Form, e journal.Entry, applied string) error {
+	if applied != "" {
+		w.Header().Set("Preference-Applied", applied)
+	}
+	if isHTMLPost(r) {
+		redirectHTML(w, r, f, e.Key, false)
+		return nil
+	}
+	w.Header().Set("Location", statusURL(e.Form, e.Key))
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusAccepted, statusDoc(e.ID, e.Form, e.Key, statusProcessing, e.ReceivedAt, e.Fingerprint))
+	return nil
+}
+
+// status is GET /v1/forms/{form}/submissions/{key}: status and id only,
+// never the data.
+func (h *Handler) status(w http.ResponseWriter, r *http.Request) error {
+	f := h.forms.Get(r.PathValue("form"))
+	if f == nil {
+		return problem.New(problem.CodeFormNotFound, "")
+	}
+	if err := h.checkOrigin(w, r, f); err != nil {
+		return err
+	}
+	key := r.PathValue("key")
+	if !validKey(key) {
+		return problem.New(problem.CodeSubmissionNotFound, "")
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	o, ok, err := h.outcomes.Outcome(r.Context(), f.ID(), key)
+	if err != nil {
+		p := problem.New(problem.CodeStoreUnavailable, "")
+		p.RetryAfter = 2
+		return errors.Join(p, err)
+	}
+	if ok {
+		writeJSON(w, http.StatusOK, statusDoc(o.ID, o.Form, o.Key, publicStatus(o), o.ReceivedAt, o.Fingerprint))
+		return nil
+	}
+	e, ok, err := h.journal.Lookup(r.Context(), f.ID(), key)
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", f.ID(), journal.ErrUnavailable)
+	}
+	if !ok {
+		return problem.New(problem.CodeSubmissionNotFound, "")
+	}
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusOK, statusDoc(e.ID, e.Form, e.Key, statusProcessing, e.ReceivedAt, e.Fingerprint))
+	return nil
+}
+
+// pickKey finds the idempotency key: the header, else the _key field, else
+// (unless the form requires one) a key derived from the fingerprint.
+func pickKey(r *http.Request, b body, f *form.Form) (key string, derived bool, err error) {
+	if hv := r.Header.Values("Idempotency-Key"); len(hv) > 0 {
+		if len(hv) > 1 {
+			return "", false, problem.New(problem.CodeInvalidRequest, "send one Idempotency-Key header")
+		}
+		k, err := parseKey(hv[0])
+		return k, false, err
+	}
+	if b.key != "" {
+		if !validKey(b.key) {
+			return "", false, errBadKey
+		}
+		return b.key, false, nil
+	}
+	if f.Def.RequireKey {
+		return "", false, problem.New(problem.CodeKeyMissing, "send an Idempotency-Key header (or a _key field) with every submission to this form")
+	}
+	return "", true, nil
+}
+
+func isSpam(f *form.Form, b body, now time.Time) bool {
+	rules := f.Def.Spam
+	if rules == nil {
+		return false
+	}
+	if rules.Honeypot != "" {
+		if v, ok := b.values[rules.Honeypot]; ok {
+			if s, isStr := v.(string); !isStr || strings.TrimSpace(s) != "" {
+				return true
+			}
+		}
+	}
+	if rules.MinSeconds > 0 && !b.shown.IsZero() {
+		if now.Sub(b.shown).Seconds() < rules.MinSeconds {
+			return true
+		}
+	}
+	return false
+}
+
+func closedProblem(f *form.Form, now time.Time) *problem.Problem {
+	if f.Def.OpensAt != nil && now.Before(*f.Def.OpensAt) {
+		return problem.New(problem.CodeFormClosed, "the form opens at "+f.Def.OpensAt.Format(time.RFC3339))
+	}
+	return problem.New(problem.CodeFormClosed, "the form has closed")
+}
+
+func (h *Handler) rateLimit(r *http.Request, f *form.Form, now time.Time) error {
+	rl := h.cfg.RateLimit
+	if f.Def.RateLimit != nil {
+		rl = *f.Def.RateLimit
+	}
+	if rl.Off || rl.Requests <= 0 || rl.Per <= 0 {
+		return nil
+	}
+	burst := rl.Burst
+	if burst <= 0 {
+		burst = rl.Requests
+	}
+	perSecond := float64(rl.Requests) / time.Duration(rl.Per).Seconds()
+	ok, wait := h.limiter.allow(h.clientIP(r)+"|"+f.ID(), now, perSecond, burst)
+	if ok {
+		return nil
+	}
+	p := problem.New(problem.CodeRateLimited, "too many submissions from this client to this form")
+	p.RetryAfter = max(1, int((wait+time.Second-1)/time.Second))
+	return p
+}
+
+// clientIP is the TCP peer, or, behind a trusted proxy, the nearest
+// untrusted address in X-Forwarded-For.
+func (h *Handler) clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if len(h.cfg.TrustedProxies) == 0 {
+		return host
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil || !h.trusted(addr) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		if !h.trusted(a) {
+			return a.String()
+		}
+	}
+	return host
+}
+
+func (h *Handler) trusted(a netip.Addr) bool {
+	for _, p := range h.cfg.TrustedProxies {
+		if p.Contains(a.Unmap()) {
+			return true
+		}
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(body) //nolint:errcheck // the client may be gone; nothing to do
+}
+
+// statusRecorder remembers the status and problem code written, for the
+// metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	code   string
+}
+
+// NoteCode records the problem code of the response for the metrics.
+func (s *statusRecorder) NoteCode(code string) { s.code = code }
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Status reports the public status of (form, key): the store's outcome, or
+// processing while the entry is only in the journal. found is false when
+// neither knows the key.
+func (h *Handler) Status(ctx context.Context, formID, key string) (status string, found bool, err error) {
+	o, ok, err := h.outcomes.Outcome(ctx, formID, key)
+	if err != nil {
+		return "", false, fmt.Errorf("read outcome: %w", err)
+	}
+	if ok {
+		return publicStatus(o), true, nil
+	}
+	_, ok, err = h.journal.Lookup(ctx, formID, key)
+	if err != nil {
+		return "", false, fmt.Errorf("look up journal: %w", err)
+	}
+	if ok {
+		return statusProcessing, true, nil
+	}
+	return "", false, nil
+}

@@ -1,0 +1,205 @@
+// Package problem is formd's error vocabulary on HTTP: RFC 9457 problem
+// documents with a stable code, the one mapping from Go errors to them, and
+// the pages at /problems/{code} that explain each code to people.
+package problem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
+)
+
+// Problem codes: stable, machine-readable, documented at /problems/{code}.
+const (
+	CodeInvalidRequest       = "invalid-request"
+	CodeKeyMissing           = "idempotency-key-missing"
+	CodeFormNotFound         = "form-not-found"
+	CodeDuplicateEntry       = "duplicate-entry"
+	CodeCapacityReached      = "capacity-reached"
+	CodeFormClosed           = "form-closed"
+	CodePayloadTooLarge      = "payload-too-large"
+	CodeUnsupportedMediaType = "unsupported-media-type"
+	CodeValidationFailed     = "validation-failed"
+	CodeKeyReused            = "idempotency-key-reused"
+	CodeRateLimited          = "rate-limited"
+	CodeOverloaded           = "overloaded"
+	CodeJournalUnavailable   = "journal-unavailable"
+	CodeStoreUnavailable     = "store-unavailable"
+	CodeSubmissionNotFound   = "submission-not-found"
+	CodeOriginNotAllowed     = "origin-not-allowed"
+	CodeUnauthorized         = "unauthorized"
+	CodeNotFound             = "not-found"
+	CodeMethodNotAllowed     = "method-not-allowed"
+	CodeInternal             = "internal-error"
+	CodeInvalidDefinition    = "invalid-form-definition"
+	CodeEntryNotFound        = "entry-not-found"
+	CodeEntryNotLive         = "entry-not-live"
+)
+
+// Info describes a code for people: the title that goes in every
+// problem document and the explanation served at /problems/{code}.
+type Info struct {
+	Status  int
+	Title   string
+	Explain string
+}
+
+// Codes is every code formd answers with.
+var Codes = map[string]Info{
+	CodeInvalidRequest:       {400, "Invalid request", "The request could not be read: a malformed body, a bad Idempotency-Key (it must be 1 to 255 visible ASCII characters, or an RFC 8941 quoted string of them) or a bad Prefer header. Fix the request; sending it again unchanged will fail again."},
+	CodeKeyMissing:           {400, "Idempotency key missing", "This form requires every submission to carry an idempotency key: an Idempotency-Key header, or a _key field for plain HTML forms. Generate one random key per submission and reuse it for every retry of that submission."},
+	CodeFormNotFound:         {404, "Form not found", "No form has this id on this server. Check the form id in the URL."},
+	CodeDuplicateEntry:       {409, "Already registered", "This participant is already registered on this form (the form's unique fields, such as the phone number, match a live entry). Nothing new was stored. For privacy the answer does not say which entry matched."},
+	CodeCapacityReached:      {409, "Form is full", "Every place on this form is taken and the form has no waitlist. Nothing was stored."},
+	CodeFormClosed:           {410, "Form closed", "The form is not taking submissions: it has not opened yet or it has closed. Nothing was stored."},
+	CodePayloadTooLarge:      {413, "Payload too large", "The body is larger than this server accepts. Nothing was stored."},
+	CodeUnsupportedMediaType: {415, "Unsupported media type", "Send application/json, application/x-www-form-urlencoded or multipart/form-data (without files)."},
+	CodeValidationFailed:     {422, "Validation failed", "Some fields need a fix; the errors list names each field with a stable code. Nothing was stored. Correct the fields and submit again (a new key is fine: nothing was recorded under the old one)."},
+	CodeKeyReused:            {422, "Idempotency key reused", "This idempotency key was already used for a submission with different content. A key identifies one submission: generate a new key for new content."},
+	CodeRateLimited:          {429, "Too many requests", "This client sent more submissions to this form than the server allows in a short time. Wait for Retry-After seconds and send the same submission again with the same key."},
+	CodeOverloaded:           {503, "Server busy", "The server's queue is full, so it refused the submission before writing anything. Send it again with the same key after Retry-After seconds."},
+	CodeJournalUnavailable:   {503, "Journal unavailable", "The server could not write the submission durably, so nothing was acknowledged. Send it again with the same key after Retry-After seconds."},
+	CodeStoreUnavailable:     {503, "Store unavailable", "The server could not read the store to answer this query. Try again after Retry-After seconds."},
+	CodeSubmissionNotFound:   {404, "Submission not found", "No submission with this key was received for this form. If you sent it and got no answer, send it again with the same key."},
+	CodeOriginNotAllowed:     {403, "Origin not allowed", "This form does not accept submissions from the page's origin. The form owner lists allowed origins under origins: in the form definition."},
+	CodeUnauthorized:         {401, "Unauthorized", "This endpoint needs the admin token: send Authorization: Bearer <token>. The token is printed once when formd first starts; make a new one with formd token."},
+	CodeNotFound:             {404, "Not found", "There is nothing at this address."},
+	CodeMethodNotAllowed:     {405, "Method not allowed", "This address does not take that method."},
+	CodeInvalidDefinition:    {422, "Invalid form definition", "The form definitions were refused; the detail names each form, field and problem with what would be valid. Nothing was applied."},
+	CodeEntryNotFound:        {404, "Entry not found", "No entry (or dead letter) with this id or key exists on this form."},
+	CodeEntryNotLive:         {409, "Entry not live", "Only stored or waitlisted entries can be cancelled; this one is not."},
+	CodeInternal:             {500, "Internal error", "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
+}
+
+// Problem is an RFC 9457 problem document, and an error that handlers
+// return so that one place writes every error response.
+type Problem struct {
+	Type   string            `json:"type"`
+	Title  string            `json:"title"`
+	Status int               `json:"status"`
+	Detail string            `json:"detail,omitempty"`
+	Code   string            `json:"code"`
+	Key    string            `json:"key,omitempty"`
+	Errors []form.FieldError `json:"errors,omitempty"`
+	// RetryAfter, in seconds, is sent as the Retry-After header.
+	RetryAfter int `json:"-"`
+}
+
+func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
+
+// New makes the problem for a code.
+func New(code, detail string) *Problem {
+	info, ok := Codes[code]
+	if !ok {
+		info = Codes[CodeInternal]
+		code = CodeInternal
+	}
+	return &Problem{Type: "/problems/" + code, Title: info.Title, Status: info.Status, Detail: detail, Code: code}
+}
+
+// Body is the problem as JSON; the encoding is deterministic so that a
+// replayed error is byte-for-byte the first.
+func (p *Problem) Body() []byte {
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(fmt.Sprintf("encode problem: %v", err)) // every field is a plain value
+	}
+	return b
+}
+
+// From maps any error to the problem to answer with. It is the one
+// place where errors become responses.
+func From(err error) *Problem {
+	var p *Problem
+	var ve *form.ValidationError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &ve):
+		p := New(CodeValidationFailed, fmt.Sprintf("%d field(s) need a fix", len(ve.Errors)))
+		p.Errors = ve.Errors
+		return p
+	case errors.As(err, &mbe):
+		return New(CodePayloadTooLarge, fmt.Sprintf("the body is over the limit of %d bytes", mbe.Limit))
+	case errors.Is(err, journal.ErrOverloaded):
+		p := New(CodeOverloaded, "the journal queue is full; nothing was written")
+		p.RetryAfter = 1
+		return p
+	case errors.Is(err, journal.ErrUnavailable), errors.Is(err, journal.ErrClosed):
+		p := New(CodeJournalUnavailable, "the submission could not be written durably; nothing was acknowledged")
+		p.RetryAfter = 2
+		return p
+	}
+	return New(CodeInternal, "")
+}
+
+// Write answers with err as problem+json, logging what is not the
+// client's fault.
+func Write(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	p := From(err)
+	if p.Status >= 500 && !errors.Is(err, context.Canceled) {
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", p.Code, "err", err)
+	}
+	WriteDoc(w, p, p.Body(), false)
+}
+
+// WriteDoc writes a problem whose body is already rendered (a replay).
+func WriteDoc(w http.ResponseWriter, p *Problem, body []byte, replayed bool) {
+	NoteCode(w, p.Code)
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if p.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
+	}
+	if replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	w.WriteHeader(p.Status)
+	w.Write(body) //nolint:errcheck // the client may be gone; nothing to do
+}
+
+var problemPage = template.Must(template.New("problem").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{{.Code}} · formd</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#222}code{background:#f3f3f3;padding:.1em .3em}</style>
+</head><body>
+<h1>{{.Info.Title}}</h1>
+<p>HTTP status <code>{{.Info.Status}}</code>, problem code <code>{{.Code}}</code>.</p>
+<p>{{.Info.Explain}}</p>
+</body></html>
+`))
+
+// Docs serves GET /problems/{code}: HTML for people, JSON when asked.
+func Docs(w http.ResponseWriter, r *http.Request) error {
+	code := r.PathValue("code")
+	info, ok := Codes[code]
+	if !ok {
+		return New(CodeNotFound, fmt.Sprintf("there is no problem code %q", code))
+	}
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
+		w.Header().Set("Content-Type", "application/json")
+		return json.NewEncoder(w).Encode(map[string]any{"code": code, "status": info.Status, "title": info.Title, "detail": info.Explain})
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	return problemPage.Execute(w, map[string]any{"Code": code, "Info": info})
+}
+
+// NoteCode records the problem code of a response on a writer that wants to
+// know it (the metrics recorder).
+func NoteCode(w http.ResponseWriter, code string) {
+	if n, ok := w.(interface{ NoteCode(string) }); ok {
+		n.NoteCode(code)
+	}
+}

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	backlogDesc   = prometheus.NewDesc("formd_journal_backlog", "Journal entries appended but not yet acknowledged (waiting or being processed).", nil, nil)
+	oldestDesc    = prometheus.NewDesc("formd_journal_oldest_pending_age_seconds", "Age of the oldest unacknowledged journal entry; 0 when the backlog is empty.", nil, nil)
+	lastSeqDesc   = prometheus.NewDesc("formd_journal_last_seq", "Position of the newest journal entry.", nil, nil)
+	capLeftDesc   = prometheus.NewDesc("formd_capacity_left", "Free places per form with a capacity.", []string{"form"}, nil)
+	waitlistDesc  = prometheus.NewDesc("formd_waitlisted", "Waitlisted entries per form.", []string{"form"}, nil)
+	deadDesc      = prometheus.NewDesc("formd_dead_letters", "Entries dead-lettered and not yet retried (up to 10000).", nil, nil)
+	scrapeErrDesc = prometheus.NewDesc("formd_scrape_errors", "1 when a part of the scrape could not be read.", []string{"part"}, nil)
+)
+
+// journalCollector reads the journal's backlog at scrape time.
+type journalCollector struct{ j journal.Journal }
+
+func (c *journalCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- backlogDesc
+	ch <- oldestDesc
+	ch <- lastSeqDesc
+}
+
+func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := c.j.Stats(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "journal")
+		return
+	}
+	age := 0.0
+	if !st.OldestPending.IsZero() {
+		age = time.Since(st.OldestPending).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(st.Backlog))
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(lastSeqDesc, prometheus.GaugeValue, float64(st.LastSeq))
+}
+
+// storeCollector reads places and dead letters at scrape time.
+type storeCollector struct{ s store.Store }
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- capLeftDesc
+	ch <- waitlistDesc
+	ch <- deadDesc
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	caps, err := c.s.Capacities(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "capacity")
+	}
+	for form, cp := range caps {
+		if cp.Limit != nil {
+			ch <- prometheus.MustNewConstMetric(capLeftDesc, prometheus.GaugeValue, float64(cp.Left()), form)
+		}
+		ch <- prometheus.MustNewConstMetric(waitlistDesc, prometheus.GaugeValue, float64(cp.Waitlisted), form)
+	}
+	dls, err := c.s.DeadLetters(ctx, 10000)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "dead_letters")
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(deadDesc, prometheus.GaugeValue, float64(len(dls)))
+}

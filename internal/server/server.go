@@ -1,0 +1,242 @@
+// Package server wires one formd instance together from its settings: the
+// journal and store drivers, the form registry, the processor, and the HTTP
+// routes (public API, admin API, hosted pages, health and metrics). It owns
+// the order of start-up and of graceful shutdown.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/formd/formd/internal/admin"
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/hosted"
+	"github.com/formd/formd/internal/intake"
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/problem"
+	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server is one formd instance.
+type Server struct {
+	cfg     config.Config
+	log     *slog.Logger
+	Journal journal.Journal
+	Store   store.Store
+	Forms   *form.Registry
+	proc    *processor.Processor
+	handler http.Handler
+	ready   atomic.Bool
+	// NewAdminToken is the admin token made on this first start, to be
+	// printed once; empty when the store already had one.
+	NewAdminToken string
+}
+
+// Open opens the drivers, makes the admin token on first start, applies
+// the --forms file and loads the forms. It starts nothing yet.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server, err error) {
+	s = &Server{cfg: cfg, log: log}
+	s.Journal, s.Store, err = OpenDrivers(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.closeDrivers()
+		}
+	}()
+	token, hash := admin.NewToken()
+	created, err := s.Store.PutToken(ctx, "admin", hash, true)
+	if err != nil {
+		return nil, fmt.Errorf("make admin token: %w", err)
+	}
+	if created {
+		s.NewAdminToken = token
+	}
+	if cfg.Forms != "" {
+		if _, err := ApplyFormsFile(ctx, s.Store, cfg.Forms); err != nil {
+			return nil, err
+		}
+	}
+	s.Forms = form.NewRegistry(s.Store, log)
+	if err := s.Forms.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store})
+	notify := processor.NewNotifier()
+	s.proc = processor.New(s.Journal, s.Store, notify, processor.Options{
+		Workers: cfg.Workers, BatchSize: cfg.BatchSize, MaxAttempts: cfg.MaxAttempts,
+		ReconcileEvery: cfg.ReconcileEvery, StaleAfter: cfg.StaleAfter,
+		Logger: log, Metrics: processor.NewMetrics(reg),
+	})
+	in := intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
+		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
+		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Logger: log, Metrics: intake.NewMetrics(reg),
+	})
+	mux := http.NewServeMux()
+	in.Register(mux)
+	admin.New(s.Store, s.Forms, s.redrive, log).Register(mux)
+	hosted.New(s.Forms, in.Status, time.Now, log).Register(mux)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("ok\n")) //nolint:errcheck // best effort
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, r, log, problem.New(problem.CodeNotFound, ""))
+	})
+	s.handler = mux
+	return s, nil
+}
+
+// Handler is the instance's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start runs the background work (processor, reconciler, forms refresh)
+// until ctx ends; the returned function waits for it to finish.
+func (s *Server) Start(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.proc.Run(ctx); err != nil {
+			s.log.Error("processor stopped", "err", err)
+		}
+	})
+	wg.Go(func() { s.Forms.Run(ctx, s.cfg.FormsRefresh) })
+	s.ready.Store(true)
+	return wg.Wait
+}
+
+// Serve answers on ln until ctx ends, then shuts down in order: stop taking
+// requests and let those in flight finish (the processor still running, so
+// they get their outcomes), stop the processor, close the journal (which
+// commits what is queued) and the store. Nothing acknowledged is lost: it
+// is in the journal, and anything not yet decided is decided on the next
+// start.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	waitBg := s.Start(bgCtx)
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      s.cfg.MaxWait + 15*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("formd serving", "addr", ln.Addr().String(), "journal", s.cfg.Journal, "store", s.cfg.Store, "forms", len(s.Forms.All()))
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	s.ready.Store(false)
+	s.log.Info("formd shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		s.log.Warn("requests still in flight at the shutdown timeout", "err", err)
+	}
+	stopBg()
+	waitBg()
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, s.Close())
+}
+
+// Close closes the journal, then the store.
+func (s *Server) Close() error {
+	return s.closeDrivers()
+}
+
+func (s *Server) closeDrivers() error {
+	var errs []error
+	if s.Journal != nil {
+		errs = append(errs, s.Journal.Close())
+	}
+	if s.Store != nil {
+		errs = append(errs, s.Store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	var problems []string
+	if !s.ready.Load() {
+		problems = append(problems, "not started or shutting down")
+	}
+	if _, err := s.Journal.Stats(ctx); err != nil {
+		problems = append(problems, "journal: "+err.Error())
+	}
+	if _, err := s.Store.Capacities(ctx); err != nil {
+		problems = append(problems, "store: "+err.Error())
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set("Cache-Control", "no-store")
+	if len(problems) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for _, p := range problems {
+			fmt.Fprintln(w, p)
+		}
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// redrive processes the journal entry of (form, key) again, for a retried
+// dead letter.
+func (s *Server) redrive(ctx context.Context, formID, key string) error {
+	e, ok, err := s.Journal.Lookup(ctx, formID, key)
+	if err != nil {
+		return fmt.Errorf("redrive: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("redrive %s/%s: not in the journal", formID, key)
+	}
+	// One more try, outside the journal's delivery: if it fails again it
+	// is dead-lettered again at once rather than left undelivered.
+	e.Deliveries = s.cfg.MaxAttempts
+	return s.proc.Process(ctx, []journal.Entry{e})
+}
+
+// Processor is the instance's processor, for replay.
+func (s *Server) Processor() *processor.Processor { return s.proc }
+
+// ApplyFormsFile reads definitions from path and stores them.
+func ApplyFormsFile(ctx context.Context, st interface {
+	PutForms(ctx context.Context, forms []store.FormRecord) error
+}, path string) ([]*form.Form, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read forms: %w", err)
+	}
+	forms, err := form.Parse(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.PutForms(ctx, form.Records(forms)); err != nil {
+		return nil, fmt.Errorf("apply forms from %s: %w", path, err)
+	}
+	return forms, nil
+}
