@@ -23,11 +23,6 @@ func isHTMLPost(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-// wantsJSON says the client did not ask for HTML.
-func wantsJSON(r *http.Request) bool {
-	return !strings.Contains(r.Header.Get("Accept"), "text/html")
-}
-
 // redirectHTML sends a browser to the form's thank-you page (for a success,
 // when the form names one) or to the hosted result page, which shows the
 // status of the key.
