@@ -372,3 +372,14 @@ func splitHostPort(v string) (string, int, error) {
 	}
 	return v[:i], p, nil
 }
+
+// Default is the configuration with every setting at its default, for
+// tests and tools that build a Config in code.
+func Default() Config {
+	l := NewLoader(flag.NewFlagSet("default", flag.ContinueOnError), func(string) string { return "" })
+	c, err := l.Load()
+	if err != nil {
+		panic(fmt.Sprintf("default settings do not load: %v", err)) // a bug in the settings table
+	}
+	return c
+}

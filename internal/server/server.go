@@ -47,12 +47,19 @@ type Server struct {
 
 // Open opens the drivers, makes the admin token on first start, applies
 // the --forms file and loads the forms. It starts nothing yet.
-func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (s *Server, err error) {
-	s = &Server{cfg: cfg, log: log}
-	s.Journal, s.Store, err = OpenDrivers(ctx, cfg, log)
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	j, st, err := OpenDrivers(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	return OpenWith(ctx, cfg, log, j, st)
+}
+
+// OpenWith is Open on drivers the caller opened (tests wrap them to inject
+// faults). The server owns them from here: Close closes them, also when
+// OpenWith fails.
+func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journal.Journal, st store.Store) (s *Server, err error) {
+	s = &Server{cfg: cfg, log: log, Journal: j, Store: st}
 	defer func() {
 		if err != nil {
 			s.closeDrivers()
