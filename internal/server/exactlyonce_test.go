@@ -234,4 +234,3 @@ func decision(a answer) string {
 	}
 	return "error " + a.code
 }
-
