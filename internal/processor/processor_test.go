@@ -223,4 +223,3 @@ func TestNotifier(t *testing.T) {
 	stopA()
 	n.Publish(store.Outcome{Form: "f", Key: "k"}) // nobody waits: nothing happens
 }
-
