@@ -1,0 +1,209 @@
+// Types of the formd client SDK (formd.js). Checked with `tsc --noEmit`
+// together with formd.js itself, whose JSDoc refers to these declarations.
+
+/**
+ * What the person sees.
+ * - idle: nothing sent yet
+ * - sending: on its way (the first try, or resumed after a reload)
+ * - saved: in the outbox on this device; retried until the server answers
+ * - received: the server has it (stored, or journaled and being processed)
+ * - waitlisted: received, on the waitlist
+ * - duplicate: this person is already registered (no personal data shown)
+ * - invalid: needs a fix; `errors` lists the fields
+ * - closed: the form is not open
+ * - full: every place is taken and there is no waitlist
+ * - failed: refused for a reason retrying cannot fix (bad request, origin)
+ */
+export type State =
+  | 'idle'
+  | 'sending'
+  | 'saved'
+  | 'received'
+  | 'waitlisted'
+  | 'duplicate'
+  | 'invalid'
+  | 'closed'
+  | 'full'
+  | 'failed';
+
+/** One problem with one field, from a 422 validation-failed answer. */
+export interface FieldError {
+  field: string;
+  /** Stable code such as "required" or "invalid-phone"; "native" for the browser's own checks. */
+  code: string;
+  message: string;
+}
+
+/** The status document (DESIGN §4): the success body and GET …/submissions/{key}. */
+export interface StatusDoc {
+  id: string;
+  form: string;
+  key: string;
+  status: 'stored' | 'waitlisted' | 'processing' | 'duplicate' | 'rejected' | 'cancelled' | string;
+  received_at: string;
+  /** SHA-256 fingerprint of what was received, in hex. */
+  receipt: string;
+}
+
+/** An RFC 9457 problem document with formd's stable code. */
+export interface Problem {
+  type?: string;
+  title?: string;
+  status?: number;
+  detail?: string;
+  code?: string;
+  key?: string;
+  errors?: FieldError[];
+}
+
+/** A change of state of one submission, as events and data-state show it. */
+export interface StateEvent {
+  state: State;
+  form: string;
+  /** The idempotency key; empty for states that no submission caused (idle, the browser's own checks). */
+  key: string;
+  /** The status document, on received and waitlisted. */
+  doc?: StatusDoc;
+  /** The server's problem document, on definitive errors. */
+  problem?: Problem;
+  /** Field errors, on invalid. */
+  errors?: FieldError[];
+  /** On received after a 202: the final outcome is still being polled for. */
+  processing?: boolean;
+  /** On saved: milliseconds to the next try. */
+  retryIn?: number;
+}
+
+/** One submission in the outbox. */
+export interface Entry {
+  /** The idempotency key, kept until a definitive answer. */
+  key: string;
+  form: string;
+  /** The submissions URL it is posted to. */
+  url: string;
+  data: Record<string, unknown>;
+  /** When it was made, Unix ms. */
+  at: number;
+  /** How many times it has been posted: non-zero means it may have reached the server. */
+  tries: number;
+}
+
+/** The durable outbox. Each method resolves once the change is durable. */
+export interface Storage {
+  put(e: Entry): Promise<void>;
+  delete(key: string): Promise<void>;
+  list(): Promise<Entry[]>;
+}
+
+export interface TransportRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  /** Milliseconds before giving up on an answer. */
+  timeout: number;
+}
+
+export interface TransportResponse {
+  status: number;
+  header(name: string): string | null;
+  /** The parsed JSON body, or null. */
+  body: any;
+}
+
+/**
+ * Sends one request. It rejects on a network failure with an Error whose
+ * `timeout` property says whether it timed out (so the request may have
+ * reached the server); any HTTP answer resolves.
+ */
+export type Transport = (req: TransportRequest) => Promise<TransportResponse>;
+
+export interface ClientOptions {
+  /** Base URL of the formd server, e.g. "https://forms.example.org". Default: the page's origin. Required in mini-programs. */
+  endpoint?: string;
+  /** Default: IndexedDB, else localStorage, else memory. */
+  storage?: Storage;
+  /** Default: fetch. */
+  transport?: Transport;
+  /** Registers a callback for moments worth retrying at once; returns an unsubscribe function. Default: online, visibilitychange to visible, pageshow from the back-forward cache. */
+  wake?: (cb: () => void) => () => void;
+  /** Request timeout, ms. Default 15000. */
+  timeout?: number;
+  /** Backoff base, ms. Default 500. */
+  baseDelay?: number;
+  /** Backoff cap, ms. Default 30000. */
+  maxDelay?: number;
+  /** How long to poll the status after a 202, ms. Default 600000. */
+  pollFor?: number;
+  now?: () => number;
+  random?: () => number;
+  setTimeout?: (f: () => void, ms: number) => unknown;
+  clearTimeout?: (id: any) => void;
+}
+
+export interface SubmitOptions {
+  /** The submissions URL, if not endpoint + /v1/forms/{form}/submissions. */
+  url?: string;
+}
+
+export interface Client {
+  /**
+   * Submits: writes an outbox entry with a new key, then sends it until a
+   * definitive answer. Resolves with the first settled state (received,
+   * waitlisted, duplicate, invalid, closed, full, failed). The same data
+   * submitted again while the first is on its way joins it.
+   */
+  submit(form: string, data: Record<string, unknown>, opts?: SubmitOptions): Promise<StateEvent>;
+  /** Retries every entry in the outbox now (also called on wake-ups and at creation). */
+  flush(): Promise<void>;
+  /** Subscribes to state changes; returns an unsubscribe function. */
+  on(listener: (e: StateEvent) => void): () => void;
+  /** The entries still in the outbox. */
+  pending(): Promise<Entry[]>;
+  /** Stops listening for wake-ups. */
+  close(): void;
+}
+
+export interface EnhanceOptions {
+  /** Default: one client shared by the page. */
+  client?: Client;
+}
+
+/** wx or uni: the parts of their API the adapter uses. */
+export interface MiniProgramAPI {
+  request(o: {
+    url: string;
+    method: string;
+    header?: Record<string, string>;
+    data?: string;
+    timeout?: number;
+    dataType?: string;
+    responseType?: string;
+    success(res: { statusCode: number; header?: Record<string, unknown>; data: unknown }): void;
+    fail(err: { errMsg?: string }): void;
+  }): unknown;
+  getStorageSync(key: string): any;
+  setStorageSync(key: string, value: any): void;
+  onNetworkStatusChange?(cb: (res: { isConnected: boolean }) => void): void;
+  offNetworkStatusChange?(cb: (res: { isConnected: boolean }) => void): void;
+  onAppShow?(cb: () => void): void;
+  offAppShow?(cb: () => void): void;
+}
+
+/** Options for createClient that run the SDK on a mini-program. */
+export interface Adapter {
+  transport: Transport;
+  storage: Storage;
+  wake: (cb: () => void) => () => void;
+}
+
+export function createClient(options?: ClientOptions): Client;
+export function enhance(form: HTMLFormElement, options?: EnhanceOptions): Client;
+export function miniProgram(api: MiniProgramAPI, storageKey?: string): Adapter;
+export function fetchTransport(f?: typeof fetch): Transport;
+export function browserStorage(): Storage;
+export function indexedDBStorage(name?: string, idb?: IDBFactory): Storage;
+export function localStorageStorage(ls?: globalThis.Storage, prefix?: string): Storage;
+export function memoryStorage(): Storage;
+export function newKey(): string;
+export function retryAfter(value: string | null | undefined, now: number): number;
