@@ -1,19 +1,30 @@
 // Package hosted serves the pages formd renders itself: the hosted form at
-// /f/{form}, which works without JavaScript (a fresh _key in every page, so
-// a plain post lands once), and the result page a plain post is redirected
-// to.
+// /f/{form}, the result page a plain HTML post is redirected to, and the
+// browser SDK at /sdk/formd.js.
+//
+// The hosted form is rendered from the form definition with html/template
+// and works without JavaScript: every page view carries a fresh _key, so a
+// plain post lands once however often it is re-sent. With JavaScript, the
+// SDK takes over the same form (progressive enhancement through
+// data-formd) and adds the durable outbox, retries and live states. Pages
+// speak English or Simplified Chinese, chosen by Accept-Language.
 package hosted
 
 import (
+	"bytes"
 	"context"
+	"embed"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/store"
 	"github.com/google/uuid"
 )
 
@@ -22,183 +33,215 @@ type Forms interface {
 	Get(id string) *form.Form
 }
 
+// Places reads how many places each form has taken (the store's
+// Capacities), so the page can say whether places remain.
+type Places interface {
+	Capacities(ctx context.Context) (map[string]store.Capacity, error)
+}
+
 // StatusFunc reports the public status of a key (intake.Handler.Status).
 type StatusFunc func(ctx context.Context, form, key string) (status string, found bool, err error)
 
-// Handler serves the hosted pages.
+// Handler serves the hosted pages and the SDK.
 type Handler struct {
 	forms  Forms
+	places *placesCache
 	status StatusFunc
 	now    func() time.Time
 	log    *slog.Logger
+	sdk    sdkFile
 }
 
-// New makes the handler.
-func New(forms Forms, status StatusFunc, now func() time.Time, log *slog.Logger) *Handler {
-	return &Handler{forms: forms, status: status, now: now, log: log}
+// New makes the handler. places may be nil: the page then says nothing
+// about places left.
+func New(forms Forms, places Places, status StatusFunc, now func() time.Time, log *slog.Logger) *Handler {
+	h := &Handler{forms: forms, status: status, now: now, log: log, sdk: newSDKFile()}
+	if places != nil {
+		h.places = &placesCache{src: places, now: now}
+	}
+	return h
 }
 
 // Register adds the routes to mux.
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /f/{form}", h.page)
 	mux.HandleFunc("GET /f/{form}/done", h.done)
+	mux.HandleFunc("GET /sdk/formd.js", h.serveSDK)
 }
 
-type fieldView struct {
-	form.Field
-	Label   string
-	Input   string // the input type for simple inputs
-	Options []optionView
+//go:embed templates/page.html
+var templateFS embed.FS
+
+var templates = template.Must(template.New("").ParseFS(templateFS, "templates/page.html"))
+
+// pageHeaders are set on every HTML page. The CSP allows only formd's own
+// script (the SDK) and inline styles; it leaves form-action open because
+// a form's thank-you redirect may go to the owner's site.
+func pageHeaders(w http.ResponseWriter) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	// Every view gets its own _key, and status pages change.
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("Vary", "Accept-Language")
+	hdr.Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; object-src 'none'")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "same-origin")
 }
 
-type optionView struct{ Value, Label string }
+// render executes a template into a buffer first, so a failure answers 500
+// instead of half a page.
+func (h *Handler) render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, data); err != nil {
+		h.log.Error("render hosted page", "template", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	pageHeaders(w)
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client may be gone
+}
 
+func (h *Handler) notFound(w http.ResponseWriter, l lang) {
+	h.render(w, http.StatusNotFound, "missing", map[string]any{"L": l})
+}
+
+// page is GET /f/{form}: the form, or why it cannot be filled in now.
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	l := pickLang(r)
 	f := h.forms.Get(r.PathValue("form"))
 	if f == nil {
-		http.Error(w, "form not found", http.StatusNotFound)
+		h.notFound(w, l)
 		return
 	}
-	lang := language(r)
-	var fields []fieldView
-	for _, fd := range f.Fields() {
-		v := fieldView{Field: fd, Label: fd.Label.For(lang)}
-		if v.Label == "" {
-			v.Label = fd.Name
-		}
-		switch fd.Type {
-		case form.TypeEmail:
-			v.Input = "email"
-		case form.TypePhone:
-			v.Input = "tel"
-		case form.TypeNumber:
-			v.Input = "number"
-		case form.TypeDate:
-			v.Input = "date"
-		default:
-			v.Input = "text"
-		}
-		for _, o := range fd.Options {
-			l := o.Label.For(lang)
-			if l == "" {
-				l = o.Value
-			}
-			v.Options = append(v.Options, optionView{Value: o.Value, Label: l})
-		}
-		fields = append(fields, v)
+	now := h.now()
+	v := pageView{
+		L:           l,
+		ID:          f.ID(),
+		Title:       orDefault(f.Def.Title.For(l.Tag), f.ID()),
+		Description: f.Def.Description.For(l.Tag),
+		Action:      "/v1/forms/" + url.PathEscape(f.ID()) + "/submissions",
+		SDK:         "/sdk/formd.js?v=" + h.sdk.version,
+		ShowForm:    true,
+		Key:         uuid.Must(uuid.NewV7()).String(),
+		Shown:       strconv.FormatInt(now.UnixMilli(), 10),
+		Fields:      fieldViews(f, l),
+		Msgs:        messages(l),
 	}
-	title := f.Def.Title.For(lang)
-	if title == "" {
-		title = f.ID()
-	}
-	honeypot := ""
 	if f.Def.Spam != nil {
-		honeypot = f.Def.Spam.Honeypot
+		v.Honeypot = f.Def.Spam.Honeypot
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store") // every page view gets its own key
-	err := pageTmpl.Execute(w, map[string]any{
-		"ID": f.ID(), "Title": title, "Fields": fields, "Open": f.OpenAt(h.now()),
-		"Key": uuid.Must(uuid.NewV7()).String(), "Shown": strconv.FormatInt(h.now().UnixMilli(), 10),
-		"Honeypot": honeypot, "T": strings_(lang),
-	})
-	if err != nil {
-		h.log.Warn("render hosted page", "err", err)
+	switch {
+	case !f.OpenAt(now):
+		v.ShowForm = false
+		v.Notice = l.T["closed"]
+		if d := f.Def.OpensAt; d != nil && now.Before(*d) {
+			v.Notice += " " + fmt.Sprintf(l.T["opens"], d.Format("2006-01-02 15:04 (UTC-07:00)"))
+		} else if d := f.Def.ClosesAt; d != nil {
+			v.Notice += " " + fmt.Sprintf(l.T["closed-at"], d.Format("2006-01-02 15:04 (UTC-07:00)"))
+		}
+	case f.Def.Capacity != nil && h.places != nil:
+		c, known := h.places.get(r.Context(), f.ID())
+		if !known {
+			break
+		}
+		left := max(*f.Def.Capacity-c.Taken, 0)
+		switch {
+		case left == 0 && f.Def.WhenFull == form.WhenFullWaitlist:
+			v.Places = l.T["full-wait"]
+		case left == 0:
+			v.ShowForm = false
+			v.Notice = l.T["full"]
+		case left == 1:
+			v.Places = l.T["left-one"]
+		default:
+			v.Places = fmt.Sprintf(l.T["left"], left)
+		}
 	}
+	h.render(w, http.StatusOK, "page", v)
 }
 
+// done is GET /f/{form}/done?key=K, where a plain HTML post lands: the
+// status of the key, never the data. While the outcome is pending the page
+// refreshes itself.
 func (h *Handler) done(w http.ResponseWriter, r *http.Request) {
+	l := pickLang(r)
 	f := h.forms.Get(r.PathValue("form"))
 	if f == nil {
-		http.Error(w, "form not found", http.StatusNotFound)
+		h.notFound(w, l)
 		return
 	}
-	lang := language(r)
 	key := r.URL.Query().Get("key")
-	status, found, err := h.status(r.Context(), f.ID(), key)
-	if err != nil {
-		h.log.Warn("hosted result page: status", "err", err)
-		status = "processing"
-	} else if !found {
-		status = "unknown"
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if err := doneTmpl.Execute(w, map[string]any{"ID": f.ID(), "Status": status, "T": strings_(lang)}); err != nil {
-		h.log.Warn("render result page", "err", err)
-	}
-}
-
-// language picks zh for a Chinese Accept-Language, else en.
-func language(r *http.Request) string {
-	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		tag := strings.ToLower(strings.TrimSpace(strings.SplitN(part, ";", 2)[0]))
-		if strings.HasPrefix(tag, "zh") {
-			return "zh"
-		}
-		if strings.HasPrefix(tag, "en") {
-			return "en"
+	status := "unknown"
+	if key != "" {
+		st, found, err := h.status(r.Context(), f.ID(), key)
+		switch {
+		case err != nil:
+			// The journal or store did not answer; what was posted was
+			// acknowledged only if it was durable, so "being processed"
+			// is the honest answer, and the page retries.
+			h.log.Warn("hosted result page: status", "form", f.ID(), "err", err)
+			status = "processing"
+		case found:
+			status = st
 		}
 	}
-	return "en"
-}
-
-func strings_(lang string) map[string]string {
-	if lang == "zh" {
-		return zh
+	msg, ok := l.T[status]
+	if !ok {
+		msg = l.T["processing"]
 	}
-	return en
+	h.render(w, http.StatusOK, "done", map[string]any{
+		"L": l, "Title": orDefault(f.Def.Title.For(l.Tag), f.ID()), "Status": status, "State": resultState(status),
+		"Message": msg, "Refresh": status == "processing", "Back": "/f/" + url.PathEscape(f.ID()),
+	})
 }
 
-var en = map[string]string{
-	"lang": "en", "submit": "Submit", "closed": "This form is not taking submissions now.",
-	"stored": "Received. Thank you!", "waitlisted": "Received: you are on the waitlist.",
-	"processing": "Received: it is being processed.", "duplicate": "You are already registered.",
-	"rejected": "Sorry, the form is full.", "cancelled": "This registration was cancelled.",
-	"unknown": "We have no record of this submission. Please send the form again.", "back": "Back to the form",
-	"required": "required",
+// resultState maps a status to the SDK's state names, so the result page
+// and the enhanced form style alike.
+func resultState(status string) string {
+	switch status {
+	case "stored", "cancelled":
+		return "received"
+	case "waitlisted", "duplicate":
+		return status
+	case "rejected":
+		return "full"
+	case "processing":
+		return "sending"
+	}
+	return "failed"
 }
 
-var zh = map[string]string{
-	"lang": "zh-CN", "submit": "提交", "closed": "此表单当前不接受提交。",
-	"stored": "已收到，谢谢！", "waitlisted": "已收到：您在候补名单中。",
-	"processing": "已收到，正在处理。", "duplicate": "您已报名。",
-	"rejected": "抱歉，名额已满。", "cancelled": "此报名已取消。",
-	"unknown": "没有找到这次提交的记录，请重新提交表单。", "back": "返回表单",
-	"required": "必填",
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
-var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="{{.T.lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>{{.Title}}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:1rem auto;padding:0 1rem;color:#222}
-label{display:block;margin-top:1rem;font-weight:600}input,select,textarea{width:100%;font:inherit;padding:.5rem;box-sizing:border-box}
-input[type=checkbox]{width:auto}button{margin-top:1.5rem;font:inherit;padding:.7rem 1.5rem}.hp{position:absolute;left:-9999px}</style>
-</head><body>
-<h1>{{.Title}}</h1>
-{{if not .Open}}<p role="status">{{.T.closed}}</p>{{else}}
-<form method="post" action="/v1/forms/{{.ID}}/submissions" data-formd="{{.ID}}">
-<input type="hidden" name="_key" value="{{.Key}}"><input type="hidden" name="_ts" value="{{.Shown}}">
-{{if .Honeypot}}<div class="hp" aria-hidden="true"><input type="text" name="{{.Honeypot}}" tabindex="-1" autocomplete="off"></div>{{end}}
-{{range .Fields}}
-{{if eq .Type "checkbox"}}<label><input type="checkbox" name="{{.Name}}" value="true"{{if .Required}} required{{end}}> {{.Label}}</label>
-{{else}}<label for="f-{{.Name}}">{{.Label}}{{if .Required}} *{{end}}</label>
-{{if eq .Type "textarea"}}<textarea id="f-{{.Name}}" name="{{.Name}}"{{if .Required}} required{{end}}></textarea>
-{{else if eq .Type "select"}}<select id="f-{{.Name}}" name="{{.Name}}"{{if .Required}} required{{end}}><option value=""></option>{{range .Options}}<option value="{{.Value}}">{{.Label}}</option>{{end}}</select>
-{{else if eq .Type "multiselect"}}<select id="f-{{.Name}}" name="{{.Name}}" multiple{{if .Required}} required{{end}}>{{range .Options}}<option value="{{.Value}}">{{.Label}}</option>{{end}}</select>
-{{else}}<input id="f-{{.Name}}" name="{{.Name}}" type="{{.Input}}"{{if .Required}} required{{end}}>{{end}}
-{{end}}{{end}}
-<button type="submit">{{.T.submit}}</button>
-</form>{{end}}
-</body></html>
-`))
+// placesCache keeps the store's counts for a second, so that a page view
+// at peak costs no store query per visitor.
+type placesCache struct {
+	src Places
+	now func() time.Time
 
-var doneTmpl = template.Must(template.New("done").Parse(`<!doctype html>
-<html lang="{{.T.lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>{{index .T .Status}}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;color:#222}</style>
-</head><body>
-<p role="status" data-status="{{.Status}}">{{index .T .Status}}</p>
-<p><a href="/f/{{.ID}}">{{.T.back}}</a></p>
-</body></html>
-`))
+	mu   sync.Mutex
+	at   time.Time
+	data map[string]store.Capacity
+}
+
+func (c *placesCache) get(ctx context.Context, formID string) (store.Capacity, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.data == nil || c.now().Sub(c.at) > time.Second {
+		data, err := c.src.Capacities(ctx)
+		if err != nil {
+			// Say nothing rather than something wrong; the intake
+			// decides capacity anyway.
+			return store.Capacity{}, false
+		}
+		c.data, c.at = data, c.now()
+	}
+	// A form with no row yet has taken nothing.
+	return c.data[formID], true
+}

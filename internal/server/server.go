@@ -98,7 +98,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 	mux := http.NewServeMux()
 	in.Register(mux)
 	admin.New(s.Store, s.Forms, s.redrive, log).Register(mux)
-	hosted.New(s.Forms, in.Status, time.Now, log).Register(mux)
+	hosted.New(s.Forms, s.Store, in.Status, time.Now, log).Register(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

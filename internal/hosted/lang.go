@@ -1,0 +1,143 @@
+package hosted
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// lang is a language the hosted pages speak: its tag for Text.For and the
+// html lang attribute, and its strings.
+type lang struct {
+	Tag string
+	T   map[string]string
+	// Err translates validation codes for the SDK; empty for English,
+	// where the SDK writes "<label> <server message>".
+	Err map[string]string
+}
+
+var (
+	english = lang{Tag: "en", T: enStrings}
+	chinese = lang{Tag: "zh-CN", T: zhStrings, Err: zhErrors}
+)
+
+// pickLang chooses English or Simplified Chinese: an explicit ?lang= first
+// (so a link can fix the language), then the Accept-Language preference
+// with the highest q, then English.
+func pickLang(r *http.Request) lang {
+	switch strings.ToLower(r.URL.Query().Get("lang")) {
+	case "zh", "zh-cn", "zh-hans":
+		return chinese
+	case "en":
+		return english
+	}
+	best, bestQ := english, 0.0
+	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		tag = strings.ToLower(strings.TrimSpace(tag))
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				continue
+			}
+			q = f
+		}
+		var l lang
+		switch {
+		case tag == "zh" || strings.HasPrefix(tag, "zh-"):
+			// Traditional-script tags still get Simplified Chinese: closer
+			// to them than English, and the only Chinese the pages have.
+			l = chinese
+		case tag == "en" || strings.HasPrefix(tag, "en-"):
+			l = english
+		default:
+			continue
+		}
+		if q > bestQ {
+			best, bestQ = l, q
+		}
+	}
+	return best
+}
+
+var enStrings = map[string]string{
+	"required-note": "Fields marked * are required.",
+	"submit":        "Submit",
+	"choose":        "Choose…",
+	"honeypot":      "Leave this field empty",
+	"closed":        "This form is not taking submissions now.",
+	"opens":         "It opens on %s.",
+	"closed-at":     "It closed on %s.",
+	"left":          "%d places left.",
+	"left-one":      "1 place left.",
+	"full-wait":     "Every place is taken: new registrations join the waitlist.",
+	"full":          "Sorry, every place is taken.",
+	"not-found":     "There is no form at this address.",
+	"back":          "Back to the form",
+	// The SDK's states (data-msg-*).
+	"sending":    "Sending…",
+	"saved":      "Saved on this device. It will be sent when the connection is back: keep this page open, or come back to it later.",
+	"received":   "Received. Thank you!",
+	"waitlisted": "Received: you are on the waitlist.",
+	"duplicate":  "You are already registered.",
+	"invalid":    "Please correct the marked fields.",
+	"full-state": "Sorry, every place is taken.",
+	"failed":     "The form could not be sent. Please reload the page and try again.",
+	// The result page, by status.
+	"stored":     "Received. Thank you!",
+	"processing": "Received: it is being processed. This page updates by itself.",
+	"rejected":   "Sorry, every place was taken before your registration arrived.",
+	"cancelled":  "This registration was cancelled.",
+	"unknown":    "There is no record of this submission. Please send the form again.",
+}
+
+var zhStrings = map[string]string{
+	"required-note": "标有 * 的为必填项。",
+	"submit":        "提交",
+	"choose":        "请选择…",
+	"honeypot":      "此项请留空",
+	"closed":        "此表单当前不接受提交。",
+	"opens":         "开放时间：%s。",
+	"closed-at":     "已于 %s 截止。",
+	"left":          "还剩 %d 个名额。",
+	"left-one":      "还剩 1 个名额。",
+	"full-wait":     "名额已满：新的报名将进入候补名单。",
+	"full":          "抱歉，名额已满。",
+	"not-found":     "此地址没有表单。",
+	"back":          "返回表单",
+	"sending":       "正在提交…",
+	"saved":         "已保存在本设备上，网络恢复后会自动提交：请保持此页面打开，或稍后回到此页面。",
+	"received":      "已收到，谢谢！",
+	"waitlisted":    "已收到：您在候补名单中。",
+	"duplicate":     "您已经报名过了。",
+	"invalid":       "请修改标出的内容。",
+	"full-state":    "抱歉，名额已满。",
+	"failed":        "表单无法提交，请刷新页面后重试。",
+	"stored":        "已收到，谢谢！",
+	"processing":    "已收到，正在处理。此页面会自动更新。",
+	"rejected":      "抱歉，您的报名到达前名额已满。",
+	"cancelled":     "此报名已取消。",
+	"unknown":       "没有找到这次提交的记录，请重新提交表单。",
+}
+
+// zhErrors are the validation codes of form.Validate in Chinese.
+var zhErrors = map[string]string{
+	"required":       "此项必填。",
+	"invalid-value":  "内容无效。",
+	"invalid-email":  "请填写有效的电子邮箱。",
+	"invalid-phone":  "请填写有效的电话号码。",
+	"invalid-option": "请从选项中选择。",
+	"invalid-date":   "请按 年-月-日 填写日期。",
+	"not-a-number":   "请填写数字。",
+	"not-an-integer": "请填写整数。",
+	"too-small":      "数值太小。",
+	"too-large":      "数值太大。",
+	"too-short":      "内容太短。",
+	"too-long":       "内容太长。",
+	"too-early":      "日期太早。",
+	"too-late":       "日期太晚。",
+	"too-few":        "选择的项目太少。",
+	"too-many":       "选择的项目太多。",
+	"pattern":        "格式不正确。",
+}

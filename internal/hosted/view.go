@@ -1,0 +1,161 @@
+package hosted
+
+import (
+	"html"
+	"html/template"
+	"strconv"
+	"strings"
+
+	"github.com/formd/formd/internal/form"
+)
+
+// pageView is what the page template shows.
+type pageView struct {
+	L           lang
+	ID          string
+	Title       string
+	Description string
+	Action      string
+	SDK         string
+	// Notice says why the form cannot be filled in (closed, full); Places
+	// says how many places remain.
+	Notice   string
+	Places   string
+	ShowForm bool
+	Key      string
+	Shown    string
+	Honeypot string
+	Fields   []fieldView
+	// Msgs are the status element's data-msg-* and data-err-* attributes:
+	// the SDK's texts in the page's language.
+	Msgs template.HTMLAttr
+}
+
+// fieldView is one field as the template draws it, its HTML constraints
+// mirroring the server's checks so most mistakes are caught before
+// sending; the server's answer is still what counts.
+type fieldView struct {
+	Name, Type, ID, Label, Help, Placeholder string
+	Input                                    string // the type attribute of an <input>
+	Required                                 bool
+	Autocomplete, InputMode                  string
+	MinLength, MaxLength                     int
+	Min, Max, Step                           string
+	Options                                  []option
+	Choose                                   string
+	HelpID, ErrID, Describedby               string
+}
+
+type option struct{ Value, Label string }
+
+func fieldViews(f *form.Form, l lang) []fieldView {
+	fields := f.Fields()
+	out := make([]fieldView, 0, len(fields))
+	for _, fd := range fields {
+		v := fieldView{
+			Name: fd.Name, Type: fd.Type, ID: "f-" + fd.Name,
+			Label:       orDefault(fd.Label.For(l.Tag), fd.Name),
+			Help:        fd.Help.For(l.Tag),
+			Placeholder: fd.Placeholder.For(l.Tag),
+			Required:    fd.Required,
+			Choose:      l.T["choose"],
+			HelpID:      "h-" + fd.Name,
+			ErrID:       "e-" + fd.Name,
+			Input:       "text",
+		}
+		v.Describedby = v.ErrID
+		if v.Help != "" {
+			v.Describedby = v.HelpID + " " + v.ErrID
+		}
+		switch fd.Type {
+		case form.TypeText, form.TypeTextarea, form.TypeEmail:
+			if fd.Min != nil {
+				v.MinLength = int(fd.Min.Num)
+			}
+			if fd.Max != nil {
+				v.MaxLength = int(fd.Max.Num)
+			}
+			if fd.MaxLength != nil {
+				v.MaxLength = *fd.MaxLength
+			}
+			if fd.Type == form.TypeEmail {
+				v.Input, v.Autocomplete = "email", "email"
+			}
+		case form.TypePhone:
+			v.Input, v.Autocomplete = "tel", "tel"
+		case form.TypeNumber:
+			v.Input, v.Step = "number", "any"
+			if fd.Integer {
+				v.Step, v.InputMode = "1", "numeric"
+			}
+			if fd.Min != nil {
+				v.Min = strconv.FormatFloat(fd.Min.Num, 'f', -1, 64)
+			}
+			if fd.Max != nil {
+				v.Max = strconv.FormatFloat(fd.Max.Num, 'f', -1, 64)
+			}
+		case form.TypeDate:
+			v.Input = "date"
+			if fd.Min != nil {
+				v.Min = fd.Min.Date
+			}
+			if fd.Max != nil {
+				v.Max = fd.Max.Date
+			}
+		}
+		if fd.Type == form.TypeText && v.Autocomplete == "" {
+			v.Autocomplete = autocompleteFor(fd.Name)
+		}
+		for _, o := range fd.Options {
+			v.Options = append(v.Options, option{Value: o.Value, Label: orDefault(o.Label.For(l.Tag), o.Value)})
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// autocompleteFor guesses the autofill token of a text field from its
+// name, for the common ones; a wrong guess would fill in wrong data, so
+// anything else gets none.
+func autocompleteFor(name string) string {
+	switch name {
+	case "name", "full_name", "fullname":
+		return "name"
+	case "organization", "company":
+		return "organization"
+	}
+	return ""
+}
+
+// stateKeys are the SDK's states that have a message; "full" is stored as
+// full-state because "full" is also the page's notice.
+var stateKeys = []struct{ state, key string }{
+	{"sending", "sending"}, {"saved", "saved"}, {"received", "received"}, {"waitlisted", "waitlisted"},
+	{"duplicate", "duplicate"}, {"invalid", "invalid"}, {"closed", "closed"}, {"full", "full-state"}, {"failed", "failed"},
+}
+
+// messages writes the attributes from constant names and escaped values
+// (html/template refuses attribute names that come from data).
+func messages(l lang) template.HTMLAttr {
+	var b strings.Builder
+	add := func(name, value string) {
+		b.WriteString(" " + name + `="` + html.EscapeString(value) + `"`)
+	}
+	for _, s := range stateKeys {
+		add("data-msg-"+s.state, l.T[s.key])
+	}
+	for _, code := range errorCodes {
+		if m, ok := l.Err[code]; ok {
+			add("data-err-"+code, m)
+		}
+	}
+	return template.HTMLAttr(b.String()) //nolint:gosec // constant names, escaped values
+}
+
+// errorCodes lists the validation codes in a fixed order, so the page is
+// the same from one render to the next.
+var errorCodes = []string{
+	"required", "invalid-value", "invalid-email", "invalid-phone", "invalid-option", "invalid-date",
+	"not-a-number", "not-an-integer", "too-small", "too-large", "too-short", "too-long",
+	"too-early", "too-late", "too-few", "too-many", "pattern",
+}
