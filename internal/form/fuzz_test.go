@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/nyaruka/phonenumbers"
 )
 
 // FuzzValidate feeds arbitrary JSON submissions to a form with every field
@@ -51,6 +53,32 @@ func FuzzValidate(f *testing.F) {
 			if acc.Claims[i] != acc2.Claims[i] {
 				t.Fatalf("claims differ after normalizing again")
 			}
+		}
+	})
+}
+
+// FuzzPhoneFastPath: whenever the fast path for international numbers
+// takes an input, it must reach the same verdict and the same E.164 as
+// libphonenumber's full parser.
+func FuzzPhoneFastPath(f *testing.F) {
+	for _, s := range []string{"+86 139 1234 5678", "+1 (415) 555-0100", "+44 20 7946 0958", "+39 06 1234 5678", "+7 912 345-67-89",
+		"+8613912345678", "+1-800-FLOWERS", "+999 123", "+86 139 1234 5678 ext 12", "+352 12 34", "+1 242 357 1234"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		num, ok := parseInternational(s)
+		if !ok || !phonenumbers.IsValidNumber(num) {
+			return // the full parser decides these
+		}
+		full, err := phonenumbers.Parse(s, "ZZ")
+		if err != nil {
+			t.Fatalf("%q: the fast path finds a valid number, the parser refuses it: %v", s, err)
+		}
+		if !phonenumbers.IsValidNumber(full) {
+			t.Fatalf("%q: the fast path finds a valid number, the parser an invalid one", s)
+		}
+		if a, b := phonenumbers.Format(num, phonenumbers.E164), phonenumbers.Format(full, phonenumbers.E164); a != b {
+			t.Fatalf("%q: fast path %s, parser %s", s, a, b)
 		}
 	})
 }
