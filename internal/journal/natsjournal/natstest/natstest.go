@@ -1,0 +1,165 @@
+// Package natstest runs real NATS servers inside a test process, as
+// nats-server's own tests do: a single JetStream server, or a cluster of
+// them on loopback ports, each with its store under t.TempDir(). Tests that
+// would rather use a server already running read its URL from
+// FORMD_TEST_NATS_URL with URL.
+package natstest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// EnvURL names the environment variable of an external NATS server with
+// JetStream enabled.
+const EnvURL = "FORMD_TEST_NATS_URL"
+
+// URL is the external server's URL, or "" when none is configured.
+func URL() string { return os.Getenv(EnvURL) }
+
+// Name makes a stream name that no other test uses, so that tests can share
+// one server, and run again on a server that kept an earlier run's streams.
+func Name(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return strings.ToUpper(prefix) + "_" + strings.ToUpper(hex.EncodeToString(b))
+}
+
+// Server starts one JetStream server on a free loopback port; it is shut
+// down when the test ends. syncAlways sets sync_interval: always.
+func Server(t testing.TB, syncAlways bool) *server.Server {
+	t.Helper()
+	opts := &server.Options{
+		ServerName: "formd-test",
+		Host:       "127.0.0.1",
+		Port:       -1,
+		JetStream:  true,
+		StoreDir:   t.TempDir(),
+		SyncAlways: syncAlways,
+		NoLog:      true,
+		NoSigs:     true,
+	}
+	return start(t, opts)
+}
+
+func start(t testing.TB, opts *server.Options) *server.Server {
+	t.Helper()
+	// FORMD_TEST_NATS_LOG=1 shows the servers' own logs, for debugging.
+	opts.NoLog = os.Getenv("FORMD_TEST_NATS_LOG") == ""
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatalf("nats server: %v", err)
+	}
+	if !opts.NoLog {
+		s.ConfigureLogger()
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		t.Fatal("nats server did not start")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// Cluster is a JetStream cluster of servers on loopback ports.
+type Cluster struct {
+	t       testing.TB
+	opts    []*server.Options
+	Servers []*server.Server
+}
+
+// NewCluster starts n clustered JetStream servers with sync_interval:
+// always and waits until they have a meta leader.
+func NewCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	clientPorts, routePorts := freePorts(t, n), freePorts(t, n)
+	var routes []string
+	for _, p := range routePorts {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+	}
+	c := &Cluster{t: t}
+	for i := range n {
+		o := &server.Options{
+			ServerName: fmt.Sprintf("formd-n%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       clientPorts[i],
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			SyncAlways: true,
+			NoLog:      true,
+			NoSigs:     true,
+			Cluster: server.ClusterOpts{
+				Name: "formd-test",
+				Host: "127.0.0.1",
+				Port: routePorts[i],
+			},
+		}
+		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		c.opts = append(c.opts, o)
+		c.Servers = append(c.Servers, start(t, o))
+	}
+	c.WaitForLeader(30 * time.Second)
+	return c
+}
+
+// URLs lists the client URLs of every server, comma-separated, as a
+// client given all of them reconnects to the survivors.
+func (c *Cluster) URLs() string {
+	var urls []string
+	for _, o := range c.opts {
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
+	}
+	return strings.Join(urls, ",")
+}
+
+// WaitForLeader polls until some running server is the JetStream meta
+// leader.
+func (c *Cluster) WaitForLeader(timeout time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, s := range c.Servers {
+			if s.Running() && s.JetStreamIsLeader() {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatal("the nats cluster elected no meta leader")
+}
+
+// Kill shuts server i down, as a crash of that node.
+func (c *Cluster) Kill(i int) {
+	c.Servers[i].Shutdown()
+	c.Servers[i].WaitForShutdown()
+}
+
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}

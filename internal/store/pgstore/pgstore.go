@@ -1,0 +1,534 @@
+// Package pgstore is the store driver for several formd instances: one
+// PostgreSQL database that every instance decides into, through pgx v5.
+//
+// The rules are those of package store, enforced by the database as in the
+// embedded store: unique indexes decide replays and duplicate participants,
+// a guarded UPDATE on the form's capacity row decides places (its row lock
+// serializes instances; READ COMMITTED re-checks the guard after the wait,
+// so no place is sold twice). A decision is the SQL function formd_decide
+// (migrations/0001_init.sql), so a batch of decisions is one pipelined round
+// trip inside one transaction.
+//
+// Failures of the database itself (a lost connection, a server shutting
+// down, a deadlock or serialization failure still there after a few quick
+// retries) wrap store.ErrUnavailable, so the processor retries the batch
+// and counts nothing against the entries.
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var _ store.Store = (*Store)(nil)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure the store.
+type Options struct {
+	// URL is the database, postgres://user@host:port/db?sslmode=...; pgx
+	// settings such as pool_max_conns and search_path may be given in it.
+	URL string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Store is the PostgreSQL store.
+type Store struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+// Open connects, applies the migrations not yet applied (one instance at a
+// time) and returns the store.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	cfg, err := pgxpool.ParseConfig(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("open store: parse URL: %w", err)
+	}
+	if !strings.Contains(opts.URL, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s := &Store{pool: pool, now: opts.Now}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+	}
+	return s, nil
+}
+
+// migrate applies the embedded migrations not yet recorded, all in one
+// transaction under an advisory lock, so instances starting together do
+// not race.
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	sort.Strings(names)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`); err != nil {
+			return classify("migrate: lock", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`); err != nil {
+			return classify("migrate", err)
+		}
+		for _, name := range names {
+			base := strings.TrimPrefix(name, "migrations/")
+			v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+			if err != nil {
+				return fmt.Errorf("migrate: bad migration name %s", name)
+			}
+			tag, err := tx.Exec(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`, v)
+			if err != nil {
+				return classify("migrate "+base, err)
+			}
+			if tag.RowsAffected() == 0 {
+				continue // applied before
+			}
+			body, err := migrations.ReadFile(name)
+			if err != nil {
+				return fmt.Errorf("migrate %s: %w", base, err)
+			}
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return classify("migrate "+base, err)
+			}
+		}
+		return nil
+	})
+}
+
+// classify marks failures of the database rather than of the data as
+// store.ErrUnavailable. PostgreSQL's verdicts on the data (constraint,
+// type and value errors) are the entries' own; everything else — no
+// connection, a server going down, too many clients, a deadlock — is not.
+func classify(op string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && !transientCode(pe.Code) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+}
+
+// transientCode says a PostgreSQL error code is about the server or the
+// transaction's luck rather than the data.
+func transientCode(code string) bool {
+	switch code[:2] {
+	case "08", // connection exception
+		"40", // transaction rollback: serialization failure, deadlock
+		"53", // insufficient resources: disk full, too many connections
+		"57", // operator intervention: shutdown, crash, cannot connect now
+		"58", // system error: I/O
+		"XX": // internal error
+		return true
+	}
+	return code == "55P03" || code == "25006" // lock not available; read-only (a failover in progress)
+}
+
+// retryable says a transaction failed on a deadlock or serialization
+// failure, which succeeds when simply run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// inTx runs fn in a transaction, again up to three times on a deadlock or
+// serialization failure, and classifies the error that remains.
+func (s *Store) inTx(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+	var err error
+	for attempt := range 4 {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return classify(op, ctx.Err())
+			case <-t.C:
+			}
+		}
+		err = pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil || !retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return classify(op, err)
+	}
+	return nil
+}
+
+// Close closes the connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+func micro(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
+
+// Apply decides the submissions in one transaction: one formd_decide call
+// each, sent together as one batch.
+func (s *Store) Apply(ctx context.Context, subs []store.Submission) ([]store.Outcome, error) {
+	out := make([]store.Outcome, len(subs))
+	err := s.inTx(ctx, "apply", func(tx pgx.Tx) error {
+		now := micro(s.now())
+		b := &pgx.Batch{}
+		for i := range subs {
+			sub := &subs[i]
+			claims := sub.Claims
+			if claims == nil {
+				claims = []string{}
+			}
+			b.Queue(`SELECT o_id, o_decision, o_status, o_received_at, o_fingerprint, o_replayed
+				FROM formd_decide($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+				sub.ID, int64(sub.Seq), sub.Form, sub.Site, sub.Key, sub.Spam, micro(sub.ReceivedAt), now,
+				sub.Fingerprint[:], claims, []byte(sub.Data))
+		}
+		br := tx.SendBatch(ctx, b)
+		for i := range subs {
+			o := store.Outcome{Form: subs[i].Form, Key: subs[i].Key}
+			var fp []byte
+			if err := br.QueryRow().Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &o.Replayed); err != nil {
+				br.Close()
+				return fmt.Errorf("decide %s/%s: %w", subs[i].Form, subs[i].Key, err)
+			}
+			copy(o.Fingerprint[:], fp)
+			out[i] = o
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type queryer interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, bool, error) {
+	o := store.Outcome{Form: form, Key: key}
+	var fp []byte
+	err := q.QueryRow(ctx, `SELECT id, decision, status, received_at, fingerprint FROM entries WHERE form = $1 AND key = $2`, form, key).
+		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, err
+	}
+	copy(o.Fingerprint[:], fp)
+	return o, true, nil
+}
+
+// Outcome reads the outcome of (form, key).
+func (s *Store) Outcome(ctx context.Context, form, key string) (store.Outcome, bool, error) {
+	o, ok, err := outcome(ctx, s.pool, form, key)
+	if err != nil {
+		return o, false, classify("read outcome", err)
+	}
+	return o, ok, nil
+}
+
+// DeadLetter gives the key the outcome dead-lettered and keeps the reason,
+// in one statement; a key decided meanwhile keeps its outcome.
+func (s *Store) DeadLetter(ctx context.Context, sub store.Submission, reason string, attempts int) (store.Outcome, error) {
+	var o store.Outcome
+	err := s.inTx(ctx, "dead-letter", func(tx pgx.Tx) error {
+		claims := sub.Claims
+		if claims == nil {
+			claims = []string{}
+		}
+		var inserted int
+		err := tx.QueryRow(ctx, `WITH ins AS (
+				INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
+				VALUES ($1, $2, $3, $4, $5, 'dead-lettered', 'dead-lettered', $6, $7, $8, $9, $10)
+				ON CONFLICT DO NOTHING RETURNING id
+			), dl AS (
+				INSERT INTO dead_letters(entry_id, form, key, seq, reason, attempts, at)
+				SELECT id, $3, $5, $2, $11, $12, $7 FROM ins
+				ON CONFLICT (entry_id) DO UPDATE SET reason = excluded.reason, attempts = excluded.attempts, at = excluded.at
+			)
+			SELECT count(*) FROM ins`,
+			sub.ID, int64(sub.Seq), sub.Form, sub.Site, sub.Key, micro(sub.ReceivedAt), micro(s.now()),
+			sub.Fingerprint[:], claims, []byte(sub.Data), reason, attempts).Scan(&inserted)
+		if err != nil {
+			return err
+		}
+		if inserted == 1 {
+			o = store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: store.StatusDeadLettered,
+				Status: store.StatusDeadLettered, ReceivedAt: micro(sub.ReceivedAt), Fingerprint: sub.Fingerprint}
+			return nil
+		}
+		var found bool
+		o, found, err = outcome(ctx, tx, sub.Form, sub.Key)
+		if err == nil && !found {
+			return fmt.Errorf("entry id %s is already used for another key", sub.ID)
+		}
+		o.Replayed = true
+		return err
+	})
+	return o, err
+}
+
+// DeadLetters lists dead letters, oldest first.
+func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at FROM dead_letters d
+		JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at, d.entry_id LIMIT $1`, limit)
+	if err != nil {
+		return nil, classify("list dead letters", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DeadLetter, error) {
+		var d store.DeadLetter
+		var seq int64
+		err := r.Scan(&d.ID, &d.Form, &d.Key, &seq, &d.Reason, &d.Attempts, &d.At)
+		d.Seq = uint64(seq)
+		return d, err
+	})
+	if err != nil {
+		return nil, classify("list dead letters", err)
+	}
+	return out, nil
+}
+
+// ForgetDeadLetter deletes a dead-lettered outcome so the entry can be
+// decided again from the journal.
+func (s *Store) ForgetDeadLetter(ctx context.Context, form, key string) (bool, error) {
+	var n int
+	err := s.inTx(ctx, "forget dead letter", func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `WITH d AS (
+				DELETE FROM entries WHERE form = $1 AND key = $2 AND status = 'dead-lettered' RETURNING id
+			), x AS (
+				DELETE FROM dead_letters WHERE entry_id IN (SELECT id FROM d)
+			)
+			SELECT count(*) FROM d`, form, key).Scan(&n)
+	})
+	return n > 0, err
+}
+
+// Cancel marks a live entry cancelled, frees its claims and place, and
+// promotes the waitlist. The entry's row is locked first, so two cancels of
+// one entry do not both free a place.
+func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
+	var promoted []string
+	var refused error
+	err := s.inTx(ctx, "cancel", func(tx pgx.Tx) error {
+		promoted, refused = nil, nil
+		var was string
+		err := tx.QueryRow(ctx, `SELECT status FROM entries WHERE form = $1 AND id = $2 FOR UPDATE`, form, id).Scan(&was)
+		if errors.Is(err, pgx.ErrNoRows) {
+			refused = fmt.Errorf("cancel %s/%s: %w", form, id, store.ErrNotFound)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if was != store.StatusStored && was != store.StatusWaitlisted {
+			refused = fmt.Errorf("cancel %s/%s (status %s): %w", form, id, was, store.ErrNotLive)
+			return nil
+		}
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE entries SET status = 'cancelled' WHERE id = $1`, id)
+		b.Queue(`DELETE FROM claims WHERE entry_id = $1`, id)
+		if was == store.StatusStored {
+			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)
+		}
+		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1) p`, form).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&promoted)
+		})
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return promoted, nil
+}
+
+// PutForms upserts definitions and capacity settings in one transaction.
+// The version counter's row lock orders concurrent calls, so versions
+// follow commit order and a reader never skips one.
+func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
+	return s.inTx(ctx, "put forms", func(tx pgx.Tx) error {
+		var version int64
+		if err := tx.QueryRow(ctx, `UPDATE meta SET v = v + 1 WHERE k = 'forms_version' RETURNING v`).Scan(&version); err != nil {
+			return fmt.Errorf("version: %w", err)
+		}
+		now := micro(s.now())
+		b := &pgx.Batch{}
+		for _, f := range forms {
+			var limit *int
+			if f.Capacity != nil {
+				n := *f.Capacity
+				limit = &n
+			}
+			whenFull := f.WhenFull
+			if whenFull == "" {
+				whenFull = "reject"
+			}
+			b.Queue(`INSERT INTO forms(id, site, source, version, updated_at) VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (id) DO UPDATE SET site = excluded.site, source = excluded.source, version = excluded.version, updated_at = excluded.updated_at`,
+				f.ID, f.Site, f.Source, version, now)
+			b.Queue(`INSERT INTO capacity(form, capacity, when_full, taken) VALUES ($1, $2, $3, 0)
+				ON CONFLICT (form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full`,
+				f.ID, limit, whenFull)
+			b.Queue(`SELECT count(*) FROM formd_promote($1)`, f.ID)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// Forms returns the forms changed after version, up to the newest version
+// committed when it looked.
+func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int64, error) {
+	var latest int64
+	if err := s.pool.QueryRow(ctx, `SELECT v FROM meta WHERE k = 'forms_version'`).Scan(&latest); err != nil {
+		return nil, 0, classify("read forms version", err)
+	}
+	if latest <= after {
+		return nil, latest, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT f.id, f.site, f.source, f.version, f.updated_at, c.capacity, c.when_full
+		FROM forms f LEFT JOIN capacity c ON c.form = f.id WHERE f.version > $1 AND f.version <= $2 ORDER BY f.id`, after, latest)
+	if err != nil {
+		return nil, 0, classify("read forms", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.FormRecord, error) {
+		var (
+			f        store.FormRecord
+			limit    *int32
+			whenFull *string
+		)
+		err := r.Scan(&f.ID, &f.Site, &f.Source, &f.Version, &f.UpdatedAt, &limit, &whenFull)
+		if limit != nil {
+			n := int(*limit)
+			f.Capacity = &n
+		}
+		if whenFull != nil {
+			f.WhenFull = *whenFull
+		}
+		return f, err
+	})
+	if err != nil {
+		return nil, 0, classify("read forms", err)
+	}
+	return out, latest, nil
+}
+
+// Capacities reports places per form.
+func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.form, c.capacity, c.taken,
+		(SELECT count(*) FROM entries e WHERE e.form = c.form AND e.status = 'waitlisted') FROM capacity c`)
+	if err != nil {
+		return nil, classify("read capacity", err)
+	}
+	defer rows.Close()
+	out := map[string]store.Capacity{}
+	for rows.Next() {
+		var (
+			form       string
+			limit      *int32
+			taken      int32
+			waitlisted int64
+		)
+		if err := rows.Scan(&form, &limit, &taken, &waitlisted); err != nil {
+			return nil, classify("read capacity", err)
+		}
+		c := store.Capacity{Taken: int(taken), Waitlisted: int(waitlisted)}
+		if limit != nil {
+			n := int(*limit)
+			c.Limit = &n
+		}
+		out[form] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read capacity", err)
+	}
+	return out, nil
+}
+
+// Export streams a form's entries in arrival order, 500 at a time, each
+// page its own query so no transaction stays open while fn works.
+func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
+	afterSeq, afterID := int64(-1), ""
+	for {
+		rows, err := s.pool.Query(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
+			WHERE form = $1 AND (seq, id) > ($2, $3) ORDER BY seq, id LIMIT 500`, form, afterSeq, afterID)
+		if err != nil {
+			return classify("export", err)
+		}
+		page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Row, error) {
+			row := store.Row{Form: form}
+			var seq int64
+			var data []byte
+			err := r.Scan(&seq, &row.ID, &row.Key, &row.Status, &row.ReceivedAt, &data)
+			row.Seq, row.Data = uint64(seq), data
+			return row, err
+		})
+		if err != nil {
+			return classify("export", err)
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+			afterSeq, afterID = int64(r.Seq), r.ID
+		}
+		if len(page) < 500 {
+			return nil
+		}
+	}
+}
+
+// PutToken stores a token hash under a name.
+func (s *Store) PutToken(ctx context.Context, name string, hash []byte, onlyIfNew bool) (bool, error) {
+	q := `INSERT INTO tokens(name, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at`
+	if onlyIfNew {
+		q = `INSERT INTO tokens(name, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`
+	}
+	tag, err := s.pool.Exec(ctx, q, name, hash, micro(s.now()))
+	if err != nil {
+		return false, classify("put token", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// TokenValid says whether a token with this hash exists.
+func (s *Store) TokenValid(ctx context.Context, hash []byte) (bool, error) {
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tokens WHERE hash = $1)`, hash).Scan(&ok); err != nil {
+		return false, classify("check token", err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,210 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/pgstore"
+	"github.com/formd/formd/internal/store/pgstore/pgtest"
+	"github.com/formd/formd/internal/store/storetest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func open(t *testing.T, u string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: u})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) func() store.Store {
+		u := pgtest.URL(t)
+		return func() store.Store { return open(t, u) }
+	})
+}
+
+// Instances starting together migrate once.
+func TestConcurrentOpen(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			s, err := pgstore.Open(context.Background(), pgstore.Options{URL: u})
+			if err != nil {
+				errs <- err
+				return
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// Several stores on one database, as several instances, decide the same
+// people at once: places are never oversold, each participant is live once.
+func TestInstancesNoOversell(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	const instances, capacity, people = 3, 40, 300
+	stores := make([]*pgstore.Store, instances)
+	for i := range stores {
+		stores[i] = open(t, u)
+		defer stores[i].Close()
+	}
+	limit := capacity
+	if err := stores[0].PutForms(context.Background(), []store.FormRecord{{ID: "f", Site: "s", Source: []byte("id: f"), Capacity: &limit, WhenFull: "waitlist"}}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, instances*4)
+	for i, s := range stores {
+		for w := range 4 {
+			wg.Go(func() {
+				// Every instance sees every person, in batches of 10, as
+				// redelivered journal entries would arrive.
+				for start := (i*4 + w) * 7 % people; start < people+(i*4+w)*7%people; start += 10 {
+					var batch []store.Submission
+					for p := start; p < start+10; p++ {
+						n := p % people
+						batch = append(batch, store.Submission{Seq: uint64(n + 1), ID: fmt.Sprint("id-", n), Site: "s", Form: "f",
+							Key: fmt.Sprint("k-", n), ReceivedAt: time.Now(), Claims: []string{fmt.Sprint("person-", n/2)}, Data: []byte(`{}`)})
+					}
+					for {
+						_, err := s.Apply(context.Background(), batch)
+						if err == nil {
+							break
+						}
+						if !errors.Is(err, store.ErrUnavailable) {
+							errs <- err
+							return
+						}
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	caps, err := stores[1].Capacities(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	if err := stores[2].Export(context.Background(), "f", func(r store.Row) error {
+		counts[r.Status]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if c := caps["f"]; c.Taken != capacity || counts["stored"] != capacity || counts["waitlisted"] != people/2-capacity || counts["duplicate"] != people/2 {
+		t.Fatalf("capacity %+v, entries %v: want %d stored, %d waitlisted, %d duplicates", caps["f"], counts, capacity, people/2-capacity, people/2)
+	}
+}
+
+// A database that cannot be reached is store.ErrUnavailable, so the
+// processor retries instead of dead-lettering entries.
+func TestUnreachableIsUnavailable(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, _ := url.Parse(u)
+	target := parsed.Host
+	var mu sync.Mutex
+	var conns []net.Conn
+	cut := false
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if cut {
+				mu.Unlock()
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				mu.Unlock()
+				c.Close()
+				continue
+			}
+			conns = append(conns, c, up)
+			mu.Unlock()
+			go pipe(c, up)
+			go pipe(up, c)
+		}
+	}()
+	defer ln.Close()
+	parsed.Host = ln.Addr().String()
+	s := open(t, parsed.String())
+	defer s.Close()
+	if _, err := s.Apply(context.Background(), []store.Submission{{ID: "a", Form: "f", Key: "a", ReceivedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	cut = true
+	for _, c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	_, err = s.Apply(context.Background(), []store.Submission{{ID: "b", Form: "f", Key: "b", ReceivedAt: time.Now()}})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("apply with the database cut off = %v, want ErrUnavailable", err)
+	}
+	if _, _, err := s.Outcome(context.Background(), "f", "a"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("outcome with the database cut off = %v, want ErrUnavailable", err)
+	}
+	// A bad entry is the entry's own failure, not the store's.
+	mu.Lock()
+	cut = false
+	mu.Unlock()
+	_, err = s.Apply(context.Background(), []store.Submission{{ID: "a", Form: "f", Key: "other-key", ReceivedAt: time.Now()}})
+	if err == nil || errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("an entry reusing another's id = %v, want an error that is not ErrUnavailable", err)
+	}
+}
+
+func pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+}

@@ -1,0 +1,63 @@
+// Package pgtest gives each test a schema of its own in the PostgreSQL
+// database named by FORMD_TEST_POSTGRES_URL, so that tests run in parallel
+// and leave nothing behind; it skips the test when the variable is unset.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvURL names the environment variable of the test database.
+const EnvURL = "FORMD_TEST_POSTGRES_URL"
+
+// URL creates a fresh schema and returns the database URL with that schema
+// as its search_path; the schema is dropped when the test ends.
+func URL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(EnvURL)
+	if base == "" {
+		t.Skipf("set %s (such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL tests", EnvURL)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "formd_test_" + hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", EnvURL, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvURL, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
