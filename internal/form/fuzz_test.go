@@ -57,28 +57,36 @@ func FuzzValidate(f *testing.F) {
 	})
 }
 
-// FuzzPhoneFastPath: whenever the fast path for international numbers
-// takes an input, it must reach the same verdict and the same E.164 as
-// libphonenumber's full parser.
+// FuzzPhoneFastPath: whenever the fast path takes an input and finds it
+// valid, libphonenumber's general parser must find it valid too, with the
+// same E.164.
 func FuzzPhoneFastPath(f *testing.F) {
-	for _, s := range []string{"+86 139 1234 5678", "+1 (415) 555-0100", "+44 20 7946 0958", "+39 06 1234 5678", "+7 912 345-67-89",
-		"+8613912345678", "+1-800-FLOWERS", "+999 123", "+86 139 1234 5678 ext 12", "+352 12 34", "+1 242 357 1234"} {
-		f.Add(s)
+	regions := []string{"", "CN", "US", "GB", "ES", "DE", "IT", "FR", "JP", "IN", "BR", "RU", "AU", "MX", "AR", "CA", "KR", "HK", "TW", "SG"}
+	for i, s := range []string{"+86 139 1234 5678", "+1 (415) 555-0100", "+44 20 7946 0958", "+39 06 1234 5678", "+7 912 345-67-89",
+		"+8613912345678", "+1-800-FLOWERS", "+999 123", "+86 139 1234 5678 ext 12", "+352 12 34", "+1 242 357 1234",
+		"139 1234 5678", "8613912345678", "0086 139 1234 5678", "415 555 0100", "1 415 555 0100", "020 7946 0958", "612 34 56 78",
+		"17912345678", "11 98765 4321", "9123456789"} {
+		f.Add(s, uint8(i))
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		num, ok := parseInternational(s)
+	f.Fuzz(func(t *testing.T, s string, r uint8) {
+		region := regions[int(r)%len(regions)]
+		num, ok := parseCommon(s, region)
 		if !ok || !phonenumbers.IsValidNumber(num) {
-			return // the full parser decides these
+			return // the general parser decides these
 		}
-		full, err := phonenumbers.Parse(s, "ZZ")
+		reg := region
+		if reg == "" {
+			reg = "ZZ"
+		}
+		full, err := phonenumbers.Parse(s, reg)
 		if err != nil {
-			t.Fatalf("%q: the fast path finds a valid number, the parser refuses it: %v", s, err)
+			t.Fatalf("%q in %s: the fast path finds a valid number, the parser refuses it: %v", s, reg, err)
 		}
 		if !phonenumbers.IsValidNumber(full) {
-			t.Fatalf("%q: the fast path finds a valid number, the parser an invalid one", s)
+			t.Fatalf("%q in %s: the fast path finds a valid number, the parser an invalid one", s, reg)
 		}
 		if a, b := phonenumbers.Format(num, phonenumbers.E164), phonenumbers.Format(full, phonenumbers.E164); a != b {
-			t.Fatalf("%q: fast path %s, parser %s", s, a, b)
+			t.Fatalf("%q in %s: fast path %s, parser %s", s, reg, a, b)
 		}
 	})
 }

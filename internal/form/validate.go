@@ -319,7 +319,7 @@ func normalizePhone(s, region string) (string, *FieldError) {
 	if len(s) > 64 {
 		return "", fieldErr("invalid-phone", "is not a phone number")
 	}
-	if num, ok := parseInternational(s); ok && phonenumbers.IsValidNumber(num) {
+	if num, ok := parseCommon(s, region); ok && phonenumbers.IsValidNumber(num) {
 		return phonenumbers.Format(num, phonenumbers.E164), nil
 	}
 	reg := region
@@ -339,31 +339,34 @@ func normalizePhone(s, region string) (string, *FieldError) {
 	return phonenumbers.Format(num, phonenumbers.E164), nil
 }
 
-// parseInternational reads the most common way people write a number with
-// its country code — "+86 139 1234 5678", "+1 (415) 555-0100" — without
-// libphonenumber's general parser, whose regular expressions cost about
-// three quarters of a submission's validation. It only splits the digits
-// into country code and national number; libphonenumber still decides
-// validity. Anything else (letters, extensions, a national number with a
-// leading zero such as Italy's or a "(0)" trunk prefix) returns false and
-// takes the full parser, and so does a number the fast path finds invalid
-// (the full parser may still read it another way). FuzzPhoneFastPath checks
-// that whatever the fast path accepts, the full parser accepts the same.
-func parseInternational(s string) (*phonenumbers.PhoneNumber, bool) {
+// parseCommon reads the two most common ways people write a number — with
+// its country code ("+86 139 1234 5678", "+1 (415) 555-0100") or as a
+// plain national number for the field's region ("139 1234 5678" in CN) —
+// without libphonenumber's general parser, whose regular expressions cost
+// about three quarters of a submission's validation. It only splits the
+// digits into country code and national number; libphonenumber still
+// decides validity. Anything the general parser might read differently
+// returns false and takes that parser: letters, extensions, a leading zero
+// (Italy's numbers, a "(0)" trunk prefix), digits that could be an
+// international call prefix, a national prefix or a carrier code the
+// country's metadata describes. So does a number the fast path finds
+// invalid. FuzzPhoneFastPath checks that whatever the fast path accepts,
+// the general parser accepts with the same E.164.
+func parseCommon(s, region string) (*phonenumbers.PhoneNumber, bool) {
 	if len(s) > 64 {
 		return nil, false
 	}
-	var digits [20]byte
+	var buf [20]byte
 	n := 0
 	plus := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c >= '0' && c <= '9':
-			if n == len(digits) {
+			if n == len(buf) {
 				return nil, false
 			}
-			digits[n] = c
+			buf[n] = c
 			n++
 		case c == '+' && n == 0 && !plus:
 			plus = true
@@ -372,58 +375,93 @@ func parseInternational(s string) (*phonenumbers.PhoneNumber, bool) {
 			return nil, false
 		}
 	}
-	if !plus || n < 5 || n > 17 || digits[0] == '0' {
+	digits := buf[:n]
+	if n < 5 || n > 17 || digits[0] == '0' {
 		return nil, false
 	}
-	for ccLen := 1; ccLen <= 3; ccLen++ {
-		cc, _ := strconv.Atoi(string(digits[:ccLen]))
-		if len(phonenumbers.GetRegionCodesForCountryCode(cc)) == 0 {
-			continue
+	meta := phoneMeta()
+	cc := 0
+	var national []byte
+	if plus {
+		for ccLen := 1; ccLen <= 3 && cc == 0; ccLen++ {
+			c, _ := strconv.Atoi(string(digits[:ccLen]))
+			if len(phonenumbers.GetRegionCodesForCountryCode(c)) > 0 {
+				cc, national = c, digits[ccLen:]
+			}
 		}
-		national := digits[ccLen:n]
-		if len(national) < 2 || national[0] == '0' {
+		if cc == 0 {
 			return nil, false
 		}
-		// The full parser strips a national prefix or carrier code that a
-		// country's metadata describes (a leading 1 in NANPA numbers); when
-		// one may be there, leave the number to it.
-		if re := nationalPrefixes()[cc]; re != nil && re.Match(national) {
+	} else {
+		r, ok := meta.byRegion[region]
+		if !ok || (r.idd != nil && r.idd.Match(digits)) {
 			return nil, false
 		}
-		nn, err := strconv.ParseUint(string(national), 10, 64)
-		if err != nil {
-			return nil, false
-		}
-		cc32 := int32(cc)
-		return &phonenumbers.PhoneNumber{CountryCode: &cc32, NationalNumber: &nn}, true
+		cc, national = r.cc, digits
 	}
-	return nil, false
+	if len(national) < 2 || national[0] == '0' {
+		return nil, false
+	}
+	if re := meta.prefix[cc]; re != nil && re.Match(national) {
+		return nil, false
+	}
+	nn, err := strconv.ParseUint(string(national), 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	cc32 := int32(cc)
+	return &phonenumbers.PhoneNumber{CountryCode: &cc32, NationalNumber: &nn}, true
 }
 
-// nationalPrefixes maps a country calling code to the pattern of the
-// national prefix (or carrier code) that libphonenumber's parser strips for
-// it, read once from the library's own metadata.
-var nationalPrefixes = sync.OnceValue(func() map[int]*regexp.Regexp {
-	out := map[int]*regexp.Regexp{}
+// phoneMetadata is what the fast path needs from libphonenumber's metadata:
+// per calling code, the national prefix (or carrier code) pattern the
+// parser strips; per region, its calling code and international call
+// prefix.
+type phoneMetadata struct {
+	prefix   map[int]*regexp.Regexp
+	byRegion map[string]regionPhone
+}
+
+type regionPhone struct {
+	cc  int
+	idd *regexp.Regexp
+}
+
+// phoneMeta is read once from the library's own metadata. Without it the
+// fast path takes nothing.
+var phoneMeta = sync.OnceValue(func() phoneMetadata {
+	m := phoneMetadata{prefix: map[int]*regexp.Regexp{}, byRegion: map[string]regionPhone{}}
 	coll, err := phonenumbers.MetadataCollection()
 	if err != nil {
-		// Without metadata every code has a pattern that matches all, so
-		// every number takes the full parser.
-		for cc := range phonenumbers.GetSupportedCallingCodes() {
-			out[cc] = regexp.MustCompile(``)
-		}
-		return out
+		return m
 	}
-	for _, m := range coll.GetMetadata() {
-		cc := int(m.GetCountryCode())
-		if phonenumbers.GetRegionCodeForCountryCode(cc) != m.GetId() {
-			continue
+	for _, md := range coll.GetMetadata() {
+		cc := int(md.GetCountryCode())
+		if phonenumbers.GetRegionCodeForCountryCode(cc) == md.GetId() {
+			if p := md.GetNationalPrefixForParsing(); p != "" {
+				m.prefix[cc] = regexp.MustCompile(`^(?:` + p + `)`)
+			} else if p := md.GetNationalPrefix(); p != "" {
+				m.prefix[cc] = regexp.MustCompile(`^(?:` + p + `)`)
+			}
 		}
-		if p := m.GetNationalPrefixForParsing(); p != "" {
-			out[cc] = regexp.MustCompile(`^(?:` + p + `)`)
+		if len(md.GetId()) != 2 {
+			continue // non-geographic entities have no national format
+		}
+		r := regionPhone{cc: cc}
+		if p := md.GetInternationalPrefix(); p != "" {
+			r.idd = regexp.MustCompile(`^(?:` + p + `)`)
+		}
+		m.byRegion[md.GetId()] = r
+	}
+	// A national number is read with its region's national prefix rules,
+	// which may differ from the main region of the calling code: keep a
+	// region only when it is the main one or shares its prefix rule.
+	for id, r := range m.byRegion {
+		if phonenumbers.GetRegionCodeForCountryCode(r.cc) != id {
+			delete(m.byRegion, id)
 		}
 	}
-	return out
+	return m
 })
 
 func scalarString(raw any) (string, bool) {
