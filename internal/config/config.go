@@ -29,6 +29,14 @@ type Config struct {
 	Journal string // "sqlite" or a nats:// URL
 	Store   string // "sqlite" or a postgres:// URL
 
+	// The NATS journal's stream, its replicas (0: 3 on a cluster, else 1),
+	// how long an instance may hold an entry silently before another gets
+	// it, and the servers' monitoring URLs for the durability check.
+	NATSStream   string
+	NATSReplicas int
+	NATSAckWait  time.Duration
+	NATSMonitor  []string
+
 	DefaultWait time.Duration
 	MaxWait     time.Duration
 	MaxBody     int64
@@ -96,6 +104,29 @@ var settings = []setting{
 		c.Store = v
 		return nil
 	}},
+	{"nats-stream", "FORMD", "the nats journal's JetStream stream (its subjects are the name in lower case, then .>); every instance of one deployment uses the same", func(c *Config, v string) error {
+		if v == "" || strings.ContainsAny(v, ".*> \t/\\") || len(v) > 64 {
+			return fmt.Errorf("%q is not a stream name: use up to 64 letters, digits, '-' or '_', such as FORMD", v)
+		}
+		c.NATSStream = v
+		return nil
+	}},
+	{"nats-replicas", "0", "replicas of the nats journal's stream: 3 on a 3-node cluster for durability (0: 3 when the server is clustered, else 1)", intSetter(func(c *Config) *int { return &c.NATSReplicas }, 0, 5)},
+	{"nats-ack-wait", "30s", "how long an instance may hold a nats journal entry without a word (it renews its hold while alive) before another instance gets it", durationSetter(func(c *Config) *time.Duration { return &c.NATSAckWait }, time.Second, 10*time.Minute)},
+	{"nats-monitor", "", "comma-separated NATS monitoring URLs (such as http://127.0.0.1:8222), read at start to check that every server fsyncs each write", func(c *Config, v string) error {
+		c.NATSMonitor = nil
+		for _, u := range strings.Split(v, ",") {
+			u = strings.TrimSpace(u)
+			if u == "" {
+				continue
+			}
+			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+				return fmt.Errorf("%q is not an http:// or https:// URL, such as http://127.0.0.1:8222", u)
+			}
+			c.NATSMonitor = append(c.NATSMonitor, u)
+		}
+		return nil
+	}},
 	{"wait", "5s", "how long a submission waits for its outcome before the answer is 202", durationSetter(func(c *Config) *time.Duration { return &c.DefaultWait }, time.Millisecond, time.Minute)},
 	{"max-wait", "30s", "the cap on Prefer: wait=N", durationSetter(func(c *Config) *time.Duration { return &c.MaxWait }, time.Second, 5*time.Minute)},
 	{"max-body", "1MiB", "largest request body accepted, in bytes (KiB and MiB suffixes allowed)", func(c *Config, v string) error {
@@ -159,7 +190,7 @@ var settings = []setting{
 
 // StorageSettings are the settings that locate the journal and the store,
 // for the commands that open them without serving.
-var StorageSettings = []string{"data", "journal", "store", "log-level", "log-format"}
+var StorageSettings = []string{"data", "journal", "store", "nats-stream", "nats-replicas", "nats-ack-wait", "nats-monitor", "log-level", "log-format"}
 
 // Loader registers settings on a flag set and, after parsing, builds the
 // Config from defaults, file, environment and flags.

@@ -6,11 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/journal/natsjournal"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/store/sqlitestore"
 )
 
@@ -26,7 +29,7 @@ func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (jour
 	if err != nil {
 		return nil, nil, err
 	}
-	j, err := OpenJournal(ctx, cfg, log)
+	j, err := openJournal(ctx, cfg, log, st)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -40,14 +43,53 @@ func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 	case "sqlite":
 		return sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(cfg.Data, "store.db")})
 	}
+	if strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://") {
+		return pgstore.Open(ctx, pgstore.Options{URL: cfg.Store})
+	}
 	return nil, fmt.Errorf("store %q is not supported by this build", cfg.Store)
 }
 
-// OpenJournal opens the journal the settings name.
+// OpenJournal opens the journal the settings name. Entries a nats journal
+// gives up on (MaxDeliver) are only logged: use OpenDrivers to have them
+// recorded as dead letters in the store.
 func OpenJournal(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, error) {
-	switch cfg.Journal {
-	case "sqlite":
+	return openJournal(ctx, cfg, log, nil)
+}
+
+// deadLetterer is the part of the store a journal records dead letters in.
+type deadLetterer interface {
+	DeadLetter(ctx context.Context, sub store.Submission, reason string, attempts int) (store.Outcome, error)
+}
+
+func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st deadLetterer) (journal.Journal, error) {
+	switch {
+	case cfg.Journal == "sqlite":
 		return sqlitejournal.Open(ctx, sqlitejournal.Options{Path: filepath.Join(cfg.Data, "journal.db"), QueueSize: cfg.QueueSize, Logger: log})
+	case strings.HasPrefix(cfg.Journal, "nats://") || strings.HasPrefix(cfg.Journal, "tls://"):
+		opts := natsjournal.Options{
+			URL:         cfg.Journal,
+			Stream:      cfg.NATSStream,
+			Replicas:    cfg.NATSReplicas,
+			AckWait:     cfg.NATSAckWait,
+			MonitorURLs: cfg.NATSMonitor,
+			QueueSize:   cfg.QueueSize,
+			// The processor dead-letters an entry that fails on its own
+			// after MaxAttempts; the journal's limit is for entries that
+			// never get that far (their holders keep dying), so it is
+			// well above it.
+			MaxDeliver: 4 * max(cfg.MaxAttempts, 5),
+			Logger:     log,
+		}
+		if st != nil {
+			opts.DeadLetter = func(ctx context.Context, e journal.Entry, reason string, attempts int) error {
+				_, err := st.DeadLetter(ctx, store.Submission{
+					Seq: e.Seq, ID: e.ID, Site: e.Site, Form: e.Form, Key: e.Key, Fingerprint: e.Fingerprint,
+					ReceivedAt: e.ReceivedAt, Spam: e.Spam, Claims: e.Claims, Data: e.Data,
+				}, reason, attempts)
+				return err
+			}
+		}
+		return natsjournal.Open(ctx, opts)
 	}
 	return nil, fmt.Errorf("journal %q is not supported by this build", cfg.Journal)
 }
