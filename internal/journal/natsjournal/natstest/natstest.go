@@ -95,6 +95,8 @@ func NewCluster(t testing.TB, n int) *Cluster {
 			ServerName: fmt.Sprintf("formd-n%d", i+1),
 			Host:       "127.0.0.1",
 			Port:       clientPorts[i],
+			HTTPHost:   "127.0.0.1",
+			HTTPPort:   -1,
 			JetStream:  true,
 			StoreDir:   t.TempDir(),
 			SyncAlways: true,
@@ -122,6 +124,28 @@ func (c *Cluster) URLs() string {
 		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
 	}
 	return strings.Join(urls, ",")
+}
+
+// MonitorURLs lists the servers' HTTP monitoring URLs, for formd's
+// durability check.
+func (c *Cluster) MonitorURLs() string {
+	var urls []string
+	for _, s := range c.Servers {
+		if a := s.MonitorAddr(); a != nil {
+			urls = append(urls, "http://"+a.String())
+		}
+	}
+	return strings.Join(urls, ",")
+}
+
+// Index returns the position of the server named name, or -1.
+func (c *Cluster) Index(name string) int {
+	for i, o := range c.opts {
+		if o.ServerName == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // WaitForLeader polls until some running server is the JetStream meta
