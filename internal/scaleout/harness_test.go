@@ -171,6 +171,16 @@ func (in *instance) run() {
 
 func (in *instance) url() string { return "http://" + in.addr }
 
+// dataDir is the instance's --data directory.
+func (in *instance) dataDir() string {
+	for i, a := range in.args {
+		if a == "--data" {
+			return in.args[i+1]
+		}
+	}
+	return ""
+}
+
 func (in *instance) waitReady(timeout time.Duration) {
 	in.t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -288,7 +298,7 @@ func (s *stats) String() string {
 type client struct {
 	http      *http.Client
 	instances func() []string
-	wait      int // Prefer: wait=N
+	wait      int // Prefer: wait=N; 0 sends Prefer: respond-async
 	stats     *stats
 }
 
@@ -372,7 +382,11 @@ func (c *client) post(ctx context.Context, base, key string, body []byte) (int, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Prefer", fmt.Sprintf("wait=%d", c.wait))
+	if c.wait > 0 {
+		req.Header.Set("Prefer", fmt.Sprintf("wait=%d", c.wait))
+	} else {
+		req.Header.Set("Prefer", "respond-async")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, nil, "", err

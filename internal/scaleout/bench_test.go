@@ -1,0 +1,191 @@
+package scaleout
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/store/pgstore/pgtest"
+	"github.com/jackc/pgx/v5"
+	_ "github.com/mattn/go-sqlite3" // reads the embedded store's file
+)
+
+// TestScaleBench measures throughput and latency of 1, 2 and 3 instances on
+// NATS + PostgreSQL beside one embedded instance (sqlite journal and
+// store), in the same run, for BENCHMARKS.md. It is a measurement, not a
+// test, so it runs only when asked:
+//
+//	FORMD_SCALE_BENCH=1 FORMD_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//	  go test ./internal/scaleout/ -run TestScaleBench -v -timeout 20m
+//
+// NATS runs as its own process (nats-server v2.15.2, built from the module
+// formd pins) with sync_interval: always, so that its acks mean fsync'd, as
+// the sqlite journal's do. FORMD_SCALE_BENCH_ROUNDS (default 3) and
+// FORMD_SCALE_BENCH_N (submissions per round, default 3000) tune it.
+func TestScaleBench(t *testing.T) {
+	if os.Getenv("FORMD_SCALE_BENCH") == "" {
+		t.Skip("set FORMD_SCALE_BENCH=1 to measure (takes minutes)")
+	}
+	pgtest.URL(t) // skips without PostgreSQL
+	rounds := envInt("FORMD_SCALE_BENCH_ROUNDS", 3)
+	n := envInt("FORMD_SCALE_BENCH_N", 3000)
+	const clients = 64
+	nurl := natsProcess(t)
+
+	type tier struct {
+		name      string
+		instances int
+		nats      bool
+	}
+	tiers := []tier{{"embedded (sqlite journal + sqlite store)", 1, false}, {"nats + postgres", 1, true}, {"nats + postgres", 2, true}, {"nats + postgres", 3, true}}
+	type sample struct{ rate, p50, p99, asyncRate, decideRate float64 }
+	results := make([][]sample, len(tiers))
+	for r := range rounds {
+		for i, tr := range tiers {
+			var d deployment
+			if tr.nats {
+				d = newDeployment(t, nurl, pgtest.URL(t), n*2)
+			} else {
+				d = newDeployment(t, "sqlite", "sqlite", n*2)
+			}
+			var ins []*instance
+			for k := range tr.instances {
+				ins = append(ins, d.start(t, fmt.Sprintf("bench-%d-%d-%d", r, i, k)))
+			}
+			st := &stats{}
+			c := newClient(urlsOf(ins), st)
+			c.wait = 10
+			l := load{submissions: n, people: n, clients: clients}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			start := time.Now()
+			answers := l.run(ctx, c, fmt.Sprintf("b%d", r))
+			wall := time.Since(start)
+			cancel()
+			var lat []float64
+			for _, a := range answers {
+				if !a.acked {
+					t.Fatalf("%s: %s unanswered: %s", tr.name, a.key, a.status)
+				}
+				lat = append(lat, float64(a.done.Sub(a.first).Microseconds())/1000)
+			}
+			slices.Sort(lat)
+			s := sample{rate: float64(n) / wall.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}
+			// The same again with Prefer: respond-async: how fast intake
+			// acknowledges (journals), and how fast the processors decide
+			// the backlog, without the wait for outcomes in the loop.
+			c.wait = 0
+			ctx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
+			start = time.Now()
+			l.run(ctx, c, fmt.Sprintf("a%d", r))
+			s.asyncRate = float64(n) / time.Since(start).Seconds()
+			waitDecided(t, ctx, d, ins[0], 2*n)
+			s.decideRate = float64(n) / time.Since(start).Seconds()
+			cancel()
+			results[i] = append(results[i], s)
+			t.Logf("round %d, %s × %d: %.0f submissions/s, p50 %.1f ms, p99 %.1f ms; async: %.0f acks/s, %.0f decided/s (%s)",
+				r+1, tr.name, tr.instances, s.rate, s.p50, s.p99, s.asyncRate, s.decideRate, st)
+			for _, in := range ins {
+				in.stop()
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| tier | instances | waiting: submissions/s | p50 ms | p99 ms | async: acks/s | async: decided/s |\n|---|---|---|---|---|---|---|\n")
+	for i, tr := range tiers {
+		med := func(f func(sample) float64) float64 {
+			v := make([]float64, 0, len(results[i]))
+			for _, s := range results[i] {
+				v = append(v, f(s))
+			}
+			slices.Sort(v)
+			return v[len(v)/2]
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f |\n", tr.name, tr.instances,
+			med(func(s sample) float64 { return s.rate }), med(func(s sample) float64 { return s.p50 }), med(func(s sample) float64 { return s.p99 }),
+			med(func(s sample) float64 { return s.asyncRate }), med(func(s sample) float64 { return s.decideRate }))
+	}
+	fmt.Fprintf(&b, "\nmedians of %d rounds; %d submissions per round from %d concurrent clients (Prefer: wait=10, each waits for its outcome)\n", rounds, n, clients)
+	t.Log(b.String())
+}
+
+// natsProcess runs nats-server (built from the pinned module) as its own
+// process with JetStream and sync_interval: always.
+func natsProcess(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "nats-server")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
+		t.Fatalf("build nats-server: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, "host: 127.0.0.1\nport: %d\njetstream {\n  store_dir: %q\n  sync_interval: always\n}\n", port, filepath.Join(dir, "js")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-c", conf)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+			c.Close()
+			return url
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("nats-server did not start")
+	return ""
+}
+
+// waitDecided polls the store until it holds want entries of the form.
+func waitDecided(t *testing.T, ctx context.Context, d deployment, in *instance, want int) {
+	t.Helper()
+	var db *sql.DB
+	if d.store == "sqlite" {
+		var err error
+		db, err = sql.Open("sqlite3", "file:"+filepath.Join(in.dataDir(), "store.db")+"?mode=ro&_busy_timeout=5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+	}
+	for {
+		var n int
+		var err error
+		if db != nil {
+			err = db.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE form = ?`, formID).Scan(&n)
+		} else {
+			var conn *pgx.Conn
+			if conn, err = pgx.Connect(ctx, d.store); err == nil {
+				err = conn.QueryRow(ctx, `SELECT count(*) FROM entries WHERE form = $1`, formID).Scan(&n)
+				conn.Close(ctx)
+			}
+		}
+		if err == nil && n >= want {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("store has %d of %d entries: %v", n, want, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func envInt(name string, def int) int {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv(name), &n); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
