@@ -57,6 +57,9 @@ type Config struct {
 
 	LogLevel  slog.Level
 	LogFormat string
+	// DebugAddr, when set, serves Go's pprof profiles on that address:
+	// keep it on loopback.
+	DebugAddr string
 }
 
 // setting is one configurable value: its flag name (the file key too), its
@@ -177,6 +180,15 @@ var settings = []setting{
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("%q is not a level: use debug, info, warn or error", v)
 		}
+		return nil
+	}},
+	{"debug-addr", "", "serve Go pprof profiles on this address (keep it on loopback), for finding what limits a server", func(c *Config, v string) error {
+		if v != "" {
+			if _, _, err := splitHostPort(v); err != nil {
+				return fmt.Errorf("%q is not host:port, such as 127.0.0.1:6060", v)
+			}
+		}
+		c.DebugAddr = v
 		return nil
 	}},
 	{"log-format", "json", "json or text", func(c *Config, v string) error {

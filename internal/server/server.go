@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -149,6 +150,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if s.cfg.DebugAddr != "" {
+		go s.serveDebug(bgCtx)
+	}
 	s.log.Info("formd serving", "addr", ln.Addr().String(), "journal", s.cfg.Journal, "store", s.cfg.Store, "forms", len(s.Forms.All()))
 	var serveErr error
 	select {
@@ -168,6 +172,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		serveErr = nil
 	}
 	return errors.Join(serveErr, s.Close())
+}
+
+// serveDebug serves pprof on the debug address until ctx ends.
+func (s *Server) serveDebug(ctx context.Context) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	dbg := &http.Server{Addr: s.cfg.DebugAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		dbg.Close()
+	}()
+	if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.log.Warn("debug server", "err", err)
+	}
 }
 
 // Close closes the journal, then the store.

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/journal"
-	_ "github.com/mattn/go-sqlite3" // the SQLite driver, registered as "sqlite3"
+	"github.com/formd/formd/internal/sqlitedb"
 )
 
 var _ journal.Journal = (*Journal)(nil)
@@ -129,24 +129,19 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 	if opts.Path == "" {
 		return nil, errors.New("open journal: no path")
 	}
-	dsn := "file:" + opts.Path + "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate"
-	wdb, err := sql.Open("sqlite3", dsn)
+	wdb, err := sqlitedb.OpenWriter(opts.Path)
 	if err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", opts.Path, err)
+		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	wdb.SetMaxOpenConns(1)
-	wdb.SetMaxIdleConns(1)
-	wdb.SetConnMaxLifetime(0)
 	if _, err := wdb.ExecContext(ctx, schema); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open journal %s: create schema: %w", opts.Path, err)
 	}
-	rdb, err := sql.Open("sqlite3", "file:"+opts.Path+"?_journal_mode=WAL&_busy_timeout=10000&_query_only=1")
+	rdb, err := sqlitedb.OpenReader(opts.Path, 4)
 	if err != nil {
 		wdb.Close()
-		return nil, fmt.Errorf("open journal %s for reading: %w", opts.Path, err)
+		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	rdb.SetMaxOpenConns(4)
 	j := &Journal{
 		opts:     opts,
 		wdb:      wdb,

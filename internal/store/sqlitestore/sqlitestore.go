@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
 	"github.com/mattn/go-sqlite3"
 )
@@ -47,24 +48,19 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	wdb, err := sql.Open("sqlite3", "file:"+opts.Path+"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate")
+	wdb, err := sqlitedb.OpenWriter(opts.Path)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
+		return nil, fmt.Errorf("open store: %w", err)
 	}
-	wdb.SetMaxOpenConns(1)
-	wdb.SetMaxIdleConns(1)
-	wdb.SetConnMaxLifetime(0)
 	if err := migrate(ctx, wdb); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
 	}
-	rdb, err := sql.Open("sqlite3", "file:"+opts.Path+"?_journal_mode=WAL&_busy_timeout=10000&_query_only=1")
+	rdb, err := sqlitedb.OpenReader(opts.Path, 8)
 	if err != nil {
 		wdb.Close()
-		return nil, fmt.Errorf("open store %s for reading: %w", opts.Path, err)
+		return nil, fmt.Errorf("open store: %w", err)
 	}
-	rdb.SetMaxOpenConns(8)
-	rdb.SetMaxIdleConns(8)
 	return &Store{wdb: wdb, rdb: rdb, now: opts.Now}, nil
 }
 
