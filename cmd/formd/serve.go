@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/formd/formd/internal/config"
@@ -31,6 +32,12 @@ func serve(args []string, _, stderr io.Writer) int {
 		return 2
 	}
 	log := cfg.Logger(os.Stderr)
+	if os.Getenv("GOGC") == "" {
+		// A submission allocates little that lives; collecting at 5x the
+		// live heap instead of 2x spends far less CPU on GC under a peak.
+		// GOGC and GOMEMLIMIT still override.
+		debug.SetGCPercent(400)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	s, err := server.Open(ctx, cfg, log)

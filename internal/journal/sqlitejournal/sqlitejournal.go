@@ -75,6 +75,8 @@ type Journal struct {
 	closing bool
 	writer  sync.WaitGroup
 
+	insert *sql.Stmt // prepared once on the write connection
+
 	mu       sync.Mutex
 	ready    []journal.Entry // appended, not yet delivered; seq > cursor
 	spilled  bool            // entries past cursor exist on disk but not in ready
@@ -160,6 +162,12 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal: read last position: %w", err)
 	}
 	j.lastSeq = uint64(last.Int64)
+	j.insert, err = wdb.PrepareContext(ctx, `INSERT INTO entries(form, key, site, id, received_at, fingerprint, spam, claims, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`)
+	if err != nil {
+		j.closeDBs()
+		return nil, fmt.Errorf("open journal: prepare: %w", err)
+	}
 	j.cursor = j.saved
 	j.spilled = j.lastSeq > j.cursor
 	j.writer.Add(1)
@@ -271,30 +279,28 @@ func (j *Journal) writeBatch(ctx context.Context, batch []*appendReq, res []appe
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO entries(form, key, site, id, received_at, fingerprint, spam, claims, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING RETURNING seq`)
-	if err != nil {
-		return fmt.Errorf("prepare insert: %w", err)
-	}
+	ins := tx.StmtContext(ctx, j.insert)
 	defer ins.Close()
 	for i, r := range batch {
 		e := r.e
-		var seq uint64
-		err := ins.QueryRowContext(ctx, e.Form, e.Key, e.Site, e.ID, e.ReceivedAt.UnixMicro(), e.Fingerprint[:],
-			e.Spam, strings.Join(e.Claims, ","), []byte(e.Data)).Scan(&seq)
-		switch {
-		case err == nil:
-			e.Seq = seq
-			res[i].a = journal.Appended{Entry: e}
-		case errors.Is(err, sql.ErrNoRows):
-			prev, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE form = ? AND key = ?`, e.Form, e.Key))
-			if err != nil {
-				return fmt.Errorf("read existing entry: %w", err)
-			}
-			res[i].a = journal.Appended{Entry: prev, Duplicate: true}
-		default:
+		// Exec reports the new rowid (the position) and whether a row went
+		// in, without the cost of reading RETURNING rows.
+		r, err := ins.ExecContext(ctx, e.Form, e.Key, e.Site, e.ID, e.ReceivedAt.UnixMicro(), e.Fingerprint[:],
+			e.Spam, strings.Join(e.Claims, ","), []byte(e.Data))
+		if err != nil {
 			return fmt.Errorf("insert entry: %w", err)
 		}
+		if n, _ := r.RowsAffected(); n == 1 {
+			seq, _ := r.LastInsertId()
+			e.Seq = uint64(seq)
+			res[i].a = journal.Appended{Entry: e}
+			continue
+		}
+		prev, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE form = ? AND key = ?`, e.Form, e.Key))
+		if err != nil {
+			return fmt.Errorf("read existing entry: %w", err)
+		}
+		res[i].a = journal.Appended{Entry: prev, Duplicate: true}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
@@ -644,7 +650,7 @@ func (j *Journal) Close() error {
 	j.closed = true
 	j.mu.Unlock()
 	j.signal()
-	err := errors.Join(j.wdb.Close(), j.rdb.Close())
+	err := errors.Join(j.insert.Close(), j.wdb.Close(), j.rdb.Close())
 	if err != nil {
 		return fmt.Errorf("close journal: %w", err)
 	}

@@ -38,6 +38,9 @@ type Store struct {
 	wdb *sql.DB
 	rdb *sql.DB
 	now func() time.Time
+	// hot are the decision statements, prepared once on the write
+	// connection and bound to each transaction.
+	hot *stmts
 }
 
 // Open opens the store file, creating it and applying migrations as needed.
@@ -61,7 +64,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &Store{wdb: wdb, rdb: rdb, now: opts.Now}, nil
+	hot, err := prepare(ctx, wdb)
+	if err != nil {
+		wdb.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("open store: prepare: %w", err)
+	}
+	return &Store{wdb: wdb, rdb: rdb, now: opts.Now, hot: hot}, nil
 }
 
 // migrate applies the embedded migrations not yet recorded, each in its own
@@ -128,6 +137,7 @@ func classify(op string, err error) error {
 
 // Close closes the file.
 func (s *Store) Close() error {
+	s.hot.close()
 	if err := errors.Join(s.wdb.Close(), s.rdb.Close()); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
@@ -139,7 +149,7 @@ type stmts struct {
 	insert, claim, release, take, whenFull, setStatus *sql.Stmt
 }
 
-func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
+func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 	var st stmts
 	for _, p := range []struct {
 		dst **sql.Stmt
@@ -153,7 +163,7 @@ func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 		{&st.whenFull, `SELECT when_full FROM capacity WHERE form = ?`},
 		{&st.setStatus, `UPDATE entries SET status = ?, decision = ? WHERE form = ? AND key = ?`},
 	} {
-		s, err := tx.PrepareContext(ctx, p.q)
+		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
 			st.close()
 			return nil, err
@@ -161,6 +171,16 @@ func prepare(ctx context.Context, tx *sql.Tx) (*stmts, error) {
 		*p.dst = s
 	}
 	return &st, nil
+}
+
+// in binds the statements to a transaction; on the one write connection
+// database/sql reuses the prepared statements rather than preparing again.
+func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
+	return &stmts{
+		insert: tx.StmtContext(ctx, st.insert), claim: tx.StmtContext(ctx, st.claim),
+		release: tx.StmtContext(ctx, st.release), take: tx.StmtContext(ctx, st.take),
+		whenFull: tx.StmtContext(ctx, st.whenFull), setStatus: tx.StmtContext(ctx, st.setStatus),
+	}
 }
 
 func (st *stmts) close() {
@@ -181,10 +201,7 @@ func (s *Store) Apply(ctx context.Context, subs []store.Submission) ([]store.Out
 		return nil, classify("apply: begin", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	st, err := prepare(ctx, tx)
-	if err != nil {
-		return nil, classify("apply: prepare", err)
-	}
+	st := s.hot.in(ctx, tx)
 	defer st.close()
 	now := s.now().UnixMicro()
 	out := make([]store.Outcome, len(subs))
