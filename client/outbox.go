@@ -1,0 +1,150 @@
+package client
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Outbox keeps submissions on disk until the server answers them
+// definitively, so that a process that dies (or a device that reboots)
+// can send them again with the same keys (Client.Resume). Each
+// submission is one small file, written atomically: a temporary file,
+// fsync, rename, then an fsync of the directory, so that a crash leaves
+// either the whole submission or nothing, never half of one.
+//
+// One process should use an outbox directory at a time.
+type Outbox struct {
+	dir string
+}
+
+// outboxEntry is the file format of one submission.
+type outboxEntry struct {
+	Form    string          `json:"form"`
+	Key     string          `json:"key"`
+	Body    json.RawMessage `json:"body"`
+	SavedAt time.Time       `json:"saved_at"`
+}
+
+const (
+	outboxExt = ".json"
+	tmpPrefix = ".tmp-"
+)
+
+// OpenOutbox opens (and creates, with owner-only permissions) the outbox
+// directory. Temporary files that a crash left mid-write are removed:
+// their submissions were never handed to the server.
+func OpenOutbox(dir string) (*Outbox, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open outbox: %w", err)
+	}
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open outbox: %w", err)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n.Name(), tmpPrefix) {
+			if err := os.Remove(filepath.Join(dir, n.Name())); err != nil {
+				return nil, fmt.Errorf("open outbox: remove leftover %s: %w", n.Name(), err)
+			}
+		}
+	}
+	return &Outbox{dir: dir}, nil
+}
+
+// fileName is derived from the form and key, which may hold characters
+// that a file name cannot.
+func (o *Outbox) fileName(form, key string) string {
+	sum := sha256.Sum256([]byte(form + "\x00" + key))
+	return filepath.Join(o.dir, hex.EncodeToString(sum[:16])+outboxExt)
+}
+
+// Put saves s durably. Saving the same submission again is harmless.
+func (o *Outbox) Put(s Submission) error {
+	b, err := json.Marshal(outboxEntry{Form: s.Form, Key: s.Key, Body: s.Body, SavedAt: time.Now().UTC()})
+	if err != nil {
+		return fmt.Errorf("outbox: encode %s/%s: %w", s.Form, s.Key, err)
+	}
+	path := o.fileName(s.Form, s.Key)
+	tmp, err := os.CreateTemp(o.dir, tmpPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("outbox: create temp file: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("outbox: write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("outbox: sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("outbox: close %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("outbox: rename into %s: %w", path, err)
+	}
+	return o.syncDir()
+}
+
+// syncDir makes the directory entry of a renamed file durable.
+func (o *Outbox) syncDir() error {
+	d, err := os.Open(o.dir)
+	if err != nil {
+		return fmt.Errorf("outbox: open dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("outbox: sync dir: %w", err)
+	}
+	return nil
+}
+
+// Remove forgets a submission once it is decided. The removal is not
+// synced: if a crash brings the file back, Resume asks the server for its
+// status and finds it decided.
+func (o *Outbox) Remove(form, key string) error {
+	if err := os.Remove(o.fileName(form, key)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("outbox: remove %s/%s: %w", form, key, err)
+	}
+	return nil
+}
+
+// Pending lists the submissions still in the outbox, oldest first.
+func (o *Outbox) Pending() ([]Submission, error) {
+	names, err := os.ReadDir(o.dir)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list: %w", err)
+	}
+	var entries []outboxEntry
+	for _, n := range names {
+		name := n.Name()
+		if n.IsDir() || strings.HasPrefix(name, tmpPrefix) || !strings.HasSuffix(name, outboxExt) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(o.dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("outbox: read %s: %w", name, err)
+		}
+		var e outboxEntry
+		if err := json.Unmarshal(b, &e); err != nil {
+			// Files are renamed into place whole, so this is damage from
+			// outside; say so rather than drop a submission silently.
+			return nil, fmt.Errorf("outbox: %s is not a submission: %w", name, err)
+		}
+		entries = append(entries, e)
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].SavedAt.Before(entries[j].SavedAt) })
+	out := make([]Submission, len(entries))
+	for i, e := range entries {
+		out[i] = Submission{Form: e.Form, Key: e.Key, Body: e.Body}
+	}
+	return out, nil
+}
