@@ -84,7 +84,7 @@ export interface Entry {
   data: Record<string, unknown>;
   /** When it was made, Unix ms. */
   at: number;
-  /** How many times it has been posted: non-zero means it may have reached the server. */
+  /** How many times it has been posted, counted before each send: non-zero means it may have reached the server. */
   tries: number;
 }
 

@@ -424,8 +424,10 @@ export function createClient(o = {}) {
    * @param {Partial<StateEvent>} [more]
    */
   const settle = async (run, e, state, more) => {
-    await drop(e);
+    // Shown before the outbox write completes: the answer is definitive,
+    // and an entry that outlived a crash here is only replayed by the server.
     emit(run, e, state, more);
+    await drop(e);
   };
 
   /**
@@ -462,6 +464,8 @@ export function createClient(o = {}) {
    */
   const drive = async (run, e, resumed) => {
     let probe = resumed && e.tries > 0;
+    // A new entry was written with its first try already counted.
+    let counted = !resumed;
     let n = 0;
     let saved = false;
     emit(run, e, 'sending');
@@ -481,8 +485,11 @@ export function createClient(o = {}) {
             continue;
           }
         } else {
-          e.tries++;
-          await save(e);
+          if (!counted) {
+            e.tries++;
+            await save(e);
+          }
+          counted = false;
           r = await req('POST', e.url, e);
           if (r.status === 200 || r.status === 201) {
             return settle(run, e, r.body && r.body.status === 'waitlisted' ? 'waitlisted' : 'received', { doc: r.body });
@@ -546,7 +553,7 @@ export function createClient(o = {}) {
       const sig = url + '\n' + JSON.stringify(data);
       // A second press while the first is on its way joins it.
       for (const r of running.values()) if (r.sig === sig) return r.done;
-      return start({ key: newKey(), form, url, data, at: now(), tries: 0 }, false);
+      return start({ key: newKey(), form, url, data, at: now(), tries: 1 }, false);
     },
     flush,
     on(f) {
@@ -620,7 +627,7 @@ export function enhance(el, o = {}) {
   }
   const box = status;
   /** @param {string} k @param {string} d */
-  const text = (k, d) => box.getAttribute('data-msg-' + k) || d;
+  const text = (k, d) => box.getAttribute('data-' + k) || d;
   /** The key being sent for this form, true before it is known. @type {string | boolean} */
   let busy = false;
   let mine = '';
@@ -676,7 +683,7 @@ export function enhance(el, o = {}) {
     el.dataset.state = ev.state;
     el.setAttribute('aria-busy', String(ev.state === 'sending'));
     box.setAttribute('data-state', ev.state);
-    box.textContent = text(ev.state, MSG[ev.state]);
+    box.textContent = text('msg-' + ev.state, MSG[ev.state]);
     if (ev.state === 'invalid') mark(ev.errors || []);
     if ((ev.state === 'received' || ev.state === 'waitlisted') && ev.key === mine) {
       mine = '';

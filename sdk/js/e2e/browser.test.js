@@ -1,0 +1,436 @@
+// End-to-end tests: the hosted form page and the SDK in real headless
+// Chromium (Debian's, driven by playwright-core) against a real `formd
+// serve`. Each test has its own browser profile; "stored once" is checked
+// through the server's admin export, never through the page alone.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { Formd, formdBinary, withBrowser, ensureOutputDir, tempDir } from './harness.js';
+
+/** @type {{bin: string, cleanup: () => void}} */
+let binary;
+/** @type {Formd} */
+let server;
+
+let seq = 0;
+/** A new person: a phone number no other test uses. */
+function person() {
+  seq++;
+  return { name: `Wang Fang ${seq}`, phone: `1380013${String(8000 + seq)}`, email: `fang${seq}@example.org`, tickets: '2' };
+}
+
+/** Records every formd:state event of the page in window.__events. */
+function recordEvents() {
+  // @ts-ignore: runs in the page
+  window.__events = [];
+  document.addEventListener('formd:state', (e) => window.__events.push(/** @type {CustomEvent} */ (e).detail));
+}
+
+/**
+ * Opens the hosted form and waits until the SDK has enhanced it. posts
+ * collects the submission POSTs the page makes.
+ * @param {import('playwright-core').BrowserContext} ctx
+ */
+async function openForm(ctx, base = server.base, path = '/f/e2e') {
+  ctx.setDefaultTimeout(15000);
+  await ctx.addInitScript(recordEvents);
+  const page = ctx.pages()[0] || (await ctx.newPage());
+  /** @type {import('playwright-core').Request[]} */
+  const posts = [];
+  page.on('request', (r) => {
+    if (r.method() === 'POST' && r.url().includes('/submissions')) posts.push(r);
+  });
+  await page.goto(base + path);
+  await page.waitForSelector('form[data-formd][data-state]');
+  return { page, posts };
+}
+
+/** @param {import('playwright-core').Page} page */
+async function fill(page, p) {
+  // By accessible name, as assistive technology finds them (the "*" is
+  // aria-hidden, so the name is just the label).
+  await field(page, 'Name').fill(p.name);
+  await field(page, 'Mobile phone').fill(p.phone);
+  await field(page, 'E-mail').fill(p.email);
+  await page.getByRole('spinbutton', { name: 'Tickets', exact: true }).fill(p.tickets);
+}
+
+/** @param {import('playwright-core').Page} page @param {string} name */
+const field = (page, name) => page.getByRole('textbox', { name, exact: true });
+
+/** @param {import('playwright-core').Page} page */
+const submitButton = (page) => page.getByRole('button', { name: 'Submit' });
+
+/** @param {import('playwright-core').Page} page */
+const reached = (page, state, timeout = 15000) => page.waitForSelector(`form[data-state="${state}"]`, { timeout });
+
+/** @param {import('playwright-core').Page} page */
+const statusText = async (page) => (await page.locator('[data-formd-status]').textContent()) || '';
+
+/** @param {import('playwright-core').Page} page */
+const states = (page) => page.evaluate(() => /** @type {any} */ (window).__events.map((/** @type {any} */ e) => e.state));
+
+/**
+ * The SDK's outbox as it is in the page's IndexedDB, read without
+ * creating the database (which would stop the SDK from creating its store).
+ * @param {import('playwright-core').Page} page
+ */
+const outbox = (page) =>
+  page.evaluate(async () => {
+    if (!(await indexedDB.databases()).some((d) => d.name === 'formd')) return [];
+    return new Promise((res, rej) => {
+      const q = indexedDB.open('formd');
+      q.onerror = () => rej(q.error);
+      q.onsuccess = () => {
+        const db = q.result;
+        if (!db.objectStoreNames.contains('outbox')) return db.close(), res([]);
+        const g = db.transaction('outbox').objectStore('outbox').getAll();
+        g.onsuccess = () => (db.close(), res(g.result));
+        g.onerror = () => rej(g.error);
+      };
+    });
+  });
+
+/**
+ * Asserts the server holds exactly one live entry (stored, not spam) for p,
+ * under key if given. Unless attempts is set, it must also be the only
+ * record for p at all: a second submission with a new key would show as a
+ * "duplicate" record even though it did not become a second live entry.
+ */
+async function storedOnce(srv, p, key, { attempts = false } = {}) {
+  const all = await srv.entriesFor(p.phone);
+  const live = all.filter((e) => e.status === 'stored' || e.status === 'waitlisted');
+  assert.equal(live.length, 1, `live entries for ${p.phone}: ${JSON.stringify(all)}`);
+  if (!attempts) assert.equal(all.length, 1, `records for ${p.phone}: ${JSON.stringify(all)}`);
+  assert.equal(new Set(all.map((e) => e.key)).size, all.length, 'a key recorded twice');
+  assert.equal(live[0].status, 'stored');
+  assert.equal(live[0].data.name, p.name);
+  if (key) assert.equal(live[0].key, key);
+  return live[0];
+}
+
+describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, () => {
+  before(async () => {
+    binary = formdBinary();
+    server = await Formd.create(binary.bin);
+  });
+  after(async () => {
+    if (server) await server.close();
+    if (binary) binary.cleanup();
+  });
+
+  test('a normal submit is received and stored once', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page, posts } = await openForm(ctx);
+      const p = person();
+      await fill(page, p);
+      await submitButton(page).click();
+      await reached(page, 'received');
+      assert.equal(await statusText(page), 'Received. Thank you!');
+      assert.equal(posts.length, 1);
+      const key = posts[0].headers()['idempotency-key'];
+      assert.match(key, /^[0-9a-f-]{36}$/);
+      assert.deepEqual(await states(page), ['idle', 'sending', 'received']);
+      assert.deepEqual(await outbox(page), [], 'the outbox is empty after the answer');
+      assert.equal(await field(page, 'Name').inputValue(), '', 'the form is reset for a new submission');
+      await storedOnce(server, p, key);
+      assert.equal((await server.status(key)).status, 'stored');
+    });
+  });
+
+  test('a double click makes one submission', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page, posts } = await openForm(ctx);
+      const p = person();
+      await fill(page, p);
+      await submitButton(page).dblclick();
+      await reached(page, 'received');
+      assert.equal(posts.length, 1, 'the second click joined the first instead of sending again');
+      const all = await states(page);
+      assert.ok(!all.includes('duplicate'), `states: ${all}`);
+      await storedOnce(server, p);
+    });
+  });
+
+  test('offline: saved on this device, then received once back online', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page } = await openForm(ctx);
+      const p = person();
+      await fill(page, p);
+      await ctx.setOffline(true);
+      await submitButton(page).click();
+      await reached(page, 'saved');
+      assert.match(await statusText(page), /^Saved on this device\./);
+      const kept = await outbox(page);
+      assert.equal(kept.length, 1, 'the submission is in IndexedDB');
+      assert.equal(kept[0].data.phone, p.phone);
+      assert.deepEqual(await server.entriesFor(p.phone), [], 'nothing reached the server');
+
+      await ctx.setOffline(false);
+      await reached(page, 'received', 20000);
+      await storedOnce(server, p, kept[0].key);
+      assert.deepEqual(await outbox(page), []);
+      const s = await states(page);
+      assert.deepEqual([s[0], s[1], s[2], s.at(-1)], ['idle', 'sending', 'saved', 'received']);
+    });
+  });
+
+  test('formd killed while the page is sending, restarted: received once', async () => {
+    const own = await Formd.create(binary.bin);
+    try {
+      await withBrowser({}, async (ctx) => {
+        const { page } = await openForm(ctx, own.base);
+        const p = person();
+        await fill(page, p);
+        /** @type {{status: number} | undefined} */
+        let first;
+        const replayed = [];
+        page.on('response', (r) => {
+          if (r.request().method() === 'POST' && r.url().includes('/submissions')) replayed.push(r.headers()['idempotent-replayed'] || '');
+        });
+        // The first POST reaches formd, which journals and stores it; then
+        // formd dies with SIGKILL before the page has its answer.
+        await page.route('**/v1/forms/e2e/submissions', async (route) => {
+          if (first) return route.continue();
+          const res = await route.fetch();
+          first = { status: res.status() };
+          await own.kill();
+          await route.abort('connectionreset');
+        });
+        await submitButton(page).click();
+        await reached(page, 'saved');
+        assert.equal(first && first.status, 201, 'formd had stored it before it died');
+        assert.equal((await outbox(page)).length, 1, 'still in the outbox while formd is down');
+
+        await own.start();
+        await reached(page, 'received', 30000);
+        const got = await storedOnce(own, p);
+        assert.equal((await outbox(page))[0], undefined);
+        assert.equal(replayed.at(-1), 'true', 'the retry was answered as a replay of the first');
+        assert.equal((await own.status(got.key)).status, 'stored');
+      });
+    } finally {
+      await own.close();
+    }
+  });
+
+  test('reloaded with an unsent entry in the outbox: sent after the reload, once', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page, posts } = await openForm(ctx);
+      const p = person();
+      await fill(page, p);
+      // The network refuses every send until the reload.
+      await page.route('**/v1/forms/e2e/submissions', (route) => route.abort('internetdisconnected'));
+      await submitButton(page).click();
+      await reached(page, 'saved');
+      const [kept] = await outbox(page);
+      assert.ok(kept, 'in the outbox');
+      assert.equal(await server.status(kept.key), null, 'the server has not seen it');
+      await page.unroute('**/v1/forms/e2e/submissions');
+
+      const before = posts.length;
+      await page.reload();
+      await reached(page, 'received');
+      const after = posts.slice(before);
+      assert.equal(after.length, 1, 'sent once after the reload');
+      assert.equal(after[0].headers()['idempotency-key'], kept.key, 'with the key it was given before the reload');
+      await storedOnce(server, p, kept.key);
+      assert.deepEqual(await outbox(page), []);
+    });
+  });
+
+  test('reloaded after the server got it but the answer was lost: looked up, not sent again', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page, posts } = await openForm(ctx);
+      const p = person();
+      await fill(page, p);
+      let key = '';
+      // The first POST reaches formd, which stores it, but the answer is
+      // lost on the way back; later tries find no network.
+      await page.route('**/v1/forms/e2e/submissions', async (route) => {
+        if (key) return route.abort('internetdisconnected');
+        key = route.request().headers()['idempotency-key'];
+        await route.fetch();
+        await route.abort('connectionreset');
+      });
+      await submitButton(page).click();
+      await reached(page, 'saved');
+      assert.equal((await server.status(key)).status, 'stored', 'formd has it');
+      assert.equal((await outbox(page)).length, 1, 'the page does not know: still in its outbox');
+      await page.unroute('**/v1/forms/e2e/submissions');
+
+      const before = posts.length;
+      await page.reload();
+      await reached(page, 'received');
+      assert.equal(posts.length - before, 0, 'the status lookup found it: no second POST');
+      await storedOnce(server, p, key);
+      assert.deepEqual(await outbox(page), []);
+    });
+  });
+
+  test('the outbox survives closing the browser: sent when the page is opened again', async () => {
+    const profile = tempDir('formd-chromium-');
+    try {
+      const p = person();
+      let key = '';
+      await withBrowser(
+        {},
+        async (ctx) => {
+          const { page } = await openForm(ctx);
+          await fill(page, p);
+          await ctx.setOffline(true);
+          await submitButton(page).click();
+          await reached(page, 'saved');
+          key = (await outbox(page))[0].key;
+        },
+        { dir: profile.dir },
+      );
+      assert.equal(await server.status(key), null, 'nothing reached the server before the browser closed');
+      await withBrowser(
+        {},
+        async (ctx) => {
+          const { page } = await openForm(ctx);
+          await reached(page, 'received');
+          await storedOnce(server, p, key);
+          assert.deepEqual(await outbox(page), []);
+        },
+        { dir: profile.dir },
+      );
+    } finally {
+      profile.cleanup();
+    }
+  });
+
+  test('the same person again: already registered, nothing personal echoed', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page } = await openForm(ctx);
+      const p = person();
+      await fill(page, p);
+      await submitButton(page).click();
+      await reached(page, 'received');
+
+      await page.goto(server.base + '/f/e2e');
+      await page.waitForSelector('form[data-state=idle]');
+      await fill(page, { ...p, name: p.name + ' again', email: 'other@example.org' });
+      const answer = page.waitForResponse((r) => r.request().method() === 'POST');
+      await submitButton(page).click();
+      await reached(page, 'duplicate');
+      const res = await answer;
+      assert.equal(res.status(), 409);
+      const body = await res.text();
+      const shown = await statusText(page);
+      assert.equal(shown, 'You are already registered.');
+      const events = JSON.stringify(await page.evaluate(() => /** @type {any} */ (window).__events));
+      for (const v of [p.name, p.phone, '+86' + p.phone, p.email, 'other@example.org']) {
+        assert.ok(!body.includes(v), `the 409 body echoes ${v}: ${body}`);
+        assert.ok(!shown.includes(v), `the page says ${v}`);
+        assert.ok(!events.includes(v), `the events carry ${v}`);
+      }
+      const records = await server.entriesFor(p.phone);
+      assert.deepEqual(records.map((e) => e.status).sort(), ['duplicate', 'stored'], 'the second attempt is recorded as a duplicate, not stored');
+      await storedOnce(server, p, undefined, { attempts: true });
+      assert.deepEqual(await outbox(page), []);
+    });
+  });
+
+  test('validation errors are shown next to their fields', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page, posts } = await openForm(ctx);
+      const p = person();
+      // The browser's own check: a required field left empty, no request.
+      await field(page, 'Mobile phone').fill(p.phone);
+      await submitButton(page).click();
+      await reached(page, 'invalid');
+      assert.equal(posts.length, 0);
+      const nameErr = page.locator('#e-name');
+      assert.ok(await nameErr.isVisible());
+      assert.ok(((await nameErr.textContent()) || '').length > 0);
+      assert.equal(await page.locator('#f-name').getAttribute('aria-invalid'), 'true');
+      assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.id), 'f-name');
+
+      // The server's check: a number that is not a phone number.
+      await fill(page, { ...p, phone: '12345' });
+      await submitButton(page).click();
+      await page.waitForSelector('#e-phone:not([hidden])');
+      await reached(page, 'invalid');
+      assert.equal(posts.length, 1);
+      assert.equal((await posts[0].response())?.status(), 422);
+      assert.equal(await page.locator('#e-phone').textContent(), 'Mobile phone is not a valid phone number');
+      assert.ok(await page.locator('#e-name').isHidden(), 'the fixed field has no error any more');
+      assert.equal(await page.locator('#f-name').getAttribute('aria-invalid'), null);
+      assert.equal(await page.locator('#f-phone').getAttribute('aria-invalid'), 'true');
+      assert.match((await page.locator('#f-phone').getAttribute('aria-describedby')) || '', /\be-phone\b/);
+      // "Next to": the error sits in the same field block, right under the input.
+      const sameField = await page.evaluate(() => {
+        const input = document.getElementById('f-phone');
+        const err = document.getElementById('e-phone');
+        return !!input && !!err && input.closest('.field') === err.closest('.field') && input.nextElementSibling === err;
+      });
+      assert.ok(sameField);
+      assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.id), 'f-phone');
+      assert.equal(await statusText(page), 'Please correct the marked fields.');
+      assert.deepEqual(await outbox(page), [], 'a 422 is definitive: the entry left the outbox');
+      assert.deepEqual(await server.entriesFor(p.phone), []);
+
+      // Fixed, it goes through.
+      await field(page, 'Mobile phone').fill(p.phone);
+      await submitButton(page).click();
+      await reached(page, 'received');
+      await storedOnce(server, p);
+    });
+  });
+
+  test('without JavaScript the form still posts, and a double click lands once', async () => {
+    await withBrowser({ javaScriptEnabled: false }, async (ctx) => {
+      ctx.setDefaultTimeout(15000);
+      const page = ctx.pages()[0] || (await ctx.newPage());
+      await page.goto(server.base + '/f/e2e');
+      const p = person();
+      await fill(page, p);
+      await Promise.all([page.waitForURL(/\/f\/e2e\/done\?key=/), submitButton(page).dblclick()]);
+      await page.waitForSelector('[data-status=stored]');
+      assert.equal(await page.locator('[role=status]').textContent(), 'Received. Thank you!');
+      const key = new URL(page.url()).searchParams.get('key');
+      await storedOnce(server, p, key || '');
+    });
+  });
+
+  test('phone-sized screenshots; mobile layout and keyboard use', async () => {
+    const out = ensureOutputDir();
+    const phone = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
+    for (const locale of ['en-US', 'zh-CN']) {
+      await withBrowser({ ...phone, locale }, async (ctx) => {
+        const { page } = await openForm(ctx);
+        const zh = locale === 'zh-CN';
+        assert.equal(await page.getAttribute('html', 'lang'), zh ? 'zh-CN' : 'en');
+        assert.ok(await page.getByRole('button', { name: zh ? '提交' : 'Submit' }).isVisible());
+        const layout = await page.evaluate(() => ({
+          overflow: document.documentElement.scrollWidth - window.innerWidth,
+          button: document.querySelector('button')?.getBoundingClientRect().height || 0,
+          font: Math.min(...Array.from(document.querySelectorAll('input:not([type=hidden])')).map((i) => parseFloat(getComputedStyle(i).fontSize))),
+        }));
+        assert.ok(layout.overflow <= 0, `scrolls sideways by ${layout.overflow}px`);
+        assert.ok(layout.button >= 44, `button is ${layout.button}px tall`);
+        assert.ok(layout.font >= 16, `input text is ${layout.font}px: phones zoom in below 16px`);
+        await page.screenshot({ path: join(out, `hosted-${zh ? 'zh' : 'en'}-390.png`), fullPage: true });
+
+        // Keyboard: Tab goes through the fields to the button, never into
+        // the honeypot; Enter submits; errors come in the page's language.
+        const order = [];
+        for (let i = 0; i < 5; i++) {
+          await page.keyboard.press('Tab');
+          order.push(await page.evaluate(() => document.activeElement?.getAttribute('name') || document.activeElement?.tagName));
+        }
+        assert.deepEqual(order, ['name', 'phone', 'email', 'tickets', 'BUTTON'], 'the honeypot is never focused');
+        await page.locator('#f-name').focus();
+        await page.keyboard.type('Zhou');
+        await page.locator('#f-phone').focus();
+        await page.keyboard.type('12345');
+        await page.keyboard.press('Enter');
+        await reached(page, 'invalid');
+        assert.equal(await page.locator('#e-phone').textContent(), zh ? '请填写有效的电话号码。' : 'Mobile phone is not a valid phone number');
+        await page.screenshot({ path: join(out, `hosted-${zh ? 'zh' : 'en'}-390-invalid.png`), fullPage: true });
+      });
+    }
+  });
+});
