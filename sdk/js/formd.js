@@ -134,12 +134,12 @@ export function fetchTransport(f = (u, i) => fetch(u, i)) {
  * @returns {Storage}
  */
 export function memoryStorage() {
-  /** @type {Map<string, Entry>} */
+  /** Copies as JSON, as the durable stores do. @type {Map<string, string>} */
   const m = new Map();
   return {
-    put: async (e) => void m.set(e.key, structuredClone(e)),
+    put: async (e) => void m.set(e.key, JSON.stringify(e)),
     delete: async (k) => void m.delete(k),
-    list: async () => Array.from(m.values(), (e) => structuredClone(e)),
+    list: async () => Array.from(m.values(), (e) => JSON.parse(e)),
   };
 }
 
@@ -154,7 +154,7 @@ export function indexedDBStorage(name = 'formd', idb = globalThis.indexedDB) {
   /** @type {Promise<IDBDatabase> | undefined} */
   let db;
   const open = () =>
-    (db ||= new Promise((res, rej) => {
+    (db = db || new Promise((res, rej) => {
       const q = idb.open(name, 1);
       q.onupgradeneeded = () => q.result.createObjectStore('outbox', { keyPath: 'key' });
       q.onsuccess = () => res(q.result);
@@ -217,7 +217,7 @@ export function browserStorage() {
   /** @type {Promise<Storage> | undefined} */
   let pick;
   const s = () =>
-    (pick ||= (async () => {
+    (pick = pick || (async () => {
       try {
         const i = indexedDBStorage();
         await i.list();
@@ -571,7 +571,7 @@ let shared;
 const enhanced = new WeakMap();
 
 /**
- * Reads a form's values as formd takes them: strings, booleans for single
+ * Reads a form's values as formd takes them: strings, booleans for yes/no
  * checkboxes, lists for multiple choices. _key is left out (the SDK has its
  * own key per submission); _ts, the time the form was shown, is kept.
  * @param {HTMLFormElement} el
@@ -585,17 +585,20 @@ function collect(el, shown) {
     const { name, type } = x;
     if (!name || x.disabled || name === '_key' || !('value' in x) || /^(submit|button|reset|image|file|fieldset)$/.test(type)) continue;
     if (type === 'checkbox') {
-      if (el.querySelectorAll(`input[type=checkbox][name="${CSS.escape(name)}"]`).length > 1) {
-        (d[name] ||= []);
+      // A yes/no box (value "true", or the default "on") is a boolean;
+      // boxes with their own values are the choices of a list.
+      if (x.value === 'true' || x.value === 'on') d[name] = x.checked;
+      else {
+        d[name] = d[name] || [];
         if (x.checked) d[name].push(x.value);
-      } else d[name] = x.checked;
+      }
     } else if (type === 'radio') {
       if (x.checked || !(name in d)) d[name] = x.checked ? x.value : '';
     } else if (type === 'select-multiple') {
       d[name] = Array.from(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (x)).selectedOptions, (p) => p.value);
     } else d[name] = x.value;
   }
-  d._ts ||= String(shown);
+  d._ts = d._ts || String(shown);
   return d;
 }
 
@@ -611,7 +614,7 @@ function collect(el, shown) {
 export function enhance(el, o = {}) {
   const had = enhanced.get(el);
   if (had) return had;
-  const client = o.client || (shared ||= createClient());
+  const client = o.client || (shared = shared || createClient());
   enhanced.set(el, client);
   const id = el.dataset.formd || '';
   const act = el.getAttribute('action') || '';
@@ -672,7 +675,7 @@ export function enhance(el, o = {}) {
       b.textContent = fe.code === 'native' ? fe.message : text('err-' + fe.code, label.replace(/\s*\*\s*$/, '').trim() + ' ' + fe.message);
       b.hidden = false;
       f.setAttribute('aria-invalid', 'true');
-      first ||= f;
+      first = first || f;
     }
     if (rest.length) box.textContent += ' ' + rest.join(' ');
     if (first) first.focus();
