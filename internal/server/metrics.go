@@ -16,6 +16,7 @@ var (
 	capLeftDesc   = prometheus.NewDesc("formd_capacity_left", "Free places per form with a capacity.", []string{"form"}, nil)
 	waitlistDesc  = prometheus.NewDesc("formd_waitlisted", "Waitlisted entries per form.", []string{"form"}, nil)
 	deadDesc      = prometheus.NewDesc("formd_dead_letters", "Entries dead-lettered and not yet retried (up to 10000).", nil, nil)
+	laxDesc       = prometheus.NewDesc("formd_journal_durability_lax", "1 for each reason the journal's settings could lose acknowledged entries (a NATS stream with one replica, servers without sync_interval: always); alert on it.", []string{"reason"}, nil)
 	scrapeErrDesc = prometheus.NewDesc("formd_scrape_errors", "1 when a part of the scrape could not be read.", []string{"part"}, nil)
 )
 
@@ -26,6 +27,7 @@ func (c *journalCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- backlogDesc
 	ch <- oldestDesc
 	ch <- lastSeqDesc
+	ch <- laxDesc
 }
 
 func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
@@ -43,6 +45,11 @@ func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(st.Backlog))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(lastSeqDesc, prometheus.GaugeValue, float64(st.LastSeq))
+	if l, ok := c.j.(interface{ LaxDurability() []string }); ok {
+		for _, reason := range l.LaxDurability() {
+			ch <- prometheus.MustNewConstMetric(laxDesc, prometheus.GaugeValue, 1, reason)
+		}
+	}
 }
 
 // storeCollector reads places and dead letters at scrape time.

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -153,7 +154,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.cfg.DebugAddr != "" {
 		go s.serveDebug(bgCtx)
 	}
-	s.log.Info("formd serving", "addr", ln.Addr().String(), "journal", s.cfg.Journal, "store", s.cfg.Store, "forms", len(s.Forms.All()))
+	s.log.Info("formd serving", "addr", ln.Addr().String(), "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -189,6 +190,14 @@ func (s *Server) serveDebug(ctx context.Context) {
 	if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		s.log.Warn("debug server", "err", err)
 	}
+}
+
+// redact hides the password of a driver URL, for logs.
+func redact(driver string) string {
+	if u, err := url.Parse(driver); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return driver
 }
 
 // Close closes the journal, then the store.

@@ -245,6 +245,10 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 // Durability reports what Open found about durability.
 func (j *Journal) Durability() Durability { return j.durable }
 
+// LaxDurability lists what makes acknowledged entries losable (the server
+// exports it as a metric to alert on); empty when nothing does.
+func (j *Journal) LaxDurability() []string { return j.durable.Lax }
+
 func (j *Journal) setup(ctx context.Context) error {
 	replicas := j.opts.Replicas
 	if replicas <= 0 {
