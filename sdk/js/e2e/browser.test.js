@@ -5,6 +5,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
 import { Formd, formdBinary, withBrowser, ensureOutputDir, tempDir } from './harness.js';
 
 /** @type {{bin: string, cleanup: () => void}} */
@@ -269,6 +270,10 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, 
   });
 
   test('the outbox survives closing the browser: sent when the page is opened again', async () => {
+    // formd is down from before the press until after the browser is
+    // closed, so nothing can reach it early (even during the browser's
+    // shutdown); the entry can only come from the profile on disk.
+    const own = await Formd.create(binary.bin);
     const profile = tempDir('formd-chromium-');
     try {
       const p = person();
@@ -276,28 +281,29 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, 
       await withBrowser(
         {},
         async (ctx) => {
-          const { page } = await openForm(ctx);
+          const { page } = await openForm(ctx, own.base);
           await fill(page, p);
-          await ctx.setOffline(true);
+          await own.kill();
           await submitButton(page).click();
           await reached(page, 'saved');
           key = (await outbox(page))[0].key;
         },
         { dir: profile.dir },
       );
-      assert.equal(await server.status(key), null, 'nothing reached the server before the browser closed');
+      await own.start();
       await withBrowser(
         {},
         async (ctx) => {
-          const { page } = await openForm(ctx);
+          const { page } = await openForm(ctx, own.base);
           await reached(page, 'received');
-          await storedOnce(server, p, key);
+          await storedOnce(own, p, key);
           assert.deepEqual(await outbox(page), []);
         },
         { dir: profile.dir },
       );
     } finally {
       profile.cleanup();
+      await own.close();
     }
   });
 
@@ -393,6 +399,54 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, 
       const key = new URL(page.url()).searchParams.get('key');
       await storedOnce(server, p, key || '');
     });
+  });
+
+  test('a plain form on another site, enhanced by the SDK loaded from formd', async () => {
+    // A static page on another origin: no formd markup beyond data-formd,
+    // so the SDK adds the status line and the error messages itself.
+    const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Club</title>
+<script type="module" src="${server.base}/sdk/formd.js"></script></head><body>
+<form data-formd="embed" method="post" action="${server.base}/v1/forms/embed/submissions">
+<label for="n">Your name</label><input id="n" name="name" required>
+<label for="p">Phone</label><input id="p" name="phone" type="tel" required>
+<input id="c" type="checkbox" name="consent" value="true" required><label for="c">I agree</label>
+<button>Register</button></form></body></html>`;
+    const site = createServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+      res.end(page);
+    });
+    await new Promise((r) => site.listen(0, '127.0.0.1', () => r(undefined)));
+    const origin = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (site.address()).port}`;
+    try {
+      await withBrowser({}, async (ctx) => {
+        const { page: tab, posts } = await openForm(ctx, origin, '/');
+        const p = person();
+        await tab.getByLabel('Your name').fill(p.name);
+        await tab.getByLabel('Phone').fill('12345');
+        await tab.getByLabel('I agree').check();
+        await tab.getByRole('button', { name: 'Register' }).click();
+        await reached(tab, 'invalid');
+        const err = tab.locator('[data-formd-error=phone]');
+        assert.equal(await err.textContent(), 'Phone is not a valid phone number');
+        assert.equal(await tab.evaluate(() => document.getElementById('p')?.nextElementSibling?.getAttribute('data-formd-error')), 'phone');
+        assert.match((await tab.locator('#p').getAttribute('aria-describedby')) || '', /formd-err-embed-phone/);
+
+        await tab.getByLabel('Phone').fill(p.phone);
+        await tab.getByRole('button', { name: 'Register' }).click();
+        await reached(tab, 'received');
+        assert.equal(await tab.locator('[data-formd-status]').getAttribute('role'), 'status');
+        assert.equal(await statusText(tab), 'Received. Thank you!');
+        assert.equal(posts.length, 2);
+        const res = await posts[1].response();
+        assert.equal(res?.headers()['access-control-allow-origin'], origin, 'a CORS answer');
+        const all = await server.entriesFor(p.phone, 'embed');
+        assert.equal(all.length, 1);
+        assert.equal(all[0].status, 'stored');
+        assert.equal(all[0].data.consent, true);
+      });
+    } finally {
+      await new Promise((r) => site.close(() => r(undefined)));
+    }
   });
 
   test('phone-sized screenshots; mobile layout and keyboard use', async () => {
