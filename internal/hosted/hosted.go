@@ -121,6 +121,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		Title:       orDefault(f.Def.Title.For(l.Tag), f.ID()),
 		Description: f.Def.Description.For(l.Tag),
 		Action:      "/v1/forms/" + url.PathEscape(f.ID()) + "/submissions",
+		Redirect:    f.Def.Redirect,
 		SDK:         "/sdk/formd.js?v=" + h.sdk.version,
 		ShowForm:    true,
 		Key:         uuid.Must(uuid.NewV7()).String(),

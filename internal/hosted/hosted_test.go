@@ -49,6 +49,10 @@ fields:
 capacity: 2
 when_full: reject
 ---
+id: thanks
+fields: [{name: name, type: text}]
+redirect: https://club.example.org/thanks?from=formd&x=1
+---
 id: later
 fields: [{name: name, type: text}]
 opens_at: 2027-04-01T09:00:00+08:00
@@ -154,7 +158,7 @@ func TestPage(t *testing.T) {
 				`data-msg-saved="Saved on this device.`, `data-msg-duplicate="You are already registered."`,
 				`<p class="places">3 places left.</p>`,
 			},
-			notWant: []string{"data-err-required", "ZgotmplZ"},
+			notWant: []string{"data-err-required", "ZgotmplZ", "data-formd-redirect"},
 		},
 		{
 			name: "chinese by accept-language", url: "/f/fair", lang: "zh-CN,zh;q=0.9,en;q=0.8", wantStatus: 200,
@@ -179,6 +183,10 @@ func TestPage(t *testing.T) {
 		{
 			name: "closed", url: "/f/over", lang: "zh", wantStatus: 200,
 			want: []string{"此表单当前不接受提交。 已于 2027-03-01 18:00 (UTC&#43;08:00) 截止。"}, notWant: []string{"<form"},
+		},
+		{
+			name: "thank-you page for the SDK", url: "/f/thanks", wantStatus: 200,
+			want: []string{`data-formd="thanks" data-formd-redirect="https://club.example.org/thanks?from=formd&amp;x=1"`},
 		},
 		{name: "unknown form", url: "/f/nope", wantStatus: 404, want: []string{"There is no form at this address."}},
 		{name: "unknown form in chinese", url: "/f/nope", lang: "zh", wantStatus: 404, want: []string{"此地址没有表单。"}},

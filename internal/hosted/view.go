@@ -16,7 +16,10 @@ type pageView struct {
 	Title       string
 	Description string
 	Action      string
-	SDK         string
+	// Redirect is the form's thank-you page: the SDK goes there on
+	// success, as a post without JavaScript is redirected there.
+	Redirect string
+	SDK      string
 	// Notice says why the form cannot be filled in (closed, full); Places
 	// says how many places remain.
 	Notice   string

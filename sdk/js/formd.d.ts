@@ -150,7 +150,8 @@ export interface Client {
   /**
    * Submits: writes an outbox entry with a new key, then sends it until a
    * definitive answer. Resolves with the first settled state (received,
-   * waitlisted, duplicate, invalid, closed, full, failed). The same data
+   * waitlisted, duplicate, invalid, closed, full, failed) once the entry
+   * has left the outbox. The same data
    * submitted again while the first is on its way joins it.
    */
   submit(form: string, data: Record<string, unknown>, opts?: SubmitOptions): Promise<StateEvent>;

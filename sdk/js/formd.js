@@ -367,6 +367,7 @@ export function createClient(o = {}) {
    * @param {Entry} e
    * @param {State} state
    * @param {Partial<StateEvent>} [more]
+   * @returns {StateEvent}
    */
   const emit = (run, e, state, more) => {
     /** @type {StateEvent} */
@@ -381,7 +382,7 @@ export function createClient(o = {}) {
         }, 0);
       }
     }
-    if (FINAL.includes(state)) run.resolve(ev);
+    return ev;
   };
 
   /** Keeps going when storage fails: sending beats refusing. @param {Entry} e */
@@ -424,10 +425,12 @@ export function createClient(o = {}) {
    * @param {Partial<StateEvent>} [more]
    */
   const settle = async (run, e, state, more) => {
-    // Shown before the outbox write completes: the answer is definitive,
-    // and an entry that outlived a crash here is only replayed by the server.
-    emit(run, e, state, more);
+    // Shown before the outbox write completes (the answer is definitive,
+    // and an entry that outlived a crash here is only replayed by the
+    // server); submit() resolves once the outbox has let go.
+    const ev = emit(run, e, state, more);
     await drop(e);
+    run.resolve(ev);
   };
 
   /**
@@ -716,6 +719,10 @@ export function enhance(el, o = {}) {
     busy = true;
     client.submit(id, collect(el, shown), { url }).then((ev) => {
       if (busy === true || busy === ev.key) busy = false;
+      // The form's thank-you page, as a post without JavaScript gets; the
+      // outbox is done with the entry by now.
+      const go = el.getAttribute('data-formd-redirect');
+      if (go && (ev.state === 'received' || ev.state === 'waitlisted')) location.assign(go);
     });
   });
   if (!el.dataset.state) show({ state: 'idle', form: id, key: '' });

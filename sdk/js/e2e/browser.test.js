@@ -449,6 +449,20 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, 
     }
   });
 
+  test('a form with a thank-you page: the SDK goes there once the outbox is done', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page } = await openForm(ctx, server.base, '/f/thanks');
+      const p = person();
+      await field(page, 'Name').fill(p.name);
+      await field(page, 'Mobile phone').fill(p.phone);
+      await Promise.all([page.waitForURL(server.base + '/healthz'), submitButton(page).click()]);
+      assert.deepEqual(await outbox(page), [], 'the entry left the outbox before the page went');
+      const all = await server.entriesFor(p.phone, 'thanks');
+      assert.equal(all.length, 1);
+      assert.equal(all[0].status, 'stored');
+    });
+  });
+
   test('phone-sized screenshots; mobile layout and keyboard use', async () => {
     const out = ensureOutputDir();
     const phone = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
