@@ -123,7 +123,8 @@ type EventType int
 
 // The protocol steps that OnEvent sees.
 const (
-	// EventSend: a POST of the submission is about to be sent.
+	// EventSend: a POST of the submission is about to be sent; Attempt
+	// counts them (1 for the first).
 	EventSend EventType = iota + 1
 	// EventStatusQuery: a status query for the key is about to be sent.
 	EventStatusQuery
@@ -146,6 +147,7 @@ type Event struct {
 	Err        error
 	Timeout    bool
 	Delay      time.Duration
+	Attempt    int
 }
 
 // Client submits to one formd server. It is safe for concurrent use.
@@ -409,7 +411,7 @@ func (c *Client) post(ctx context.Context, s Submission, res *Result) (step, tim
 		req.Header.Set("Prefer", "wait="+strconv.Itoa(secs))
 	}
 	res.Attempts++
-	c.emit(Event{Type: EventSend, Form: s.Form, Key: s.Key})
+	c.emit(Event{Type: EventSend, Form: s.Form, Key: s.Key, Attempt: res.Attempts})
 	a, err := c.do(req)
 	if err != nil {
 		c.emit(Event{Type: EventNetworkError, Form: s.Form, Key: s.Key, Err: err, Timeout: actx.Err() != nil})
