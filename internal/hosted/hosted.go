@@ -114,6 +114,12 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, l)
 		return
 	}
+	h.render(w, http.StatusOK, "page", h.view(r, f, l))
+}
+
+// view builds the page for f: a fresh key, places left, or a notice when
+// the form cannot be filled in now.
+func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 	now := h.now()
 	v := pageView{
 		L:           l,
@@ -159,7 +165,35 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 			v.Places = fmt.Sprintf(l.T["left"], left)
 		}
 	}
-	h.render(w, http.StatusOK, "page", v)
+	return v
+}
+
+// FormErrors answers a plain HTML post that failed validation: the form
+// again, in the person's language, with what they typed kept and each
+// error next to its field, so nothing has to be typed twice. The key of
+// the failed post is kept: nothing was recorded under it.
+func (h *Handler) FormErrors(w http.ResponseWriter, r *http.Request, f *form.Form, values map[string]any, key string, errs []form.FieldError) {
+	l := pickLang(r)
+	v := h.view(r, f, l)
+	v.ShowForm, v.Notice = true, ""
+	if key != "" {
+		v.Key = key
+	}
+	v.Summary = l.T["invalid"]
+	byField := map[string]form.FieldError{}
+	for _, e := range errs {
+		byField[e.Field] = e
+	}
+	focused := false
+	for i := range v.Fields {
+		fv := &v.Fields[i]
+		fv.fill(values[fv.Name])
+		if e, ok := byField[fv.Name]; ok {
+			fv.Error = errorText(l, fv.Label, e)
+			fv.Autofocus, focused = !focused, true
+		}
+	}
+	h.render(w, http.StatusUnprocessableEntity, "page", v)
 }
 
 // done is GET /f/{form}/done?key=K, where a plain HTML post lands: the

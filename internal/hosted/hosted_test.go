@@ -475,3 +475,37 @@ func TestPlacesAreCachedForASecond(t *testing.T) {
 		t.Fatal("with the store down the page must still show the form, without places")
 	}
 }
+
+// A plain post that fails validation comes back as the form, in the
+// person's language, with what they typed kept, each error next to its
+// field, the first one focused, and the same key.
+func TestFormErrorsKeepWhatWasTyped(t *testing.T) {
+	t.Parallel()
+	h, _ := newTestHandler(t, nil, nil)
+	f := h.forms.Get("fair")
+	values := map[string]any{"name": "Li <Lei>", "phone": "12", "slot": "pm", "extras": []any{"lunch", "parking"}, "note": "see\nyou", "agree": "true"}
+	errs := []form.FieldError{{Field: "phone", Code: "invalid-phone", Message: "is not a valid phone number"}, {Field: "tickets", Code: "too-large", Message: "must be at most 4"}}
+	for _, tc := range []struct{ lang, want string }{{"en", "Mobile phone is not a valid phone number."}, {"zh-CN", "手机号: "}} {
+		req := httptest.NewRequest(http.MethodPost, "/v1/forms/fair/submissions", nil)
+		req.Header.Set("Accept-Language", tc.lang)
+		rec := httptest.NewRecorder()
+		h.FormErrors(rec, req, f, values, "key-of-the-post", errs)
+		res := rec.Result()
+		page := body(t, res)
+		if res.StatusCode != http.StatusUnprocessableEntity {
+			t.Fatalf("%s: status %d", tc.lang, res.StatusCode)
+		}
+		for _, want := range []string{
+			`value="Li &lt;Lei&gt;"`, `value="12"`, `<option value="pm" selected>`, `value="lunch" data-label="extras" checked`, `value="parking" checked`,
+			">see\nyou</textarea>", `name="agree" value="true" data-label="I agree" required checked`, `name="_key" value="key-of-the-post"`,
+			tc.want, `aria-invalid="true" autofocus`, `class="summary" role="alert"`,
+		} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s: page lacks %q", tc.lang, want)
+			}
+		}
+		if strings.Count(page, "autofocus") != 1 {
+			t.Errorf("%s: %d autofocus attributes, want 1 (the first field to fix)", tc.lang, strings.Count(page, "autofocus"))
+		}
+	}
+}

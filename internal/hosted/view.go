@@ -32,6 +32,8 @@ type pageView struct {
 	// Msgs are the status element's data-msg-* and data-err-* attributes:
 	// the SDK's texts in the page's language.
 	Msgs template.HTMLAttr
+	// Summary is set when the page shows a failed post again.
+	Summary string
 }
 
 // fieldView is one field as the template draws it, its HTML constraints
@@ -47,6 +49,46 @@ type fieldView struct {
 	Options                                  []option
 	Choose                                   string
 	HelpID, ErrID, Describedby               string
+	// Value, Chosen and Error are set when a failed post is shown again:
+	// what the person typed or chose, and what is wrong with it.
+	Value  string
+	Chosen map[string]bool
+	Error  string
+	// Autofocus marks the first field to fix.
+	Autofocus bool
+}
+
+// fill keeps what a person sent for this field, as the decoder gave it
+// (a string, or a list for several values).
+func (v *fieldView) fill(raw any) {
+	var vals []string
+	switch x := raw.(type) {
+	case string:
+		vals = []string{x}
+	case []any:
+		for _, it := range x {
+			if s, ok := it.(string); ok {
+				vals = append(vals, s)
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return
+	}
+	v.Value = vals[0]
+	v.Chosen = map[string]bool{}
+	for _, s := range vals {
+		v.Chosen[s] = true
+	}
+}
+
+// errorText is a field error in the page's language: the translation of
+// its code when there is one, else the label with the server's message.
+func errorText(l lang, label string, e form.FieldError) string {
+	if t, ok := l.Err[e.Code]; ok {
+		return label + ": " + t
+	}
+	return label + " " + e.Message + "."
 }
 
 type option struct{ Value, Label string }

@@ -49,6 +49,13 @@ type Waiter interface {
 	Wait(form, key string) (<-chan store.Outcome, func())
 }
 
+// Pages renders the HTML answer to a plain form post whose values need a
+// fix: the form again, with what was typed and the errors (package
+// hosted).
+type Pages interface {
+	FormErrors(w http.ResponseWriter, r *http.Request, f *form.Form, values map[string]any, key string, errs []form.FieldError)
+}
+
 // Config tunes the intake. Zero values take the defaults.
 type Config struct {
 	// DefaultWait is how long a POST waits for its outcome when the client
@@ -68,10 +75,12 @@ type Config struct {
 	// this interval: with several instances the outcome may be decided by
 	// another one.
 	PollOutcomes time.Duration
-	Now          func() time.Time
-	NewID        func() string
-	Logger       *slog.Logger
-	Metrics      *Metrics
+	// Pages, if set, answers plain HTML posts that fail validation.
+	Pages   Pages
+	Now     func() time.Time
+	NewID   func() string
+	Logger  *slog.Logger
+	Metrics *Metrics
 }
 
 func (c *Config) setDefaults() {
@@ -177,6 +186,12 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	}
 	acc, err := f.Validate(b.values)
 	if err != nil {
+		var ve *form.ValidationError
+		if h.cfg.Pages != nil && isHTMLPost(r) && errors.As(err, &ve) {
+			problem.NoteCode(w, problem.CodeValidationFailed)
+			h.cfg.Pages.FormErrors(w, r, f, b.values, b.key, ve.Errors)
+			return nil
+		}
 		return err
 	}
 	if derived {

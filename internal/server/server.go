@@ -93,14 +93,19 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 		ReconcileEvery: cfg.ReconcileEvery, StaleAfter: cfg.StaleAfter,
 		Logger: log, Metrics: processor.NewMetrics(reg),
 	})
-	in := intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
+	// The hosted pages show a key's status (from the intake), and the
+	// intake hands them plain posts that need a fix.
+	var in *intake.Handler
+	status := func(ctx context.Context, form, key string) (string, bool, error) { return in.Status(ctx, form, key) }
+	pages := hosted.New(s.Forms, s.Store, status, time.Now, log)
+	in = intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
-		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Logger: log, Metrics: intake.NewMetrics(reg),
+		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Logger: log, Metrics: intake.NewMetrics(reg),
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
 	admin.New(s.Store, s.Forms, s.redrive, log).Register(mux)
-	hosted.New(s.Forms, s.Store, in.Status, time.Now, log).Register(mux)
+	pages.Register(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
