@@ -57,9 +57,12 @@ type Options struct {
 	// Observe, if set, sees every outcome as it is settled (replay counts
 	// them).
 	Observe func(store.Outcome)
-	Now     func() time.Time
-	Logger  *slog.Logger
-	Metrics *Metrics
+	// Announce, if set, tells other instances about the outcomes of each
+	// settled batch, so their waiting requests wake at once.
+	Announce func([]store.Outcome)
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Metrics  *Metrics
 }
 
 func (o *Options) setDefaults() {
@@ -247,6 +250,9 @@ func (p *Processor) settle(ctx context.Context, entries []journal.Entry, outs []
 		}
 		p.opts.Metrics.observe(o)
 		seqs[i] = entries[i].Seq
+	}
+	if p.opts.Announce != nil {
+		p.opts.Announce(outs)
 	}
 	if err := p.src.Ack(context.WithoutCancel(ctx), seqs...); err != nil {
 		// The entries will be delivered again and replayed; nothing is lost.

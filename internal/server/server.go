@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,7 @@ type Server struct {
 	Store   store.Store
 	Forms   *form.Registry
 	proc    *processor.Processor
+	notify  *processor.Notifier
 	handler http.Handler
 	ready   atomic.Bool
 	// NewAdminToken is the admin token made on this first start, to be
@@ -87,12 +89,25 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store})
-	notify := processor.NewNotifier()
-	s.proc = processor.New(s.Journal, s.Store, notify, processor.Options{
+	s.notify = processor.NewNotifier()
+	procOpts := processor.Options{
 		Workers: cfg.Workers, BatchSize: cfg.BatchSize, MaxAttempts: cfg.MaxAttempts,
 		ReconcileEvery: cfg.ReconcileEvery, StaleAfter: cfg.StaleAfter,
 		Logger: log, Metrics: processor.NewMetrics(reg),
-	})
+	}
+	if bus, ok := s.Journal.(outcomeBus); ok {
+		procOpts.Announce = func(outs []store.Outcome) {
+			data, err := json.Marshal(outs)
+			if err == nil {
+				err = bus.PublishOutcomes(data)
+			}
+			if err != nil {
+				log.Warn("outcomes not announced; other instances will find them by polling", "err", err)
+			}
+		}
+	}
+	s.proc = processor.New(s.Journal, s.Store, s.notify, procOpts)
+	notify := s.notify
 	// The hosted pages show a key's status (from the intake), and the
 	// intake hands them plain posts that need a fix.
 	var in *intake.Handler
@@ -122,10 +137,41 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 // Handler is the instance's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// outcomeBus is a journal that can also announce outcomes to every
+// instance (natsjournal); requests waiting anywhere then wake at once.
+type outcomeBus interface {
+	PublishOutcomes(data []byte) error
+	SubscribeOutcomes(fn func(data []byte)) (stop func(), err error)
+}
+
+// listenForOutcomes feeds outcomes decided on other instances to this
+// instance's waiting requests until ctx ends.
+func (s *Server) listenForOutcomes(ctx context.Context, bus outcomeBus) {
+	stop, err := bus.SubscribeOutcomes(func(data []byte) {
+		var outs []store.Outcome
+		if err := json.Unmarshal(data, &outs); err != nil {
+			s.log.Warn("unreadable outcome announcement", "err", err)
+			return
+		}
+		for _, o := range outs {
+			s.notify.Publish(o)
+		}
+	})
+	if err != nil {
+		s.log.Warn("not listening for other instances' outcomes; waiting requests poll the store", "err", err)
+		return
+	}
+	<-ctx.Done()
+	stop()
+}
+
 // Start runs the background work (processor, reconciler, forms refresh)
 // until ctx ends; the returned function waits for it to finish.
 func (s *Server) Start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
+	if bus, ok := s.Journal.(outcomeBus); ok {
+		wg.Go(func() { s.listenForOutcomes(ctx, bus) })
+	}
 	wg.Go(func() {
 		if err := s.proc.Run(ctx); err != nil {
 			s.log.Error("processor stopped", "err", err)
