@@ -95,6 +95,7 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.KillEvery, "kill-every", 0, "with --spawn: kill -9 the server this often during the load and restart it")
 	fs.StringVar(&cfg.AdminToken, "admin-token", os.Getenv("FORMD_ADMIN_TOKEN"), "admin token to read the export with (env FORMD_ADMIN_TOKEN; a spawned server on fresh data prints its own)")
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "with --spawn: directory for the server's data, form and log (default: a temporary one, kept only if the check fails)")
+	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "measure this server process's CPU time during the load (Linux; a spawned server is measured unless killed)")
 	fs.BoolVar(&cfg.Plain, "plain", false, "plain mode: one POST per person to --url, no protocol, no checker (for the ceiling and PocketBase)")
 
 	fs.IntVar(&cfg.Clients, "clients", 3000, "virtual clients")

@@ -56,6 +56,10 @@ type Config struct {
 	// KillEvery, with Spawn, kills the server with SIGKILL this often
 	// during the load phase and starts it again.
 	KillEvery time.Duration
+	// ServerPID, when set, is the server's process, whose CPU time during
+	// the load phase the report shows (Linux). A spawned server is
+	// measured without it, unless it is killed during the run.
+	ServerPID int
 	// AdminToken reads the export (and applies the form to a server that
 	// was not spawned). A spawned server on fresh data prints its own.
 	AdminToken string
@@ -285,6 +289,8 @@ type engine struct {
 	passed     bool
 
 	started, loadEnded, finished time.Time
+	cpuAtStart, cpuAtLoadEnd     time.Duration
+	cpuErr                       error
 	kills                        atomic.Int64
 	fatal                        atomic.Pointer[error]
 
@@ -560,6 +566,7 @@ func (e *engine) fail(err error) {
 
 // load runs the load phase and the grace period.
 func (e *engine) load(ctx context.Context) {
+	e.cpuAtStart, e.cpuErr = e.serverCPU()
 	e.started = time.Now()
 	loadCtx, endLoad := context.WithTimeout(ctx, e.cfg.Duration)
 	defer endLoad()
@@ -615,6 +622,9 @@ func (e *engine) load(ctx context.Context) {
 	<-loadCtx.Done()
 	e.loadEnded = time.Now()
 	e.counters.snapshotInto(&e.atLoadEnd)
+	if e.cpuErr == nil {
+		e.cpuAtLoadEnd, e.cpuErr = e.serverCPU()
+	}
 	killer.Wait()
 	grace := time.AfterFunc(e.cfg.Grace, endSubmits)
 	workers.Wait()
@@ -624,6 +634,20 @@ func (e *engine) load(ctx context.Context) {
 		stopProgress()
 	}
 }
+
+// serverCPU reads the CPU time of the server process, when it is known.
+func (e *engine) serverCPU() (time.Duration, error) {
+	pid := e.cfg.ServerPID
+	if pid == 0 && e.sup != nil {
+		pid = e.sup.pid()
+	}
+	if pid == 0 {
+		return 0, errNoServerPID
+	}
+	return processCPU(pid)
+}
+
+var errNoServerPID = errors.New("no server process to measure")
 
 // arrivals starts people at a fixed rate, each on a free virtual client.
 func (e *engine) arrivals(loadCtx, submitCtx context.Context, take func() (int, bool), workers *sync.WaitGroup) {

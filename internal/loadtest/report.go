@@ -53,10 +53,25 @@ type Report struct {
 	} `json:"latency"`
 	Requests RequestCounts `json:"requests"`
 	Proxy    *ProxyStats   `json:"proxy,omitempty"`
+	// ServerCPU is the server process's CPU time during the load phase,
+	// when it could be measured (a --server-pid or a spawned server that
+	// was not killed, on Linux).
+	ServerCPU *ServerCPU `json:"server_cpu,omitempty"`
 
 	// WorkDir is kept after a failing run with a spawned server: its
 	// data, forms file and log, for formd audit and formd export.
 	WorkDir string `json:"work_dir,omitempty"`
+}
+
+// ServerCPU is what the server spent: less sensitive than the rate to
+// other work on a shared machine.
+type ServerCPU struct {
+	Seconds float64 `json:"seconds"`
+	// Cores is the average number of cores the server kept busy.
+	Cores float64 `json:"cores"`
+	// PerAckUS is CPU microseconds per acknowledgement (in plain mode,
+	// per 2xx answer).
+	PerAckUS float64 `json:"per_ack_us"`
 }
 
 // PlainCounts are a plain run's answers.
@@ -128,6 +143,18 @@ func (e *engine) report(ctx context.Context) *Report {
 			OutcomesPerS: round(float64(src.decided.Load())/s, 1),
 			RequestsPerS: round(float64(src.posts.Load()+src.queries.Load())/s, 1),
 		}
+	}
+	if e.cpuErr == nil && e.kills.Load() == 0 {
+		cpu := (e.cpuAtLoadEnd - e.cpuAtStart).Seconds()
+		phase := e.loadEnded.Sub(e.started).Seconds()
+		sc := &ServerCPU{Seconds: round(cpu, 2)}
+		if phase > 0 {
+			sc.Cores = round(cpu/phase, 2)
+		}
+		if n := e.atLoadEnd.acked.Load(); n > 0 {
+			sc.PerAckUS = round(cpu*1e6/float64(n), 1)
+		}
+		r.ServerCPU = sc
 	}
 	r.Latency.Ack = e.ackHist.summary()
 	r.Latency.Outcome = e.outcomeHist.summary()
@@ -251,6 +278,9 @@ func (r *Report) WriteText(w io.Writer) {
 	pf("  requests     %s POSTs (%s retries), %s status queries; no answer %s (%s timeouts); 429: %s, 503: %s, other 5xx: %s\n",
 		commas(q.Posts), commas(q.Retries), commas(q.StatusQueries), commas(q.NetworkErrors), commas(q.Timeouts),
 		commas(q.Answers429), commas(q.Answers503), commas(q.Answers5xx))
+	if c := r.ServerCPU; c != nil {
+		pf("  server CPU   %.1fs in the load phase: %.2f cores, %.0f µs per ack\n", c.Seconds, c.Cores, c.PerAckUS)
+	}
 	if p := r.Proxy; p != nil {
 		pf("  proxy        %s requests: dropped %s, answers dropped %s, resets %s, hung %s, server unreachable %s\n",
 			commas(p.Requests), commas(p.DroppedRequests), commas(p.DroppedResponses), commas(p.Resets), commas(p.Hung), commas(p.UpstreamErrors))

@@ -212,6 +212,16 @@ func (s *supervisor) stop(timeout time.Duration) {
 	s.log.Close()
 }
 
+// pid is the running server's process id (0 before the first start).
+func (s *supervisor) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 func (s *supervisor) adminToken() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -82,3 +82,30 @@ func TestTokenWriter(t *testing.T) {
 		t.Errorf("log:\n%s\nwant every line, without the token", b)
 	}
 }
+
+// The CPU time of a process is read from /proc, and it only grows.
+func TestProcessCPU(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc here")
+	}
+	a, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for i := range 20_000_000 {
+		x ^= i
+	}
+	_ = x
+	b, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a < 0 || b < a {
+		t.Errorf("cpu time went from %s to %s", a, b)
+	}
+	if _, err := processCPU(-1); err == nil {
+		t.Error("no error for a process that cannot exist")
+	}
+}
