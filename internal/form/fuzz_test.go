@@ -70,9 +70,17 @@ func FuzzPhoneFastPath(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, r uint8) {
 		region := regions[int(r)%len(regions)]
-		num, ok := parseCommon(s, region)
-		if !ok || !phonenumbers.IsValidNumber(num) {
+		cc, nn, ok := parseCommon(s, region)
+		if !ok {
 			return // the general parser decides these
+		}
+		c32 := int32(cc)
+		split := &phonenumbers.PhoneNumber{CountryCode: &c32, NationalNumber: &nn}
+		if got, want := validNumber(cc, nn), phonenumbers.IsValidNumber(split); got != want {
+			t.Fatalf("%q in %s: compiled patterns say valid=%v, libphonenumber %v", s, region, got, want)
+		}
+		if !validNumber(cc, nn) {
+			return
 		}
 		reg := region
 		if reg == "" {
@@ -85,7 +93,7 @@ func FuzzPhoneFastPath(f *testing.F) {
 		if !phonenumbers.IsValidNumber(full) {
 			t.Fatalf("%q in %s: the fast path finds a valid number, the parser an invalid one", s, reg)
 		}
-		if a, b := phonenumbers.Format(num, phonenumbers.E164), phonenumbers.Format(full, phonenumbers.E164); a != b {
+		if a, b := phonenumbers.Format(split, phonenumbers.E164), phonenumbers.Format(full, phonenumbers.E164); a != b {
 			t.Fatalf("%q in %s: fast path %s, parser %s", s, reg, a, b)
 		}
 	})

@@ -7,16 +7,13 @@ import (
 	"fmt"
 	"math"
 	"net/mail"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/nyaruka/phonenumbers"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -303,166 +300,6 @@ func validEmail(e string) bool {
 	a, err := mail.ParseAddress(e)
 	return err == nil && a.Name == "" && a.Address == e
 }
-
-// NormalizePhone turns a phone number as a person writes it ("+86 138 0013
-// 8000", "13800138000" with region CN) into E.164. Without a region the
-// number must start with + and a country code.
-func NormalizePhone(s, region string) (string, error) {
-	p, fe := normalizePhone(s, strings.ToUpper(region))
-	if fe != nil {
-		return "", fmt.Errorf("%s", fe.Message)
-	}
-	return p, nil
-}
-
-func normalizePhone(s, region string) (string, *FieldError) {
-	if len(s) > 64 {
-		return "", fieldErr("invalid-phone", "is not a phone number")
-	}
-	if num, ok := parseCommon(s, region); ok && phonenumbers.IsValidNumber(num) {
-		return phonenumbers.Format(num, phonenumbers.E164), nil
-	}
-	reg := region
-	if reg == "" {
-		reg = "ZZ"
-	}
-	num, err := phonenumbers.Parse(s, reg)
-	if err != nil {
-		if region == "" && !strings.HasPrefix(strings.TrimSpace(s), "+") {
-			return "", fieldErr("invalid-phone", "must start with + and the country code")
-		}
-		return "", fieldErr("invalid-phone", "is not a phone number")
-	}
-	if !phonenumbers.IsValidNumber(num) {
-		return "", fieldErr("invalid-phone", "is not a valid phone number")
-	}
-	return phonenumbers.Format(num, phonenumbers.E164), nil
-}
-
-// parseCommon reads the two most common ways people write a number — with
-// its country code ("+86 139 1234 5678", "+1 (415) 555-0100") or as a
-// plain national number for the field's region ("139 1234 5678" in CN) —
-// without libphonenumber's general parser, whose regular expressions cost
-// about three quarters of a submission's validation. It only splits the
-// digits into country code and national number; libphonenumber still
-// decides validity. Anything the general parser might read differently
-// returns false and takes that parser: letters, extensions, a leading zero
-// (Italy's numbers, a "(0)" trunk prefix), digits that could be an
-// international call prefix, a national prefix or a carrier code the
-// country's metadata describes. So does a number the fast path finds
-// invalid. FuzzPhoneFastPath checks that whatever the fast path accepts,
-// the general parser accepts with the same E.164.
-func parseCommon(s, region string) (*phonenumbers.PhoneNumber, bool) {
-	if len(s) > 64 {
-		return nil, false
-	}
-	var buf [20]byte
-	n := 0
-	plus := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			if n == len(buf) {
-				return nil, false
-			}
-			buf[n] = c
-			n++
-		case c == '+' && n == 0 && !plus:
-			plus = true
-		case c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' || c == '/':
-		default:
-			return nil, false
-		}
-	}
-	digits := buf[:n]
-	if n < 5 || n > 17 || digits[0] == '0' {
-		return nil, false
-	}
-	meta := phoneMeta()
-	cc := 0
-	var national []byte
-	if plus {
-		for ccLen := 1; ccLen <= 3 && cc == 0; ccLen++ {
-			c, _ := strconv.Atoi(string(digits[:ccLen]))
-			if len(phonenumbers.GetRegionCodesForCountryCode(c)) > 0 {
-				cc, national = c, digits[ccLen:]
-			}
-		}
-		if cc == 0 {
-			return nil, false
-		}
-	} else {
-		r, ok := meta.byRegion[region]
-		if !ok || (r.idd != nil && r.idd.Match(digits)) {
-			return nil, false
-		}
-		cc, national = r.cc, digits
-	}
-	if len(national) < 2 || national[0] == '0' {
-		return nil, false
-	}
-	if re := meta.prefix[cc]; re != nil && re.Match(national) {
-		return nil, false
-	}
-	nn, err := strconv.ParseUint(string(national), 10, 64)
-	if err != nil {
-		return nil, false
-	}
-	cc32 := int32(cc)
-	return &phonenumbers.PhoneNumber{CountryCode: &cc32, NationalNumber: &nn}, true
-}
-
-// phoneMetadata is what the fast path needs from libphonenumber's metadata:
-// per calling code, the national prefix (or carrier code) pattern the
-// parser strips; per region, its calling code and international call
-// prefix.
-type phoneMetadata struct {
-	prefix   map[int]*regexp.Regexp
-	byRegion map[string]regionPhone
-}
-
-type regionPhone struct {
-	cc  int
-	idd *regexp.Regexp
-}
-
-// phoneMeta is read once from the library's own metadata. Without it the
-// fast path takes nothing.
-var phoneMeta = sync.OnceValue(func() phoneMetadata {
-	m := phoneMetadata{prefix: map[int]*regexp.Regexp{}, byRegion: map[string]regionPhone{}}
-	coll, err := phonenumbers.MetadataCollection()
-	if err != nil {
-		return m
-	}
-	for _, md := range coll.GetMetadata() {
-		cc := int(md.GetCountryCode())
-		if phonenumbers.GetRegionCodeForCountryCode(cc) == md.GetId() {
-			if p := md.GetNationalPrefixForParsing(); p != "" {
-				m.prefix[cc] = regexp.MustCompile(`^(?:` + p + `)`)
-			} else if p := md.GetNationalPrefix(); p != "" {
-				m.prefix[cc] = regexp.MustCompile(`^(?:` + p + `)`)
-			}
-		}
-		if len(md.GetId()) != 2 {
-			continue // non-geographic entities have no national format
-		}
-		r := regionPhone{cc: cc}
-		if p := md.GetInternationalPrefix(); p != "" {
-			r.idd = regexp.MustCompile(`^(?:` + p + `)`)
-		}
-		m.byRegion[md.GetId()] = r
-	}
-	// A national number is read with its region's national prefix rules,
-	// which may differ from the main region of the calling code: keep a
-	// region only when it is the main one or shares its prefix rule.
-	for id, r := range m.byRegion {
-		if phonenumbers.GetRegionCodeForCountryCode(r.cc) != id {
-			delete(m.byRegion, id)
-		}
-	}
-	return m
-})
 
 func scalarString(raw any) (string, bool) {
 	switch v := raw.(type) {

@@ -31,7 +31,7 @@ func init() {
 // Transactions begin IMMEDIATE, so a writer never fails half-way on a lock.
 func OpenWriter(path string) (*sql.DB, error) {
 	db, err := sql.Open(driverName, "file:"+path+
-		"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_cache_size=-65536")
+		"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -43,7 +43,7 @@ func OpenWriter(path string) (*sql.DB, error) {
 
 // OpenReader opens a pool of n read-only connections to a file.
 func OpenReader(path string, n int) (*sql.DB, error) {
-	db, err := sql.Open(driverName, "file:"+path+"?_journal_mode=WAL&_busy_timeout=10000&_query_only=1&_cache_size=-16384")
+	db, err := sql.Open(driverName, "file:"+path+"?_journal_mode=WAL&_busy_timeout=10000&_query_only=1")
 	if err != nil {
 		return nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}
