@@ -31,7 +31,7 @@ func init() {
 // Transactions begin IMMEDIATE, so a writer never fails half-way on a lock.
 func OpenWriter(path string) (*sql.DB, error) {
 	db, err := sql.Open(driverName, "file:"+path+
-		"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate")
+		"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_cache_size=-65536")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
