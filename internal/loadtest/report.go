@@ -165,6 +165,9 @@ func (e *engine) report(ctx context.Context) *Report {
 	if err := e.fatal.Load(); err != nil {
 		r.Errors = append(r.Errors, (*err).Error())
 	}
+	if e.sup != nil {
+		r.Errors = append(r.Errors, e.sup.crashed()...)
+	}
 	if e.cfg.Plain {
 		r.Plain = &PlainCounts{Sent: c.posts.Load(), OK: c.answers2xx.Load(), Refused: c.answers4xx.Load() + c.answers429.Load(),
 			Failed: c.answers5xx.Load() + c.answers503.Load(), NoAnswer: c.netErrors.Load()}

@@ -31,6 +31,9 @@ import (
 // without building the formd binary.
 const helperEnv = "FORMD_LOADTEST_TEST_SERVE"
 
+// crashEnv makes the helper server stop by itself after a while.
+const crashEnv = "FORMD_LOADTEST_TEST_STOP_AFTER"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(serveForTest(os.Args[1:]))
@@ -57,6 +60,12 @@ func serveForTest(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if d, err := time.ParseDuration(os.Getenv(crashEnv)); err == nil {
+		// Stands in for a server that dies on its own.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s, err := server.Open(ctx, cfg, log)
 	if err != nil {
@@ -272,6 +281,28 @@ func TestRunSpawnAndKill(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()
 		t.Errorf("the spawned server still answers on %s", addr)
+	}
+}
+
+// A server that dies by itself (not killed by the run) fails the run,
+// and the report says so.
+func TestRunServerDiesByItself(t *testing.T) {
+	t.Parallel()
+	rep, err := loadtest.Run(context.Background(), loadtest.Config{
+		Spawn:    []string{os.Args[0], "serve", "--log-level", "warn"},
+		SpawnEnv: append(os.Environ(), helperEnv+"=1", crashEnv+"=500ms"),
+		WorkDir:  t.TempDir(),
+		Clients:  4, Duration: 1500 * time.Millisecond,
+		AttemptTimeout: 500 * time.Millisecond, Wait: 200 * time.Millisecond,
+		MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Grace: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK || !strings.Contains(strings.Join(rep.Errors, "\n"), "exited by itself") {
+		var b strings.Builder
+		rep.WriteText(&b)
+		t.Fatalf("want a failed run naming the crash:\n%s", b.String())
 	}
 }
 

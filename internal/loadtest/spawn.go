@@ -106,6 +106,10 @@ type supervisor struct {
 	log    *os.File
 	token  string
 	starts int
+	// expectExit is set before the supervisor kills or stops the
+	// server; an exit without it is a crash, which the report names.
+	expectExit bool
+	crashes    []string
 }
 
 func newSupervisor(argv, env []string, addr, logPath string) (*supervisor, error) {
@@ -169,9 +173,15 @@ func (s *supervisor) start(ctx context.Context, timeout time.Duration) error {
 	exited := make(chan struct{})
 	s.cmd, s.exited = cmd, exited
 	s.starts++
+	s.expectExit = false
 	s.mu.Unlock()
 	go func() {
-		cmd.Wait() //nolint:errcheck // a killed server exits with an error by design
+		err := cmd.Wait()
+		s.mu.Lock()
+		if !s.expectExit {
+			s.crashes = append(s.crashes, fmt.Sprintf("the server exited by itself (%v); its log is %s", err, s.logPath))
+		}
+		s.mu.Unlock()
 		close(exited)
 	}()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
@@ -187,6 +197,7 @@ func (s *supervisor) start(ctx context.Context, timeout time.Duration) error {
 func (s *supervisor) kill() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
+	s.expectExit = true
 	s.mu.Unlock()
 	if cmd == nil {
 		return
@@ -200,6 +211,7 @@ func (s *supervisor) kill() {
 func (s *supervisor) stop(timeout time.Duration) {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
+	s.expectExit = true
 	s.mu.Unlock()
 	if cmd != nil {
 		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // already gone is fine
@@ -210,6 +222,13 @@ func (s *supervisor) stop(timeout time.Duration) {
 		}
 	}
 	s.log.Close()
+}
+
+// crashed lists the times the server exited without being told to.
+func (s *supervisor) crashed() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.crashes...)
 }
 
 // pid is the running server's process id (0 before the first start).
