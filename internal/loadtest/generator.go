@@ -87,13 +87,13 @@ type plan struct {
 type Shares struct {
 	// DoubleClick: the same submission (same key, same bytes) sent twice
 	// at the same moment.
-	DoubleClick float64
+	DoubleClick float64 `json:"double_click"`
 	// Reregister: the same person registering again at about the same
 	// moment, with a new key and the phone number written another way.
-	Reregister float64
+	Reregister float64 `json:"reregister"`
 	// Invalid: a submission the form must refuse (422), from a person who
 	// sends nothing else.
-	Invalid float64
+	Invalid float64 `json:"invalid"`
 }
 
 func makePlan(seed uint64, i int, sh Shares) plan {

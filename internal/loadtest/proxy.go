@@ -18,22 +18,23 @@ import (
 // request, in [0, 1].
 type Faults struct {
 	// DropRequests: the request never reaches the server.
-	DropRequests float64
+	DropRequests float64 `json:"drop_requests"`
 	// DropResponses: the server gets the request and answers, and the
 	// answer never reaches the client. This is the fault that tests
 	// idempotency: the client must not make a second entry when it tries
 	// again.
-	DropResponses float64
+	DropResponses float64 `json:"drop_responses"`
 	// Resets: the connection is reset (TCP RST), at random before the
 	// request is forwarded or in the middle of the answer.
-	Resets float64
+	Resets float64 `json:"resets"`
 	// Hang is the share of dropped requests and answers that are held
 	// (the connection stays open, silent) until the client gives up,
 	// rather than closed at once: the client's timeout path.
-	Hang float64
+	Hang float64 `json:"hang"`
 	// Latency, plus a uniform random Jitter, is added before each request
 	// is forwarded.
-	Latency, Jitter time.Duration
+	Latency time.Duration `json:"latency_ns"`
+	Jitter  time.Duration `json:"jitter_ns"`
 }
 
 // Any reports whether any fault is set.
