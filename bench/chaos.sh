@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The exactly-once chaos check (DESIGN §3 invariant 8), short enough for CI:
+# The exactly-once chaos check (nothing acknowledged is lost, nothing is
+# stored twice, nothing is oversold), short enough for CI:
 # a few hundred virtual clients register people into a form with a capacity
 # and a waitlist, with double clicks, re-registrations written differently
 # and invalid input, through a loopback proxy that drops 15% of requests

@@ -1,12 +1,12 @@
-// Package client submits to a formd server the way DESIGN §1 asks every
-// client to: a submission keeps one idempotency key until the server gives
-// a definitive answer; network errors, timeouts, 429, 503 and other 5xx
-// answers are retried with that same key, with exponential backoff, full
-// jitter and the server's Retry-After; after a timeout or a broken
-// connection the client first asks for the status of its key, and only
-// sends the submission again when the server does not know it; and an
-// optional on-disk Outbox keeps the submission until that answer, so a
-// process that dies can resume.
+// Package client submits to a formd server with formd's client protocol,
+// the one its JavaScript SDK follows too: a submission keeps one
+// idempotency key until the server gives a definitive answer; network
+// errors, timeouts, 429, 503 and other 5xx answers are retried with that
+// same key, with exponential backoff, full jitter and the server's
+// Retry-After; after a timeout or a broken connection the client first
+// asks for the status of its key, and only sends the submission again
+// when the server does not know it; and an optional on-disk Outbox keeps
+// the submission until that answer, so a process that dies can resume.
 //
 // A definitive answer is one that sending again cannot change: stored or
 // waitlisted (201, or 200 for a retry), already registered or full (409),

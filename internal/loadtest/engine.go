@@ -1,6 +1,6 @@
 // Package loadtest is formd's benchmark and exactly-once chaos check
-// (DESIGN §7): virtual clients that register distinct people through the
-// Go client (the protocol of DESIGN §1), optional faults injected by a
+// (formd loadtest): virtual clients that register distinct people through
+// the Go client (formd's client protocol), optional faults injected by a
 // loopback proxy, an optional server that the run launches and kills with
 // SIGKILL, and a checker that reads what the server stored and reports
 // what was lost, duplicated or oversold, with throughput and latency.
