@@ -368,6 +368,10 @@ func TestAsyncForm(t *testing.T) {
 	if resp.StatusCode != 202 || resp.Header.Get("Preference-Applied") != "respond-async" {
 		t.Fatalf("async form: %d %s", resp.StatusCode, body)
 	}
+	// Answered 202, the key is known at once, even before the writer runs.
+	if resp, body := send(t, client, h.URL, req{method: "GET", path: "/v1/forms/telemetry/submissions/e1"}); resp.StatusCode != 200 {
+		t.Fatalf("status right after the 202: %d %s", resp.StatusCode, body)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, body = send(t, client, h.URL, req{method: "GET", path: "/v1/forms/telemetry/submissions/e1"})

@@ -77,6 +77,12 @@ type Journal struct {
 
 	insert *sql.Stmt // prepared once on the write connection
 
+	// queued are async appends not yet committed, so that Lookup (the
+	// status endpoint) can answer "processing" for a key already answered
+	// 202.
+	queuedMu sync.Mutex
+	queued   map[queuedKey]journal.Entry
+
 	mu       sync.Mutex
 	ready    []journal.Entry // appended, not yet delivered; seq > cursor
 	spilled  bool            // entries past cursor exist on disk but not in ready
@@ -88,6 +94,8 @@ type Journal struct {
 	closed   bool
 	saved    uint64 // watermark last written to disk
 }
+
+type queuedKey struct{ form, key string }
 
 type flight struct {
 	e           journal.Entry
@@ -151,6 +159,7 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		queue:    make(chan *appendReq, opts.QueueSize),
 		inflight: map[uint64]*flight{},
 		wake:     make(chan struct{}, 1),
+		queued:   map[queuedKey]journal.Entry{},
 	}
 	var last sql.NullInt64
 	if err := wdb.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'acked_upto'`).Scan(&j.saved); err != nil {
@@ -187,10 +196,17 @@ func (j *Journal) Append(ctx context.Context, e journal.Entry, sync bool) (journ
 	req := &appendReq{e: e}
 	if sync {
 		req.done = make(chan appendRes, 1)
+	} else {
+		j.queuedMu.Lock()
+		if _, dup := j.queued[queuedKey{e.Form, e.Key}]; !dup {
+			j.queued[queuedKey{e.Form, e.Key}] = e
+		}
+		j.queuedMu.Unlock()
 	}
 	j.closeMu.RLock()
 	if j.closing {
 		j.closeMu.RUnlock()
+		j.unqueue(req)
 		return journal.Appended{}, journal.ErrClosed
 	}
 	select {
@@ -198,6 +214,7 @@ func (j *Journal) Append(ctx context.Context, e journal.Entry, sync bool) (journ
 		j.closeMu.RUnlock()
 	default:
 		j.closeMu.RUnlock()
+		j.unqueue(req)
 		return journal.Appended{}, journal.ErrOverloaded
 	}
 	if !sync {
@@ -245,11 +262,26 @@ func (j *Journal) writeLoop() {
 	}
 }
 
+// unqueue forgets an async append once it is committed (or refused).
+func (j *Journal) unqueue(reqs ...*appendReq) {
+	j.queuedMu.Lock()
+	for _, r := range reqs {
+		if r.done == nil {
+			k := queuedKey{r.e.Form, r.e.Key}
+			if q, ok := j.queued[k]; ok && q.ID == r.e.ID {
+				delete(j.queued, k)
+			}
+		}
+	}
+	j.queuedMu.Unlock()
+}
+
 // commit writes one batch in one transaction: one fsync for all of it.
 func (j *Journal) commit(batch []*appendReq) {
 	ctx := context.Background()
 	res := make([]appendRes, len(batch))
 	err := j.writeBatch(ctx, batch, res)
+	defer j.unqueue(batch...)
 	if err != nil {
 		j.opts.Logger.Error("journal commit failed", "err", err, "entries", len(batch))
 		for _, r := range batch {
@@ -525,8 +557,15 @@ func (j *Journal) saveWatermark() {
 	j.saved = w
 }
 
-// Lookup finds the entry for (form, key).
+// Lookup finds the entry for (form, key), including an async append still
+// waiting for the writer.
 func (j *Journal) Lookup(ctx context.Context, form, key string) (journal.Entry, bool, error) {
+	j.queuedMu.Lock()
+	q, ok := j.queued[queuedKey{form, key}]
+	j.queuedMu.Unlock()
+	if ok {
+		return q, true, nil
+	}
 	e, err := scanEntry(j.rdb.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE form = ? AND key = ?`, form, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return journal.Entry{}, false, nil
