@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/formd/formd/internal/form"
@@ -33,10 +32,10 @@ type Forms interface {
 	Get(id string) *form.Form
 }
 
-// Places reads how many places each form has taken (the store's
-// Capacities), so the page can say whether places remain.
+// Places says how many places a form has taken (store.PlacesCache), so the
+// page can say whether places remain.
 type Places interface {
-	Capacities(ctx context.Context) (map[string]store.Capacity, error)
+	Places(ctx context.Context, form string) (store.Capacity, bool)
 }
 
 // StatusFunc reports the public status of a key (intake.Handler.Status).
@@ -45,7 +44,7 @@ type StatusFunc func(ctx context.Context, form, key string) (status string, foun
 // Handler serves the hosted pages and the SDK.
 type Handler struct {
 	forms  Forms
-	places *placesCache
+	places Places
 	status StatusFunc
 	now    func() time.Time
 	log    *slog.Logger
@@ -57,7 +56,7 @@ type Handler struct {
 func New(forms Forms, places Places, status StatusFunc, now func() time.Time, log *slog.Logger) *Handler {
 	h := &Handler{forms: forms, status: status, now: now, log: log, sdk: newSDKFile()}
 	if places != nil {
-		h.places = &placesCache{src: places, now: now}
+		h.places = places
 	}
 	return h
 }
@@ -148,7 +147,7 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 			v.Notice += " " + fmt.Sprintf(l.T["closed-at"], d.Format("2006-01-02 15:04 (UTC-07:00)"))
 		}
 	case f.Def.Capacity != nil && h.places != nil:
-		c, known := h.places.get(r.Context(), f.ID())
+		c, known := h.places.Places(r.Context(), f.ID())
 		if !known {
 			break
 		}
@@ -252,31 +251,4 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// placesCache keeps the store's counts for a second, so that a page view
-// at peak costs no store query per visitor.
-type placesCache struct {
-	src Places
-	now func() time.Time
-
-	mu   sync.Mutex
-	at   time.Time
-	data map[string]store.Capacity
-}
-
-func (c *placesCache) get(ctx context.Context, formID string) (store.Capacity, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.data == nil || c.now().Sub(c.at) > time.Second {
-		data, err := c.src.Capacities(ctx)
-		if err != nil {
-			// Say nothing rather than something wrong; the intake
-			// decides capacity anyway.
-			return store.Capacity{}, false
-		}
-		c.data, c.at = data, c.now()
-	}
-	// A form with no row yet has taken nothing.
-	return c.data[formID], true
 }

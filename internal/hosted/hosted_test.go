@@ -83,7 +83,7 @@ type statusAnswer struct {
 	err    error
 }
 
-func newTestHandler(t *testing.T, places Places, statuses map[string]statusAnswer) (*Handler, *http.ServeMux) {
+func newTestHandler(t *testing.T, places *fakePlaces, statuses map[string]statusAnswer) (*Handler, *http.ServeMux) {
 	t.Helper()
 	parsed, err := form.Parse([]byte(testForms), "test.yaml")
 	if err != nil {
@@ -97,7 +97,11 @@ func newTestHandler(t *testing.T, places Places, statuses map[string]statusAnswe
 		a := statuses[formID+"/"+key]
 		return a.status, a.found, a.err
 	}
-	h := New(forms, places, status, func() time.Time { return testNow }, slog.New(slog.DiscardHandler))
+	var p Places
+	if places != nil {
+		p = store.NewPlacesCache(places, func() time.Time { return testNow }, time.Second)
+	}
+	h := New(forms, p, status, func() time.Time { return testNow }, slog.New(slog.DiscardHandler))
 	mux := http.NewServeMux()
 	h.Register(mux)
 	return h, mux
@@ -444,32 +448,9 @@ func TestSDK(t *testing.T) {
 	}
 }
 
-func TestPlacesAreCachedForASecond(t *testing.T) {
+// With the store down the page still shows the form, without places.
+func TestPageWithoutPlaces(t *testing.T) {
 	t.Parallel()
-	places := &fakePlaces{data: map[string]store.Capacity{"fair": {Taken: 1}}}
-	now := testNow
-	c := &placesCache{src: places, now: func() time.Time { return now }}
-	for range 5 {
-		c.get(context.Background(), "fair")
-	}
-	if n := places.calls.Load(); n != 1 {
-		t.Fatalf("%d store reads within a second, want 1", n)
-	}
-	now = now.Add(1100 * time.Millisecond)
-	if got, ok := c.get(context.Background(), "fair"); !ok || got.Taken != 1 {
-		t.Fatalf("got %+v %v", got, ok)
-	}
-	if n := places.calls.Load(); n != 2 {
-		t.Fatalf("%d store reads, want 2", n)
-	}
-	if got, ok := c.get(context.Background(), "new-form"); !ok || got.Taken != 0 {
-		t.Fatalf("a form without a row: %+v %v, want 0 taken", got, ok)
-	}
-
-	failing := &placesCache{src: &fakePlaces{err: errors.New("store down")}, now: func() time.Time { return now }}
-	if _, ok := failing.get(context.Background(), "fair"); ok {
-		t.Fatal("places reported while the store fails")
-	}
 	_, mux := newTestHandler(t, &fakePlaces{err: errors.New("store down")}, nil)
 	if page := body(t, get(t, mux, "/f/fair", nil)); strings.Contains(page, `class="places"`) || !strings.Contains(page, "<form") {
 		t.Fatal("with the store down the page must still show the form, without places")

@@ -35,7 +35,11 @@ type Journal interface {
 // Outcomes is the part of the store intake reads.
 type Outcomes interface {
 	Outcome(ctx context.Context, form, key string) (store.Outcome, bool, error)
-	Capacities(ctx context.Context) (map[string]store.Capacity, error)
+}
+
+// Places says how many places a form has taken (store.PlacesCache).
+type Places interface {
+	Places(ctx context.Context, form string) (store.Capacity, bool)
 }
 
 // Forms finds a form by id.
@@ -76,7 +80,9 @@ type Config struct {
 	// another one.
 	PollOutcomes time.Duration
 	// Pages, if set, answers plain HTML posts that fail validation.
-	Pages   Pages
+	Pages Pages
+	// Places, if set, lets the public definition say whether places remain.
+	Places  Places
 	Now     func() time.Time
 	NewID   func() string
 	Logger  *slog.Logger
@@ -118,14 +124,12 @@ type Handler struct {
 	forms    Forms
 	waiter   Waiter
 	limiter  *limiter
-	places   *placesCache
 }
 
 // New makes the handler.
 func New(j Journal, o Outcomes, forms Forms, w Waiter, cfg Config) *Handler {
 	cfg.setDefaults()
-	return &Handler{cfg: cfg, journal: j, outcomes: o, forms: forms, waiter: w, limiter: newLimiter(),
-		places: &placesCache{src: o, now: cfg.Now}}
+	return &Handler{cfg: cfg, journal: j, outcomes: o, forms: forms, waiter: w, limiter: newLimiter()}
 }
 
 // Register adds the public routes to mux.

@@ -1,11 +1,9 @@
 package intake
 
 import (
-	"context"
 	"encoding/json"
 	"github.com/formd/formd/internal/problem"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/formd/formd/internal/form"
@@ -67,7 +65,11 @@ func (h *Handler) publicForm(w http.ResponseWriter, r *http.Request) error {
 	if err := h.checkOrigin(w, r, f); err != nil {
 		return err
 	}
-	c, known := h.places.get(r.Context(), f.ID())
+	var c store.Capacity
+	known := false
+	if h.cfg.Places != nil {
+		c, known = h.cfg.Places.Places(r.Context(), f.ID())
+	}
 	body, err := json.Marshal(Public(f, h.cfg.Now(), c, known))
 	if err != nil {
 		return err
@@ -75,30 +77,4 @@ func (h *Handler) publicForm(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-cache")
 	writeJSON(w, http.StatusOK, body)
 	return nil
-}
-
-// placesCache keeps the store's capacity counts for a second, so that a
-// page load at peak costs no store query per visitor.
-type placesCache struct {
-	src interface {
-		Capacities(ctx context.Context) (map[string]store.Capacity, error)
-	}
-	now func() time.Time
-
-	mu   sync.Mutex
-	at   time.Time
-	data map[string]store.Capacity
-}
-
-// get returns the form's places and whether they are known.
-func (c *placesCache) get(ctx context.Context, formID string) (store.Capacity, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.data == nil || c.now().Sub(c.at) > time.Second {
-		if data, err := c.src.Capacities(ctx); err == nil {
-			c.data, c.at = data, c.now()
-		}
-	}
-	v, ok := c.data[formID]
-	return v, ok
 }

@@ -112,10 +112,11 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 	// intake hands them plain posts that need a fix.
 	var in *intake.Handler
 	status := func(ctx context.Context, form, key string) (string, bool, error) { return in.Status(ctx, form, key) }
-	pages := hosted.New(s.Forms, s.Store, status, time.Now, log)
+	places := store.NewPlacesCache(s.Store, time.Now, time.Second)
+	pages := hosted.New(s.Forms, places, status, time.Now, log)
 	in = intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
-		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Logger: log, Metrics: intake.NewMetrics(reg),
+		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Places: places, Logger: log, Metrics: intake.NewMetrics(reg),
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
