@@ -1,0 +1,196 @@
+package admin_test
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/formd/formd/internal/server/servertest"
+	"github.com/formd/formd/internal/store"
+)
+
+const forms = `
+id: club
+fields:
+  - {name: name,  type: text,  required: true}
+  - {name: email, type: email, required: true}
+unique: [[email]]
+capacity: 1
+when_full: waitlist
+`
+
+type client struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func (c client) do(method, path, body string, withToken bool) (int, []byte, http.Header) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if withToken {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header
+}
+
+func (c client) submit(key, name, email string) {
+	c.t.Helper()
+	code, body, _ := c.do("POST", "/v1/forms/club/submissions", fmt.Sprintf(`{"name":%q,"email":%q}`, name, email), false)
+	if code != 201 {
+		c.t.Fatalf("submit %s: %d %s", key, code, body)
+	}
+}
+
+func problemCode(b []byte) string {
+	var p struct{ Code string }
+	json.Unmarshal(b, &p)
+	return p.Code
+}
+
+func TestAdminNeedsTheToken(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, forms, servertest.Options{})
+	c := client{t: t, base: h.URL, token: h.Token}
+	for _, tok := range []string{"", "fmd_wrong"} {
+		c2 := c
+		c2.token = tok
+		code, body, hdr := c2.do("GET", "/v1/admin/forms", "", tok != "")
+		if code != 401 || problemCode(body) != "unauthorized" || hdr.Get("WWW-Authenticate") == "" {
+			t.Fatalf("token %q: %d %s", tok, code, body)
+		}
+	}
+	code, body, _ := c.do("GET", "/v1/admin/forms", "", true)
+	if code != 200 || !strings.Contains(string(body), `"id":"club"`) {
+		t.Fatalf("list forms: %d %s", code, body)
+	}
+}
+
+func TestApplyForms(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, forms, servertest.Options{})
+	c := client{t: t, base: h.URL, token: h.Token}
+	code, body, _ := c.do("PUT", "/v1/admin/forms", `{"id":"new-one","fields":[{"name":"x","type":"text"}]}`, true)
+	if code != 200 || !strings.Contains(string(body), `"applied":["new-one"]`) {
+		t.Fatalf("apply: %d %s", code, body)
+	}
+	// The applying instance serves it at once.
+	if code, body, _ := c.do("GET", "/v1/forms/new-one", "", false); code != 200 {
+		t.Fatalf("new form: %d %s", code, body)
+	}
+	code, body, _ = c.do("PUT", "/v1/admin/forms", "id: bad\nfields: [{name: x, type: txt}]\n", true)
+	if code != 422 || problemCode(body) != "invalid-form-definition" || !strings.Contains(string(body), `type \"txt\" is not valid`) {
+		t.Fatalf("bad definition: %d %s", code, body)
+	}
+}
+
+func TestExportCancelAndPromote(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, forms, servertest.Options{})
+	c := client{t: t, base: h.URL, token: h.Token}
+	c.submit("a", "Ann", "ann@example.org")
+	c.submit("b", "=cmd|' /C calc'!A0", "bo@example.org") // waitlisted; a formula in the name
+	code, body, hdr := c.do("GET", "/v1/admin/forms/club/export?format=csv", "", true)
+	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/csv") {
+		t.Fatalf("export: %d %s", code, body)
+	}
+	rows, err := csv.NewReader(strings.NewReader(string(body))).ReadAll()
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("csv %v %q", err, body)
+	}
+	if rows[2][2] != "waitlisted" || !strings.HasPrefix(rows[2][4], "'=") {
+		t.Fatalf("second row %q: want waitlisted with the formula neutralized", rows[2])
+	}
+	first := rows[1][0]
+	code, body, _ = c.do("POST", "/v1/admin/forms/club/entries/"+first+"/cancel", "", true)
+	if code != 200 || !strings.Contains(string(body), `"promoted":["`+rows[2][0]+`"]`) {
+		t.Fatalf("cancel: %d %s", code, body)
+	}
+	if code, body, _ := c.do("POST", "/v1/admin/forms/club/entries/"+first+"/cancel", "", true); code != 409 || problemCode(body) != "entry-not-live" {
+		t.Fatalf("cancel twice: %d %s", code, body)
+	}
+	if code, body, _ := c.do("POST", "/v1/admin/forms/club/entries/nope/cancel", "", true); code != 404 || problemCode(body) != "entry-not-found" {
+		t.Fatalf("cancel unknown: %d %s", code, body)
+	}
+	if code, body, _ := c.do("GET", "/v1/admin/forms/club/export?format=pdf", "", true); code != 400 {
+		t.Fatalf("bad format: %d %s", code, body)
+	}
+	if code, _, _ := c.do("GET", "/v1/admin/forms/nope/export", "", true); code != 404 {
+		t.Fatalf("unknown form: %d", code)
+	}
+}
+
+// poisonStore refuses to decide one key, as a store would refuse a row it
+// cannot hold, until it is told the problem is fixed.
+type poisonStore struct {
+	store.Store
+	fixed atomic.Bool
+}
+
+func (p *poisonStore) Apply(ctx context.Context, subs []store.Submission) ([]store.Outcome, error) {
+	for _, s := range subs {
+		if s.Key == "poison" && !p.fixed.Load() {
+			return nil, errors.New("row too large")
+		}
+	}
+	return p.Store.Apply(ctx, subs)
+}
+
+func TestDeadLetterRetry(t *testing.T) {
+	t.Parallel()
+	ps := &poisonStore{}
+	h := servertest.Start(t, forms, servertest.Options{
+		WrapStore: func(s store.Store) store.Store { ps.Store = s; return ps },
+	})
+	c := client{t: t, base: h.URL, token: h.Token}
+	req, _ := http.NewRequest("POST", h.URL+"/v1/forms/club/submissions", strings.NewReader(`{"name":"P","email":"p@example.org"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "poison")
+	req.Header.Set("Prefer", "respond-async")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 202 {
+		t.Fatalf("submit: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	var dls struct {
+		DeadLetters []store.DeadLetter `json:"dead_letters"`
+	}
+	servertest.WaitFor(t, "the entry to be dead-lettered", func() bool {
+		_, body, _ := c.do("GET", "/v1/admin/dead-letters", "", true)
+		json.Unmarshal(body, &dls)
+		return len(dls.DeadLetters) == 1
+	})
+	if dl := dls.DeadLetters[0]; dl.Key != "poison" || dl.Reason == "" {
+		t.Fatalf("dead letter %+v", dl)
+	}
+	ps.fixed.Store(true)
+	if code, body, _ := c.do("POST", "/v1/admin/dead-letters/club/poison/retry", "", true); code != 200 {
+		t.Fatalf("retry: %d %s", code, body)
+	}
+	code, body, _ := c.do("GET", "/v1/forms/club/submissions/poison", "", false)
+	if code != 200 || !strings.Contains(string(body), `"status":"stored"`) {
+		t.Fatalf("after retry: %d %s", code, body)
+	}
+	if code, body, _ := c.do("POST", "/v1/admin/dead-letters/club/poison/retry", "", true); code != 404 {
+		t.Fatalf("retry of a stored entry: %d %s", code, body)
+	}
+}
