@@ -52,6 +52,7 @@ type Config struct {
 	ReconcileEvery  time.Duration
 	StaleAfter      time.Duration
 	FormsRefresh    time.Duration
+	RetentionEvery  time.Duration
 	PollOutcomes    time.Duration
 	ShutdownTimeout time.Duration
 
@@ -174,6 +175,7 @@ var settings = []setting{
 	{"reconcile-every", "5s", "how often the reconciler looks for stale entries", durationSetter(func(c *Config) *time.Duration { return &c.ReconcileEvery }, 100*time.Millisecond, time.Hour)},
 	{"stale-after", "30s", "how long an entry may stay in processing before the reconciler re-drives it", durationSetter(func(c *Config) *time.Duration { return &c.StaleAfter }, time.Second, 24*time.Hour)},
 	{"forms-refresh", "500ms", "how often a server reloads changed form definitions from the store", durationSetter(func(c *Config) *time.Duration { return &c.FormsRefresh }, 50*time.Millisecond, time.Minute)},
+	{"retention-every", "1h", "how often forms' retention erases old entries' data", durationSetter(func(c *Config) *time.Duration { return &c.RetentionEvery }, time.Second, 7*24*time.Hour)},
 	{"poll-outcomes", "0s", "with several instances, how often a waiting request polls the store (0: only local notifications; set automatically for a nats journal)", durationSetter(func(c *Config) *time.Duration { return &c.PollOutcomes }, 0, 10*time.Second)},
 	{"shutdown-timeout", "30s", "how long SIGTERM waits for requests in flight", durationSetter(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, time.Second, 10*time.Minute)},
 	{"log-level", "info", "debug, info, warn or error", func(c *Config, v string) error {

@@ -27,6 +27,7 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/retention"
 	"github.com/formd/formd/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -35,15 +36,16 @@ import (
 
 // Server is one formd instance.
 type Server struct {
-	cfg     config.Config
-	log     *slog.Logger
-	Journal journal.Journal
-	Store   store.Store
-	Forms   *form.Registry
-	proc    *processor.Processor
-	notify  *processor.Notifier
-	handler http.Handler
-	ready   atomic.Bool
+	cfg       config.Config
+	log       *slog.Logger
+	Journal   journal.Journal
+	Store     store.Store
+	Forms     *form.Registry
+	proc      *processor.Processor
+	notify    *processor.Notifier
+	retention *retention.Job
+	handler   http.Handler
+	ready     atomic.Bool
 	// NewAdminToken is the admin token made on this first start, to be
 	// printed once; empty when the store already had one.
 	NewAdminToken string
@@ -107,6 +109,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 		}
 	}
 	s.proc = processor.New(s.Journal, s.Store, s.notify, procOpts)
+	s.retention = retention.New(s.Forms, s.Store, s.Journal, time.Now, log, reg)
 	notify := s.notify
 	// The hosted pages show a key's status (from the intake), and the
 	// intake hands them plain posts that need a fix.
@@ -179,6 +182,7 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 		}
 	})
 	wg.Go(func() { s.Forms.Run(ctx, s.cfg.FormsRefresh) })
+	wg.Go(func() { s.retention.Run(ctx, s.cfg.RetentionEvery) })
 	s.ready.Store(true)
 	return wg.Wait
 }

@@ -147,6 +147,12 @@ type Store interface {
 	// ForgetDeadLetter removes a dead-lettered outcome so that the journal
 	// entry can be processed again. False if (form, key) is not dead-lettered.
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
+	// Erase removes the submitted data of up to limit entries of a form
+	// received before the cutoff, keeping the rest of each row (id, key,
+	// status, receipt) so that idempotency and the audit trail stand. It
+	// returns how many it erased; instances running it at once share the
+	// work without blocking each other.
+	Erase(ctx context.Context, form string, before time.Time, limit int) (int, error)
 	// PutToken stores a token's hash under a name; with onlyIfNew it does
 	// nothing (and returns false) when the name exists.
 	PutToken(ctx context.Context, name string, hash []byte, onlyIfNew bool) (bool, error)

@@ -92,7 +92,7 @@ type Journal struct {
 	naks     nakHeap
 	wake     chan struct{}
 	closed   bool
-	saved    uint64 // watermark last written to disk
+	saved    uint64 // watermark last written to disk (under mu)
 }
 
 type queuedKey struct{ form, key string }
@@ -545,16 +545,36 @@ func (j *Journal) watermark() uint64 {
 
 func (j *Journal) saveWatermark() {
 	j.mu.Lock()
-	w := j.watermark()
+	w, saved := j.watermark(), j.saved
 	j.mu.Unlock()
-	if w == j.saved {
+	if w == saved {
 		return
 	}
 	if _, err := j.wdb.Exec(`UPDATE meta SET v = ? WHERE k = 'acked_upto'`, w); err != nil {
 		j.opts.Logger.Warn("journal watermark not saved", "err", err)
 		return
 	}
+	j.mu.Lock()
 	j.saved = w
+	j.mu.Unlock()
+}
+
+// Prune deletes up to limit entries of a form received before the cutoff,
+// for retention. Only entries below the saved watermark go: every one of
+// them has its outcome in the store, which keeps the key, so a retry of a
+// pruned key is still answered from the store.
+func (j *Journal) Prune(ctx context.Context, form string, before time.Time, limit int) (int, error) {
+	j.mu.Lock()
+	upto := j.saved
+	j.mu.Unlock()
+	res, err := j.wdb.ExecContext(ctx, `DELETE FROM entries WHERE seq IN (
+		SELECT seq FROM entries WHERE form = ? AND received_at < ? AND seq <= ? ORDER BY seq LIMIT ?)`,
+		form, before.UnixMicro(), upto, limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune journal: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 // Lookup finds the entry for (form, key), including an async append still

@@ -480,6 +480,18 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 
 // Export streams a form's entries in arrival order, 500 at a time, each
 // page its own query so no transaction stays open while fn works.
+// Erase removes the data of old entries of a form, oldest first. Rows
+// another instance is erasing are skipped, not waited for.
+func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE entries SET data = NULL WHERE id IN (
+		SELECT id FROM entries WHERE form = $1 AND received_at < $2 AND data IS NOT NULL
+		ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED)`, form, before, limit)
+	if err != nil {
+		return 0, classify("erase old data", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
 	afterSeq, afterID := int64(-1), ""
 	for {

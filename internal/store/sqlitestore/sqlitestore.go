@@ -596,12 +596,14 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 		for rows.Next() {
 			var r store.Row
 			var us int64
-			if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &r.Data); err != nil {
+			var data []byte // NULL once retention erased it
+			if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
 				rows.Close()
 				return classify("export", err)
 			}
 			r.Form = form
 			r.ReceivedAt = time.UnixMicro(us)
+			r.Data = data
 			page = append(page, r)
 		}
 		rows.Close()
@@ -619,6 +621,18 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 			return nil
 		}
 	}
+}
+
+// Erase removes the data of old entries of a form, oldest first.
+func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
+	res, err := s.wdb.ExecContext(ctx, `UPDATE entries SET data = NULL WHERE rowid IN (
+		SELECT rowid FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at LIMIT ?)`,
+		form, before.UnixMicro(), limit)
+	if err != nil {
+		return 0, classify("erase old data", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 // PutToken stores a token hash under a name.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,6 +42,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"CancelErrors", testCancelErrors},
 		{"ExportPages", testExport},
 		{"Tokens", testTokens},
+		{"EraseOldData", testErase},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -477,5 +479,62 @@ func testTokens(t *testing.T, s store.Store) {
 	}
 	if ok, _ := s.TokenValid(ctx, h2[:]); !ok {
 		t.Fatal("token two must be valid")
+	}
+}
+
+func testErase(t *testing.T, s store.Store) {
+	putForm(t, s, "f", nil, "")
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	var batch []store.Submission
+	for i := range 5 {
+		sub := sub("f", fmt.Sprint("old", i), uint64(i+1), fmt.Sprint("p", i))
+		sub.ReceivedAt = now.Add(-48 * time.Hour)
+		batch = append(batch, sub)
+	}
+	batch = append(batch, sub("f", "new", 10, "p-new"), sub("g", "other-form", 11))
+	batch[len(batch)-1].ReceivedAt = now.Add(-48 * time.Hour)
+	mustApply(t, s, batch...)
+	cutoff := now.Add(-24 * time.Hour)
+	ctx := ctxT(t)
+	if n, err := s.Erase(ctx, "f", cutoff, 3); err != nil || n != 3 {
+		t.Fatalf("first erase: %d %v, want 3 (the limit)", n, err)
+	}
+	if n, err := s.Erase(ctx, "f", cutoff, 100); err != nil || n != 2 {
+		t.Fatalf("second erase: %d %v, want the 2 left", n, err)
+	}
+	if n, err := s.Erase(ctx, "f", cutoff, 100); err != nil || n != 0 {
+		t.Fatalf("erase again: %d %v, want nothing", n, err)
+	}
+	data := map[string]string{}
+	if err := s.Export(ctx, "f", func(r store.Row) error {
+		data[r.Key] = string(r.Data)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for k, d := range data {
+		old := strings.HasPrefix(k, "old")
+		if old && d != "" || !old && d == "" {
+			t.Errorf("%s: data %q after erasing before the cutoff", k, d)
+		}
+	}
+	// The rows stay: a retry of an erased key is still a replay, and the
+	// participant's claim still holds.
+	if o := mustApply(t, s, batch[0])[0]; !o.Replayed || o.Status != store.StatusStored {
+		t.Fatalf("replay of an erased entry: %+v", o)
+	}
+	if o := mustApply(t, s, sub("f", "again", 20, "p0"))[0]; o.Status != store.StatusDuplicate {
+		t.Fatalf("the erased entry's participant again: %+v", o)
+	}
+	// Another form is untouched.
+	n := 0
+	s.Export(ctx, "g", func(r store.Row) error {
+		if len(r.Data) > 0 {
+			n++
+		}
+		return nil
+	})
+	if n != 1 {
+		t.Fatalf("another form's data was erased")
 	}
 }
