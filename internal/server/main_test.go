@@ -1,0 +1,13 @@
+package server_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if a test leaves a goroutine behind: every
+// instance a test starts must stop with it.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
