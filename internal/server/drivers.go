@@ -20,11 +20,6 @@ import (
 // OpenDrivers opens the journal and the store the settings name. This is
 // the one place that knows the driver packages.
 func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, store.Store, error) {
-	if cfg.Journal == "sqlite" || cfg.Store == "sqlite" {
-		if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("create data directory (--data %s): %w", cfg.Data, err)
-		}
-	}
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -37,10 +32,22 @@ func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (jour
 	return j, st, nil
 }
 
+// dataDir makes the directory of the embedded files, so that any command
+// (serve, forms apply, …) works on a fresh --data.
+func dataDir(cfg config.Config) error {
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return fmt.Errorf("create the data directory (--data %s, FORMD_DATA): %w", cfg.Data, err)
+	}
+	return nil
+}
+
 // OpenStore opens the store the settings name.
 func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 	switch cfg.Store {
 	case "sqlite":
+		if err := dataDir(cfg); err != nil {
+			return nil, err
+		}
 		return sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(cfg.Data, "store.db")})
 	}
 	if strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://") {
@@ -64,6 +71,9 @@ type deadLetterer interface {
 func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st deadLetterer) (journal.Journal, error) {
 	switch {
 	case cfg.Journal == "sqlite":
+		if err := dataDir(cfg); err != nil {
+			return nil, err
+		}
 		return sqlitejournal.Open(ctx, sqlitejournal.Options{Path: filepath.Join(cfg.Data, "journal.db"), QueueSize: cfg.QueueSize, Logger: log})
 	case strings.HasPrefix(cfg.Journal, "nats://") || strings.HasPrefix(cfg.Journal, "tls://"):
 		opts := natsjournal.Options{

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Bad input on the command line gets a message that names the setting or
+// the file and says what would be right, and a non-zero exit.
+func TestCLIErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(bad, []byte("id: fair\nfields: [{name: n, type: number, min: 5, max: 4}]\n"), 0o600)
+	os.WriteFile(good, []byte("id: fair\nfields: [{name: n, type: text}]\n"), 0o600)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"nope"}, 2, `unknown command "nope"`},
+		{[]string{"serve", "--max-body", "huge"}, 2, `setting max-body (--max-body, FORMD_MAX_BODY; from --max-body): "huge" is not a size`},
+		{[]string{"serve", "--store", "mysql://db"}, 2, "use sqlite or a postgres:// URL"},
+		{[]string{"forms", "check", "-f", bad}, 1, `bad.yaml: form "fair": field "n": min 5 is greater than max 4`},
+		{[]string{"forms", "check"}, 2, "-f FILE is required"},
+		{[]string{"forms", "check", "-f", good}, 0, "1 form(s) valid: fair"},
+		{[]string{"forms", "apply", "-f", good, "--data", filepath.Join(dir, "data")}, 0, "applied 1 form(s): fair"},
+		{[]string{"export", "--data", filepath.Join(dir, "data"), "--form", "other"}, 1, `no form "other" in the store`},
+		{[]string{"export", "--data", filepath.Join(dir, "data"), "--form", "fair", "--format", "pdf"}, 2, `--format "pdf" is not known; use csv, jsonl, xlsx`},
+		{[]string{"export", "--data", filepath.Join(dir, "data"), "--form", "fair", "--format", "csv"}, 0, "id,key,status,received_at,n"},
+		{[]string{"replay", "--since", "yesterday"}, 2, `--since "yesterday" is not an RFC 3339 time`},
+		{[]string{"version"}, 0, "formd "},
+	}
+	for _, tc := range cases {
+		var out, errb bytes.Buffer
+		code := run(tc.args, &out, &errb)
+		got := out.String() + errb.String()
+		if code != tc.code || !strings.Contains(got, tc.want) {
+			t.Errorf("formd %s: exit %d, output %q; want exit %d and %q", strings.Join(tc.args, " "), code, got, tc.code, tc.want)
+		}
+	}
+}
