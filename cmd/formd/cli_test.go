@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,5 +43,28 @@ func TestCLIErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(got, tc.want) {
 			t.Errorf("formd %s: exit %d, output %q; want exit %d and %q", strings.Join(tc.args, " "), code, got, tc.code, tc.want)
 		}
+	}
+}
+
+// A second server on the same data directory is refused with a message
+// that says why, instead of both delivering the same journal.
+func TestSecondServerOnSameData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a server")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	bin := buildFormd(t, dir)
+	data := filepath.Join(dir, "data")
+	forms := filepath.Join(dir, "forms.yaml")
+	os.WriteFile(forms, []byte(crashForms), 0o600)
+	first := startFormd(t, bin, data, forms)
+	defer first.stop(t)
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err == nil || !strings.Contains(out.String(), "another formd serve is running on --data") {
+		t.Fatalf("second server: %v\n%s", err, out.String())
 	}
 }

@@ -44,6 +44,7 @@ type Server struct {
 	proc      *processor.Processor
 	notify    *processor.Notifier
 	retention *retention.Job
+	unlock    func() // releases the data directory's lock
 	handler   http.Handler
 	ready     atomic.Bool
 	// NewAdminToken is the admin token made on this first start, to be
@@ -54,11 +55,25 @@ type Server struct {
 // Open opens the drivers, makes the admin token on first start, applies
 // the --forms file and loads the forms. It starts nothing yet.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	unlock := func() {}
+	if cfg.Journal == "sqlite" {
+		var err error
+		if unlock, err = lockData(cfg.Data); err != nil {
+			return nil, err
+		}
+	}
 	j, st, err := OpenDrivers(ctx, cfg, log)
 	if err != nil {
+		unlock()
 		return nil, err
 	}
-	return OpenWith(ctx, cfg, log, j, st)
+	s, err := OpenWith(ctx, cfg, log, j, st)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	s.unlock = unlock
+	return s, nil
 }
 
 // OpenWith is Open on drivers the caller opened (tests wrap them to inject
@@ -262,6 +277,9 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeDrivers() error {
+	if s.unlock != nil {
+		defer s.unlock()
+	}
 	var errs []error
 	if s.Journal != nil {
 		errs = append(errs, s.Journal.Close())
