@@ -11,6 +11,7 @@
 package sqlitejournal
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"database/sql"
@@ -507,7 +508,7 @@ func (j *Journal) Pending(_ context.Context, deliveredBefore time.Time, limit in
 			stale = append(stale, f)
 		}
 	}
-	slices.SortFunc(stale, func(a, b *flight) int { return compareSeq(a.e.Seq, b.e.Seq) })
+	slices.SortFunc(stale, func(a, b *flight) int { return cmp.Compare(a.e.Seq, b.e.Seq) })
 	if limit > 0 && len(stale) > limit {
 		stale = stale[:limit]
 	}
@@ -519,16 +520,6 @@ func (j *Journal) Pending(_ context.Context, deliveredBefore time.Time, limit in
 		out[i] = f.e
 	}
 	return out, nil
-}
-
-func compareSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // watermark is the highest seq at and below which every entry is acked.
