@@ -23,6 +23,10 @@ type FieldError struct {
 	Field   string `json:"field"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Limit is the bound a too-* code refers to (a number, a length, a
+	// count or a YYYY-MM-DD date), so that clients can say it in their own
+	// language.
+	Limit string `json:"limit,omitempty"`
 }
 
 // ValidationError lists every field that needs a fix.
@@ -95,6 +99,14 @@ func fieldErr(code, msg string, args ...any) *FieldError {
 	return &FieldError{Code: code, Message: fmt.Sprintf(msg, args...)}
 }
 
+// boundErr is a field error about a bound: the message says it, and Limit
+// carries it for clients that translate the code.
+func boundErr(code, msg string, limit any) *FieldError {
+	fe := fieldErr(code, msg, limit)
+	fe.Limit = fmt.Sprint(limit)
+	return fe
+}
+
 func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 	switch cf.Type {
 	case TypeCheckbox:
@@ -163,10 +175,10 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 			return value{}, fieldErr("not-an-integer", "must be a whole number")
 		}
 		if cf.hasMin && n < cf.minNum {
-			return value{}, fieldErr("too-small", "must be at least %v", cf.minNum)
+			return value{}, boundErr("too-small", "must be at least %v", cf.minNum)
 		}
 		if cf.hasMax && n > cf.maxNum {
-			return value{}, fieldErr("too-large", "must be at most %v", cf.maxNum)
+			return value{}, boundErr("too-large", "must be at most %v", cf.maxNum)
 		}
 		return value{s: strconv.FormatFloat(n, 'f', -1, 64), kind: 'n', set: true}, nil
 	case TypeSelect:
@@ -179,10 +191,10 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 			return value{}, fieldErr("invalid-date", "must be a date written YYYY-MM-DD")
 		}
 		if cf.minDate != "" && s < cf.minDate {
-			return value{}, fieldErr("too-early", "must be on or after %s", cf.minDate)
+			return value{}, boundErr("too-early", "must be on or after %s", cf.minDate)
 		}
 		if cf.maxDate != "" && s > cf.maxDate {
-			return value{}, fieldErr("too-late", "must be on or before %s", cf.maxDate)
+			return value{}, boundErr("too-late", "must be on or before %s", cf.maxDate)
 		}
 		return value{s: s, kind: 's', set: true}, nil
 	}
@@ -231,10 +243,10 @@ func (cf *compiledField) normalizeList(raw any) (value, *FieldError) {
 		return value{}, nil
 	}
 	if cf.hasMin && len(pos) < cf.minLen {
-		return value{}, fieldErr("too-few", "choose at least %d", cf.minLen)
+		return value{}, boundErr("too-few", "choose at least %d", cf.minLen)
 	}
 	if len(pos) > cf.maxLen {
-		return value{}, fieldErr("too-many", "choose at most %d", cf.maxLen)
+		return value{}, boundErr("too-many", "choose at most %d", cf.maxLen)
 	}
 	slices.Sort(pos)
 	chosen := make([]string, len(pos))
@@ -247,10 +259,10 @@ func (cf *compiledField) normalizeList(raw any) (value, *FieldError) {
 func (cf *compiledField) checkLength(s string) *FieldError {
 	n := utf8.RuneCountInString(s)
 	if n > cf.maxLen {
-		return fieldErr("too-long", "must be at most %d characters", cf.maxLen)
+		return boundErr("too-long", "must be at most %d characters", cf.maxLen)
 	}
 	if cf.hasMin && n < cf.minLen {
-		return fieldErr("too-short", "must be at least %d characters", cf.minLen)
+		return boundErr("too-short", "must be at least %d characters", cf.minLen)
 	}
 	return nil
 }
