@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store"
 )
@@ -146,7 +147,7 @@ type poisonStore struct {
 	fixed atomic.Bool
 }
 
-func (p *poisonStore) Apply(ctx context.Context, subs []store.Submission) ([]store.Outcome, error) {
+func (p *poisonStore) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcome, error) {
 	for _, s := range subs {
 		if s.Key == "poison" && !p.fixed.Load() {
 			return nil, errors.New("row too large")

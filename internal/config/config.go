@@ -5,6 +5,7 @@
 package config
 
 import (
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -55,6 +56,11 @@ type Config struct {
 	RetentionEvery  time.Duration
 	PollOutcomes    time.Duration
 	ShutdownTimeout time.Duration
+
+	// Secret keys fingerprints, participant claims and derived keys; nil
+	// to use the installation's own (a file under Data, or the PostgreSQL
+	// store's).
+	Secret []byte
 
 	LogLevel  slog.Level
 	LogFormat string
@@ -178,6 +184,18 @@ var settings = []setting{
 	{"retention-every", "1h", "how often forms' retention erases old entries' data", durationSetter(func(c *Config) *time.Duration { return &c.RetentionEvery }, time.Second, 7*24*time.Hour)},
 	{"poll-outcomes", "0s", "with several instances, how often a waiting request polls the store (0: only local notifications; set automatically for a nats journal)", durationSetter(func(c *Config) *time.Duration { return &c.PollOutcomes }, 0, 10*time.Second)},
 	{"shutdown-timeout", "30s", "how long SIGTERM waits for requests in flight", durationSetter(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, time.Second, 10*time.Minute)},
+	{"secret", "", "the installation secret that keys fingerprints and participant claims: 64 hex digits; default: made on first start (a file under --data, or kept in the PostgreSQL store); every instance of a deployment needs the same", func(c *Config, v string) error {
+		c.Secret = nil
+		if v == "" {
+			return nil
+		}
+		b, err := hex.DecodeString(strings.TrimSpace(v))
+		if err != nil || len(b) < 32 {
+			return errors.New("want at least 32 bytes as hex digits (64 or more), such as the output of: openssl rand -hex 32")
+		}
+		c.Secret = b
+		return nil
+	}},
 	{"log-level", "info", "debug, info, warn or error", func(c *Config, v string) error {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return fmt.Errorf("%q is not a level: use debug, info, warn or error", v)
@@ -204,7 +222,7 @@ var settings = []setting{
 
 // StorageSettings are the settings that locate the journal and the store,
 // for the commands that open them without serving.
-var StorageSettings = []string{"data", "journal", "store", "nats-stream", "nats-replicas", "nats-ack-wait", "nats-monitor", "log-level", "log-format"}
+var StorageSettings = []string{"data", "journal", "store", "secret", "nats-stream", "nats-replicas", "nats-ack-wait", "nats-monitor", "log-level", "log-format"}
 
 // Loader registers settings on a flag set and, after parsing, builds the
 // Config from defaults, file, environment and flags.

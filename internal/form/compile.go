@@ -25,7 +25,7 @@ type Form struct {
 type compiledField struct {
 	Field
 	minLen, maxLen   int // text-like: characters; multiselect: number of options
-	minNum, maxNum   float64
+	minNum, maxNum   decimal
 	hasMin, hasMax   bool
 	minDate, maxDate string
 	pattern          *regexp.Regexp
@@ -102,6 +102,11 @@ func Compile(d Definition) (*Form, error) {
 	if d.OpensAt != nil && d.ClosesAt != nil && !d.ClosesAt.After(*d.OpensAt) {
 		c.add("", fmt.Sprintf("closes_at %s is not after opens_at %s", d.ClosesAt.Format(time.RFC3339), d.OpensAt.Format(time.RFC3339)))
 	}
+	switch d.UnknownFields {
+	case "", UnknownKeep, UnknownReject:
+	default:
+		c.add("", fmt.Sprintf("unknown_fields %q is not valid: use keep (the default: fields the form does not define are kept under extra) or reject (422)", d.UnknownFields))
+	}
 	switch d.Durability {
 	case "", DurabilitySync, DurabilityAsync:
 	default:
@@ -149,6 +154,9 @@ func Compile(d Definition) (*Form, error) {
 	if f.Def.Site == "" {
 		f.Def.Site = "default"
 	}
+	if f.Def.UnknownFields == "" {
+		f.Def.UnknownFields = UnknownKeep
+	}
 	if f.Def.Durability == "" {
 		f.Def.Durability = DurabilitySync
 	}
@@ -192,6 +200,10 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 		}
 	}
 	notFor("options", len(fd.Options) > 0, TypeSelect, TypeMultiselect)
+	notFor("normalize", len(fd.Normalize) > 0, TypeText, TypeTextarea)
+	if err := checkNormalize(fd.Normalize); err != nil {
+		c.add(name, err.Error())
+	}
 	notFor("region", fd.Region != "", TypePhone)
 	notFor("integer", fd.Integer, TypeNumber)
 	notFor("pattern", fd.Pattern != "", TypeText, TypeTextarea, TypeEmail)
@@ -238,13 +250,13 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 		}
 	case TypeNumber:
 		if fd.Min != nil {
-			cf.minNum, cf.hasMin = c.number(name, "min", fd.Min), true
+			cf.minNum, cf.hasMin = c.decimal(name, "min", fd.Min), true
 		}
 		if fd.Max != nil {
-			cf.maxNum, cf.hasMax = c.number(name, "max", fd.Max), true
+			cf.maxNum, cf.hasMax = c.decimal(name, "max", fd.Max), true
 		}
-		if cf.hasMin && cf.hasMax && cf.minNum > cf.maxNum {
-			c.add(name, fmt.Sprintf("min %v is greater than max %v", cf.minNum, cf.maxNum))
+		if cf.hasMin && cf.hasMax && cf.minNum.cmp(cf.maxNum) > 0 {
+			c.add(name, fmt.Sprintf("min %s is greater than max %s", cf.minNum.canon, cf.maxNum.canon))
 		}
 	case TypeDate:
 		if fd.Min != nil {
@@ -271,13 +283,14 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 		}
 		cf.options = make(map[string]int, len(fd.Options))
 		for i, o := range fd.Options {
-			if o.Value == "" {
+			k := fold(o.Value)
+			if k == "" {
 				c.add(name, fmt.Sprintf("options[%d] has an empty value", i))
 			}
-			if _, dup := cf.options[o.Value]; dup {
-				c.add(name, fmt.Sprintf("option %q is listed twice", o.Value))
+			if _, dup := cf.options[k]; dup {
+				c.add(name, fmt.Sprintf("option %q is listed twice (options are compared as people see them, ignoring width and invisible characters)", o.Value))
 			}
-			cf.options[o.Value] = i
+			cf.options[k] = i
 		}
 	}
 	return cf, len(c.probs) == n
@@ -291,11 +304,13 @@ func (c *compiler) count(field, setting string, b *Bound) int {
 	return int(b.Num)
 }
 
-func (c *compiler) number(field, setting string, b *Bound) float64 {
-	if !b.isNum {
-		c.add(field, fmt.Sprintf("%s %q must be a number", setting, b.raw))
+// decimal reads a numeric bound exactly, as the values it bounds are read.
+func (c *compiler) decimal(field, setting string, b *Bound) decimal {
+	d, ok := parseDecimal(strings.TrimSpace(b.raw))
+	if !ok {
+		c.add(field, fmt.Sprintf("%s %q must be a number written with digits, such as 1, 2.5 or -10", setting, b.raw))
 	}
-	return b.Num
+	return d
 }
 
 func (c *compiler) date(field, setting string, b *Bound) string {

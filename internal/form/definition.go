@@ -36,6 +36,12 @@ const (
 	WhenFullWaitlist = "waitlist"
 )
 
+// What a form does with submitted fields it does not define.
+const (
+	UnknownKeep   = "keep"
+	UnknownReject = "reject"
+)
+
 // Durability modes. Sync forms answer only after the journal has fsync'd the
 // entry; async forms answer 202 as soon as the entry is queued for the
 // journal writer, trading the crash guarantee for latency.
@@ -71,6 +77,9 @@ type Definition struct {
 	Retention   *Duration  `yaml:"retention" json:"retention,omitempty"`
 	RateLimit   *RateLimit `yaml:"rate_limit" json:"rate_limit,omitempty"`
 	Redirect    string     `yaml:"redirect" json:"redirect,omitempty"`
+	// UnknownFields says what happens to submitted fields the form does
+	// not define: kept under extra (the default) or refused.
+	UnknownFields string `yaml:"unknown_fields" json:"unknown_fields,omitempty"`
 
 	// source is this form\'s definition as YAML, kept so the store can hold
 	// exactly what the owner wrote.
@@ -92,6 +101,10 @@ type Field struct {
 	Pattern     string   `yaml:"pattern" json:"pattern,omitempty"`
 	Region      string   `yaml:"region" json:"region,omitempty"`
 	Options     []Option `yaml:"options" json:"options,omitempty"`
+	// Normalize lists how a text field's values are compared (for unique
+	// sets and fingerprints) beyond NFKC, such as [strip_spaces, upper]
+	// for an ID number. The stored value stays as typed.
+	Normalize []string `yaml:"normalize" json:"normalize,omitempty"`
 }
 
 // Option is one choice of a select or multiselect field, written as a plain

@@ -127,6 +127,9 @@ func TestParseRefusesBadDefinitions(t *testing.T) {
 	}
 }
 
+// testHasher keys the hashes of these tests.
+var testHasher = NewHasher([]byte("formd test secret, 32 bytes long"))
+
 func TestValidateNormalizes(t *testing.T) {
 	t.Parallel()
 	f := mustForm(t, fairYAML)
@@ -139,13 +142,13 @@ func TestValidateNormalizes(t *testing.T) {
 		"extras":  []any{"tshirt", "lunch", "lunch"},
 		"consent": "on",
 		"day":     "2027-03-02",
-		"unknown": "ignored",
+		"unknown": "kept",
 		"_key":    "k",
-	})
+	}, testHasher)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"name":"Ａlicé","phone":"+8613800138000","email":"alice@example.org","tickets":2,"slot":"morning","extras":["lunch","tshirt"],"consent":true,"day":"2027-03-02"}`
+	want := `{"name":"Ａlicé","phone":"+8613800138000","email":"alice@example.org","tickets":2,"slot":"morning","extras":["lunch","tshirt"],"consent":true,"day":"2027-03-02","_extra":{"unknown":"kept"}}`
 	if string(acc.Data) != want {
 		t.Fatalf("data\n got %s\nwant %s", acc.Data, want)
 	}
@@ -163,11 +166,11 @@ func TestSamePersonSameClaimAndFingerprint(t *testing.T) {
 	f := mustForm(t, fairYAML)
 	base := map[string]any{"name": "Bo", "consent": true, "phone": "+86 138 0013 8000"}
 	other := map[string]any{"name": "  Bo", "consent": "true", "phone": "13800138000"}
-	a, err := f.Validate(base)
+	a, err := f.Validate(base, testHasher)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := f.Validate(other)
+	b, err := f.Validate(other, testHasher)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +181,7 @@ func TestSamePersonSameClaimAndFingerprint(t *testing.T) {
 		t.Errorf("same normalized content gives different fingerprints")
 	}
 	other["name"] = "Bob"
-	c, _ := f.Validate(other)
+	c, _ := f.Validate(other, testHasher)
 	if c.Fingerprint == a.Fingerprint || c.Claims[0] != a.Claims[0] {
 		t.Errorf("a changed name must change the fingerprint but not the phone claim")
 	}
@@ -195,7 +198,7 @@ func TestValidateErrors(t *testing.T) {
 		"slot":    "evening",
 		"extras":  []any{"pony"},
 		"day":     "2027-02-30",
-	})
+	}, testHasher)
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("want *ValidationError, got %v", err)

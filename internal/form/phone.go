@@ -12,10 +12,11 @@ import (
 )
 
 // NormalizePhone turns a phone number as a person writes it ("+86 138 0013
-// 8000", "13800138000" with region CN) into E.164. Without a region the
-// number must start with + and a country code.
+// 8000", "13800138000" with region CN) into E.164, with an extension kept
+// as ";ext=N" (RFC 3966). Without a region the number must start with +
+// and a country code.
 func NormalizePhone(s, region string) (string, error) {
-	p, fe := normalizePhone(s, strings.ToUpper(region))
+	p, fe := normalizePhone(fold(s), strings.ToUpper(region))
 	if fe != nil {
 		return "", fmt.Errorf("%s", fe.Message)
 	}
@@ -43,7 +44,13 @@ func normalizePhone(s, region string) (string, *FieldError) {
 	if !phonenumbers.IsValidNumber(num) {
 		return "", fieldErr("invalid-phone", "is not a valid phone number")
 	}
-	return phonenumbers.Format(num, phonenumbers.E164), nil
+	e164 := phonenumbers.Format(num, phonenumbers.E164)
+	if ext := num.GetExtension(); ext != "" {
+		// E.164 has no extension; RFC 3966's ";ext=" keeps it, so a
+		// switchboard's extensions stay apart and nothing typed is lost.
+		e164 += ";ext=" + ext
+	}
+	return e164, nil
 }
 
 // parseCommon reads the two most common ways people write a number — with

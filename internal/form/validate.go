@@ -1,11 +1,9 @@
 package form
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/mail"
 	"slices"
 	"strconv"
@@ -47,21 +45,38 @@ func (e *ValidationError) Error() string {
 // participant unique.
 type Accepted struct {
 	// Data is a JSON object of the normalized values, in the form's field
-	// order; fields left empty are absent.
+	// order; fields left empty are absent. Fields the form does not define
+	// are kept under ExtraKey.
 	Data json.RawMessage
-	// Fingerprint is SHA-256 over the form id and the normalized values.
+	// Fingerprint is the keyed hash (see Hasher) of the form id and the
+	// values in their comparison form: two submissions a person cannot
+	// tell apart have the same one.
 	Fingerprint [32]byte
 	// Claims holds one opaque token per unique set whose fields are all
-	// filled; two submissions with equal normalized values share it.
+	// filled; two submissions with equal compared values share it.
 	Claims []string
 }
 
+// ExtraKey is the member of an entry's data that holds the submitted
+// fields the form does not define (field names cannot start with '_').
+const ExtraKey = "_extra"
+
+// Limits on the fields a form does not define, so that they cannot
+// dwarf the ones it does.
+const (
+	maxExtraFields  = 50
+	maxExtraNameLen = 100
+)
+
 // Validate checks a decoded body against the form and normalizes it. in maps
 // a field name to a string, a json.Number, a bool, a []any of those, or nil,
-// as the intake decodes JSON (with UseNumber) and form posts. Unknown names
-// are ignored, including the reserved _key and _ts and the honeypot. The
-// error, if any, is a *ValidationError.
-func (f *Form) Validate(in map[string]any) (*Accepted, error) {
+// as the intake decodes JSON (with UseNumber) and form posts (objects too,
+// for fields the form does not define). The reserved _key and _ts and the
+// honeypot are not data; any other name the form does not define is kept
+// under ExtraKey, or refused when the form says unknown_fields: reject.
+// h keys the fingerprint and the claims. The error, if any, is a
+// *ValidationError.
+func (f *Form) Validate(in map[string]any, h *Hasher) (*Accepted, error) {
 	vals := make([]value, len(f.fields))
 	var errs []FieldError
 	for i := range f.fields {
@@ -74,24 +89,132 @@ func (f *Form) Validate(in map[string]any) (*Accepted, error) {
 		}
 		vals[i] = v
 	}
+	extra, extraErrs := f.extras(in)
+	errs = append(errs, extraErrs...)
 	if len(errs) > 0 {
 		return nil, &ValidationError{Errors: errs}
 	}
 	return &Accepted{
-		Data:        f.encode(vals),
-		Fingerprint: f.fingerprint(vals),
-		Claims:      f.claims(vals),
+		Data:        f.encode(vals, extra),
+		Fingerprint: f.fingerprint(h, vals, extra),
+		Claims:      f.claims(h, vals),
 	}, nil
 }
 
-// value is one normalized value: s holds the canonical string (for a
-// multiselect, the chosen values joined by \x1f), kind says how to write it
-// as JSON, set says whether there is a value at all.
+// extraField is a submitted field the form does not define, its value as
+// JSON.
+type extraField struct {
+	name  string
+	value []byte
+}
+
+// extras collects the fields the form does not define, sorted by name, or
+// refuses them when the form says so.
+func (f *Form) extras(in map[string]any) ([]extraField, []FieldError) {
+	if len(in) <= len(f.fields) {
+		all := true
+		for name := range in {
+			if _, ok := f.byName[name]; !ok {
+				all = false
+				break
+			}
+		}
+		if all {
+			return nil, nil
+		}
+	}
+	honeypot := ""
+	if f.Def.Spam != nil {
+		honeypot = f.Def.Spam.Honeypot
+	}
+	var names []string
+	for name := range in {
+		if _, ok := f.byName[name]; ok || name == KeyField || name == TimeField || name == honeypot {
+			continue
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	slices.Sort(names)
+	var errs []FieldError
+	if f.Def.UnknownFields == UnknownReject {
+		for _, n := range names {
+			fe := fieldErr("unknown-field", "is not a field of this form")
+			fe.Field = n
+			if !utf8.ValidString(n) || len(n) > maxExtraNameLen {
+				fe.Field = "?"
+			}
+			errs = append(errs, *fe)
+			if len(errs) == 20 {
+				break
+			}
+		}
+		return nil, errs
+	}
+	if len(names) > maxExtraFields {
+		return nil, []FieldError{{Field: names[maxExtraFields], Code: "too-many", Message: fmt.Sprintf("the form keeps at most %d fields it does not define", maxExtraFields), Limit: strconv.Itoa(maxExtraFields)}}
+	}
+	out := make([]extraField, 0, len(names))
+	for _, n := range names {
+		if !utf8.ValidString(n) || len(n) > maxExtraNameLen || n == "" {
+			errs = append(errs, FieldError{Field: "?", Code: "invalid-value", Message: fmt.Sprintf("a field name is empty, longer than %d bytes or not valid UTF-8", maxExtraNameLen)})
+			continue
+		}
+		v, ok := extraJSON(in[n])
+		if !ok {
+			errs = append(errs, FieldError{Field: n, Code: "invalid-value", Message: "is not valid UTF-8 text"})
+			continue
+		}
+		out = append(out, extraField{name: n, value: v})
+	}
+	return out, errs
+}
+
+// extraJSON encodes a value of a field the form does not define, exactly
+// as decoded (strings stay strings, numbers keep their digits).
+func extraJSON(v any) ([]byte, bool) {
+	if !validUTF8Value(v) {
+		return nil, false
+	}
+	b, err := json.Marshal(v)
+	return b, err == nil
+}
+
+func validUTF8Value(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return utf8.ValidString(x)
+	case []any:
+		for _, it := range x {
+			if !validUTF8Value(it) {
+				return false
+			}
+		}
+	case map[string]any:
+		for k, it := range x {
+			if !utf8.ValidString(k) || !validUTF8Value(it) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// value is one normalized value: s holds the value as stored (for a
+// multiselect, the chosen values joined by \x1f), cmp its comparison form
+// (for fingerprints and claims), kind says how to write it as JSON, set
+// says whether there is a value at all.
 type value struct {
 	s    string
+	cmp  string
 	kind byte // 's' string, 'n' number, 'b' bool, 'l' list
 	set  bool
 }
+
+// same makes a value whose stored and compared forms are one.
+func same(s string, kind byte) value { return value{s: s, cmp: s, kind: kind, set: true} }
 
 const listSep = "\x1f"
 
@@ -117,7 +240,7 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 		if cf.Required && !b {
 			return value{}, fieldErr("required", "must be checked")
 		}
-		return value{s: strconv.FormatBool(b), kind: 'b', set: true}, nil
+		return same(strconv.FormatBool(b), 'b'), nil
 	case TypeMultiselect:
 		return cf.normalizeList(raw)
 	}
@@ -128,8 +251,10 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 	if !utf8.ValidString(s) {
 		return value{}, fieldErr("invalid-value", "is not valid UTF-8 text")
 	}
-	s = strings.TrimSpace(s)
-	if s == "" {
+	text := cf.Type == TypeText || cf.Type == TypeTextarea
+	s = strings.TrimSpace(cleanInvisible(s, text))
+	if s == "" || (!isASCII(s) && fold(s) == "") {
+		// Only invisible characters and spaces: nothing was written.
 		if cf.Required {
 			return value{}, fieldErr("required", "is required")
 		}
@@ -147,9 +272,17 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 		if cf.pattern != nil && !cf.pattern.MatchString(t) {
 			return value{}, fieldErr("pattern", "does not have the expected format")
 		}
-		return value{s: t, kind: 's', set: true}, nil
+		cmp := fold(t)
+		if len(cf.Normalize) > 0 {
+			cmp = applyNormalize(cmp, cf.Normalize)
+		}
+		return value{s: t, cmp: cmp, kind: 's', set: true}, nil
 	case TypeEmail:
-		e := strings.ToLower(norm.NFC.String(s))
+		e := s
+		if !isASCII(e) {
+			e = cleanInvisible(norm.NFKC.String(e), false)
+		}
+		e = strings.ToLower(strings.TrimSpace(e))
 		if fe := cf.checkLength(e); fe != nil {
 			return value{}, fe
 		}
@@ -159,34 +292,36 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 		if cf.pattern != nil && !cf.pattern.MatchString(e) {
 			return value{}, fieldErr("pattern", "does not have the expected format")
 		}
-		return value{s: e, kind: 's', set: true}, nil
+		return same(e, 's'), nil
 	case TypePhone:
-		p, fe := normalizePhone(s, cf.Region)
+		p, fe := normalizePhone(fold(s), cf.Region)
 		if fe != nil {
 			return value{}, fe
 		}
-		return value{s: p, kind: 's', set: true}, nil
+		return same(p, 's'), nil
 	case TypeNumber:
-		n, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsInf(n, 0) || math.IsNaN(n) {
-			return value{}, fieldErr("not-a-number", "must be a number")
+		d, ok := parseDecimal(fold(s))
+		if !ok {
+			return value{}, fieldErr("not-a-number", "must be a number written with digits, an optional point and exponent, at most %d digits before the point and %d after", maxIntDigits, maxFracDigits)
 		}
-		if cf.Integer && n != math.Trunc(n) {
+		if cf.Integer && !d.isInteger() {
 			return value{}, fieldErr("not-an-integer", "must be a whole number")
 		}
-		if cf.hasMin && n < cf.minNum {
-			return value{}, boundErr("too-small", "must be at least %v", cf.minNum)
+		if cf.hasMin && d.cmp(cf.minNum) < 0 {
+			return value{}, boundErr("too-small", "must be at least %s", cf.minNum.canon)
 		}
-		if cf.hasMax && n > cf.maxNum {
-			return value{}, boundErr("too-large", "must be at most %v", cf.maxNum)
+		if cf.hasMax && d.cmp(cf.maxNum) > 0 {
+			return value{}, boundErr("too-large", "must be at most %s", cf.maxNum.canon)
 		}
-		return value{s: strconv.FormatFloat(n, 'f', -1, 64), kind: 'n', set: true}, nil
+		return same(d.canon, 'n'), nil
 	case TypeSelect:
-		if _, ok := cf.options[s]; !ok {
+		i, ok := cf.options[fold(s)]
+		if !ok {
 			return value{}, fieldErr("invalid-option", "is not one of the choices")
 		}
-		return value{s: s, kind: 's', set: true}, nil
+		return same(cf.Options[i].Value, 's'), nil
 	case TypeDate:
+		s = fold(s)
 		if _, err := time.Parse(time.DateOnly, s); err != nil {
 			return value{}, fieldErr("invalid-date", "must be a date written YYYY-MM-DD")
 		}
@@ -196,7 +331,7 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 		if cf.maxDate != "" && s > cf.maxDate {
 			return value{}, boundErr("too-late", "must be on or before %s", cf.maxDate)
 		}
-		return value{s: s, kind: 's', set: true}, nil
+		return same(s, 's'), nil
 	}
 	return value{}, fieldErr("invalid-value", "has an unknown type")
 }
@@ -224,7 +359,10 @@ func (cf *compiledField) normalizeList(raw any) (value, *FieldError) {
 	}
 	pos := make([]int, 0, len(items))
 	for _, it := range items {
-		it = strings.TrimSpace(it)
+		if !utf8.ValidString(it) {
+			return value{}, fieldErr("invalid-value", "is not valid UTF-8 text")
+		}
+		it = fold(it)
 		if it == "" {
 			continue
 		}
@@ -253,7 +391,7 @@ func (cf *compiledField) normalizeList(raw any) (value, *FieldError) {
 	for i, p := range pos {
 		chosen[i] = cf.Options[p].Value
 	}
-	return value{s: strings.Join(chosen, listSep), kind: 'l', set: true}, nil
+	return same(strings.Join(chosen, listSep), 'l'), nil
 }
 
 func (cf *compiledField) checkLength(s string) *FieldError {
@@ -371,8 +509,9 @@ func toBool(raw any) (bool, bool) {
 	return false, false
 }
 
-// encode writes the values as a JSON object in field order.
-func (f *Form) encode(vals []value) json.RawMessage {
+// encode writes the values as a JSON object in field order, then the
+// fields the form does not define under ExtraKey.
+func (f *Form) encode(vals []value, extra []extraField) json.RawMessage {
 	b := make([]byte, 0, 64*len(vals))
 	b = append(b, '{')
 	first := true
@@ -402,33 +541,54 @@ func (f *Form) encode(vals []value) json.RawMessage {
 			b = appendJSONString(b, v.s)
 		}
 	}
+	if len(extra) > 0 {
+		if !first {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, ExtraKey)
+		b = append(b, ":{"...)
+		for i, x := range extra {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, x.name)
+			b = append(b, ':')
+			b = append(b, x.value...)
+		}
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 
-// fingerprint hashes the form id and the present values in field-name order,
-// each length-prefixed so that no two different submissions share an input.
-func (f *Form) fingerprint(vals []value) [32]byte {
-	h := sha256.New()
-	var buf []byte
-	buf = append(buf, "formd/fp/v1\n"...)
+// fingerprint hashes the form id and the present values' comparison forms
+// in field-name order, then the fields the form does not define, each
+// length-prefixed so that no two different submissions share an input.
+func (f *Form) fingerprint(h *Hasher, vals []value, extra []extraField) [32]byte {
+	buf := make([]byte, 0, 256)
+	buf = append(buf, "formd/fp/v2\n"...)
 	buf = appendLenPrefixed(buf, f.Def.ID)
 	for _, i := range f.order {
 		if !vals[i].set {
 			continue
 		}
 		buf = appendLenPrefixed(buf, f.fields[i].Name)
-		buf = appendLenPrefixed(buf, vals[i].s)
+		buf = appendLenPrefixed(buf, vals[i].cmp)
 	}
-	h.Write(buf)
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
+	for _, x := range extra {
+		buf = appendLenPrefixed(buf, ExtraKey+"."+x.name)
+		buf = appendLenPrefixed(buf, string(x.value))
+	}
+	return h.Sum(buf)
 }
 
-func (f *Form) claims(vals []value) []string {
+// claims makes one token per unique set whose fields are all filled: the
+// keyed hash of the set's compared values, so that no claim can be turned
+// back into a phone number by trying them all.
+func (f *Form) claims(h *Hasher, vals []value) []string {
 	var out []string
 	for _, set := range f.unique {
-		buf := []byte("formd/claim/v1\n")
+		buf := []byte("formd/claim/v2\n")
+		buf = appendLenPrefixed(buf, f.Def.ID)
 		complete := true
 		for _, i := range set {
 			if !vals[i].set {
@@ -436,12 +596,12 @@ func (f *Form) claims(vals []value) []string {
 				break
 			}
 			buf = appendLenPrefixed(buf, f.fields[i].Name)
-			buf = appendLenPrefixed(buf, vals[i].s)
+			buf = appendLenPrefixed(buf, vals[i].cmp)
 		}
 		if !complete {
 			continue
 		}
-		sum := sha256.Sum256(buf)
+		sum := h.Sum(buf)
 		out = append(out, hex.EncodeToString(sum[:16]))
 	}
 	return out

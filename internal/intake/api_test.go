@@ -256,9 +256,21 @@ func TestAPIScenarios(t *testing.T) {
 			headers: map[string]string{"Preference-Applied": "wait=1", "Location": "/v1/forms/slow/submissions/s2", "Retry-After": ""}},
 		{name: "Prefer: wait is capped by the server", req: withHeader(jsonReq("fair", "k-cap", person("Eve", "13800000005")), "Prefer", "wait=3600"), status: 201,
 			headers: map[string]string{"Preference-Applied": "wait=30"}},
-		{name: "400 bad Prefer", req: withHeader(jsonReq("fair", "k-pref", person("Fay", "13800000006")), "Prefer", "wait=soon"), status: 400, code: problem.CodeInvalidRequest},
-		{name: "spam is answered like a success", req: jsonReq("fair", "k-spam", `{"name":"Bot","phone":"13800000077","website":"http://spam.example"}`),
-			status: 201, check: statusField("stored")},
+		{name: "a Prefer wait that is not a number is ignored", req: withHeader(jsonReq("fair", "k-pref", person("Fay", "13800000006")), "Prefer", "wait=soon"),
+			status: 201, absent: []string{"Preference-Applied"}},
+		{name: "Prefer: wait=NaN is ignored, not echoed", req: withHeader(jsonReq("fair", "k-nan", person("Fen", "13800000016")), "Prefer", "wait=NaN"),
+			status: 201, absent: []string{"Preference-Applied"}},
+		{name: "spam is answered like a success, without claiming it was stored", req: jsonReq("fair", "k-spam", `{"name":"Bot","phone":"13800000077","website":"http://spam.example"}`),
+			status: 201, check: statusField("received")},
+		{name: "GET status of spam says received, not stored", req: req{method: "GET", path: "/v1/forms/fair/submissions/k-spam"}, status: 200, check: statusField("received")},
+		{name: "400 for the key .", req: jsonReq("strict", ".", `{"name":"dot"}`), status: 400, code: problem.CodeInvalidRequest},
+		{name: "400 for the key ..", req: jsonReq("strict", "..", `{"name":"dots"}`), status: 400, code: problem.CodeInvalidRequest},
+		{name: "422 for JSON text that is not UTF-8", req: jsonReq("strict", "k-utf8", "{\"name\":\"Li\xff\"}"), status: 422, code: problem.CodeValidationFailed,
+			check: func(t *testing.T, _ *http.Response, body []byte) {
+				if !bytes.Contains(body, []byte(`"field":"name"`)) || !bytes.Contains(body, []byte(`"invalid-value"`)) {
+					t.Errorf("the error does not name the field: %s", body)
+				}
+			}},
 		{name: "GET status of a stored key", req: req{method: "GET", path: "/v1/forms/fair/submissions/k-stored"}, status: 200, check: statusField("stored")},
 		{name: "GET status of a processing key", req: req{method: "GET", path: "/v1/forms/slow/submissions/s1"}, status: 200, check: statusField("processing")},
 		{name: "GET status of a duplicate key", req: req{method: "GET", path: "/v1/forms/fair/submissions/k-dup"}, status: 200, check: statusField("duplicate")},

@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"github.com/formd/formd/internal/problem"
 	"io"
+	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/formd/formd/internal/form"
 )
@@ -119,8 +122,13 @@ func readAll(rd *capReader) ([]byte, error) {
 	return raw, nil
 }
 
-// decodeJSON reads a JSON object of field → value.
+// decodeJSON reads a JSON object of field → value. Text that is not valid
+// UTF-8 is refused field by field (422), as in a form post, rather than
+// silently turned into U+FFFD by the decoder.
 func decodeJSON(raw []byte) (body, error) {
+	if !utf8.Valid(raw) {
+		return body{}, invalidUTF8Fields(raw)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -136,6 +144,35 @@ func decodeJSON(raw []byte) (body, error) {
 	}
 	b := body{values: obj}
 	return b, b.takeReserved()
+}
+
+// invalidUTF8Fields names the members of a JSON object whose name or value
+// is not valid UTF-8.
+func invalidUTF8Fields(raw []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return problem.New(problem.CodeInvalidRequest, "the body must be a JSON object of field names to values")
+	}
+	ve := &form.ValidationError{}
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if utf8.ValidString(name) && utf8.Valid(members[name]) {
+			continue
+		}
+		field := name
+		if !utf8.ValidString(name) {
+			field = strings.ToValidUTF8(name, "?")
+		}
+		ve.Errors = append(ve.Errors, form.FieldError{Field: field, Code: "invalid-value", Message: "is not valid UTF-8 text"})
+	}
+	if len(ve.Errors) == 0 {
+		ve.Errors = append(ve.Errors, form.FieldError{Field: "?", Code: "invalid-value", Message: "is not valid UTF-8 text"})
+	}
+	return ve
 }
 
 func decodeURLEncoded(raw []byte) (body, error) {
@@ -266,10 +303,12 @@ func parseKey(h string) (string, error) {
 	return h, nil
 }
 
-var errBadKey = problem.New(problem.CodeInvalidRequest, "the idempotency key must be 1 to 255 visible ASCII characters, bare or as an RFC 8941 quoted string")
+var errBadKey = problem.New(problem.CodeInvalidRequest, "the idempotency key must be 1 to 255 visible ASCII characters (not . or ..), bare or as an RFC 8941 quoted string")
 
 func validKey(k string) bool {
-	if len(k) == 0 || len(k) > 255 {
+	if len(k) == 0 || len(k) > 255 || k == "." || k == ".." {
+		// "." and ".." are rewritten out of URLs by clients and proxies,
+		// so the status URL of such a key would not reach it.
 		return false
 	}
 	for i := 0; i < len(k); i++ {
@@ -288,13 +327,14 @@ type preference struct {
 }
 
 // parsePrefer reads the Prefer headers (RFC 7240) for respond-async and
-// wait=N; other preferences are ignored, as the RFC says.
-func parsePrefer(h []string) (preference, error) {
+// wait=N. Preferences it does not know, and a wait that is not a number
+// of seconds from 0 to 10^6, are ignored, as the RFC says: a preference
+// never makes a request fail.
+func parsePrefer(h []string) preference {
 	var p preference
 	for _, line := range h {
 		for _, item := range strings.Split(line, ",") {
-			tok, params, _ := strings.Cut(strings.TrimSpace(item), ";")
-			_ = params
+			tok, _, _ := strings.Cut(strings.TrimSpace(item), ";")
 			name, val, hasVal := strings.Cut(tok, "=")
 			name = strings.ToLower(strings.TrimSpace(name))
 			val = strings.Trim(strings.TrimSpace(val), `"`)
@@ -303,12 +343,12 @@ func parsePrefer(h []string) (preference, error) {
 				p.async = true
 			case "wait":
 				n, err := strconv.ParseFloat(val, 64)
-				if !hasVal || err != nil || n < 0 || n > 1e6 {
-					return p, problem.New(problem.CodeInvalidRequest, "Prefer: wait must be a number of seconds, such as wait=5")
+				if !hasVal || err != nil || math.IsNaN(n) || n < 0 || n > 1e6 {
+					continue
 				}
 				p.wait, p.hasWait = time.Duration(n*float64(time.Second)), true
 			}
 		}
 	}
-	return p, nil
+	return p
 }

@@ -82,7 +82,10 @@ type Config struct {
 	// Pages, if set, answers plain HTML posts that fail validation.
 	Pages Pages
 	// Places, if set, lets the public definition say whether places remain.
-	Places  Places
+	Places Places
+	// Hasher keys fingerprints, claims and request digests with the
+	// installation's secret. Required.
+	Hasher  *form.Hasher
 	Now     func() time.Time
 	NewID   func() string
 	Logger  *slog.Logger
@@ -161,6 +164,14 @@ func (h *Handler) wrap(route string, fn func(http.ResponseWriter, *http.Request)
 }
 
 // submit is POST /v1/forms/{form}/submissions.
+//
+// A retry is answered before anything that may have changed since its
+// first send: a key already journaled gets that submission's outcome (200
+// replayed, or 202 while it is processed) even if the form has closed been
+// edited since, or the client's rate limit is spent. Only a new key meets
+// the open window, the rate limit and validation. The key is looked up
+// only when one of those refuses, so a new submission pays for no lookup;
+// the journal's unique (form, key) catches every other retry at append.
 func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	now := h.cfg.Now()
 	f := h.forms.Get(r.PathValue("form"))
@@ -170,16 +181,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	if err := h.checkOrigin(w, r, f); err != nil {
 		return err
 	}
-	if err := h.rateLimit(r, f, now); err != nil {
-		return err
-	}
-	if !f.OpenAt(now) {
-		return closedProblem(f, now)
-	}
-	pref, err := parsePrefer(r.Header.Values("Prefer"))
-	if err != nil {
-		return err
-	}
+	pref := parsePrefer(r.Header.Values("Prefer"))
 	b, err := decodeBody(r, h.cfg.MaxBody)
 	if err != nil {
 		return err
@@ -188,18 +190,23 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	acc, err := f.Validate(b.values)
-	if err != nil {
-		var ve *form.ValidationError
-		if h.cfg.Pages != nil && isHTMLPost(r) && errors.As(err, &ve) {
-			problem.NoteCode(w, problem.CodeValidationFailed)
-			h.cfg.Pages.FormErrors(w, r, f, b.values, b.key, ve.Errors)
-			return nil
-		}
-		return err
+	digest := h.cfg.Hasher.Digest(f.ID(), b.values)
+	var refusal error
+	var refund func()
+	if !f.OpenAt(now) {
+		refusal = closedProblem(f, now)
+	} else {
+		refund, refusal = h.rateLimit(r, f, now)
+	}
+	var acc *form.Accepted
+	if refusal == nil {
+		acc, refusal = f.Validate(b.values, h.cfg.Hasher)
+	}
+	if refusal != nil {
+		return h.refused(w, r, f, b, key, derived, digest, pref, refusal)
 	}
 	if derived {
-		key = "fp-" + hex.EncodeToString(acc.Fingerprint[:16])
+		key = derivedKey(acc.Fingerprint)
 	}
 	e := journal.Entry{
 		ID:          h.cfg.NewID(),
@@ -207,6 +214,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		Form:        f.ID(),
 		Key:         key,
 		Fingerprint: acc.Fingerprint,
+		Digest:      digest,
 		ReceivedAt:  now,
 		Spam:        isSpam(f, b, now),
 		Claims:      acc.Claims,
@@ -218,8 +226,13 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	}
 	if f.Def.Durability == form.DurabilityAsync {
 		// Async forms trade durability for latency: answer once queued.
-		if _, err := h.journal.Append(r.Context(), e, false); err != nil {
+		a, err := h.journal.Append(r.Context(), e, false)
+		if err != nil {
 			return err
+		}
+		if a.Duplicate {
+			refund()
+			return h.retry(w, r, f, a.Entry, digest, &acc.Fingerprint, pref)
 		}
 		return h.accepted(w, r, f, e, "respond-async")
 	}
@@ -230,16 +243,103 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e = a.Entry
 	if a.Duplicate {
-		if e.Fingerprint != acc.Fingerprint {
-			return problem.New(problem.CodeKeyReused, "this key was used for a submission with different content; use a new key for new content")
-		}
-		// A retry: it may have been decided already.
-		if o, ok, err := h.outcomes.Outcome(r.Context(), e.Form, e.Key); err == nil && ok {
-			return h.respond(w, r, f, o, true)
+		// A retry is not a new submission: it does not count against the
+		// client's rate limit.
+		refund()
+		return h.retry(w, r, f, a.Entry, digest, &acc.Fingerprint, pref)
+	}
+	return h.finish(w, r, f, e, outcome, pref, false)
+}
+
+// derivedKey is the key of a submission sent without one: its content's
+// keyed fingerprint, so identical content is one submission.
+func derivedKey(fp [32]byte) string { return "fp-" + hex.EncodeToString(fp[:16]) }
+
+// refused answers a request that the open window, the rate limit or
+// validation refused — unless its key was journaled by an earlier send,
+// which then gets that submission's answer.
+func (h *Handler) refused(w http.ResponseWriter, r *http.Request, f *form.Form, b body, key string, derived bool, digest [32]byte, pref preference, refusal error) error {
+	var fp *[32]byte
+	if derived {
+		// The key is the content's: only content that validates has one.
+		acc, err := f.Validate(b.values, h.cfg.Hasher)
+		if err == nil {
+			key, fp = derivedKey(acc.Fingerprint), &acc.Fingerprint
+		} else {
+			key = ""
 		}
 	}
+	if key != "" {
+		e, found, err := h.earlier(r.Context(), f.ID(), key)
+		if err != nil {
+			// Refusing could tell the client its journaled submission
+			// failed: have it ask again instead.
+			return err
+		}
+		if found {
+			if derived {
+				w.Header().Set("Idempotency-Key", key)
+				w.Header().Set("Formd-Key-Derived", "true")
+			}
+			return h.retry(w, r, f, e, digest, fp, pref)
+		}
+	}
+	var ve *form.ValidationError
+	if h.cfg.Pages != nil && isHTMLPost(r) && errors.As(refusal, &ve) {
+		problem.NoteCode(w, problem.CodeValidationFailed)
+		h.cfg.Pages.FormErrors(w, r, f, b.values, b.key, ve.Errors)
+		return nil
+	}
+	return refusal
+}
+
+// earlier finds what an earlier send of (form, key) left: the journal's
+// entry or, once retention has pruned that, the store's outcome (as an
+// entry with its id, time and fingerprint).
+func (h *Handler) earlier(ctx context.Context, formID, key string) (journal.Entry, bool, error) {
+	e, found, err := h.journal.Lookup(ctx, formID, key)
+	if err != nil {
+		return e, false, fmt.Errorf("look up %s/%s in the journal: %w", formID, key, err)
+	}
+	if found {
+		return e, true, nil
+	}
+	o, found, err := h.outcomes.Outcome(ctx, formID, key)
+	if err != nil {
+		return e, false, fmt.Errorf("look up %s/%s in the store: %w", formID, key, err)
+	}
+	if !found {
+		return e, false, nil
+	}
+	return journal.Entry{ID: o.ID, Form: o.Form, Key: o.Key, Fingerprint: o.Fingerprint, ReceivedAt: o.ReceivedAt}, true, nil
+}
+
+// retry answers a request for a key journaled earlier (entry e): the
+// first outcome once decided, else a wait for it like a first send. The
+// request is the same submission when its values as sent match the first
+// send's (digest), or, for entries journaled before digests, when its
+// normalized content does (fp, when it validated).
+func (h *Handler) retry(w http.ResponseWriter, r *http.Request, f *form.Form, e journal.Entry, digest [32]byte, fp *[32]byte, pref preference) error {
+	sameRequest := e.Digest != ([32]byte{}) && e.Digest == digest
+	sameContent := fp != nil && *fp == e.Fingerprint
+	if !sameRequest && !sameContent {
+		return problem.New(problem.CodeKeyReused, "this key was used for a submission with different content; use a new key for new content")
+	}
+	outcome, stop := h.waiter.Wait(e.Form, e.Key)
+	defer stop()
+	if o, ok, err := h.outcomes.Outcome(r.Context(), e.Form, e.Key); err == nil && ok {
+		return h.respond(w, r, f, o, true)
+	}
+	if f.Def.Durability == form.DurabilityAsync && !pref.hasWait {
+		return h.accepted(w, r, f, e, "respond-async")
+	}
+	return h.finish(w, r, f, e, outcome, pref, true)
+}
+
+// finish answers a journaled, undecided entry: 202 at once when the
+// client asked for it, else the outcome if it comes within the wait.
+func (h *Handler) finish(w http.ResponseWriter, r *http.Request, f *form.Form, e journal.Entry, outcome <-chan store.Outcome, pref preference, replayed bool) error {
 	applied, wait := "", h.cfg.DefaultWait
 	switch {
 	case pref.async:
@@ -255,7 +355,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return h.accepted(w, r, f, e, "")
 	}
-	return h.respond(w, r, f, o, a.Duplicate || o.Replayed)
+	return h.respond(w, r, f, o, replayed || o.Replayed)
 }
 
 // await waits for the outcome of e until the wait ends or the client leaves.
@@ -291,6 +391,7 @@ func (h *Handler) await(ctx context.Context, outcome <-chan store.Outcome, e jou
 // body byte-for-byte, with 200 instead of 201.
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request, f *form.Form, o store.Outcome, replayed bool) error {
 	a := firstAnswer(o)
+	replayed = replayed || a.replay
 	if isHTMLPost(r) {
 		redirectHTML(w, r, f, o.Key, a.problem == nil && a.status == http.StatusCreated)
 		return nil
@@ -300,7 +401,11 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, f *form.Form, 
 		return nil
 	}
 	hdr := w.Header()
-	hdr.Set("Location", statusURL(o.Form, o.Key))
+	if orig := o.SameAs; orig != nil {
+		hdr.Set("Location", statusURL(o.Form, orig.Key))
+	} else {
+		hdr.Set("Location", statusURL(o.Form, o.Key))
+	}
 	status := a.status
 	if replayed {
 		hdr.Set("Idempotent-Replayed", "true")
@@ -345,26 +450,45 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) error {
 		return problem.New(problem.CodeSubmissionNotFound, "")
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	o, ok, err := h.outcomes.Outcome(r.Context(), f.ID(), key)
+	doc, found, err := h.lookup(r.Context(), f.ID(), key)
 	if err != nil {
-		p := problem.New(problem.CodeStoreUnavailable, "")
-		p.RetryAfter = 2
-		return errors.Join(p, err)
+		return err
 	}
-	if ok {
-		writeJSON(w, http.StatusOK, statusDoc(o.ID, o.Form, o.Key, publicStatus(o), o.ReceivedAt, o.Fingerprint))
-		return nil
-	}
-	e, ok, err := h.journal.Lookup(r.Context(), f.ID(), key)
-	if err != nil {
-		return fmt.Errorf("look up %s: %w", f.ID(), journal.ErrUnavailable)
-	}
-	if !ok {
+	if !found {
 		return problem.New(problem.CodeSubmissionNotFound, "")
 	}
-	w.Header().Set("Retry-After", "1")
-	writeJSON(w, http.StatusOK, statusDoc(e.ID, e.Form, e.Key, statusProcessing, e.ReceivedAt, e.Fingerprint))
+	if doc.status == statusProcessing {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, http.StatusOK, doc.body)
 	return nil
+}
+
+// statusAnswer is the status of a key as the status document shows it.
+type statusAnswer struct {
+	status string
+	body   []byte
+}
+
+// lookup reads the status of (form, key): the store's outcome, or
+// processing while the entry is only in the journal.
+func (h *Handler) lookup(ctx context.Context, formID, key string) (statusAnswer, bool, error) {
+	o, ok, err := h.outcomes.Outcome(ctx, formID, key)
+	if err != nil {
+		return statusAnswer{}, false, fmt.Errorf("read the outcome of %s/%s: %w", formID, key, err)
+	}
+	if ok {
+		st := publicStatus(o)
+		return statusAnswer{status: st, body: currentDoc(o)}, true, nil
+	}
+	e, ok, err := h.journal.Lookup(ctx, formID, key)
+	if err != nil {
+		return statusAnswer{}, false, fmt.Errorf("look up %s/%s in the journal: %w", formID, key, err)
+	}
+	if !ok {
+		return statusAnswer{}, false, nil
+	}
+	return statusAnswer{status: statusProcessing, body: statusDoc(e.ID, e.Form, e.Key, statusProcessing, e.ReceivedAt, e.Fingerprint)}, true, nil
 }
 
 // pickKey finds the idempotency key: the header, else the _key field, else
@@ -416,26 +540,30 @@ func closedProblem(f *form.Form, now time.Time) *problem.Problem {
 	return problem.New(problem.CodeFormClosed, "the form has closed")
 }
 
-func (h *Handler) rateLimit(r *http.Request, f *form.Form, now time.Time) error {
+// rateLimit takes a token from the client's bucket for this form. The
+// returned function gives it back, for a request that turns out to be a
+// retry: only new submissions count.
+func (h *Handler) rateLimit(r *http.Request, f *form.Form, now time.Time) (refund func(), err error) {
 	rl := h.cfg.RateLimit
 	if f.Def.RateLimit != nil {
 		rl = *f.Def.RateLimit
 	}
 	if rl.Off || rl.Requests <= 0 || rl.Per <= 0 {
-		return nil
+		return func() {}, nil
 	}
 	burst := rl.Burst
 	if burst <= 0 {
 		burst = rl.Requests
 	}
 	perSecond := float64(rl.Requests) / time.Duration(rl.Per).Seconds()
-	ok, wait := h.limiter.allow(h.clientIP(r)+"|"+f.ID(), now, perSecond, burst)
+	key := h.clientIP(r) + "|" + f.ID()
+	ok, wait := h.limiter.allow(key, now, perSecond, burst)
 	if ok {
-		return nil
+		return func() { h.limiter.refund(key, burst) }, nil
 	}
 	p := problem.New(problem.CodeRateLimited, "too many submissions from this client to this form")
 	p.RetryAfter = max(1, int((wait+time.Second-1)/time.Second))
-	return p
+	return func() {}, p
 }
 
 // clientIP is the TCP peer, or, behind a trusted proxy, the nearest
@@ -513,19 +641,6 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // processing while the entry is only in the journal. found is false when
 // neither knows the key.
 func (h *Handler) Status(ctx context.Context, formID, key string) (status string, found bool, err error) {
-	o, ok, err := h.outcomes.Outcome(ctx, formID, key)
-	if err != nil {
-		return "", false, fmt.Errorf("read outcome: %w", err)
-	}
-	if ok {
-		return publicStatus(o), true, nil
-	}
-	_, ok, err = h.journal.Lookup(ctx, formID, key)
-	if err != nil {
-		return "", false, fmt.Errorf("look up journal: %w", err)
-	}
-	if ok {
-		return statusProcessing, true, nil
-	}
-	return "", false, nil
+	doc, found, err := h.lookup(ctx, formID, key)
+	return doc.status, found, err
 }

@@ -67,3 +67,14 @@ func (s *limiterShard) sweep(now time.Time) {
 		}
 	}
 }
+
+// refund gives a token back to key's bucket, up to burst: the request
+// that took it turned out not to count.
+func (l *limiter) refund(key string, burst int) {
+	s := &l.shards[maphash.String(l.seed, key)%uint64(len(l.shards))]
+	s.mu.Lock()
+	if b, ok := s.buckets[key]; ok {
+		b.tokens = math.Min(float64(burst), b.tokens+1)
+	}
+	s.mu.Unlock()
+}

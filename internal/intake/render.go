@@ -10,9 +10,13 @@ import (
 	"github.com/formd/formd/internal/store"
 )
 
-// Public statuses, as the status document shows them.
+// Public statuses, as the status document shows them, beyond the store's
+// own: processing (journaled, not decided) and received (journaled and
+// decided, but not stored as an entry: spam, which is answered like a
+// success so that bots learn little, without claiming it was stored).
 const (
 	statusProcessing = "processing"
+	statusReceived   = "received"
 )
 
 // receivedFormat is fixed so that a replayed body is byte-for-byte the first.
@@ -43,6 +47,9 @@ type answer struct {
 	status  int
 	body    []byte
 	problem *problem.Problem // set for error answers
+	// replay marks an answer that is always a replay (a resend answered
+	// as the entry it repeats).
+	replay bool
 }
 
 // firstAnswer renders a decision as the POST that caused it answers, and as
@@ -50,12 +57,16 @@ type answer struct {
 // Idempotent-Replayed header). It depends only on what the store froze at
 // decision time, so the bytes never change.
 func firstAnswer(o store.Outcome) answer {
+	if orig := o.SameAs; orig != nil {
+		// A resend of a live entry's content under a new key is that
+		// entry: its first answer, replayed.
+		return answer{status: 201, body: statusDoc(orig.ID, o.Form, orig.Key, publicDecision(orig.Decision), orig.ReceivedAt, o.Fingerprint), replay: true}
+	}
 	switch o.Decision {
 	case store.StatusStored, store.StatusWaitlisted:
 		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, o.Decision, o.ReceivedAt, o.Fingerprint)}
 	case store.StatusSpam:
-		// Spam is answered like a success so that bots learn nothing.
-		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, store.StatusStored, o.ReceivedAt, o.Fingerprint)}
+		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, statusReceived, o.ReceivedAt, o.Fingerprint)}
 	case store.StatusDuplicate:
 		p := problem.New(problem.CodeDuplicateEntry, "this participant is already registered on this form")
 		p.Key = o.Key
@@ -69,15 +80,33 @@ func firstAnswer(o store.Outcome) answer {
 	}
 }
 
-// publicStatus is the status the status endpoint shows now.
-func publicStatus(o store.Outcome) string {
-	switch o.Status {
+// publicDecision is how a decision reads in a status document.
+func publicDecision(d string) string {
+	switch d {
 	case store.StatusSpam:
-		return store.StatusStored
+		return statusReceived
 	case store.StatusDeadLettered:
 		return statusProcessing
 	}
-	return o.Status
+	return d
+}
+
+// publicStatus is the status the status endpoint shows now.
+func publicStatus(o store.Outcome) string {
+	if o.SameAs != nil {
+		return publicDecision(o.SameAs.Decision)
+	}
+	return publicDecision(o.Status)
+}
+
+// currentDoc is the status document of a decided key now: its entry's
+// present status (a waitlisted entry may have been promoted), or for a
+// resend the entry it was answered as.
+func currentDoc(o store.Outcome) []byte {
+	if orig := o.SameAs; orig != nil {
+		return statusDoc(orig.ID, o.Form, orig.Key, publicStatus(o), orig.ReceivedAt, o.Fingerprint)
+	}
+	return statusDoc(o.ID, o.Form, o.Key, publicStatus(o), o.ReceivedAt, o.Fingerprint)
 }
 
 func statusURL(formID, key string) string {

@@ -29,7 +29,12 @@ type Entry struct {
 	// fingerprint.
 	Key         string
 	Fingerprint [32]byte
-	ReceivedAt  time.Time
+	// Digest is the keyed hash of the request's values as sent, before
+	// validation (form.Hasher.Digest): a retry of the key is recognised by
+	// it even after the form's definition changed. Zero for entries
+	// journaled before it existed.
+	Digest     [32]byte
+	ReceivedAt time.Time
 	// Spam is set when intake's spam checks (honeypot, minimum time) fired;
 	// the entry is kept as evidence and stored with status spam.
 	Spam bool

@@ -188,9 +188,13 @@ func verdict(records []*record, rows []exportRow, capacity int, whenFull string,
 		r.mu.Unlock()
 		var outcomes []client.Outcome
 		acked, forgotten := false, false
+		answeredAs := ""
 		for _, c := range calls {
 			acked = acked || c.acked
 			forgotten = forgotten || c.forgotten
+			if c.answeredAs != "" {
+				answeredAs = c.answeredAs
+			}
 			if c.outcome != "" {
 				outcomes = append(outcomes, c.outcome)
 			}
@@ -208,6 +212,10 @@ func verdict(records []*record, rows []exportRow, capacity int, whenFull string,
 			}
 		}
 		rs := rowsByKey[key]
+		if answeredAs != "" {
+			// Answered as another key's entry: that entry must be live.
+			rs = rowsByKey[answeredAs]
+		}
 		live, cancelled := false, false
 		for _, row := range rs {
 			live = live || liveStatus(row.Status)

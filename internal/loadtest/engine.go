@@ -336,6 +336,10 @@ type call struct {
 	acked     bool
 	forgotten bool
 	status    int // plain mode: the HTTP status, 0 for a network error
+	// answeredAs is the key the answer's status document names when it is
+	// not this one: the server answered a resend of the same content as
+	// the entry it repeats.
+	answeredAs string
 }
 
 func (e *engine) setUp(ctx context.Context) error {
@@ -727,7 +731,7 @@ func (e *engine) person(ctx context.Context, i int) {
 	}
 	if p.reregister {
 		again := e.newRecord(fmt.Sprintf("p%d-again", i), i, false)
-		wg.Go(func() { e.submit(ctx, again, p.person.body(p.reStyle)) })
+		wg.Go(func() { e.submit(ctx, again, p.person.again(p.reStyle, p.reChanged)) })
 	}
 	wg.Wait()
 }
@@ -763,7 +767,12 @@ func (e *engine) submit(ctx context.Context, r *record, body []byte) {
 		e.outcomeHist.record(res.DecidedAt.Sub(res.Started))
 	}
 	r.mu.Lock()
-	r.calls = append(r.calls, call{outcome: res.Outcome, acked: res.Acknowledged, forgotten: res.Forgotten})
+	c := call{outcome: res.Outcome, acked: res.Acknowledged, forgotten: res.Forgotten}
+	if res.Doc != nil && res.Doc.Key != r.key {
+		// A resend of a live entry's content is answered as that entry.
+		c.answeredAs = res.Doc.Key
+	}
+	r.calls = append(r.calls, c)
 	r.mu.Unlock()
 }
 

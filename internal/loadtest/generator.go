@@ -53,6 +53,15 @@ func (p person) body(s int) []byte {
 	return fmt.Appendf(nil, `{"name":%q,"phone":%q,"email":%q,"tickets":%d}`, p.name, p.phone(s), p.email, p.tickets)
 }
 
+// again is the person's second registration: the phone in style s and,
+// when changed, another number of tickets.
+func (p person) again(s int, changed bool) []byte {
+	if changed {
+		p.tickets = 1 + p.tickets%4
+	}
+	return p.body(s)
+}
+
 // invalidBodies are submissions the loadtest form must refuse with 422
 // validation-failed; variant v of person i is one of them.
 var invalidBodies = []func(p person) []byte{
@@ -80,6 +89,10 @@ type plan struct {
 	doubleClick bool // the first submission is sent twice at once
 	reregister  bool // the person registers again with a new key and another phone style
 	reStyle     int
+	// reChanged: the second registration also asks for another number of
+	// tickets (a 409 for one of the two keys); otherwise it is the same
+	// content, which the server answers as the first (a resend).
+	reChanged bool
 }
 
 // Shares are the parts of the people that do something besides one clean
@@ -89,7 +102,9 @@ type Shares struct {
 	// at the same moment.
 	DoubleClick float64 `json:"double_click"`
 	// Reregister: the same person registering again at about the same
-	// moment, with a new key and the phone number written another way.
+	// moment, with a new key and the phone number written another way;
+	// half of them with the same content (answered as the first entry),
+	// half asking for another number of tickets (already registered).
 	Reregister float64 `json:"reregister"`
 	// Invalid: a submission the form must refuse (422), from a person who
 	// sends nothing else.
@@ -106,6 +121,7 @@ func makePlan(seed uint64, i int, sh Shares) plan {
 	p.doubleClick = r.Float64() < sh.DoubleClick
 	p.reregister = r.Float64() < sh.Reregister
 	p.reStyle = (p.style + 1 + r.IntN(len(phoneStyles)-1)) % len(phoneStyles)
+	p.reChanged = r.IntN(2) == 0
 	return p
 }
 

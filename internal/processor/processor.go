@@ -30,8 +30,8 @@ type Source interface {
 
 // Decider is the part of the store the processor writes to.
 type Decider interface {
-	Apply(ctx context.Context, subs []store.Submission) ([]store.Outcome, error)
-	DeadLetter(ctx context.Context, sub store.Submission, reason string, attempts int) (store.Outcome, error)
+	Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcome, error)
+	DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error)
 }
 
 // Options configure a processor; zero values take the defaults.
@@ -195,13 +195,9 @@ func (p *Processor) apply(ctx context.Context, entries []journal.Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	subs := make([]store.Submission, len(entries))
-	for i, e := range entries {
-		subs[i] = submission(e)
-	}
 	start := p.opts.Now()
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ApplyTimeout)
-	outs, err := p.store.Apply(actx, subs)
+	outs, err := p.store.Apply(actx, entries)
 	cancel()
 	p.opts.Metrics.applySeconds.Observe(p.opts.Now().Sub(start).Seconds())
 	if err == nil {
@@ -230,7 +226,7 @@ func (p *Processor) failed(ctx context.Context, e journal.Entry, cause error) er
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ApplyTimeout)
 	defer cancel()
-	o, err := p.store.DeadLetter(actx, submission(e), cause.Error(), e.Deliveries)
+	o, err := p.store.DeadLetter(actx, e, cause.Error(), e.Deliveries)
 	if err != nil {
 		return fmt.Errorf("dead-letter %s/%d: %w", e.Form, e.Seq, err)
 	}
@@ -293,13 +289,5 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
-	}
-}
-
-func submission(e journal.Entry) store.Submission {
-	return store.Submission{
-		Seq: e.Seq, ID: e.ID, Site: e.Site, Form: e.Form, Key: e.Key,
-		Fingerprint: e.Fingerprint, ReceivedAt: e.ReceivedAt, Spam: e.Spam,
-		Claims: e.Claims, Data: e.Data,
 	}
 }

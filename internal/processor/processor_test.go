@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/journaltest"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
 	"github.com/formd/formd/internal/processor"
@@ -92,7 +93,7 @@ type faultyStore struct {
 	calls   atomic.Int32
 }
 
-func (f *faultyStore) Apply(ctx context.Context, subs []store.Submission) ([]store.Outcome, error) {
+func (f *faultyStore) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcome, error) {
 	f.calls.Add(1)
 	if f.outages.Load() > 0 {
 		f.outages.Add(-1)

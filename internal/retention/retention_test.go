@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/journaltest"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
 	"github.com/formd/formd/internal/retention"
@@ -61,9 +62,9 @@ func TestRetention(t *testing.T) {
 	if err != nil || len(got) != 3 {
 		t.Fatalf("fetch %d %v", len(got), err)
 	}
-	var subs []store.Submission
+	var subs []journal.Entry
 	for _, e := range got {
-		subs = append(subs, store.Submission{Seq: e.Seq, ID: e.ID, Site: e.Site, Form: e.Form, Key: e.Key,
+		subs = append(subs, journal.Entry{Seq: e.Seq, ID: e.ID, Site: e.Site, Form: e.Form, Key: e.Key,
 			Fingerprint: e.Fingerprint, ReceivedAt: e.ReceivedAt, Claims: e.Claims, Data: e.Data})
 		if err := j.Ack(ctx, e.Seq); err != nil {
 			t.Fatal(err)

@@ -65,7 +65,7 @@ func OpenJournal(ctx context.Context, cfg config.Config, log *slog.Logger) (jour
 
 // deadLetterer is the part of the store a journal records dead letters in.
 type deadLetterer interface {
-	DeadLetter(ctx context.Context, sub store.Submission, reason string, attempts int) (store.Outcome, error)
+	DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error)
 }
 
 func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st deadLetterer) (journal.Journal, error) {
@@ -92,10 +92,7 @@ func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st de
 		}
 		if st != nil {
 			opts.DeadLetter = func(ctx context.Context, e journal.Entry, reason string, attempts int) error {
-				_, err := st.DeadLetter(ctx, store.Submission{
-					Seq: e.Seq, ID: e.ID, Site: e.Site, Form: e.Form, Key: e.Key, Fingerprint: e.Fingerprint,
-					ReceivedAt: e.ReceivedAt, Spam: e.Spam, Claims: e.Claims, Data: e.Data,
-				}, reason, attempts)
+				_, err := st.DeadLetter(ctx, e, reason, attempts)
 				return err
 			}
 		}

@@ -36,11 +36,13 @@ import (
 
 // Server is one formd instance.
 type Server struct {
-	cfg       config.Config
-	log       *slog.Logger
-	Journal   journal.Journal
-	Store     store.Store
-	Forms     *form.Registry
+	cfg     config.Config
+	log     *slog.Logger
+	Journal journal.Journal
+	Store   store.Store
+	Forms   *form.Registry
+	// Hasher keys fingerprints and claims with the installation's secret.
+	Hasher    *form.Hasher
 	proc      *processor.Processor
 	notify    *processor.Notifier
 	retention *retention.Job
@@ -86,6 +88,11 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 			s.closeDrivers()
 		}
 	}()
+	secret, err := InstallationSecret(ctx, cfg, s.Store)
+	if err != nil {
+		return nil, err
+	}
+	s.Hasher = form.NewHasher(secret)
 	token, hash := admin.NewToken()
 	created, err := s.Store.PutToken(ctx, "admin", hash, true)
 	if err != nil {
@@ -134,7 +141,8 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 	pages := hosted.New(s.Forms, places, status, time.Now, log)
 	in = intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
-		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Places: places, Logger: log, Metrics: intake.NewMetrics(reg),
+		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Places: places, Hasher: s.Hasher,
+		Logger: log, Metrics: intake.NewMetrics(reg),
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)

@@ -21,6 +21,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/formd/formd/internal/journal"
 )
 
 // Entry statuses. Decision records the status given when the entry was
@@ -36,20 +38,6 @@ const (
 	StatusCancelled    = "cancelled"
 )
 
-// Submission is one journal entry to decide.
-type Submission struct {
-	Seq         uint64
-	ID          string
-	Site        string
-	Form        string
-	Key         string
-	Fingerprint [32]byte
-	ReceivedAt  time.Time
-	Spam        bool
-	Claims      []string
-	Data        json.RawMessage
-}
-
 // Outcome is the decision for one (form, key).
 type Outcome struct {
 	ID          string
@@ -61,6 +49,21 @@ type Outcome struct {
 	Fingerprint [32]byte
 	// Replayed says the outcome was decided earlier, not by this call.
 	Replayed bool
+	// SameAs is set when the entry came under a new key with exactly the
+	// content of the live entry that holds its participant's claim (a
+	// person pressing send again): it is the same submission, answered as
+	// that entry, not as a duplicate participant. Its Decision is
+	// duplicate.
+	SameAs *Original
+}
+
+// Original is the entry a resent submission is answered as: its first
+// decision, frozen when the resend was decided.
+type Original struct {
+	ID         string
+	Key        string
+	Decision   string
+	ReceivedAt time.Time
 }
 
 // FormRecord is a form definition as the store keeps it.
@@ -121,11 +124,11 @@ type Store interface {
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.
-	Apply(ctx context.Context, subs []Submission) ([]Outcome, error)
+	Apply(ctx context.Context, subs []journal.Entry) ([]Outcome, error)
 	// DeadLetter records that the processor gave up on a submission: its
 	// key gets the outcome dead-lettered, and the reason is kept. If the key
 	// was decided meanwhile, that outcome is returned, Replayed.
-	DeadLetter(ctx context.Context, sub Submission, reason string, attempts int) (Outcome, error)
+	DeadLetter(ctx context.Context, e journal.Entry, reason string, attempts int) (Outcome, error)
 	// Outcome reads the outcome of (form, key); false when undecided.
 	Outcome(ctx context.Context, form, key string) (Outcome, bool, error)
 	// Cancel marks a stored or waitlisted entry cancelled (never deleted),
@@ -153,6 +156,9 @@ type Store interface {
 	// returns how many it erased; instances running it at once share the
 	// work without blocking each other.
 	Erase(ctx context.Context, form string, before time.Time, limit int) (int, error)
+	// PutSetting stores value under name unless one is there already, and
+	// returns the value stored: the first writer wins, across instances.
+	PutSetting(ctx context.Context, name string, value []byte) ([]byte, error)
 	// PutToken stores a token's hash under a name; with onlyIfNew it does
 	// nothing (and returns false) when the name exists.
 	PutToken(ctx context.Context, name string, hash []byte, onlyIfNew bool) (bool, error)

@@ -374,6 +374,7 @@ type record struct {
 	Form        string   `json:"form"`
 	Key         string   `json:"key"`
 	Fingerprint string   `json:"fingerprint"`
+	Digest      string   `json:"digest,omitempty"`
 	ReceivedAt  string   `json:"received_at"`
 	Spam        bool     `json:"spam,omitempty"`
 	Claims      []string `json:"claims,omitempty"`
@@ -384,9 +385,19 @@ func encode(e journal.Entry) ([]byte, error) {
 	return json.Marshal(record{
 		ID: e.ID, Site: e.Site, Form: e.Form, Key: e.Key,
 		Fingerprint: hex.EncodeToString(e.Fingerprint[:]),
+		Digest:      digestHex(e.Digest),
 		ReceivedAt:  e.ReceivedAt.UTC().Format(time.RFC3339Nano),
 		Spam:        e.Spam, Claims: e.Claims, Data: string(e.Data),
 	})
+}
+
+// digestHex writes a digest, or nothing for the zero digest of an entry
+// that has none.
+func digestHex(d [32]byte) string {
+	if d == ([32]byte{}) {
+		return ""
+	}
+	return hex.EncodeToString(d[:])
 }
 
 func decode(seq uint64, b []byte) (journal.Entry, error) {
@@ -400,6 +411,13 @@ func decode(seq uint64, b []byte) (journal.Entry, error) {
 		return journal.Entry{}, fmt.Errorf("decode journal entry %d: bad fingerprint", seq)
 	}
 	copy(e.Fingerprint[:], fp)
+	if r.Digest != "" {
+		d, err := hex.DecodeString(r.Digest)
+		if err != nil || len(d) != len(e.Digest) {
+			return journal.Entry{}, fmt.Errorf("decode journal entry %d: bad digest", seq)
+		}
+		copy(e.Digest[:], d)
+	}
 	if e.ReceivedAt, err = time.Parse(time.RFC3339Nano, r.ReceivedAt); err != nil {
 		return journal.Entry{}, fmt.Errorf("decode journal entry %d: %w", seq, err)
 	}

@@ -132,7 +132,13 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta(k, v) VALUES ('acked_upto', 0);
 `
 
-const entryColumns = `seq, form, key, site, id, received_at, fingerprint, spam, claims, data`
+// migrations bring an older file up to the current schema; the file's
+// user_version counts those applied.
+var migrations = []string{
+	`ALTER TABLE entries ADD COLUMN digest BLOB`,
+}
+
+const entryColumns = `seq, form, key, site, id, received_at, fingerprint, spam, claims, data, digest`
 
 // Open opens (creating if needed) the journal file and starts its writer.
 func Open(ctx context.Context, opts Options) (*Journal, error) {
@@ -147,6 +153,10 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 	if _, err := wdb.ExecContext(ctx, schema); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open journal %s: create schema: %w", opts.Path, err)
+	}
+	if err := migrate(ctx, wdb); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open journal %s: %w", opts.Path, err)
 	}
 	rdb, err := sqlitedb.OpenReader(opts.Path, 4)
 	if err != nil {
@@ -172,8 +182,8 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal: read last position: %w", err)
 	}
 	j.lastSeq = uint64(last.Int64)
-	j.insert, err = wdb.PrepareContext(ctx, `INSERT INTO entries(form, key, site, id, received_at, fingerprint, spam, claims, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`)
+	j.insert, err = wdb.PrepareContext(ctx, `INSERT INTO entries(form, key, site, id, received_at, fingerprint, spam, claims, data, digest)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`)
 	if err != nil {
 		j.closeDBs()
 		return nil, fmt.Errorf("open journal: prepare: %w", err)
@@ -183,6 +193,33 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 	j.writer.Add(1)
 	go j.writeLoop()
 	return j, nil
+}
+
+// migrate applies the migrations the file has not had, each in its own
+// transaction with the version that records it.
+func migrate(ctx context.Context, db *sql.DB) error {
+	var v int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	for ; v < len(migrations); v++ {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			tx.Rollback() //nolint:errcheck // the error that matters is the one above
+			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+			tx.Rollback() //nolint:errcheck // the error that matters is the one above
+			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		}
+	}
+	return nil
 }
 
 func (j *Journal) closeDBs() {
@@ -319,7 +356,7 @@ func (j *Journal) writeBatch(ctx context.Context, batch []*appendReq, res []appe
 		// Exec reports the new rowid (the position) and whether a row went
 		// in, without the cost of reading RETURNING rows.
 		r, err := ins.ExecContext(ctx, e.Form, e.Key, e.Site, e.ID, e.ReceivedAt.UnixMicro(), e.Fingerprint[:],
-			e.Spam, strings.Join(e.Claims, ","), []byte(e.Data))
+			e.Spam, strings.Join(e.Claims, ","), []byte(e.Data), e.Digest[:])
 		if err != nil {
 			return fmt.Errorf("insert entry: %w", err)
 		}
@@ -716,12 +753,14 @@ func scanEntry(s scanner) (journal.Entry, error) {
 		fp     []byte
 		claims string
 		data   []byte
+		digest []byte
 	)
-	if err := s.Scan(&e.Seq, &e.Form, &e.Key, &e.Site, &e.ID, &us, &fp, &e.Spam, &claims, &data); err != nil {
+	if err := s.Scan(&e.Seq, &e.Form, &e.Key, &e.Site, &e.ID, &us, &fp, &e.Spam, &claims, &data, &digest); err != nil {
 		return e, err
 	}
 	e.ReceivedAt = time.UnixMicro(us)
 	copy(e.Fingerprint[:], fp)
+	copy(e.Digest[:], digest)
 	if claims != "" {
 		e.Claims = strings.Split(claims, ",")
 	}

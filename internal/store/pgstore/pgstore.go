@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -193,7 +194,7 @@ func micro(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
 
 // Apply decides the submissions in one transaction: one formd_decide call
 // each, sent together as one batch.
-func (s *Store) Apply(ctx context.Context, subs []store.Submission) ([]store.Outcome, error) {
+func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcome, error) {
 	out := make([]store.Outcome, len(subs))
 	err := s.inTx(ctx, "apply", func(tx pgx.Tx) error {
 		now := micro(s.now())
@@ -204,7 +205,8 @@ func (s *Store) Apply(ctx context.Context, subs []store.Submission) ([]store.Out
 			if claims == nil {
 				claims = []string{}
 			}
-			b.Queue(`SELECT o_id, o_decision, o_status, o_received_at, o_fingerprint, o_replayed
+			b.Queue(`SELECT o_id, o_decision, o_status, o_received_at, o_fingerprint, o_replayed,
+				o_same_id, o_same_key, o_same_decision, o_same_received_at
 				FROM formd_decide($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 				sub.ID, int64(sub.Seq), sub.Form, sub.Site, sub.Key, sub.Spam, micro(sub.ReceivedAt), now,
 				sub.Fingerprint[:], claims, []byte(sub.Data))
@@ -213,11 +215,14 @@ func (s *Store) Apply(ctx context.Context, subs []store.Submission) ([]store.Out
 		for i := range subs {
 			o := store.Outcome{Form: subs[i].Form, Key: subs[i].Key}
 			var fp []byte
-			if err := br.QueryRow().Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &o.Replayed); err != nil {
+			var same sameAs
+			if err := br.QueryRow().Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &o.Replayed,
+				&same.id, &same.key, &same.decision, &same.receivedAt); err != nil {
 				br.Close()
 				return fmt.Errorf("decide %s/%s: %w", subs[i].Form, subs[i].Key, err)
 			}
 			copy(o.Fingerprint[:], fp)
+			o.SameAs = same.original()
 			out[i] = o
 		}
 		return br.Close()
@@ -232,11 +237,36 @@ type queryer interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// sameAs scans the entry a resend is answered as, when there is one.
+type sameAs struct {
+	id, key, decision *string
+	receivedAt        *time.Time
+}
+
+func (s sameAs) original() *store.Original {
+	if s.id == nil {
+		return nil
+	}
+	o := &store.Original{ID: *s.id}
+	if s.key != nil {
+		o.Key = *s.key
+	}
+	if s.decision != nil {
+		o.Decision = *s.decision
+	}
+	if s.receivedAt != nil {
+		o.ReceivedAt = *s.receivedAt
+	}
+	return o
+}
+
 func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, bool, error) {
 	o := store.Outcome{Form: form, Key: key}
 	var fp []byte
-	err := q.QueryRow(ctx, `SELECT id, decision, status, received_at, fingerprint FROM entries WHERE form = $1 AND key = $2`, form, key).
-		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp)
+	var same sameAs
+	err := q.QueryRow(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, o.id, o.key, o.decision, o.received_at
+		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = $1 AND e.key = $2`, form, key).
+		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &same.id, &same.key, &same.decision, &same.receivedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, false, nil
 	}
@@ -244,6 +274,7 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 		return o, false, err
 	}
 	copy(o.Fingerprint[:], fp)
+	o.SameAs = same.original()
 	return o, true, nil
 }
 
@@ -258,7 +289,7 @@ func (s *Store) Outcome(ctx context.Context, form, key string) (store.Outcome, b
 
 // DeadLetter gives the key the outcome dead-lettered and keeps the reason,
 // in one statement; a key decided meanwhile keeps its outcome.
-func (s *Store) DeadLetter(ctx context.Context, sub store.Submission, reason string, attempts int) (store.Outcome, error) {
+func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error) {
 	var o store.Outcome
 	err := s.inTx(ctx, "dead-letter", func(tx pgx.Tx) error {
 		claims := sub.Claims
@@ -374,6 +405,17 @@ func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
 		return nil, refused
 	}
 	return promoted, nil
+}
+
+// PutSetting stores value under name unless a value is there, and returns
+// the value stored.
+func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]byte, error) {
+	var stored []byte
+	err := s.inTx(ctx, "put setting "+name, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `INSERT INTO settings(name, value) VALUES ($1, $2)
+			ON CONFLICT (name) DO UPDATE SET value = settings.value RETURNING value`, name, value).Scan(&stored)
+	})
+	return stored, err
 }
 
 // PutForms upserts definitions and capacity settings in one transaction.

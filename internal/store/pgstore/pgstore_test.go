@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
@@ -83,10 +84,10 @@ func TestInstancesNoOversell(t *testing.T) {
 				// Every instance sees every person, in batches of 10, as
 				// redelivered journal entries would arrive.
 				for start := (i*4 + w) * 7 % people; start < people+(i*4+w)*7%people; start += 10 {
-					var batch []store.Submission
+					var batch []journal.Entry
 					for p := start; p < start+10; p++ {
 						n := p % people
-						batch = append(batch, store.Submission{Seq: uint64(n + 1), ID: fmt.Sprint("id-", n), Site: "s", Form: "f",
+						batch = append(batch, journal.Entry{Seq: uint64(n + 1), ID: fmt.Sprint("id-", n), Site: "s", Form: "f",
 							Key: fmt.Sprint("k-", n), ReceivedAt: time.Now(), Claims: []string{fmt.Sprint("person-", n/2)}, Data: []byte(`{}`)})
 					}
 					for {
@@ -166,7 +167,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	parsed.Host = ln.Addr().String()
 	s := open(t, parsed.String())
 	defer s.Close()
-	if _, err := s.Apply(context.Background(), []store.Submission{{ID: "a", Form: "f", Key: "a", ReceivedAt: time.Now()}}); err != nil {
+	if _, err := s.Apply(context.Background(), []journal.Entry{{ID: "a", Form: "f", Key: "a", ReceivedAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -175,7 +176,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 		c.Close()
 	}
 	mu.Unlock()
-	_, err = s.Apply(context.Background(), []store.Submission{{ID: "b", Form: "f", Key: "b", ReceivedAt: time.Now()}})
+	_, err = s.Apply(context.Background(), []journal.Entry{{ID: "b", Form: "f", Key: "b", ReceivedAt: time.Now()}})
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("apply with the database cut off = %v, want ErrUnavailable", err)
 	}
@@ -186,7 +187,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	mu.Lock()
 	cut = false
 	mu.Unlock()
-	_, err = s.Apply(context.Background(), []store.Submission{{ID: "a", Form: "f", Key: "other-key", ReceivedAt: time.Now()}})
+	_, err = s.Apply(context.Background(), []journal.Entry{{ID: "a", Form: "f", Key: "other-key", ReceivedAt: time.Now()}})
 	if err == nil || errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("an entry reusing another's id = %v, want an error that is not ErrUnavailable", err)
 	}

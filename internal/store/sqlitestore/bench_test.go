@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 )
@@ -30,11 +31,11 @@ func BenchmarkApply(b *testing.B) {
 			n := 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i += batch {
-				subs := make([]store.Submission, batch)
+				subs := make([]journal.Entry, batch)
 				for j := range subs {
 					n++
 					k := fmt.Sprintf("key-%d", n)
-					subs[j] = store.Submission{Seq: uint64(n), ID: fmt.Sprintf("0194a2b3-c4d5-7e6f-8a9b-%012d", n), Site: "default", Form: "f", Key: k,
+					subs[j] = journal.Entry{Seq: uint64(n), ID: fmt.Sprintf("0194a2b3-c4d5-7e6f-8a9b-%012d", n), Site: "default", Form: "f", Key: k,
 						Fingerprint: sha256.Sum256([]byte(k)), ReceivedAt: time.Now(), Claims: []string{fmt.Sprintf("%x", sha256.Sum256([]byte(k)))[:32]}, Data: data}
 				}
 				if _, err := s.Apply(context.Background(), subs); err != nil {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
 	"github.com/mattn/go-sqlite3"
@@ -146,7 +147,7 @@ func (s *Store) Close() error {
 
 // stmts are the prepared statements of one decision transaction.
 type stmts struct {
-	insert, claim, release, take, whenFull, setStatus *sql.Stmt
+	insert, claim, release, take, whenFull, setStatus, holder, sameAs *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -162,6 +163,9 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.take, `UPDATE capacity SET taken = taken + 1 WHERE form = ? AND (capacity IS NULL OR taken < capacity)`},
 		{&st.whenFull, `SELECT when_full FROM capacity WHERE form = ?`},
 		{&st.setStatus, `UPDATE entries SET status = ?, decision = ? WHERE form = ? AND key = ?`},
+		{&st.holder, `SELECT e.id, e.key, e.decision, e.received_at, e.fingerprint FROM claims c JOIN entries e ON e.id = c.entry_id
+			WHERE c.form = ? AND c.claim = ?`},
+		{&st.sameAs, `UPDATE entries SET same_as = ? WHERE id = ?`},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -180,11 +184,12 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		insert: tx.StmtContext(ctx, st.insert), claim: tx.StmtContext(ctx, st.claim),
 		release: tx.StmtContext(ctx, st.release), take: tx.StmtContext(ctx, st.take),
 		whenFull: tx.StmtContext(ctx, st.whenFull), setStatus: tx.StmtContext(ctx, st.setStatus),
+		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs),
 	}
 }
 
 func (st *stmts) close() {
-	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.setStatus} {
+	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.setStatus, st.holder, st.sameAs} {
 		if s != nil {
 			s.Close()
 		}
@@ -195,7 +200,7 @@ func (st *stmts) close() {
 // the rules). The entry row is inserted first, as stored, so that its
 // unique (form, key) index decides replays; a duplicate, waitlisted or
 // rejected decision then rewrites its status in the same transaction.
-func (s *Store) Apply(ctx context.Context, subs []store.Submission) ([]store.Outcome, error) {
+func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcome, error) {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, classify("apply: begin", err)
@@ -218,7 +223,7 @@ func (s *Store) Apply(ctx context.Context, subs []store.Submission) ([]store.Out
 	return out, nil
 }
 
-func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *store.Submission, now int64) (store.Outcome, error) {
+func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.Entry, now int64) (store.Outcome, error) {
 	status := store.StatusStored
 	if sub.Spam {
 		status = store.StatusSpam
@@ -247,6 +252,9 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *store.Su
 			return o, fmt.Errorf("claim: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
+			if err := resendOf(ctx, st, &o, sub.Form, c); err != nil {
+				return o, err
+			}
 			return s.settle(ctx, st, o, store.StatusDuplicate, true)
 		}
 	}
@@ -270,6 +278,30 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *store.Su
 	}
 }
 
+// resendOf looks at the live entry holding a claim the submission could
+// not take: when its content is exactly the submission's, the submission
+// is a resend of that entry (SameAs), not another participant.
+func resendOf(ctx context.Context, st *stmts, o *store.Outcome, form, claim string) error {
+	var (
+		orig store.Original
+		us   int64
+		fp   []byte
+	)
+	err := st.holder.QueryRowContext(ctx, form, claim).Scan(&orig.ID, &orig.Key, &orig.Decision, &us, &fp)
+	if err != nil {
+		return fmt.Errorf("read the claim's holder: %w", err)
+	}
+	if string(fp) != string(o.Fingerprint[:]) {
+		return nil
+	}
+	if _, err := st.sameAs.ExecContext(ctx, orig.ID, o.ID); err != nil {
+		return fmt.Errorf("record the resend: %w", err)
+	}
+	orig.ReceivedAt = time.UnixMicro(us)
+	o.SameAs = &orig
+	return nil
+}
+
 // settle rewrites a just-inserted entry's status, releasing its claims when
 // it is not live.
 func (s *Store) settle(ctx context.Context, st *stmts, o store.Outcome, status string, release bool) (store.Outcome, error) {
@@ -291,13 +323,17 @@ type queryer interface {
 
 func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, bool, error) {
 	var (
-		o      store.Outcome
-		us     int64
-		fp     []byte
-		status string
+		o             store.Outcome
+		us            int64
+		fp            []byte
+		status        string
+		sameID, sameK sql.NullString
+		sameD         sql.NullString
+		sameAt        sql.NullInt64
 	)
-	err := q.QueryRowContext(ctx, `SELECT id, decision, status, received_at, fingerprint FROM entries WHERE form = ? AND key = ?`, form, key).
-		Scan(&o.ID, &o.Decision, &status, &us, &fp)
+	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, o.id, o.key, o.decision, o.received_at
+		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = ? AND e.key = ?`, form, key).
+		Scan(&o.ID, &o.Decision, &status, &us, &fp, &sameID, &sameK, &sameD, &sameAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}
@@ -307,6 +343,9 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 	o.Form, o.Key, o.Status = form, key, status
 	o.ReceivedAt = time.UnixMicro(us)
 	copy(o.Fingerprint[:], fp)
+	if sameID.Valid {
+		o.SameAs = &store.Original{ID: sameID.String, Key: sameK.String, Decision: sameD.String, ReceivedAt: time.UnixMicro(sameAt.Int64)}
+	}
 	return o, true, nil
 }
 
@@ -320,7 +359,7 @@ func (s *Store) Outcome(ctx context.Context, form, key string) (store.Outcome, b
 }
 
 // DeadLetter gives the key the outcome dead-lettered and keeps the reason.
-func (s *Store) DeadLetter(ctx context.Context, sub store.Submission, reason string, attempts int) (store.Outcome, error) {
+func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error) {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return store.Outcome{}, classify("dead-letter: begin", err)
@@ -633,6 +672,18 @@ func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit 
 	}
 	n, _ := res.RowsAffected()
 	return int(n), nil
+}
+
+// PutSetting stores value under name unless a value is there, and returns
+// the value stored.
+func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]byte, error) {
+	var stored []byte
+	err := s.wdb.QueryRowContext(ctx, `INSERT INTO settings(name, value) VALUES (?, ?)
+		ON CONFLICT(name) DO UPDATE SET value = settings.value RETURNING value`, name, value).Scan(&stored)
+	if err != nil {
+		return nil, classify("put setting "+name, err)
+	}
+	return stored, nil
 }
 
 // PutToken stores a token hash under a name.

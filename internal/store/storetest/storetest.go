@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -32,6 +33,8 @@ func Run(t *testing.T, newStore Opener) {
 		{"ReplaySameKey", testReplay},
 		{"ReplayInsideOneBatch", testReplayInBatch},
 		{"DuplicateParticipant", testDuplicate},
+		{"ResendOfALiveEntry", testResend},
+		{"Settings", testSettings},
 		{"CapacityReject", testReject},
 		{"CapacityWaitlistInArrivalOrder", testWaitlist},
 		{"Spam", testSpam},
@@ -86,8 +89,8 @@ var idSeq atomic.Int64
 
 // sub makes a submission for form/key at journal position seq, claiming
 // the given participant tokens.
-func sub(form, key string, seq uint64, claims ...string) store.Submission {
-	return store.Submission{
+func sub(form, key string, seq uint64, claims ...string) journal.Entry {
+	return journal.Entry{
 		Seq:         seq,
 		ID:          fmt.Sprintf("%s-%s-%d", form, key, idSeq.Add(1)),
 		Site:        "site",
@@ -111,7 +114,7 @@ func putForm(t *testing.T, s store.Store, id string, capacity *int, whenFull str
 	}
 }
 
-func mustApply(t *testing.T, s store.Store, subs ...store.Submission) []store.Outcome {
+func mustApply(t *testing.T, s store.Store, subs ...journal.Entry) []store.Outcome {
 	t.Helper()
 	out, err := s.Apply(ctxT(t), subs)
 	if err != nil {
@@ -207,6 +210,55 @@ func testDuplicate(t *testing.T, s store.Store) {
 	}
 }
 
+// testResend: a new key with exactly the content of the live entry that
+// holds its claim is a resend of that entry (SameAs), decided duplicate;
+// other content from the same participant is a plain duplicate.
+func testResend(t *testing.T, s store.Store) {
+	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+	first := mustApply(t, s, sub("f", "a", 1, "phone-1"))[0]
+	again := sub("f", "b", 2, "phone-1")
+	again.Fingerprint = first.Fingerprint
+	other := sub("f", "c", 3, "phone-1")
+	out := mustApply(t, s, again, other)
+	if o := out[0]; o.Decision != store.StatusDuplicate || o.SameAs == nil || o.SameAs.ID != first.ID || o.SameAs.Key != "a" ||
+		o.SameAs.Decision != store.StatusStored || !o.SameAs.ReceivedAt.Equal(first.ReceivedAt) {
+		t.Fatalf("resend: %+v (same as %+v), want duplicate answered as %+v", o, o.SameAs, first)
+	}
+	if o := out[1]; o.Decision != store.StatusDuplicate || o.SameAs != nil {
+		t.Fatalf("other content: %+v, want a plain duplicate", o)
+	}
+	// The resend takes no place: a second person is waitlisted.
+	if o := mustApply(t, s, sub("f", "d", 4, "phone-2"))[0]; o.Status != store.StatusWaitlisted {
+		t.Fatalf("after a resend the only place is still taken: %+v", o)
+	}
+	for _, o := range []store.Outcome{mustApply(t, s, again)[0], mustOutcome(t, s, "f", "b")} {
+		if o.SameAs == nil || o.SameAs.ID != first.ID {
+			t.Fatalf("the resend read again: %+v, want it answered as %s", o, first.ID)
+		}
+	}
+}
+
+func mustOutcome(t *testing.T, s store.Store, form, key string) store.Outcome {
+	t.Helper()
+	o, ok, err := s.Outcome(ctxT(t), form, key)
+	if err != nil || !ok {
+		t.Fatalf("outcome %s/%s: %v (found %v)", form, key, err, ok)
+	}
+	return o
+}
+
+// testSettings: the first value stored under a name wins.
+func testSettings(t *testing.T, s store.Store) {
+	got, err := s.PutSetting(ctxT(t), "x", []byte("one"))
+	if err != nil || string(got) != "one" {
+		t.Fatalf("first put: %q %v", got, err)
+	}
+	got, err = s.PutSetting(ctxT(t), "x", []byte("two"))
+	if err != nil || string(got) != "one" {
+		t.Fatalf("second put: %q %v, want the first value kept", got, err)
+	}
+}
+
 func testReject(t *testing.T, s store.Store) {
 	putForm(t, s, "f", intp(2), "")
 	out := mustApply(t, s, sub("f", "a", 1, "p1"), sub("f", "b", 2, "p2"), sub("f", "c", 3, "p3"))
@@ -286,7 +338,7 @@ func testConcurrent(t *testing.T, s store.Store) {
 			defer wg.Done()
 			for i := w; i < people; i += workers {
 				// Every third person registers twice under two keys.
-				batch := []store.Submission{sub("f", fmt.Sprint("k", i), uint64(i*2+1), fmt.Sprint("p", i/3*3))}
+				batch := []journal.Entry{sub("f", fmt.Sprint("k", i), uint64(i*2+1), fmt.Sprint("p", i/3*3))}
 				if i%2 == 0 {
 					batch = append(batch, sub("f", fmt.Sprint("k", i), uint64(i*2+1), fmt.Sprint("p", i/3*3)))
 				}
@@ -436,7 +488,7 @@ func testCancelErrors(t *testing.T, s store.Store) {
 func testExport(t *testing.T, s store.Store) {
 	putForm(t, s, "f", nil, "")
 	const n = 1203
-	batch := make([]store.Submission, 0, n)
+	batch := make([]journal.Entry, 0, n)
 	for i := range n {
 		// Inserted in reverse arrival order; export is in arrival order.
 		batch = append(batch, sub("f", fmt.Sprint(i), uint64(n-i)))
@@ -485,7 +537,7 @@ func testTokens(t *testing.T, s store.Store) {
 func testErase(t *testing.T, s store.Store) {
 	putForm(t, s, "f", nil, "")
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	var batch []store.Submission
+	var batch []journal.Entry
 	for i := range 5 {
 		sub := sub("f", fmt.Sprint("old", i), uint64(i+1), fmt.Sprint("p", i))
 		sub.ReceivedAt = now.Add(-48 * time.Hour)

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/form"
+)
+
+// settingStore keeps small values by name, the first writer winning.
+type settingStore interface {
+	PutSetting(ctx context.Context, name string, value []byte) ([]byte, error)
+}
+
+// secretFile is the embedded tier's secret, beside the journal and the
+// store so that a store rebuilt from the journal keeps it.
+const secretFile = "secret"
+
+// InstallationSecret finds the secret that keys fingerprints, claims and
+// derived keys (form.Hasher): the --secret setting when given; else, with
+// the embedded store, a file in the data directory made on the first
+// start; else (PostgreSQL) the store's, made by the first instance and
+// shared by all. The store keeps a check value of the secret and refuses
+// another one: a lost secret file or a different FORMD_SECRET would
+// otherwise make one participant two without a word.
+func InstallationSecret(ctx context.Context, cfg config.Config, st settingStore) ([]byte, error) {
+	secret := cfg.Secret
+	switch {
+	case secret != nil:
+	case cfg.Store == "sqlite":
+		var err error
+		if secret, err = fileSecret(filepath.Join(cfg.Data, secretFile)); err != nil {
+			return nil, err
+		}
+	default:
+		fresh := make([]byte, form.SecretSize)
+		rand.Read(fresh) //nolint:errcheck // crypto/rand does not fail on supported systems
+		var err error
+		if secret, err = st.PutSetting(ctx, "secret", fresh); err != nil {
+			return nil, fmt.Errorf("read the installation secret from the store: %w", err)
+		}
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("formd/secret-check/v1"))
+	check := mac.Sum(nil)
+	stored, err := st.PutSetting(ctx, "secret_check", check)
+	if err != nil {
+		return nil, fmt.Errorf("check the installation secret: %w", err)
+	}
+	if !bytes.Equal(stored, check) {
+		return nil, errors.New("the installation secret is not the one this store was written with, so participants and " +
+			"fingerprints would not match: restore the original secret (the file " + secretFile + " in --data, or --secret / FORMD_SECRET)")
+	}
+	return secret, nil
+}
+
+// fileSecret reads the secret file, or makes it: written to a temporary
+// file, synced and renamed into place, so a crash leaves either no secret
+// or a whole one.
+func fileSecret(path string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		secret, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+		if err != nil || len(secret) < form.SecretSize {
+			return nil, fmt.Errorf("the secret file %s is damaged (want %d hex-encoded bytes): restore it from a backup", path, form.SecretSize)
+		}
+		return secret, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read the secret file: %w", err)
+	}
+	secret := make([]byte, form.SecretSize)
+	rand.Read(secret) //nolint:errcheck // crypto/rand does not fail on supported systems
+	if err := writeFileAtomic(path, []byte(hex.EncodeToString(secret)+"\n")); err != nil {
+		return nil, fmt.Errorf("make the secret file: %w", err)
+	}
+	return secret, nil
+}
+
+// writeFileAtomic writes data to path through a synced temporary file and
+// a rename, then syncs the directory so the rename itself is durable.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
