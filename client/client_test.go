@@ -141,7 +141,9 @@ func TestDefinitiveAnswers(t *testing.T) {
 		{name: "200 replayed", form: "open", want: client.Stored, wantStatus: 200, replayed: true,
 			before: func(p string) []setup { return []setup{{body: body("me", p), sameKey: true}} }},
 		{name: "409 duplicate-entry", form: "open", want: client.AlreadyRegistered, wantStatus: 409, code: client.CodeDuplicateEntry,
-			before: func(p string) []setup { return []setup{{body: body("an earlier me", "+86 "+p[:3]+" "+p[3:7]+" "+p[7:])}} }},
+			before: func(p string) []setup {
+				return []setup{{body: body("an earlier me", "+86 "+p[:3]+" "+p[3:7]+" "+p[7:])}}
+			}},
 		{name: "409 capacity-reached", form: "reject", want: client.Full, wantStatus: 409, code: client.CodeCapacityReached,
 			before: func(string) []setup { return []setup{{body: body("first", newPhone())}} }},
 		{name: "410 form-closed", form: "closed", want: client.Closed, wantStatus: 410, code: client.CodeFormClosed,

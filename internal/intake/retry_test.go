@@ -167,4 +167,3 @@ func problemCode(body []byte) string {
 	}
 	return p.Code
 }
-
