@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/problem"
@@ -42,18 +43,32 @@ type Forms interface {
 // Redrive processes the journal entry of (form, key) again.
 type Redrive func(ctx context.Context, form, key string) error
 
+// Forget erases a person's entries across forms (erasure.Forget on the
+// instance's store and journal).
+type Forget func(ctx context.Context, p erasure.Person, dryRun bool) (erasure.Report, error)
+
+// Deps are what the admin API acts on.
+type Deps struct {
+	Store   Store
+	Forms   Forms
+	Redrive Redrive
+	Forget  Forget
+	Log     *slog.Logger
+}
+
 // Handler serves /v1/admin/.
 type Handler struct {
 	store   Store
 	forms   Forms
 	redrive Redrive
+	forget  Forget
 	log     *slog.Logger
 	maxBody int64
 }
 
 // New makes the handler.
-func New(st Store, forms Forms, redrive Redrive, log *slog.Logger) *Handler {
-	return &Handler{store: st, forms: forms, redrive: redrive, log: log, maxBody: 4 << 20}
+func New(d Deps) *Handler {
+	return &Handler{store: d.Store, forms: d.Forms, redrive: d.Redrive, forget: d.Forget, log: d.Log, maxBody: 4 << 20}
 }
 
 // Register adds the admin routes to mux.
@@ -64,6 +79,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/cancel", h.auth(h.cancel))
 	mux.Handle("GET /v1/admin/dead-letters", h.auth(h.deadLetters))
 	mux.Handle("POST /v1/admin/dead-letters/{form}/{key}/retry", h.auth(h.retry))
+	mux.Handle("POST /v1/admin/forget", h.auth(h.forgetPerson))
 }
 
 // NewToken makes an admin token and the hash the store keeps of it.
@@ -98,8 +114,8 @@ func (h *Handler) auth(fn func(http.ResponseWriter, *http.Request) error) http.H
 }
 
 func (h *Handler) authorize(r *http.Request) error {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" {
+	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 		return problem.New(problem.CodeUnauthorized, "send Authorization: Bearer <admin token>")
 	}
 	valid, err := h.store.TokenValid(r.Context(), HashToken(strings.TrimSpace(tok)))
@@ -184,12 +200,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
 	promoted, err := h.store.Cancel(r.Context(), r.PathValue("form"), r.PathValue("id"))
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return problem.New(problem.CodeEntryNotFound, "")
-	case errors.Is(err, store.ErrNotLive):
-		return problem.New(problem.CodeEntryNotLive, "")
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	if promoted == nil {
@@ -223,6 +234,46 @@ func (h *Handler) retry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"retried": key})
+}
+
+// forgetRequest names the person to forget.
+type forgetRequest struct {
+	Email  string `json:"email"`
+	Phone  string `json:"phone"`
+	Region string `json:"region"`
+	DryRun bool   `json:"dry_run"`
+}
+
+// forgetAnswer says what was found and erased, never the value itself.
+type forgetAnswer struct {
+	What    string         `json:"what"`
+	Entries int            `json:"entries"`
+	Forms   map[string]int `json:"forms"`
+	Erased  int            `json:"erased"`
+	Pending int            `json:"pending"`
+	DryRun  bool           `json:"dry_run"`
+	// JournalKept says the journal's copies stay (a journal that cannot
+	// delete them); they go by its own limits.
+	JournalKept bool `json:"journal_kept,omitempty"`
+}
+
+// forgetPerson is POST /v1/admin/forget: erase every entry, across forms,
+// of one e-mail address or phone number.
+func (h *Handler) forgetPerson(w http.ResponseWriter, r *http.Request) error {
+	var req forgetRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		return problem.New(problem.CodeInvalidRequest, `send a JSON object such as {"email": "ann@example.org"} or {"phone": "+8613800138000"}`)
+	}
+	rep, err := h.forget(r.Context(), erasure.Person{Email: req.Email, Phone: req.Phone, Region: req.Region}, req.DryRun)
+	var ie *erasure.InputError
+	if errors.As(err, &ie) {
+		return problem.New(problem.CodeInvalidRequest, ie.Error())
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, forgetAnswer{What: rep.What, Entries: len(rep.Entries), Forms: rep.Forms(), Erased: rep.Erased,
+		Pending: len(rep.Pending), DryRun: req.DryRun, JournalKept: rep.JournalKept})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

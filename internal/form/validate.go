@@ -3,6 +3,7 @@ package form
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/mail"
 	"slices"
@@ -441,6 +442,19 @@ func cleanText(s string, multiline bool) (string, *FieldError) {
 	}
 	return strings.TrimSpace(b.String()), nil
 }
+
+// NormalizeEmail is an e-mail address as formd stores and compares it:
+// NFKC, invisible characters removed, lower-cased.
+func NormalizeEmail(s string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(cleanInvisible(norm.NFKC.String(s), false)))
+	if !validEmail(e) {
+		return "", errors.New("is not an e-mail address")
+	}
+	return e, nil
+}
+
+// JSONString is s as a JSON string, encoded as entries' data encodes it.
+func JSONString(s string) []byte { return appendJSONString(nil, s) }
 
 func validEmail(e string) bool {
 	at := strings.LastIndexByte(e, '@')

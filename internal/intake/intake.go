@@ -154,7 +154,9 @@ func (h *Handler) wrap(route string, fn func(http.ResponseWriter, *http.Request)
 		rec := &statusRecorder{ResponseWriter: w}
 		if err := fn(rec, r); err != nil {
 			if isHTMLPost(r) && route == "submit" {
-				writeHTMLProblem(rec, r, problem.From(err))
+				p := problem.From(err)
+				problem.Log(h.cfg.Logger, r, err, p)
+				writeHTMLProblem(rec, r, p)
 			} else {
 				problem.Write(rec, r, h.cfg.Logger, err)
 			}

@@ -101,3 +101,19 @@ type Journal interface {
 	Stats(ctx context.Context) (Stats, error)
 	Close() error
 }
+
+// Pruner is a journal that deletes its copies of a form's old entries once
+// they are acknowledged, for retention (sqlitejournal). A journal without
+// it keeps entries by its own limits.
+type Pruner interface {
+	Prune(ctx context.Context, form string, before time.Time, limit int) (int, error)
+}
+
+// Forgetter is a journal that deletes one entry's copy so that nothing of
+// its data stays, for erasing a person's data on request. An entry not yet
+// acknowledged (its outcome not yet in the store) is left alone and
+// ErrPending returned: erase it once it is decided. An entry that is not
+// there is no error.
+type Forgetter interface {
+	Forget(ctx context.Context, form, key string) error
+}

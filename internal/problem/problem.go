@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/formd/formd/internal/form"
-	"github.com/formd/formd/internal/journal"
 )
 
 // Problem codes: stable, machine-readable, documented at /problems/{code}.
@@ -43,6 +42,8 @@ const (
 	CodeInvalidDefinition    = "invalid-form-definition"
 	CodeEntryNotFound        = "entry-not-found"
 	CodeEntryNotLive         = "entry-not-live"
+	CodeEntryPending         = "entry-pending"
+	CodeForbidden            = "forbidden"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -51,33 +52,38 @@ type Info struct {
 	Status  int
 	Title   string
 	Explain string
+	// RetryAfter, when set, is the Retry-After (seconds) every answer with
+	// this code carries.
+	RetryAfter int
 }
 
 // Codes is every code formd answers with.
 var Codes = map[string]Info{
-	CodeInvalidRequest:       {400, "Invalid request", "The request could not be read: a malformed body, a bad Idempotency-Key (it must be 1 to 255 visible ASCII characters, or an RFC 8941 quoted string of them) or a bad Prefer header. Fix the request; sending it again unchanged will fail again."},
-	CodeKeyMissing:           {400, "Idempotency key missing", "This form requires every submission to carry an idempotency key: an Idempotency-Key header, or a _key field for plain HTML forms. Generate one random key per submission and reuse it for every retry of that submission."},
-	CodeFormNotFound:         {404, "Form not found", "No form has this id on this server. Check the form id in the URL."},
-	CodeDuplicateEntry:       {409, "Already registered", "This participant is already registered on this form (the form's unique fields, such as the phone number, match a live entry). Nothing new was stored. For privacy the answer does not say which entry matched."},
-	CodeCapacityReached:      {409, "Form is full", "Every place on this form is taken and the form has no waitlist. Nothing was stored."},
-	CodeFormClosed:           {410, "Form closed", "The form is not taking submissions: it has not opened yet or it has closed. Nothing was stored."},
-	CodePayloadTooLarge:      {413, "Payload too large", "The body is larger than this server accepts. Nothing was stored."},
-	CodeUnsupportedMediaType: {415, "Unsupported media type", "Send application/json, application/x-www-form-urlencoded or multipart/form-data (without files)."},
-	CodeValidationFailed:     {422, "Validation failed", "Some fields need a fix; the errors list names each field with a stable code. Nothing was stored. Correct the fields and submit again (a new key is fine: nothing was recorded under the old one)."},
-	CodeKeyReused:            {422, "Idempotency key reused", "This idempotency key was already used for a submission with different content. A key identifies one submission: generate a new key for new content."},
-	CodeRateLimited:          {429, "Too many requests", "This client sent more submissions to this form than the server allows in a short time. Wait for Retry-After seconds and send the same submission again with the same key."},
-	CodeOverloaded:           {503, "Server busy", "The server's queue is full, so it refused the submission before writing anything. Send it again with the same key after Retry-After seconds."},
-	CodeJournalUnavailable:   {503, "Journal unavailable", "The server could not write the submission durably, so nothing was acknowledged. Send it again with the same key after Retry-After seconds."},
-	CodeStoreUnavailable:     {503, "Store unavailable", "The server could not read the store to answer this query. Try again after Retry-After seconds."},
-	CodeSubmissionNotFound:   {404, "Submission not found", "No submission with this key was received for this form. If you sent it and got no answer, send it again with the same key."},
-	CodeOriginNotAllowed:     {403, "Origin not allowed", "This form does not accept submissions from the page's origin. The form owner lists allowed origins under origins: in the form definition."},
-	CodeUnauthorized:         {401, "Unauthorized", "This endpoint needs the admin token: send Authorization: Bearer <token>. The token is printed once when formd first starts; make a new one with formd token."},
-	CodeNotFound:             {404, "Not found", "There is nothing at this address."},
-	CodeMethodNotAllowed:     {405, "Method not allowed", "This address does not take that method."},
-	CodeInvalidDefinition:    {422, "Invalid form definition", "The form definitions were refused; the detail names each form, field and problem with what would be valid. Nothing was applied."},
-	CodeEntryNotFound:        {404, "Entry not found", "No entry (or dead letter) with this id or key exists on this form."},
-	CodeEntryNotLive:         {409, "Entry not live", "Only stored or waitlisted entries can be cancelled; this one is not."},
-	CodeInternal:             {500, "Internal error", "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
+	CodeInvalidRequest:       {Status: 400, Title: "Invalid request", Explain: "The request could not be read: a malformed body, a bad Idempotency-Key (it must be 1 to 255 visible ASCII characters, or an RFC 8941 quoted string of them) or a bad Prefer header. Fix the request; sending it again unchanged will fail again."},
+	CodeKeyMissing:           {Status: 400, Title: "Idempotency key missing", Explain: "This form requires every submission to carry an idempotency key: an Idempotency-Key header, or a _key field for plain HTML forms. Generate one random key per submission and reuse it for every retry of that submission."},
+	CodeFormNotFound:         {Status: 404, Title: "Form not found", Explain: "No form has this id on this server. Check the form id in the URL."},
+	CodeDuplicateEntry:       {Status: 409, Title: "Already registered", Explain: "This participant is already registered on this form (the form's unique fields, such as the phone number, match a live entry). Nothing new was stored. For privacy the answer does not say which entry matched."},
+	CodeCapacityReached:      {Status: 409, Title: "Form is full", Explain: "Every place on this form is taken and the form has no waitlist. Nothing was stored."},
+	CodeFormClosed:           {Status: 410, Title: "Form closed", Explain: "The form is not taking submissions: it has not opened yet or it has closed. Nothing was stored."},
+	CodePayloadTooLarge:      {Status: 413, Title: "Payload too large", Explain: "The body is larger than this server accepts. Nothing was stored."},
+	CodeUnsupportedMediaType: {Status: 415, Title: "Unsupported media type", Explain: "Send application/json, application/x-www-form-urlencoded or multipart/form-data (without files)."},
+	CodeValidationFailed:     {Status: 422, Title: "Validation failed", Explain: "Some fields need a fix; the errors list names each field with a stable code. Nothing was stored. Correct the fields and submit again (a new key is fine: nothing was recorded under the old one)."},
+	CodeKeyReused:            {Status: 422, Title: "Idempotency key reused", Explain: "This idempotency key was already used for a submission with different content. A key identifies one submission: generate a new key for new content."},
+	CodeRateLimited:          {Status: 429, Title: "Too many requests", Explain: "This client sent more submissions to this form than the server allows in a short time. Wait for Retry-After seconds and send the same submission again with the same key."},
+	CodeOverloaded:           {Status: 503, Title: "Server busy", Explain: "The server's queue is full, so it refused the submission before writing anything. Send it again with the same key after Retry-After seconds.", RetryAfter: 1},
+	CodeJournalUnavailable:   {Status: 503, Title: "Journal unavailable", Explain: "The server could not write the submission durably, so nothing was acknowledged. Send it again with the same key after Retry-After seconds.", RetryAfter: 2},
+	CodeStoreUnavailable:     {Status: 503, Title: "Store unavailable", Explain: "The server could not read or write the store to answer this request; nothing was changed. Try again after Retry-After seconds.", RetryAfter: 2},
+	CodeSubmissionNotFound:   {Status: 404, Title: "Submission not found", Explain: "No submission with this key was received for this form. If you sent it and got no answer, send it again with the same key."},
+	CodeOriginNotAllowed:     {Status: 403, Title: "Origin not allowed", Explain: "This form does not accept submissions from the page's origin. The form owner lists allowed origins under origins: in the form definition."},
+	CodeUnauthorized:         {Status: 401, Title: "Unauthorized", Explain: "This endpoint needs the admin token: send Authorization: Bearer <token>. The token is printed once when formd first starts; make a new one with formd token."},
+	CodeNotFound:             {Status: 404, Title: "Not found", Explain: "There is nothing at this address."},
+	CodeMethodNotAllowed:     {Status: 405, Title: "Method not allowed", Explain: "This address does not take that method."},
+	CodeInvalidDefinition:    {Status: 422, Title: "Invalid form definition", Explain: "The form definitions were refused; the detail names each form, field and problem with what would be valid. Nothing was applied."},
+	CodeEntryNotFound:        {Status: 404, Title: "Entry not found", Explain: "No entry (or dead letter) with this id or key exists on this form."},
+	CodeEntryNotLive:         {Status: 409, Title: "Entry not live", Explain: "Only stored or waitlisted entries can be cancelled; this one is not."},
+	CodeEntryPending:         {Status: 409, Title: "Entry still being processed", Explain: "The entry is journaled but not decided yet, so it cannot be changed now. Try again in a moment.", RetryAfter: 1},
+	CodeForbidden:            {Status: 403, Title: "Forbidden", Explain: "Your account may not do this: its role or its sites do not allow it."},
+	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 
 // Problem is an RFC 9457 problem document, and an error that handlers
@@ -103,7 +109,7 @@ func New(code, detail string) *Problem {
 		info = Codes[CodeInternal]
 		code = CodeInternal
 	}
-	return &Problem{Type: "/problems/" + code, Title: info.Title, Status: info.Status, Detail: detail, Code: code}
+	return &Problem{Type: "/problems/" + code, Title: info.Title, Status: info.Status, Detail: detail, Code: code, RetryAfter: info.RetryAfter}
 }
 
 // Body is the problem as JSON; the encoding is deterministic so that a
@@ -116,12 +122,17 @@ func (p *Problem) Body() []byte {
 	return b
 }
 
+// coded is an error that names its problem code: the journal's and the
+// store's sentinels are.
+type coded interface{ ProblemCode() string }
+
 // From maps any error to the problem to answer with. It is the one
 // place where errors become responses.
 func From(err error) *Problem {
 	var p *Problem
 	var ve *form.ValidationError
 	var mbe *http.MaxBytesError
+	var c coded
 	switch {
 	case errors.As(err, &p):
 		return p
@@ -131,26 +142,33 @@ func From(err error) *Problem {
 		return p
 	case errors.As(err, &mbe):
 		return New(CodePayloadTooLarge, fmt.Sprintf("the body is over the limit of %d bytes", mbe.Limit))
-	case errors.Is(err, journal.ErrOverloaded):
-		p := New(CodeOverloaded, "the journal queue is full; nothing was written")
-		p.RetryAfter = 1
-		return p
-	case errors.Is(err, journal.ErrUnavailable), errors.Is(err, journal.ErrClosed):
-		p := New(CodeJournalUnavailable, "the submission could not be written durably; nothing was acknowledged")
-		p.RetryAfter = 2
-		return p
+	case errors.As(err, &c):
+		return New(c.ProblemCode(), "")
 	}
 	return New(CodeInternal, "")
 }
 
-// Write answers with err as problem+json, logging what is not the
-// client's fault.
+// Write answers with err as problem+json, logging it by its class (see
+// Log).
 func Write(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	p := From(err)
-	if p.Status >= 500 && !errors.Is(err, context.Canceled) {
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "code", p.Code, "err", err)
-	}
+	Log(log, r, err, p)
 	WriteDoc(w, p, p.Body(), false)
+}
+
+// Log records a failed request by the class of its problem: a client's
+// mistake is not logged (it is in the metrics), nor is overload (a metric
+// and an alert, not a line per refused request at a peak); an unavailable
+// journal or store is a warning; anything else of the server's an error.
+func Log(log *slog.Logger, r *http.Request, err error, p *Problem) {
+	if p.Status < 500 || p.Code == CodeOverloaded || errors.Is(err, context.Canceled) {
+		return
+	}
+	level := slog.LevelError
+	if p.Code == CodeJournalUnavailable || p.Code == CodeStoreUnavailable {
+		level = slog.LevelWarn
+	}
+	log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "code", p.Code, "err", err)
 }
 
 // WriteDoc writes a problem whose body is already rendered (a replay).

@@ -38,6 +38,10 @@ func dataDir(cfg config.Config) error {
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return fmt.Errorf("create the data directory (--data %s, FORMD_DATA): %w", cfg.Data, err)
 	}
+	// Whatever mode it had: it holds personal data and the secret.
+	if err := os.Chmod(cfg.Data, 0o700); err != nil {
+		return fmt.Errorf("restrict the data directory (--data %s, FORMD_DATA) to its owner: %w", cfg.Data, err)
+	}
 	return nil
 }
 

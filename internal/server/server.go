@@ -21,13 +21,13 @@ import (
 
 	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/hosted"
 	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/processor"
-	"github.com/formd/formd/internal/retention"
 	"github.com/formd/formd/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -45,7 +45,7 @@ type Server struct {
 	Hasher    *form.Hasher
 	proc      *processor.Processor
 	notify    *processor.Notifier
-	retention *retention.Job
+	retention *erasure.Retention
 	unlock    func() // releases the data directory's lock
 	handler   http.Handler
 	ready     atomic.Bool
@@ -131,7 +131,8 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 		}
 	}
 	s.proc = processor.New(s.Journal, s.Store, s.notify, procOpts)
-	s.retention = retention.New(s.Forms, s.Store, s.Journal, time.Now, log, reg)
+	pruner, _ := s.Journal.(journal.Pruner)
+	s.retention = erasure.NewRetention(s.Forms, s.Store, pruner, time.Now, log, reg)
 	notify := s.notify
 	// The hosted pages show a key's status (from the intake), and the
 	// intake hands them plain posts that need a fix.
@@ -146,7 +147,7 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
-	admin.New(s.Store, s.Forms, s.redrive, log).Register(mux)
+	admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Redrive: s.redrive, Forget: s.Forget, Log: log}).Register(mux)
 	pages.Register(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -337,6 +338,13 @@ func (s *Server) redrive(ctx context.Context, formID, key string) error {
 	// is dead-lettered again at once rather than left undelivered.
 	e.Deliveries = s.cfg.MaxAttempts
 	return s.proc.Process(ctx, []journal.Entry{e})
+}
+
+// Forget erases a person's entries, across forms, from the store and the
+// journal.
+func (s *Server) Forget(ctx context.Context, p erasure.Person, dryRun bool) (erasure.Report, error) {
+	fg, _ := s.Journal.(journal.Forgetter)
+	return erasure.Forget(ctx, s.Store, fg, p, dryRun)
 }
 
 // Processor is the instance's processor, for replay.

@@ -6,8 +6,13 @@
 package sqlitedb
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -22,7 +27,13 @@ func init() {
 		// page rewritten by many commits (the last leaf of an index) is
 		// copied to the database once per checkpoint, so fewer checkpoints
 		// cost less CPU and I/O at the same durability.
-		_, err := c.Exec("PRAGMA wal_autocheckpoint = 10000", nil)
+		if _, err := c.Exec("PRAGMA wal_autocheckpoint = 10000", nil); err != nil {
+			return err
+		}
+		// Deleted content is overwritten with zeros, so that data erased
+		// for retention or at a person's request is gone from the file,
+		// not left in a free page.
+		_, err := c.Exec("PRAGMA secure_delete = ON", nil)
 		return err
 	}})
 }
@@ -30,7 +41,10 @@ func init() {
 // OpenWriter opens the single write connection of a file, creating it.
 // Transactions begin IMMEDIATE, so a writer never fails half-way on a lock.
 func OpenWriter(path string) (*sql.DB, error) {
-	db, err := sql.Open(driverName, "file:"+path+
+	if err := ownerOnly(path); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(driverName, "file:"+escapePath(path)+
 		"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_cache_size=-65536")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -41,9 +55,52 @@ func OpenWriter(path string) (*sql.DB, error) {
 	return db, nil
 }
 
+// escapePath makes a file path safe in an SQLite URI filename: the
+// characters that end the path or start an escape there (?, #, %) are
+// percent-encoded, so a --data directory may contain them.
+func escapePath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+}
+
+// ownerOnly creates the database file readable and writable by its owner
+// only, and narrows an existing file and its WAL and shared-memory files
+// to that, whatever their mode was: they hold personal data. SQLite gives
+// the WAL and shared-memory files the database file's mode.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("restrict %s to its owner: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Truncate checkpoints the write-ahead log into the database file and
+// truncates it, so that page versions holding erased data leave the WAL
+// too. It waits for readers (busy_timeout) rather than fail.
+func Truncate(ctx context.Context, db *sql.DB) error {
+	var busy, logFrames, checkpointed int
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &checkpointed); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("checkpoint: %w", ErrCheckpointBusy)
+	}
+	return nil
+}
+
+// ErrCheckpointBusy means a reader kept the WAL from being truncated; the
+// next checkpoint finishes the job.
+var ErrCheckpointBusy = errors.New("the write-ahead log is in use by a reader")
+
 // OpenReader opens a pool of n read-only connections to a file.
 func OpenReader(path string, n int) (*sql.DB, error) {
-	db, err := sql.Open(driverName, "file:"+path+"?_journal_mode=WAL&_busy_timeout=10000&_query_only=1")
+	db, err := sql.Open(driverName, "file:"+escapePath(path)+"?_journal_mode=WAL&_busy_timeout=10000&_query_only=1")
 	if err != nil {
 		return nil, fmt.Errorf("open %s for reading: %w", path, err)
 	}

@@ -1,18 +1,24 @@
 package store
 
-import "errors"
-
-// Errors the drivers return; callers test with errors.Is.
+// Errors the drivers return; callers test with errors.Is. Each names the
+// problem code (package problem) that an HTTP answer gives for it.
 var (
 	// ErrNotFound means no entry has that id on that form.
-	ErrNotFound = errors.New("entry not found")
+	ErrNotFound error = &codedError{"entry not found", "entry-not-found"}
 	// ErrNotLive means the entry exists but is neither stored nor
 	// waitlisted, so it cannot be cancelled.
-	ErrNotLive = errors.New("entry is not stored or waitlisted")
+	ErrNotLive error = &codedError{"entry is not stored or waitlisted", "entry-not-live"}
+	// ErrUnavailable marks a failure of the store itself (connection lost,
+	// database locked or full) rather than of the submissions in hand: the
+	// processor retries the same batch with backoff and counts no attempt
+	// against the entries; a request is answered 503 store-unavailable.
+	ErrUnavailable error = &codedError{"store unavailable", "store-unavailable"}
 )
 
-// ErrUnavailable marks a failure of the store itself (connection lost,
-// database locked or full) rather than of the submissions in hand: the
-// processor retries the same batch with backoff and counts no attempt
-// against the entries.
-var ErrUnavailable = errors.New("store unavailable")
+// codedError is a sentinel that names its problem code.
+type codedError struct{ msg, code string }
+
+func (e *codedError) Error() string { return e.msg }
+
+// ProblemCode is the problem code an HTTP answer gives for the error.
+func (e *codedError) ProblemCode() string { return e.code }

@@ -107,6 +107,12 @@ type Row struct {
 	Data       json.RawMessage
 }
 
+// EntryRef names one entry.
+type EntryRef struct {
+	ID, Site, Form, Key string
+	Seq                 uint64
+}
+
 // DeadLetter is an entry the processor gave up on, with why.
 type DeadLetter struct {
 	ID       string
@@ -151,11 +157,20 @@ type Store interface {
 	// entry can be processed again. False if (form, key) is not dead-lettered.
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
 	// Erase removes the submitted data of up to limit entries of a form
-	// received before the cutoff, keeping the rest of each row (id, key,
-	// status, receipt) so that idempotency and the audit trail stand. It
-	// returns how many it erased; instances running it at once share the
-	// work without blocking each other.
+	// received before the cutoff, and everything derived from it that
+	// could identify the person: the participant claims (which frees the
+	// participant). The rest of each row stays (id, key, status, the
+	// keyed receipt) so that a retry is still answered and the audit trail
+	// stands. It returns how many it erased; instances running it at once
+	// share the work without blocking each other.
 	Erase(ctx context.Context, form string, before time.Time, limit int) (int, error)
+	// FindEntries lists up to limit entries, of any form, whose data
+	// holds one of the needles (byte strings such as a JSON-encoded
+	// e-mail address), oldest first.
+	FindEntries(ctx context.Context, needles [][]byte, limit int) ([]EntryRef, error)
+	// EraseEntries erases the entries with these ids as Erase does, and
+	// returns how many still had data.
+	EraseEntries(ctx context.Context, ids []string) (int, error)
 	// PutSetting stores value under name unless one is there already, and
 	// returns the value stored: the first writer wins, across instances.
 	PutSetting(ctx context.Context, name string, value []byte) ([]byte, error)

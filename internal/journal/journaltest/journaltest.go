@@ -45,6 +45,68 @@ func Run(t *testing.T, newJournal Opener) {
 			tc.fn(t, newJournal(t))
 		})
 	}
+	t.Run("Forgetter", func(t *testing.T) {
+		t.Parallel()
+		testForgetter(t, newJournal(t))
+	})
+}
+
+// testForgetter: a journal that can forget an entry does so only once it
+// is acknowledged; afterwards nothing of it is found, and forgetting it
+// again, or an entry that never was, is no error.
+func testForgetter(t *testing.T, open func() journal.Journal) {
+	j := open()
+	defer j.Close()
+	fg, ok := j.(journal.Forgetter)
+	if !ok {
+		t.Skip("this driver cannot forget entries")
+	}
+	ctx := ctxT(t)
+	e := NewEntry("f", "forget-me")
+	keep := NewEntry("f", "keep-me")
+	for _, x := range []journal.Entry{e, keep} {
+		if _, err := j.Append(ctx, x, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fg.Forget(ctx, "f", "forget-me"); !errors.Is(err, journal.ErrPending) {
+		t.Fatalf("forget before delivery: %v, want ErrPending", err)
+	}
+	got := fetchN(t, j, 2)
+	if err := fg.Forget(ctx, "f", "forget-me"); !errors.Is(err, journal.ErrPending) {
+		t.Fatalf("forget while in flight: %v, want ErrPending", err)
+	}
+	for _, x := range got {
+		if err := j.Ack(ctx, x.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := fg.Forget(ctx, "f", "forget-me")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, journal.ErrPending) || time.Now().After(deadline) {
+			t.Fatalf("forget once acknowledged: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // acks reach a remote server asynchronously
+	}
+	if _, found, err := j.Lookup(ctx, "f", "forget-me"); err != nil || found {
+		t.Fatalf("lookup after forget: found %v, %v", found, err)
+	}
+	if _, found, _ := j.Lookup(ctx, "f", "keep-me"); !found {
+		t.Fatal("another entry was forgotten too")
+	}
+	n := 0
+	if err := j.Read(ctx, journal.Filter{Form: "f"}, func(journal.Entry) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("read after forget: %d entries, %v; want the one kept", n, err)
+	}
+	for _, k := range []string{"forget-me", "never-was"} {
+		if err := fg.Forget(ctx, "f", k); err != nil {
+			t.Fatalf("forget %s: %v", k, err)
+		}
+	}
 }
 
 // NewEntry makes a distinct, valid entry for form and key.

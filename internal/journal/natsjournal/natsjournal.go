@@ -40,7 +40,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-var _ journal.Journal = (*Journal)(nil)
+var (
+	_ journal.Journal   = (*Journal)(nil)
+	_ journal.Forgetter = (*Journal)(nil)
+)
 
 // Options configure the journal. Zero values take the defaults.
 type Options struct {
@@ -805,6 +808,29 @@ func (j *Journal) Lookup(ctx context.Context, form, key string) (journal.Entry, 
 		return journal.Entry{}, false, nil
 	}
 	return e, true, nil
+}
+
+// Forget deletes the entry of (form, key) from the stream, overwriting its
+// data on the servers' disks (a secure delete), once the shared consumer
+// has acknowledged it: every entry at or below its ack floor has its
+// outcome in the store. The subject is then free, but the store keeps the
+// key, so a retry of it is still answered as the first.
+func (j *Journal) Forget(ctx context.Context, form, key string) error {
+	e, found, err := j.Lookup(ctx, form, key)
+	if err != nil || !found {
+		return err
+	}
+	info, err := j.cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("forget journal entry: %w: %w", journal.ErrUnavailable, err)
+	}
+	if e.Seq > info.AckFloor.Stream {
+		return journal.ErrPending
+	}
+	if err := j.stream.SecureDeleteMsg(ctx, e.Seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("forget journal entry: %w: %w", journal.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // Read calls fn for every entry matching f, in journal order. The stream

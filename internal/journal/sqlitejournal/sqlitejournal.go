@@ -27,7 +27,11 @@ import (
 	"github.com/formd/formd/internal/sqlitedb"
 )
 
-var _ journal.Journal = (*Journal)(nil)
+var (
+	_ journal.Journal   = (*Journal)(nil)
+	_ journal.Pruner    = (*Journal)(nil)
+	_ journal.Forgetter = (*Journal)(nil)
+)
 
 // Options configure the journal. Zero values take the defaults.
 type Options struct {
@@ -324,7 +328,7 @@ func (j *Journal) commit(batch []*appendReq) {
 		j.opts.Logger.Error("journal commit failed", "err", err, "entries", len(batch))
 		for _, r := range batch {
 			if r.done != nil {
-				r.done <- appendRes{err: fmt.Errorf("%w: %v", journal.ErrUnavailable, err)}
+				r.done <- appendRes{err: fmt.Errorf("%w: %w", journal.ErrUnavailable, err)}
 			}
 		}
 		return
@@ -602,7 +606,47 @@ func (j *Journal) Prune(ctx context.Context, form string, before time.Time, limi
 		return 0, fmt.Errorf("prune journal: %w", err)
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		if err := sqlitedb.Truncate(ctx, j.wdb); err != nil {
+			return int(n), fmt.Errorf("prune journal: %w", err)
+		}
+	}
 	return int(n), nil
+}
+
+// Forget deletes the entry of (form, key) once it is acknowledged, and
+// truncates the WAL so no copy of its page stays there. Deleting an
+// acknowledged entry is safe at any time: nothing delivers it again, and
+// the store keeps its key.
+func (j *Journal) Forget(ctx context.Context, form, key string) error {
+	j.queuedMu.Lock()
+	_, queued := j.queued[queuedKey{form, key}]
+	j.queuedMu.Unlock()
+	if queued {
+		return journal.ErrPending
+	}
+	var seq uint64
+	err := j.rdb.QueryRowContext(ctx, `SELECT seq FROM entries WHERE form = ? AND key = ?`, form, key).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("forget journal entry: %w", err)
+	}
+	j.mu.Lock()
+	_, inflight := j.inflight[seq]
+	pending := inflight || seq > j.cursor
+	j.mu.Unlock()
+	if pending {
+		return journal.ErrPending
+	}
+	if _, err := j.wdb.ExecContext(ctx, `DELETE FROM entries WHERE seq = ?`, seq); err != nil {
+		return fmt.Errorf("forget journal entry: %w", err)
+	}
+	if err := sqlitedb.Truncate(ctx, j.wdb); err != nil {
+		return fmt.Errorf("forget journal entry: %w", err)
+	}
+	return nil
 }
 
 // Lookup finds the entry for (form, key), including an async append still
@@ -619,7 +663,7 @@ func (j *Journal) Lookup(ctx context.Context, form, key string) (journal.Entry, 
 		return journal.Entry{}, false, nil
 	}
 	if err != nil {
-		return journal.Entry{}, false, fmt.Errorf("look up journal entry: %w", err)
+		return journal.Entry{}, false, fmt.Errorf("look up journal entry: %w: %w", journal.ErrUnavailable, err)
 	}
 	return e, true, nil
 }

@@ -520,20 +520,56 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 	return out, nil
 }
 
-// Export streams a form's entries in arrival order, 500 at a time, each
-// page its own query so no transaction stays open while fn works.
-// Erase removes the data of old entries of a form, oldest first. Rows
-// another instance is erasing are skipped, not waited for.
+// Erase removes the data and claims of old entries of a form, oldest
+// first. Rows another instance is erasing are skipped, not waited for.
 func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE entries SET data = NULL WHERE id IN (
-		SELECT id FROM entries WHERE form = $1 AND received_at < $2 AND data IS NOT NULL
-		ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED)`, form, before, limit)
-	if err != nil {
-		return 0, classify("erase old data", err)
-	}
-	return int(tag.RowsAffected()), nil
+	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = $1 AND received_at < $2 AND data IS NOT NULL
+		ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED`, form, before, limit)
 }
 
+// EraseEntries erases the entries with these ids.
+func (s *Store) EraseEntries(ctx context.Context, ids []string) (int, error) {
+	return s.erase(ctx, "erase entries", `SELECT id FROM entries WHERE id = ANY($1) AND data IS NOT NULL FOR UPDATE`, ids)
+}
+
+// erase erases the entries the query selects, in one statement.
+func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (int, error) {
+	var n int
+	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `WITH target AS (`+selectIDs+`),
+			released AS (DELETE FROM claims WHERE entry_id IN (SELECT id FROM target)),
+			erased AS (UPDATE entries SET data = NULL, claims = '{}' WHERE id IN (SELECT id FROM target) RETURNING 1)
+			SELECT count(*) FROM erased`, args...).Scan(&n)
+	})
+	return n, err
+}
+
+// FindEntries lists entries whose data holds one of the needles.
+func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([]store.EntryRef, error) {
+	if len(needles) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, site, form, key, seq FROM entries
+		WHERE data IS NOT NULL AND EXISTS (SELECT 1 FROM unnest($1::bytea[]) n WHERE position(n IN data) > 0)
+		ORDER BY received_at, id LIMIT $2`, needles, limit)
+	if err != nil {
+		return nil, classify("find entries", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.EntryRef, error) {
+		var e store.EntryRef
+		var seq int64
+		err := r.Scan(&e.ID, &e.Site, &e.Form, &e.Key, &seq)
+		e.Seq = uint64(seq)
+		return e, err
+	})
+	if err != nil {
+		return nil, classify("find entries", err)
+	}
+	return out, nil
+}
+
+// Export streams a form's entries in arrival order, 500 at a time, each
+// page its own query so no transaction stays open while fn works.
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
 	afterSeq, afterID := int64(-1), ""
 	for {

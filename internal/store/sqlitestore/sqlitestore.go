@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -662,16 +663,101 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 	}
 }
 
-// Erase removes the data of old entries of a form, oldest first.
+// Erase removes the data and claims of old entries of a form, oldest
+// first, then truncates the WAL so no copy of a page stays there.
 func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
-	res, err := s.wdb.ExecContext(ctx, `UPDATE entries SET data = NULL WHERE rowid IN (
-		SELECT rowid FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at LIMIT ?)`,
+	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at LIMIT ?`,
 		form, before.UnixMicro(), limit)
+}
+
+// EraseEntries erases the entries with these ids.
+func (s *Store) EraseEntries(ctx context.Context, ids []string) (int, error) {
+	n := 0
+	for chunk := range slices.Chunk(ids, 500) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		m, err := s.erase(ctx, "erase entries", `SELECT id FROM entries WHERE data IS NOT NULL AND id IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, args...)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// erase erases the entries the query selects, in one transaction.
+func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (int, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, classify("erase old data", err)
+		return 0, classify(op+": begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS erasing (id TEXT PRIMARY KEY)`); err != nil {
+		return 0, classify(op, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM erasing`); err != nil {
+		return 0, classify(op, err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO erasing(id) `+selectIDs, args...)
+	if err != nil {
+		return 0, classify(op, err)
 	}
 	n, _ := res.RowsAffected()
+	if n == 0 {
+		return 0, nil
+	}
+	for _, q := range []string{
+		`DELETE FROM claims WHERE entry_id IN (SELECT id FROM erasing)`,
+		`UPDATE entries SET data = NULL, claims = '' WHERE id IN (SELECT id FROM erasing)`,
+		`DELETE FROM erasing`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return 0, classify(op, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, classify(op+": commit", err)
+	}
+	if err := sqlitedb.Truncate(ctx, s.wdb); err != nil {
+		// The data is gone from the tables; the WAL is truncated at the
+		// next checkpoint.
+		return int(n), classify(op+": truncate the WAL", err)
+	}
 	return int(n), nil
+}
+
+// FindEntries lists entries whose data holds one of the needles.
+func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([]store.EntryRef, error) {
+	if len(needles) == 0 {
+		return nil, nil
+	}
+	conds := make([]string, len(needles))
+	args := make([]any, 0, len(needles)+1)
+	for i, n := range needles {
+		conds[i] = "instr(data, ?) > 0"
+		args = append(args, n)
+	}
+	args = append(args, limit)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, site, form, key, seq FROM entries WHERE data IS NOT NULL AND (`+
+		strings.Join(conds, " OR ")+`) ORDER BY received_at LIMIT ?`, args...)
+	if err != nil {
+		return nil, classify("find entries", err)
+	}
+	defer rows.Close()
+	var out []store.EntryRef
+	for rows.Next() {
+		var r store.EntryRef
+		if err := rows.Scan(&r.ID, &r.Site, &r.Form, &r.Key, &r.Seq); err != nil {
+			return nil, classify("find entries", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("find entries", err)
+	}
+	return out, nil
 }
 
 // PutSetting stores value under name unless a value is there, and returns

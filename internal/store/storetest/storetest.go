@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"ExportPages", testExport},
 		{"Tokens", testTokens},
 		{"EraseOldData", testErase},
+		{"FindAndEraseAPerson", testFindErase},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -570,13 +571,13 @@ func testErase(t *testing.T, s store.Store) {
 			t.Errorf("%s: data %q after erasing before the cutoff", k, d)
 		}
 	}
-	// The rows stay: a retry of an erased key is still a replay, and the
-	// participant's claim still holds.
+	// The rows stay: a retry of an erased key is still a replay. The
+	// participant's claim, derived from the erased data, is gone with it.
 	if o := mustApply(t, s, batch[0])[0]; !o.Replayed || o.Status != store.StatusStored {
 		t.Fatalf("replay of an erased entry: %+v", o)
 	}
-	if o := mustApply(t, s, sub("f", "again", 20, "p0"))[0]; o.Status != store.StatusDuplicate {
-		t.Fatalf("the erased entry's participant again: %+v", o)
+	if o := mustApply(t, s, sub("f", "again", 20, "p0"))[0]; o.Status != store.StatusStored {
+		t.Fatalf("the erased entry's participant again: %+v, want stored (the claim went with the data)", o)
 	}
 	// Another form is untouched.
 	n := 0
@@ -588,5 +589,46 @@ func testErase(t *testing.T, s store.Store) {
 	})
 	if n != 1 {
 		t.Fatalf("another form's data was erased")
+	}
+}
+
+// testFindErase: entries are found across forms by a value in their data,
+// and erased by id: data and claims go, the rows stay.
+func testFindErase(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", nil, "")
+	putForm(t, s, "g", nil, "")
+	a := sub("f", "a", 1, "ann-claim")
+	a.Data = []byte(`{"email":"ann@example.org","name":"Ann"}`)
+	b := sub("g", "b", 2, "ann-claim")
+	b.Data = []byte(`{"contact":"ann@example.org"}`)
+	c := sub("f", "c", 3, "bo-claim")
+	c.Data = []byte(`{"email":"joann@example.org"}`)
+	mustApply(t, s, a, b, c)
+	found, err := s.FindEntries(ctx, [][]byte{[]byte(`"ann@example.org"`)}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 2 || found[0].ID != a.ID || found[1].ID != b.ID || found[0].Form != "f" || found[1].Key != "b" || found[0].Site != "site" {
+		t.Fatalf("found %+v, want a and b (not joann)", found)
+	}
+	n, err := s.EraseEntries(ctx, []string{a.ID, b.ID})
+	if err != nil || n != 2 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	if n, err := s.EraseEntries(ctx, []string{a.ID, b.ID}); err != nil || n != 0 {
+		t.Fatalf("erase again: %d %v, want nothing left to erase", n, err)
+	}
+	if found, _ := s.FindEntries(ctx, [][]byte{[]byte(`"ann@example.org"`)}, 10); len(found) != 0 {
+		t.Fatalf("found after erasure: %+v", found)
+	}
+	if o := mustOutcome(t, s, "f", "a"); o.Status != store.StatusStored || o.ID != a.ID {
+		t.Fatalf("the erased row must stay: %+v", o)
+	}
+	if o := mustApply(t, s, sub("f", "a2", 4, "ann-claim"))[0]; o.Status != store.StatusStored {
+		t.Fatalf("the erased person's claim still holds: %+v", o)
+	}
+	if o := mustApply(t, s, sub("f", "c2", 5, "bo-claim"))[0]; o.Status != store.StatusDuplicate {
+		t.Fatalf("another person's claim was released: %+v", o)
 	}
 }

@@ -1,4 +1,4 @@
-package retention_test
+package erasure_test
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/journaltest"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
-	"github.com/formd/formd/internal/retention"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 )
@@ -48,6 +48,7 @@ func TestRetention(t *testing.T) {
 		at        time.Time
 	}{{"short", "old", old}, {"short", "recent", recent}, {"forever", "old", old}} {
 		e := journaltest.NewEntry(c.form, c.key)
+		e.Data = []byte(`{"name":"` + c.form + "-" + c.key + `-person"}`)
 		e.ReceivedAt = old
 		if c.at.Equal(recent) {
 			e.ReceivedAt = recent
@@ -78,7 +79,7 @@ func TestRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := retention.New(forms(defs), s, j, func() time.Time { return now }, slog.New(slog.DiscardHandler), nil)
+	job := erasure.NewRetention(forms(defs), s, j, func() time.Time { return now }, slog.New(slog.DiscardHandler), nil)
 	erased, pruned, err := job.RunOnce(ctx)
 	if err != nil || erased != 1 || pruned != 1 {
 		t.Fatalf("retention erased %d, pruned %d, %v; want 1 and 1", erased, pruned, err)
@@ -92,6 +93,12 @@ func TestRetention(t *testing.T) {
 	}
 	if _, ok, _ := j.Lookup(ctx, "short", "old"); ok {
 		t.Fatal("the old journal entry is still there")
+	}
+	if files := filesHolding(t, dir, "short-old-person"); len(files) > 0 {
+		t.Fatalf("after retention %v still hold the erased data", files)
+	}
+	if files := filesHolding(t, dir, "short-recent-person"); len(files) == 0 {
+		t.Fatal("no file holds the recent entry's data: the scan cannot tell anything")
 	}
 	if _, ok, _ := j.Lookup(ctx, "short", "recent"); !ok {
 		t.Fatal("a recent journal entry was pruned")

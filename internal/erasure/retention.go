@@ -1,10 +1,14 @@
-// Package retention enforces each form's `retention`: once an entry is
-// older than that, its submitted data is erased from the store (the row
-// stays: id, key, status and receipt, so that a retry is still answered
-// and the audit trail stands) and, where the journal driver can, the
-// journal's copy is deleted. It is safe to run on every instance at once:
-// each pass is a bounded, idempotent statement.
-package retention
+// Package erasure removes submitted data that must go: a form's
+// `retention` (Retention, a background pass) and a person who asks to be
+// forgotten (Forget). Erasing an entry removes its data and the
+// participant claims derived from it from the store — the row stays: id,
+// key, status and the keyed receipt, so that a retry is still answered and
+// the audit trail stands — and, where the journal driver can, deletes the
+// journal's copy. SQLite files overwrite deleted content and truncate their
+// write-ahead log, so no file under the data directory keeps the values.
+// Both are safe to run on every instance at once: each step is bounded and
+// idempotent.
+package erasure
 
 import (
 	"context"
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -21,23 +26,16 @@ type Eraser interface {
 	Erase(ctx context.Context, form string, before time.Time, limit int) (int, error)
 }
 
-// Pruner is a journal that can delete old entries (sqlitejournal). A
-// journal without it keeps its entries by its own limits (a NATS stream's
-// max_age).
-type Pruner interface {
-	Prune(ctx context.Context, form string, before time.Time, limit int) (int, error)
-}
-
 // Forms lists the forms.
 type Forms interface {
 	All() []*form.Form
 }
 
-// Job is the retention loop.
-type Job struct {
+// Retention is the loop that applies each form's retention.
+type Retention struct {
 	forms   Forms
 	store   Eraser
-	journal Pruner // nil when the journal cannot prune
+	journal journal.Pruner // nil when the journal cannot prune
 	now     func() time.Time
 	log     *slog.Logger
 	erased  prometheus.Counter
@@ -47,15 +45,13 @@ type Job struct {
 // chunk bounds one statement, so that retention never holds a writer long.
 const chunk = 1000
 
-// New makes the job; journal may be anything, it is used only if it is a
-// Pruner. reg may be nil.
-func New(forms Forms, st Eraser, journal any, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Job {
-	j := &Job{forms: forms, store: st, now: now, log: log,
+// NewRetention makes the job; pruner is nil when the journal cannot prune
+// (it keeps entries by its own limits, such as a NATS stream's max_age).
+// reg may be nil.
+func NewRetention(forms Forms, st Eraser, pruner journal.Pruner, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *Retention {
+	j := &Retention{forms: forms, store: st, journal: pruner, now: now, log: log,
 		erased: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_retention_erased_total", Help: "Entries whose data retention erased from the store."}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_retention_pruned_total", Help: "Journal entries retention deleted."}),
-	}
-	if p, ok := journal.(Pruner); ok {
-		j.journal = p
 	}
 	if reg != nil {
 		reg.MustRegister(j.erased, j.pruned)
@@ -65,7 +61,7 @@ func New(forms Forms, st Eraser, journal any, now func() time.Time, log *slog.Lo
 
 // RunOnce applies every form's retention once and says how many entries it
 // erased from the store and deleted from the journal.
-func (j *Job) RunOnce(ctx context.Context) (erased, pruned int, err error) {
+func (j *Retention) RunOnce(ctx context.Context) (erased, pruned int, err error) {
 	for _, f := range j.forms.All() {
 		if f.Def.Retention == nil {
 			continue
@@ -103,7 +99,7 @@ func drain(ctx context.Context, step func(context.Context) (int, error)) (int, e
 }
 
 // Run applies retention every interval until ctx ends.
-func (j *Job) Run(ctx context.Context, every time.Duration) {
+func (j *Retention) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/erasure"
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/server"
+)
+
+func init() {
+	commands["forget"] = command{"erase a person's entries across forms: --email E or --phone P [--region CN] [--dry-run]", forgetCmd}
+}
+
+func forgetCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("formd forget", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	email := fs.String("email", "", "the person's e-mail address")
+	phone := fs.String("phone", "", "the person's phone number, with + and the country code or with --region")
+	region := fs.String("region", "", "the region a national phone number is written for, such as CN")
+	dryRun := fs.Bool("dry-run", false, "only count the entries that would be erased")
+	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loader.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "formd forget: %v\n", err)
+		return 2
+	}
+	ctx := context.Background()
+	j, st, err := server.OpenDrivers(ctx, cfg, cfg.Logger(os.Stderr))
+	if err != nil {
+		fmt.Fprintf(stderr, "formd forget: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	defer j.Close()
+	fg, _ := j.(journal.Forgetter)
+	rep, err := erasure.Forget(ctx, st, fg, erasure.Person{Email: *email, Phone: *phone, Region: *region}, *dryRun)
+	var ie *erasure.InputError
+	if errors.As(err, &ie) {
+		fmt.Fprintf(stderr, "formd forget: %v (--email or --phone)\n", err)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "formd forget: %v\n", err)
+		return 1
+	}
+	verb := "erased"
+	if *dryRun {
+		verb = "would erase"
+	}
+	fmt.Fprintf(stdout, "%d entries hold %s; %s %d\n", len(rep.Entries), rep.What, verb, max(rep.Erased, len(rep.Entries)*btoi(*dryRun)))
+	forms := rep.Forms()
+	ids := make([]string, 0, len(forms))
+	for f := range forms {
+		ids = append(ids, f)
+	}
+	sort.Strings(ids)
+	for _, f := range ids {
+		fmt.Fprintf(stdout, "  form %-24s %d\n", f, forms[f])
+	}
+	if len(rep.Pending) > 0 {
+		fmt.Fprintf(stdout, "%d entries are still being processed and were left whole: run formd forget again in a moment\n", len(rep.Pending))
+	}
+	if rep.JournalKept {
+		fmt.Fprintln(stdout, "the journal cannot delete its copies: they go by its own limits (the NATS stream's max_age)")
+	}
+	if len(rep.Pending) > 0 {
+		return 3
+	}
+	return 0
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
