@@ -28,7 +28,9 @@ var (
 )
 
 // Error is a failed Send. It carries what the outbox dispatcher needs to
-// decide between a retry and a dead letter, without parsing text.
+// decide between a retry and a dead letter, without parsing text. Its
+// text may quote a recipient's address (go-mail and many servers name the
+// recipient they refused): treat it as personal data when logging.
 type Error struct {
 	// Op is the step that failed: "connect" (dial, greeting, EHLO,
 	// STARTTLS, AUTH), "send" (MAIL FROM, RCPT TO, DATA) or "message"
