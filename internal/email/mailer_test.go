@@ -211,6 +211,9 @@ func TestSendFailures(t *testing.T) {
 		}}, op: "send", code: 452},
 		{name: "wrong password", o: serverOptions{cert: &cert, user: "formd", pass: "right"}, user: "formd", pass: "wrong", trust: trust, op: "connect", code: 535, permanent: true},
 		{name: "server down", down: true, op: "connect"},
+		// Without TLS the server offers no AUTH; Send does not go on
+		// without the authentication it was configured for.
+		{name: "password but no TLS offered", o: serverOptions{user: "formd", pass: "secret"}, user: "formd", pass: "secret", op: "connect"},
 		{name: "untrusted certificate", o: serverOptions{cert: &cert}, trust: otherTrust, op: "connect"},
 		{name: "untrusted certificate, smtps", o: serverOptions{cert: &cert, implicit: true}, trust: otherTrust, op: "connect"},
 	}
@@ -346,6 +349,29 @@ func TestNewMailerChecks(t *testing.T) {
 	} {
 		if _, err := NewMailer(tc.cfg, tc.from, tc.opts); err == nil {
 			t.Errorf("%s: NewMailer = nil error", name)
+		}
+	}
+}
+
+func TestMessageID(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"<evt-1.owner@formd>":             "evt-1.owner@formd",
+		"evt-1.owner@formd":               "evt-1.owner@formd",
+		"<01JQ7Z.confirm@formd.example>":  "01JQ7Z.confirm@formd.example",
+		"":                                "",
+		"<>":                              "",
+		"evt-1":                           "",
+		"@formd":                          "",
+		"evt@":                            "",
+		"a@b@c":                           "",
+		"<evt 1@formd>":                   "",
+		"<evt-1@formd>\r\nBcc: x@example": "",
+		"<évt@formd>":                     "",
+	} {
+		got, err := messageID(in)
+		if (err == nil) != (want != "") || got != want {
+			t.Errorf("messageID(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 }
