@@ -55,6 +55,8 @@ var (
 	ErrNoMatchingSignature = errors.New("no matching webhook signature")
 )
 
+var _ error = (*RefusedAddressError)(nil)
+
 // RefusedAddressError says that the guard refused to connect to IP, and
 // why. It is permanent for that address: the sender reports it as
 // Refused, because retrying would only be refused again.

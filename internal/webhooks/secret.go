@@ -92,4 +92,8 @@ func (s Secret) Format(f fmt.State, _ rune) {
 // LogValue hides the key from log/slog.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-var _ slog.LogValuer = Secret{}
+var (
+	_ slog.LogValuer = Secret{}
+	_ fmt.Formatter  = Secret{}
+	_ fmt.Stringer   = Secret{}
+)

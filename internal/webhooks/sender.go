@@ -74,8 +74,10 @@ func (o Outcome) String() string {
 
 // Options configure a Sender. Zero values take the defaults.
 type Options struct {
-	// Timeout bounds one attempt, from dialling to the status line: a
-	// delivery counts only when a 2xx arrives within it. Default 15s.
+	// Timeout bounds one attempt, from dialling to the end of reading
+	// the answer: a delivery counts only when a 2xx status arrives within
+	// it (an answer cut short after the status still counts). Default
+	// 15s.
 	Timeout time.Duration
 	// Guard decides which addresses may be dialled. Default NewGuard(nil),
 	// which refuses everything but the public internet.
@@ -185,7 +187,7 @@ func NewSender(opts Options) *Sender {
 		},
 	}
 	transport := &http.Transport{
-		Proxy:               nil,
+		Proxy:               nil, // never from the environment: see above
 		DialContext:         dialer.DialContext,
 		ForceAttemptHTTP2:   true,
 		MaxIdleConns:        100,
