@@ -64,8 +64,9 @@ func mac(s Secret, id string, unix int64, body []byte) []byte {
 // Verify checks a delivery as a receiver would: the three headers are
 // present, the timestamp is within tolerance of now (DefaultTolerance
 // when tolerance is not positive), and some v1 signature matches some
-// secret. It is what tests and the example receiver use to prove that a
-// signature can be checked; errors wrap ErrMissingHeader,
+// secret. Tests use it to prove that what Sign makes can be checked the
+// way a receiver checks it (examples/webhook-receiver does the same with
+// the standard library alone); errors wrap ErrMissingHeader,
 // ErrInvalidTimestamp, ErrTimestampOutOfRange or ErrNoMatchingSignature.
 func Verify(secrets []Secret, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
 	if tolerance <= 0 {
