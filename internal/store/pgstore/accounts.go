@@ -405,7 +405,7 @@ func (s *Store) PutSetupCode(ctx context.Context, hash []byte, expires time.Time
 // UseSetupCode burns the code and creates the first account, together. A
 // concurrent use waits for the code row's lock and then finds it gone.
 func (s *Store) UseSetupCode(ctx context.Context, hash []byte, at time.Time, a accounts.Account, e accounts.Entry) error {
-	return s.accountsTx(ctx, "set up", func(tx pgx.Tx) error {
+	return s.accountsTx(ctx, "use setup code", func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM setup_codes WHERE hash = $1 AND expires_at > $2`, hash, micro(at))
 		if err != nil {
 			return err

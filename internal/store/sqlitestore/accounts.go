@@ -453,7 +453,7 @@ func (s *Store) PutSetupCode(ctx context.Context, hash []byte, expires time.Time
 
 // UseSetupCode burns the code and creates the first account, together.
 func (s *Store) UseSetupCode(ctx context.Context, hash []byte, at time.Time, a accounts.Account, e accounts.Entry) error {
-	return s.accountsTx(ctx, "set up", func(tx *sql.Tx) error {
+	return s.accountsTx(ctx, "use setup code", func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM setup_codes WHERE hash = ? AND expires_at > ?`, hash, usec(at))
 		if err != nil {
 			return err
