@@ -38,6 +38,13 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestAccounts(t *testing.T) {
+	storetest.RunAccounts(t, func(t *testing.T) func() store.Store {
+		u := pgtest.URL(t)
+		return func() store.Store { return open(t, u) }
+	})
+}
+
 // Instances starting together migrate once.
 func TestConcurrentOpen(t *testing.T) {
 	t.Parallel()

@@ -27,3 +27,16 @@ func TestConformance(t *testing.T) {
 		}
 	})
 }
+
+func TestAccounts(t *testing.T) {
+	storetest.RunAccounts(t, func(t *testing.T) func() store.Store {
+		path := filepath.Join(t.TempDir(), "store.db")
+		return func() store.Store {
+			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			return s
+		}
+	})
+}

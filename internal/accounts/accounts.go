@@ -1,0 +1,175 @@
+// Package accounts is who may use the owner's console and admin API:
+// accounts with a password and a role over some sites, their API tokens,
+// browser sessions with CSRF protection, the one-time setup link of a new
+// server, and the audit log of who did what.
+//
+// Permission checks live in one place, Principal.Can. Every operation here
+// that changes an account, a token or a session records itself in the
+// audit log, in the same store transaction as the change. Uniqueness (one
+// account per e-mail, one use of a setup code) is decided by the store's
+// unique indexes and guarded statements, never by reading first.
+//
+// The store is the consumer-owned Store interface, implemented by the
+// sqlitestore and pgstore drivers and checked by storetest.RunAccounts.
+package accounts
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config are the settings of accounts and sessions. Zero fields take the
+// defaults documented on each.
+type Config struct {
+	// IdleTimeout ends a session not used for this long. Default 12h.
+	IdleTimeout time.Duration
+	// SessionMaxAge ends a session this long after sign-in, however much
+	// it is used. Default 7 days.
+	SessionMaxAge time.Duration
+	// SecureCookies marks the session cookie Secure even when the request
+	// did not come over TLS to this server (TLS ends at a proxy in front).
+	// Requests over TLS always get Secure cookies. Default false.
+	SecureCookies bool
+	// MaxLoginAttempts is how many sign-ins one IP address, or one e-mail,
+	// may try in LoginWindow before it is locked out until the window ends.
+	// A successful sign-in starts over. Default 10.
+	MaxLoginAttempts int
+	// LoginWindow is the window of MaxLoginAttempts. Default 15m.
+	LoginWindow time.Duration
+	// SetupValid is how long a setup link works. Default 24h.
+	SetupValid time.Duration
+	// Password are the argon2id parameters of new hashes; a stored hash
+	// with other parameters is replaced at the next sign-in. Default
+	// DefaultParams.
+	Password Params
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 12 * time.Hour
+	}
+	if c.SessionMaxAge <= 0 {
+		c.SessionMaxAge = 7 * 24 * time.Hour
+	}
+	if c.MaxLoginAttempts <= 0 {
+		c.MaxLoginAttempts = 10
+	}
+	if c.LoginWindow <= 0 {
+		c.LoginWindow = 15 * time.Minute
+	}
+	if c.SetupValid <= 0 {
+		c.SetupValid = 24 * time.Hour
+	}
+	if c.Password == (Params{}) {
+		c.Password = DefaultParams
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// touchEvery is how stale a token's last use or a session's last sight may
+// get before it is written again: reads stay reads most of the time.
+const touchEvery = time.Minute
+
+// Service is the accounts API on top of a Store.
+type Service struct {
+	st  Store
+	cfg Config
+	// hashing admits one argon2id hash per core at a time: each takes
+	// Params.Memory, so a burst of sign-ins waits instead of exhausting
+	// memory.
+	hashing chan struct{}
+	// dummy is a hash to check passwords of unknown e-mails against, so
+	// they take as long as known ones.
+	dummy     string
+	dummyOnce sync.Once
+}
+
+// New makes the service.
+func New(st Store, cfg Config) *Service {
+	return &Service{st: st, cfg: cfg.withDefaults(), hashing: make(chan struct{}, runtime.NumCPU())}
+}
+
+// Config is the configuration in use, defaults filled.
+func (s *Service) Config() Config { return s.cfg }
+
+func (s *Service) now() time.Time { return s.cfg.Now() }
+
+// hash hashes a new password, waiting for a free core.
+func (s *Service) hash(ctx context.Context, password string) (string, error) {
+	if err := CheckPassword(password); err != nil {
+		return "", err
+	}
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	return HashPassword(password, s.cfg.Password)
+}
+
+// verify checks a password against a stored hash, waiting for a free
+// core; an empty hash is checked against a dummy so that it takes as long
+// and never matches.
+func (s *Service) verify(ctx context.Context, phc, password string) (bool, error) {
+	match := phc != ""
+	if !match {
+		s.dummyOnce.Do(func() {
+			s.dummy, _ = HashPassword(randomString(16), s.cfg.Password)
+		})
+		phc = s.dummy
+	}
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	ok, err := VerifyPassword(phc, password)
+	return ok && match, err
+}
+
+func (s *Service) acquire(ctx context.Context) (func(), error) {
+	select {
+	case s.hashing <- struct{}{}:
+		return func() { <-s.hashing }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// normalizeSites checks a site list: trimmed, no blanks, sorted, without
+// repeats; AllSites alone when it is among them.
+func normalizeSites(sites []string) ([]string, error) {
+	var out []string
+	for _, s := range sites {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, fmt.Errorf("%w: a site id is blank", ErrInvalidSites)
+		}
+		if s == AllSites {
+			return []string{AllSites}, nil
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: none given", ErrInvalidSites)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// public is an account as this package hands it out: without its hash.
+func public(a Account) Account {
+	a.PasswordHash = ""
+	return a
+}

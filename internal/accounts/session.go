@@ -1,0 +1,250 @@
+package accounts
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// CookieName is the session cookie.
+const CookieName = "formd_session"
+
+// CSRFField and CSRFHeader carry the session's CSRF token on a
+// state-changing request: the form field of a console page, or the header
+// of a script.
+const (
+	CSRFField  = "_csrf"
+	CSRFHeader = "X-CSRF-Token"
+)
+
+// Login checks an e-mail and password and returns the account, ready for
+// IssueSession. ip is the client's address (as the server's trusted
+// proxies say).
+//
+// Every attempt counts against the IP and the e-mail; past
+// Config.MaxLoginAttempts in Config.LoginWindow the answer is a
+// *LockedError until the window ends, without checking the password. A
+// success starts both counts over. An unknown e-mail, a disabled account
+// and a wrong password all get ErrBadCredentials after the same work, so
+// the answer does not tell whether an account exists.
+func (s *Service) Login(ctx context.Context, email, password, ip string) (Account, error) {
+	addr, err := NormalizeEmail(email)
+	if err != nil {
+		return Account{}, fmt.Errorf("sign in: %w", err)
+	}
+	now := s.now()
+	keys := []string{"email:" + addr}
+	if ip != "" {
+		keys = append(keys, "ip:"+ip)
+	}
+	attempts, err := s.st.AddLoginAttempt(ctx, keys, now, now.Add(-s.cfg.LoginWindow))
+	if err != nil {
+		return Account{}, fmt.Errorf("sign in: %w", err)
+	}
+	var locked *LockedError
+	firstLock := false
+	for _, a := range attempts {
+		if a.Count > s.cfg.MaxLoginAttempts {
+			if until := a.Since.Add(s.cfg.LoginWindow); locked == nil || until.After(locked.Until) {
+				locked = &LockedError{Until: until}
+			}
+			firstLock = firstLock || a.Count == s.cfg.MaxLoginAttempts+1
+		}
+	}
+	if locked != nil {
+		if firstLock {
+			// Recorded once per window, so that a flood of attempts does
+			// not flood the log.
+			if err := s.st.AppendAudit(ctx, Entry{At: now, Actor: anonymous(ip), Action: "login.locked", Target: addr,
+				Detail: fmt.Sprintf("ip=%s until=%s", ip, locked.Until.UTC().Format(time.RFC3339))}); err != nil {
+				return Account{}, fmt.Errorf("sign in: %w", err)
+			}
+		}
+		return Account{}, fmt.Errorf("sign in: %w", locked)
+	}
+	a, err := s.st.AccountByEmail(ctx, addr)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return Account{}, fmt.Errorf("sign in: %w", err)
+	}
+	ok, err := s.verify(ctx, a.PasswordHash, password)
+	if err != nil {
+		return Account{}, fmt.Errorf("sign in: %w", err)
+	}
+	if !ok || a.Disabled {
+		if err := s.st.AppendAudit(ctx, Entry{At: now, Actor: anonymous(ip), Action: "login.failure", Target: addr, Detail: "ip=" + ip}); err != nil {
+			return Account{}, fmt.Errorf("sign in: %w", err)
+		}
+		return Account{}, fmt.Errorf("sign in: %w", ErrBadCredentials)
+	}
+	var rehash string
+	if NeedsRehash(a.PasswordHash, s.cfg.Password) {
+		if rehash, err = s.hash(ctx, password); err != nil {
+			rehash = "" // the old hash still works; try again next time
+		}
+	}
+	if err := s.st.LoginSucceeded(ctx, keys, a.ID, rehash, Entry{At: now, Actor: a.Email, Action: "login", Target: a.Email, Detail: "ip=" + ip}); err != nil {
+		return Account{}, fmt.Errorf("sign in: %w", err)
+	}
+	return public(a), nil
+}
+
+func anonymous(ip string) string {
+	if ip == "" {
+		return "anonymous"
+	}
+	return "anonymous at " + ip
+}
+
+// IssueSession starts a session for an account that has just proved who it
+// is (Login, Setup) and sets its cookie: HttpOnly, SameSite=Lax, Path=/,
+// Secure under TLS or with Config.SecureCookies. A session cookie the
+// request already had is ended, so an id planted before sign-in is never
+// promoted. It returns the new principal, whose CSRFToken the page puts in
+// its forms.
+func (s *Service) IssueSession(w http.ResponseWriter, r *http.Request, a Account) (Principal, error) {
+	ctx := r.Context()
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		if err := s.st.DeleteSession(ctx, HashToken(c.Value), Entry{}); err != nil {
+			return Principal{}, fmt.Errorf("start session: end the old one: %w", err)
+		}
+	}
+	id := randomString(32)
+	now := s.now()
+	sess := Session{Hash: HashToken(id), AccountID: a.ID, CSRF: randomString(32), CreatedAt: now, LastSeenAt: now,
+		ExpiresAt: s.expiry(now, now)}
+	e := Entry{At: now, Actor: a.Email, Action: "session.start", Target: a.Email,
+		Detail: "expires=" + sess.ExpiresAt.UTC().Format(time.RFC3339)}
+	if err := s.st.CreateSession(ctx, sess, e); err != nil {
+		return Principal{}, fmt.Errorf("start session: %w", err)
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: id, Path: "/", MaxAge: int(s.cfg.SessionMaxAge / time.Second),
+		HttpOnly: true, Secure: r.TLS != nil || s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+	})
+	p := a.principal(ViaSession)
+	p.CSRFToken = sess.CSRF
+	return p, nil
+}
+
+// expiry is when a session created at created and last seen at seen ends:
+// the sooner of the idle and the absolute limit.
+func (s *Service) expiry(created, seen time.Time) time.Time {
+	idle, abs := seen.Add(s.cfg.IdleTimeout), created.Add(s.cfg.SessionMaxAge)
+	if idle.Before(abs) {
+		return idle
+	}
+	return abs
+}
+
+// ClearSession signs out: it deletes the request's session, if any, and
+// tells the browser to drop the cookie.
+func (s *Service) ClearSession(w http.ResponseWriter, r *http.Request) error {
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil || s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+	})
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	ctx := r.Context()
+	hash := HashToken(c.Value)
+	_, a, err := s.st.SessionByHash(ctx, hash)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sign out: %w", err)
+	}
+	if err := s.st.DeleteSession(ctx, hash, Entry{At: s.now(), Actor: a.Email, Action: "logout", Target: a.Email}); err != nil {
+		return fmt.Errorf("sign out: %w", err)
+	}
+	return nil
+}
+
+// Authenticate finds who sent a request: an Authorization: Bearer token
+// (the scheme in any case), else the session cookie. A request with an
+// Authorization header is judged by it alone. ErrUnauthenticated when
+// neither proves anyone.
+func (s *Service) Authenticate(r *http.Request) (Principal, error) {
+	ctx := r.Context()
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, token, _ := strings.Cut(strings.TrimSpace(h), " ")
+		token = strings.TrimSpace(token)
+		if !strings.EqualFold(scheme, "bearer") || token == "" {
+			return Principal{}, fmt.Errorf("authorization header: want Bearer <token>: %w", ErrUnauthenticated)
+		}
+		return s.authenticateToken(ctx, token)
+	}
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return Principal{}, ErrUnauthenticated
+	}
+	return s.authenticateSession(ctx, c.Value)
+}
+
+func (s *Service) authenticateSession(ctx context.Context, id string) (Principal, error) {
+	hash := HashToken(id)
+	sess, a, err := s.st.SessionByHash(ctx, hash)
+	if errors.Is(err, ErrNotFound) {
+		return Principal{}, fmt.Errorf("session: %w", ErrUnauthenticated)
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("check session: %w", err)
+	}
+	now := s.now()
+	// The configured limits are applied again, so that shortening them
+	// takes effect on sessions already running.
+	if !now.Before(sess.ExpiresAt) || !now.Before(s.expiry(sess.CreatedAt, sess.LastSeenAt)) {
+		return Principal{}, fmt.Errorf("session expired: %w", ErrUnauthenticated)
+	}
+	if a.Disabled {
+		return Principal{}, fmt.Errorf("account disabled: %w", ErrUnauthenticated)
+	}
+	if sess.LastSeenAt.Before(now.Add(-touchEvery)) {
+		if err := s.st.TouchSession(ctx, hash, now, s.expiry(sess.CreatedAt, now)); err != nil {
+			return Principal{}, fmt.Errorf("record session use: %w", err)
+		}
+	}
+	p := a.principal(ViaSession)
+	p.CSRFToken = sess.CSRF
+	return p, nil
+}
+
+// CheckCSRF checks a state-changing request of a signed-in browser: it
+// must carry the session's CSRF token as the _csrf form field or the
+// X-CSRF-Token header. Requests authenticated by a bearer token, which a
+// browser never adds on its own, and safe methods (GET, HEAD, OPTIONS)
+// need none.
+func (s *Service) CheckCSRF(r *http.Request, p Principal) error {
+	if p.Via != ViaSession {
+		return nil
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return nil
+	}
+	got := r.Header.Get(CSRFHeader)
+	if got == "" {
+		got = r.PostFormValue(CSRFField)
+	}
+	if p.CSRFToken == "" || subtle.ConstantTimeCompare([]byte(got), []byte(p.CSRFToken)) != 1 {
+		return ErrCSRF
+	}
+	return nil
+}
+
+// Prune deletes expired sessions and finished sign-in windows; the server
+// calls it now and then.
+func (s *Service) Prune(ctx context.Context) (int, error) {
+	now := s.now()
+	n, err := s.st.PruneAccounts(ctx, now, now.Add(-s.cfg.LoginWindow))
+	if err != nil {
+		return 0, fmt.Errorf("prune sessions: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,165 @@
+package accounts
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// TokenPrefix starts every API token, so that a leaked one is easy to
+// recognize (and to search for in code).
+const TokenPrefix = "fmd_"
+
+// NewToken makes an API token (fmd_ and 32 random bytes, base64url) and
+// the hash the store keeps of it: never the token itself. The legacy admin
+// token has the same form.
+func NewToken() (token string, hash []byte) {
+	token = TokenPrefix + randomString(32)
+	return token, HashToken(token)
+}
+
+// HashToken is what the store keeps of a token, session id or setup code:
+// its SHA-256. They are 32 random bytes, so a fast hash is enough.
+func HashToken(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}
+
+// randomString is n random bytes, base64url without padding.
+func randomString(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand does not fail on supported systems
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newID is an id for an account or token: a prefix and 80 random bits,
+// short enough to type at the command line.
+func newID(prefix string) string {
+	b := make([]byte, 10)
+	_, _ = rand.Read(b)
+	return prefix + strings.ToLower(idEncoding.EncodeToString(b))
+}
+
+// CreateToken makes an API token for an account: the account itself, or a
+// principal who manages it. The token carries the account's role and sites
+// (as they are when it is used) and is returned once; only its hash is
+// kept.
+func (s *Service) CreateToken(ctx context.Context, by Principal, accountID, name string) (string, Token, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 100 {
+		return "", Token{}, errors.New("create token: give the token a name of 1 to 100 characters that says where it is used")
+	}
+	a, err := s.st.AccountByID(ctx, accountID)
+	if err != nil {
+		return "", Token{}, fmt.Errorf("create token: %w", err)
+	}
+	if !mayManage(by, a, true) {
+		return "", Token{}, fmt.Errorf("create token for %s: %w", a.Email, ErrForbidden)
+	}
+	if a.Disabled {
+		return "", Token{}, fmt.Errorf("create token for %s: the account is disabled: %w", a.Email, ErrForbidden)
+	}
+	token, hash := NewToken()
+	now := s.now()
+	t := Token{ID: newID("tok_"), AccountID: a.ID, AccountEmail: a.Email, Name: name, CreatedAt: now}
+	e := Entry{At: now, Actor: by.String(), Action: "token.create", Target: t.ID, Detail: fmt.Sprintf("account=%s name=%q", a.Email, name)}
+	if err := s.st.CreateAPIToken(ctx, t, hash, e); err != nil {
+		return "", Token{}, fmt.Errorf("create token: %w", err)
+	}
+	return token, t, nil
+}
+
+// Tokens lists the tokens of an account ("" for every account the
+// principal manages, and its own), newest first.
+func (s *Service) Tokens(ctx context.Context, by Principal, accountID string) ([]Token, error) {
+	allowed := map[string]bool{}
+	if accountID != "" {
+		a, err := s.st.AccountByID(ctx, accountID)
+		if err != nil {
+			return nil, fmt.Errorf("list tokens: %w", err)
+		}
+		if !mayManage(by, a, true) {
+			return nil, fmt.Errorf("list tokens of %s: %w", a.Email, ErrForbidden)
+		}
+		allowed[a.ID] = true
+	} else {
+		all, err := s.st.ListAccounts(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list tokens: %w", err)
+		}
+		for _, a := range all {
+			allowed[a.ID] = mayManage(by, a, true)
+		}
+	}
+	ts, err := s.st.ListAPITokens(ctx, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	out := ts[:0]
+	for _, t := range ts {
+		if allowed[t.AccountID] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// RevokeToken revokes a token of an account the principal manages, or of
+// its own. It stops working at once.
+func (s *Service) RevokeToken(ctx context.Context, by Principal, id string) error {
+	t, err := s.st.APITokenByID(ctx, id)
+	if err != nil {
+		return fmt.Errorf("revoke token %s: %w", id, err)
+	}
+	a, err := s.st.AccountByID(ctx, t.AccountID)
+	if err != nil {
+		return fmt.Errorf("revoke token %s: %w", id, err)
+	}
+	if !mayManage(by, a, true) {
+		return fmt.Errorf("revoke token %s: %w", id, ErrNotFound)
+	}
+	now := s.now()
+	e := Entry{At: now, Actor: by.String(), Action: "token.revoke", Target: id, Detail: fmt.Sprintf("account=%s name=%q", a.Email, t.Name)}
+	if err := s.st.RevokeAPIToken(ctx, id, now, e); err != nil {
+		return fmt.Errorf("revoke token %s: %w", id, err)
+	}
+	return nil
+}
+
+// authenticateToken finds the principal of an API token, or of the legacy
+// admin token.
+func (s *Service) authenticateToken(ctx context.Context, token string) (Principal, error) {
+	hash := HashToken(token)
+	t, a, err := s.st.APITokenByHash(ctx, hash)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		ok, err := s.st.TokenValid(ctx, hash)
+		if err != nil {
+			return Principal{}, fmt.Errorf("check token: %w", err)
+		}
+		if !ok {
+			return Principal{}, fmt.Errorf("token: %w", ErrUnauthenticated)
+		}
+		return legacyAdmin(), nil
+	case err != nil:
+		return Principal{}, fmt.Errorf("check token: %w", err)
+	case !t.RevokedAt.IsZero() || a.Disabled:
+		return Principal{}, fmt.Errorf("token revoked or account disabled: %w", ErrUnauthenticated)
+	}
+	now := s.now()
+	if t.LastUsedAt.Before(now.Add(-touchEvery)) {
+		if err := s.st.TouchAPIToken(ctx, t.ID, now, now.Add(-touchEvery)); err != nil {
+			return Principal{}, fmt.Errorf("record token use: %w", err)
+		}
+	}
+	p := a.principal(ViaToken)
+	p.TokenID = t.ID
+	return p, nil
+}

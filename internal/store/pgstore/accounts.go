@@ -1,0 +1,478 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/accounts"
+	"github.com/jackc/pgx/v5"
+)
+
+// The accounts of the owner's console (package accounts): every change is
+// one transaction, with its audit entry, retried on a deadlock as inTx
+// does; uniqueness comes from the unique indexes and guarded statements,
+// so instances need no lock of their own.
+
+var _ accounts.Store = (*Store)(nil)
+
+// errRefused rolls back a transaction that found a reason to refuse; the
+// reason is returned instead, unclassified (it is not a store failure).
+var errRefused = errors.New("refused")
+
+// refusal carries a sentinel of package accounts out of a transaction.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+
+func refuse(err error) error { return &refusal{err} }
+
+// accountsTx is inTx for the accounts: a refusal rolls back and comes out
+// as the sentinel it carries.
+func (s *Store) accountsTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	var refused error
+	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
+		refused = nil
+		err := fn(tx)
+		var r *refusal
+		if errors.As(err, &r) {
+			refused = r.err
+			return errRefused
+		}
+		return err
+	})
+	if refused != nil {
+		return fmt.Errorf("%s: %w", op, refused)
+	}
+	return err
+}
+
+// appendAudit records e, unless it is the zero entry (a change that is not
+// worth a line, such as ending a replaced session).
+func appendAudit(ctx context.Context, tx pgx.Tx, e accounts.Entry) error {
+	if e.Action == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO audit_log(at, actor, action, site, form, target, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		micro(e.At), e.Actor, e.Action, e.Site, e.Form, e.Target, e.Detail)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}
+
+func fromNullTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func sitesArray(sites []string) []string {
+	if sites == nil {
+		return []string{}
+	}
+	return sites
+}
+
+const accountCols = `a.id, a.email, a.name, a.role, a.sites, a.password_hash, a.disabled, a.created_at, a.updated_at`
+
+// scanAccount reads accountCols, then the extra destinations.
+func scanAccount(r pgx.Row, extra ...any) (accounts.Account, error) {
+	var a accounts.Account
+	var role string
+	err := r.Scan(append([]any{&a.ID, &a.Email, &a.Name, &role, &a.Sites, &a.PasswordHash, &a.Disabled, &a.CreatedAt, &a.UpdatedAt}, extra...)...)
+	a.Role = accounts.Role(role)
+	return a, err
+}
+
+// CreateAccount inserts an account; the unique e-mail index decides.
+func (s *Store) CreateAccount(ctx context.Context, a accounts.Account, e accounts.Entry) error {
+	return s.accountsTx(ctx, "create account", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO accounts(id, email, name, role, sites, password_hash, disabled, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (email) DO NOTHING`,
+			a.ID, a.Email, a.Name, string(a.Role), sitesArray(a.Sites), a.PasswordHash, a.Disabled, micro(a.CreatedAt), micro(a.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return refuse(accounts.ErrEmailTaken)
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+func (s *Store) readAccount(ctx context.Context, op, where string, arg any) (accounts.Account, error) {
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts a WHERE `+where, arg))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, fmt.Errorf("%s: %w", op, accounts.ErrNotFound)
+	}
+	if err != nil {
+		return a, classify(op, err)
+	}
+	return a, nil
+}
+
+// AccountByID reads an account.
+func (s *Store) AccountByID(ctx context.Context, id string) (accounts.Account, error) {
+	return s.readAccount(ctx, "read account", "a.id = $1", id)
+}
+
+// AccountByEmail reads an account by its normalized e-mail.
+func (s *Store) AccountByEmail(ctx context.Context, email string) (accounts.Account, error) {
+	return s.readAccount(ctx, "read account", "a.email = $1", email)
+}
+
+// ListAccounts lists every account by e-mail.
+func (s *Store) ListAccounts(ctx context.Context) ([]accounts.Account, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+accountCols+` FROM accounts a ORDER BY a.email`)
+	if err != nil {
+		return nil, classify("list accounts", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accounts.Account, error) { return scanAccount(r) })
+	if err != nil {
+		return nil, classify("list accounts", err)
+	}
+	return out, nil
+}
+
+// UpdateAccount applies a change; disabling ends the sessions in the same
+// transaction.
+func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change, e accounts.Entry) (accounts.Account, error) {
+	args := []any{id, micro(c.At)}
+	set := []string{"updated_at = $2"}
+	add := func(col string, v any) {
+		args = append(args, v)
+		set = append(set, fmt.Sprintf("%s = $%d", col, len(args)))
+	}
+	if c.Name != nil {
+		add("name", *c.Name)
+	}
+	if c.Role != nil {
+		add("role", string(*c.Role))
+	}
+	if c.Sites != nil {
+		add("sites", c.Sites)
+	}
+	if c.PasswordHash != nil {
+		add("password_hash", *c.PasswordHash)
+	}
+	if c.Disabled != nil {
+		add("disabled", *c.Disabled)
+	}
+	var a accounts.Account
+	err := s.accountsTx(ctx, "update account", func(tx pgx.Tx) error {
+		var err error
+		a, err = scanAccount(tx.QueryRow(ctx, `UPDATE accounts a SET `+strings.Join(set, ", ")+` WHERE a.id = $1 RETURNING `+accountCols, args...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return refuse(accounts.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if a.Disabled {
+			if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE account_id = $1`, id); err != nil {
+				return fmt.Errorf("end sessions: %w", err)
+			}
+		}
+		return appendAudit(ctx, tx, e)
+	})
+	return a, err
+}
+
+const tokenCols = `t.id, t.account_id, a.email, t.name, t.created_at, t.last_used_at, t.revoked_at`
+
+// tokenRow is the scan destination of tokenCols.
+type tokenRow struct {
+	t             accounts.Token
+	used, revoked *time.Time
+}
+
+func (r *tokenRow) dest() []any {
+	return []any{&r.t.ID, &r.t.AccountID, &r.t.AccountEmail, &r.t.Name, &r.t.CreatedAt, &r.used, &r.revoked}
+}
+
+func (r *tokenRow) token() accounts.Token {
+	t := r.t
+	t.LastUsedAt, t.RevokedAt = fromNullTime(r.used), fromNullTime(r.revoked)
+	return t
+}
+
+// CreateAPIToken stores a token's hash.
+func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byte, e accounts.Entry) error {
+	return s.accountsTx(ctx, "create token", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO api_tokens(id, account_id, name, hash, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			t.ID, t.AccountID, t.Name, hash, micro(t.CreatedAt)); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// APITokenByHash finds a token and its account.
+func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (accounts.Token, accounts.Account, error) {
+	var tr tokenRow
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+`, `+tokenCols+`
+		FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.hash = $1`, hash), tr.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return accounts.Token{}, accounts.Account{}, fmt.Errorf("find token: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Token{}, accounts.Account{}, classify("find token", err)
+	}
+	return tr.token(), a, nil
+}
+
+// APITokenByID reads a token.
+func (s *Store) APITokenByID(ctx context.Context, id string) (accounts.Token, error) {
+	var tr tokenRow
+	err := s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.id = $1`, id).Scan(tr.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return accounts.Token{}, fmt.Errorf("read token: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Token{}, classify("read token", err)
+	}
+	return tr.token(), nil
+}
+
+// ListAPITokens lists tokens newest first.
+func (s *Store) ListAPITokens(ctx context.Context, accountID string) ([]accounts.Token, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+tokenCols+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id
+		WHERE $1 = '' OR t.account_id = $1 ORDER BY t.created_at DESC, t.id DESC`, accountID)
+	if err != nil {
+		return nil, classify("list tokens", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accounts.Token, error) {
+		var tr tokenRow
+		err := r.Scan(tr.dest()...)
+		return tr.token(), err
+	})
+	if err != nil {
+		return nil, classify("list tokens", err)
+	}
+	return out, nil
+}
+
+// TouchAPIToken records a token's use, at most once per notAfter step.
+func (s *Store) TouchAPIToken(ctx context.Context, id string, at, notAfter time.Time) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE api_tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)`,
+		id, micro(at), micro(notAfter)); err != nil {
+		return classify("record token use", err)
+	}
+	return nil
+}
+
+// RevokeAPIToken marks a live token revoked.
+func (s *Store) RevokeAPIToken(ctx context.Context, id string, at time.Time, e accounts.Entry) error {
+	return s.accountsTx(ctx, "revoke token", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL`, id, micro(at))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1)`, id).Scan(&exists); err != nil {
+				return err
+			}
+			if exists {
+				return refuse(accounts.ErrRevoked)
+			}
+			return refuse(accounts.ErrNotFound)
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// CreateSession stores a session.
+func (s *Store) CreateSession(ctx context.Context, ss accounts.Session, e accounts.Entry) error {
+	return s.accountsTx(ctx, "create session", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO sessions(hash, account_id, csrf, created_at, last_seen_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			ss.Hash, ss.AccountID, ss.CSRF, micro(ss.CreatedAt), micro(ss.LastSeenAt), micro(ss.ExpiresAt)); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// SessionByHash finds a session and its account.
+func (s *Store) SessionByHash(ctx context.Context, hash []byte) (accounts.Session, accounts.Account, error) {
+	ss := accounts.Session{Hash: hash}
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+`, s.account_id, s.csrf, s.created_at, s.last_seen_at, s.expires_at
+		FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.hash = $1`, hash),
+		&ss.AccountID, &ss.CSRF, &ss.CreatedAt, &ss.LastSeenAt, &ss.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return accounts.Session{}, accounts.Account{}, fmt.Errorf("find session: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Session{}, accounts.Account{}, classify("find session", err)
+	}
+	return ss, a, nil
+}
+
+// TouchSession records a session's use and moves its expiry.
+func (s *Store) TouchSession(ctx context.Context, hash []byte, lastSeen, expires time.Time) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE sessions SET last_seen_at = $2, expires_at = $3 WHERE hash = $1`,
+		hash, micro(lastSeen), micro(expires)); err != nil {
+		return classify("record session use", err)
+	}
+	return nil
+}
+
+// DeleteSession ends a session; the entry is recorded only if there was
+// one to end.
+func (s *Store) DeleteSession(ctx context.Context, hash []byte, e accounts.Entry) error {
+	return s.accountsTx(ctx, "end session", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE hash = $1`, hash)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// AddLoginAttempt counts an attempt against each key, one upsert each; the
+// key's row lock orders concurrent attempts.
+func (s *Store) AddLoginAttempt(ctx context.Context, keys []string, at, windowStart time.Time) ([]accounts.Attempts, error) {
+	out := make([]accounts.Attempts, len(keys))
+	err := s.accountsTx(ctx, "count sign-in attempt", func(tx pgx.Tx) error {
+		for i, k := range keys {
+			out[i].Key = k
+			if err := tx.QueryRow(ctx, `INSERT INTO login_attempts AS l(key, attempts, since) VALUES ($1, 1, $2)
+				ON CONFLICT (key) DO UPDATE SET
+					attempts = CASE WHEN l.since <= $3 THEN 1 ELSE l.attempts + 1 END,
+					since = CASE WHEN l.since <= $3 THEN excluded.since ELSE l.since END
+				RETURNING attempts, since`, k, micro(at), micro(windowStart)).Scan(&out[i].Count, &out[i].Since); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LoginSucceeded forgets the keys' attempts and stores a new hash.
+func (s *Store) LoginSucceeded(ctx context.Context, keys []string, accountID, rehash string, e accounts.Entry) error {
+	return s.accountsTx(ctx, "record sign-in", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM login_attempts WHERE key = ANY($1)`, keys); err != nil {
+			return err
+		}
+		if rehash != "" {
+			if _, err := tx.Exec(ctx, `UPDATE accounts SET password_hash = $2 WHERE id = $1`, accountID, rehash); err != nil {
+				return err
+			}
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// PruneAccounts deletes expired sessions, setup codes and attempt windows.
+func (s *Store) PruneAccounts(ctx context.Context, now, attemptsBefore time.Time) (int, error) {
+	var n int
+	err := s.accountsTx(ctx, "prune sessions", func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `WITH s AS (DELETE FROM sessions WHERE expires_at <= $1 RETURNING 1),
+				c AS (DELETE FROM setup_codes WHERE expires_at <= $1 RETURNING 1),
+				l AS (DELETE FROM login_attempts WHERE since < $2 RETURNING 1)
+			SELECT (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM l)`,
+			micro(now), micro(attemptsBefore)).Scan(&n)
+	})
+	return n, err
+}
+
+// PutSetupCode replaces the setup code while no account exists, and
+// removes it once one does.
+func (s *Store) PutSetupCode(ctx context.Context, hash []byte, expires time.Time) (bool, error) {
+	var put bool
+	err := s.accountsTx(ctx, "put setup code", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO setup_codes(one, hash, expires_at) SELECT 1, $1, $2 WHERE NOT EXISTS (SELECT 1 FROM accounts)
+			ON CONFLICT (one) DO UPDATE SET hash = excluded.hash, expires_at = excluded.expires_at`, hash, micro(expires))
+		if err != nil {
+			return err
+		}
+		if put = tag.RowsAffected() == 1; !put {
+			_, err = tx.Exec(ctx, `DELETE FROM setup_codes`)
+		}
+		return err
+	})
+	return put, err
+}
+
+// UseSetupCode burns the code and creates the first account, together. A
+// concurrent use waits for the code row's lock and then finds it gone.
+func (s *Store) UseSetupCode(ctx context.Context, hash []byte, at time.Time, a accounts.Account, e accounts.Entry) error {
+	return s.accountsTx(ctx, "use setup code", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM setup_codes WHERE hash = $1 AND expires_at > $2`, hash, micro(at))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return refuse(accounts.ErrSetupCode)
+		}
+		tag, err = tx.Exec(ctx, `INSERT INTO accounts(id, email, name, role, sites, password_hash, disabled, created_at, updated_at)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE NOT EXISTS (SELECT 1 FROM accounts)`,
+			a.ID, a.Email, a.Name, string(a.Role), sitesArray(a.Sites), a.PasswordHash, a.Disabled, micro(a.CreatedAt), micro(a.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return refuse(accounts.ErrSetupDone)
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// AppendAudit records an entry.
+func (s *Store) AppendAudit(ctx context.Context, e accounts.Entry) error {
+	return s.accountsTx(ctx, "record audit entry", func(tx pgx.Tx) error { return appendAudit(ctx, tx, e) })
+}
+
+// ListAudit lists entries newest first, keyset-paged by id.
+func (s *Store) ListAudit(ctx context.Context, f accounts.AuditFilter) ([]accounts.Entry, error) {
+	if f.Sites != nil && len(f.Sites) == 0 {
+		return nil, nil
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = accounts.DefaultAuditLimit
+	}
+	var (
+		where []string
+		args  []any
+	)
+	cond := func(c string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(c, len(args)))
+	}
+	if f.Before > 0 {
+		cond("id < $%d", f.Before)
+	}
+	if f.Sites != nil {
+		cond("site = ANY($%d)", f.Sites)
+	}
+	if f.Form != "" {
+		cond("form = $%d", f.Form)
+	}
+	q := `SELECT id, at, actor, action, site, form, target, detail FROM audit_log`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, limit)
+	rows, err := s.pool.Query(ctx, q+fmt.Sprintf(" ORDER BY id DESC LIMIT $%d", len(args)), args...)
+	if err != nil {
+		return nil, classify("read audit log", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accounts.Entry, error) {
+		var e accounts.Entry
+		err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Site, &e.Form, &e.Target, &e.Detail)
+		return e, err
+	})
+	if err != nil {
+		return nil, classify("read audit log", err)
+	}
+	return out, nil
+}

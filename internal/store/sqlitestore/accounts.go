@@ -1,0 +1,533 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/accounts"
+)
+
+// The accounts of the owner's console (package accounts): every change is
+// one transaction on the write connection, with its audit entry; reads go
+// to the read pool.
+
+var _ accounts.Store = (*Store)(nil)
+
+type auditExecer interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+// appendAudit records e, unless it is the zero entry (a change that is not
+// worth a line, such as ending a replaced session).
+func appendAudit(ctx context.Context, x auditExecer, e accounts.Entry) error {
+	if e.Action == "" {
+		return nil
+	}
+	_, err := x.ExecContext(ctx, `INSERT INTO audit_log(at, actor, action, site, form, target, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		e.At.UnixMicro(), e.Actor, e.Action, e.Site, e.Form, e.Target, e.Detail)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}
+
+// accountsTx runs fn in a transaction of the write connection and classifies
+// the error; errors of package accounts pass through as they are.
+func (s *Store) accountsTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(op+": begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := fn(tx); err != nil {
+		var sentinel *accountsError
+		if errors.As(err, &sentinel) {
+			return fmt.Errorf("%s: %w", op, sentinel.err)
+		}
+		return classify(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return classify(op+": commit", err)
+	}
+	return nil
+}
+
+// accountsError carries a sentinel of package accounts out of inTx
+// without being classified as a database failure.
+type accountsError struct{ err error }
+
+func (e *accountsError) Error() string { return e.err.Error() }
+
+func refuse(err error) error { return &accountsError{err} }
+
+func usec(t time.Time) int64 { return t.UnixMicro() }
+
+func fromNullUsec(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(n.Int64)
+}
+
+const accountCols = `a.id, a.email, a.name, a.role, a.sites, a.password_hash, a.disabled, a.created_at, a.updated_at`
+
+type rowScanner interface{ Scan(dst ...any) error }
+
+// scanAccount reads accountCols, then the extra destinations.
+func scanAccount(r rowScanner, extra ...any) (accounts.Account, error) {
+	var (
+		a            accounts.Account
+		role, sites  string
+		created, upd int64
+	)
+	err := r.Scan(append([]any{&a.ID, &a.Email, &a.Name, &role, &sites, &a.PasswordHash, &a.Disabled, &created, &upd}, extra...)...)
+	if err != nil {
+		return a, err
+	}
+	a.Role = accounts.Role(role)
+	if err := json.Unmarshal([]byte(sites), &a.Sites); err != nil {
+		return a, fmt.Errorf("account %s: sites: %w", a.ID, err)
+	}
+	a.CreatedAt, a.UpdatedAt = time.UnixMicro(created), time.UnixMicro(upd)
+	return a, nil
+}
+
+func sitesJSON(sites []string) string {
+	if sites == nil {
+		sites = []string{}
+	}
+	b, _ := json.Marshal(sites)
+	return string(b)
+}
+
+// CreateAccount inserts an account; the unique e-mail index decides.
+func (s *Store) CreateAccount(ctx context.Context, a accounts.Account, e accounts.Entry) error {
+	return s.accountsTx(ctx, "create account", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO accounts(id, email, name, role, sites, password_hash, disabled, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(email) DO NOTHING`,
+			a.ID, a.Email, a.Name, string(a.Role), sitesJSON(a.Sites), a.PasswordHash, a.Disabled, usec(a.CreatedAt), usec(a.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return refuse(accounts.ErrEmailTaken)
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+func (s *Store) readAccount(ctx context.Context, op, where string, arg any) (accounts.Account, error) {
+	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts a WHERE `+where, arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("%s: %w", op, accounts.ErrNotFound)
+	}
+	if err != nil {
+		return a, classify(op, err)
+	}
+	return a, nil
+}
+
+// AccountByID reads an account.
+func (s *Store) AccountByID(ctx context.Context, id string) (accounts.Account, error) {
+	return s.readAccount(ctx, "read account", "a.id = ?", id)
+}
+
+// AccountByEmail reads an account by its normalized e-mail.
+func (s *Store) AccountByEmail(ctx context.Context, email string) (accounts.Account, error) {
+	return s.readAccount(ctx, "read account", "a.email = ?", email)
+}
+
+// ListAccounts lists every account by e-mail.
+func (s *Store) ListAccounts(ctx context.Context) ([]accounts.Account, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+accountCols+` FROM accounts a ORDER BY a.email`)
+	if err != nil {
+		return nil, classify("list accounts", err)
+	}
+	defer rows.Close()
+	var out []accounts.Account
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, classify("list accounts", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list accounts", err)
+	}
+	return out, nil
+}
+
+// UpdateAccount applies a change; disabling ends the sessions in the same
+// transaction.
+func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change, e accounts.Entry) (accounts.Account, error) {
+	set := []string{"updated_at = ?"}
+	args := []any{usec(c.At)}
+	if c.Name != nil {
+		set, args = append(set, "name = ?"), append(args, *c.Name)
+	}
+	if c.Role != nil {
+		set, args = append(set, "role = ?"), append(args, string(*c.Role))
+	}
+	if c.Sites != nil {
+		set, args = append(set, "sites = ?"), append(args, sitesJSON(c.Sites))
+	}
+	if c.PasswordHash != nil {
+		set, args = append(set, "password_hash = ?"), append(args, *c.PasswordHash)
+	}
+	if c.Disabled != nil {
+		set, args = append(set, "disabled = ?"), append(args, *c.Disabled)
+	}
+	var a accounts.Account
+	err := s.accountsTx(ctx, "update account", func(tx *sql.Tx) error {
+		var err error
+		a, err = scanAccount(tx.QueryRowContext(ctx, `UPDATE accounts SET `+strings.Join(set, ", ")+` WHERE id = ? RETURNING `+strings.ReplaceAll(accountCols, "a.", ""),
+			append(args, id)...))
+		if errors.Is(err, sql.ErrNoRows) {
+			return refuse(accounts.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if a.Disabled {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE account_id = ?`, id); err != nil {
+				return fmt.Errorf("end sessions: %w", err)
+			}
+		}
+		return appendAudit(ctx, tx, e)
+	})
+	return a, err
+}
+
+const tokenCols = `t.id, t.account_id, a.email, t.name, t.created_at, t.last_used_at, t.revoked_at`
+
+// tokenRow is the scan destination of tokenCols.
+type tokenRow struct {
+	t             accounts.Token
+	created       int64
+	used, revoked sql.NullInt64
+}
+
+func (r *tokenRow) dest() []any {
+	return []any{&r.t.ID, &r.t.AccountID, &r.t.AccountEmail, &r.t.Name, &r.created, &r.used, &r.revoked}
+}
+
+func (r *tokenRow) token() accounts.Token {
+	t := r.t
+	t.CreatedAt, t.LastUsedAt, t.RevokedAt = time.UnixMicro(r.created), fromNullUsec(r.used), fromNullUsec(r.revoked)
+	return t
+}
+
+// CreateAPIToken stores a token's hash.
+func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byte, e accounts.Entry) error {
+	return s.accountsTx(ctx, "create token", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO api_tokens(id, account_id, name, hash, created_at) VALUES (?, ?, ?, ?, ?)`,
+			t.ID, t.AccountID, t.Name, hash, usec(t.CreatedAt)); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// APITokenByHash finds a token and its account.
+func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (accounts.Token, accounts.Account, error) {
+	var tr tokenRow
+	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+accountCols+`, `+tokenCols+`
+		FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.hash = ?`, hash), tr.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return accounts.Token{}, accounts.Account{}, fmt.Errorf("find token: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Token{}, accounts.Account{}, classify("find token", err)
+	}
+	return tr.token(), a, nil
+}
+
+// APITokenByID reads a token.
+func (s *Store) APITokenByID(ctx context.Context, id string) (accounts.Token, error) {
+	var tr tokenRow
+	err := s.rdb.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.id = ?`, id).Scan(tr.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return accounts.Token{}, fmt.Errorf("read token: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Token{}, classify("read token", err)
+	}
+	return tr.token(), nil
+}
+
+// ListAPITokens lists tokens newest first.
+func (s *Store) ListAPITokens(ctx context.Context, accountID string) ([]accounts.Token, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+tokenCols+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id
+		WHERE ? = '' OR t.account_id = ? ORDER BY t.created_at DESC, t.id DESC`, accountID, accountID)
+	if err != nil {
+		return nil, classify("list tokens", err)
+	}
+	defer rows.Close()
+	var out []accounts.Token
+	for rows.Next() {
+		var tr tokenRow
+		if err := rows.Scan(tr.dest()...); err != nil {
+			return nil, classify("list tokens", err)
+		}
+		out = append(out, tr.token())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list tokens", err)
+	}
+	return out, nil
+}
+
+// TouchAPIToken records a token's use, at most once per notAfter step.
+func (s *Store) TouchAPIToken(ctx context.Context, id string, at, notAfter time.Time) error {
+	if _, err := s.wdb.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+		usec(at), id, usec(notAfter)); err != nil {
+		return classify("record token use", err)
+	}
+	return nil
+}
+
+// RevokeAPIToken marks a live token revoked.
+func (s *Store) RevokeAPIToken(ctx context.Context, id string, at time.Time, e accounts.Entry) error {
+	return s.accountsTx(ctx, "revoke token", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, usec(at), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM api_tokens WHERE id = ?`, id).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return refuse(accounts.ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			return refuse(accounts.ErrRevoked)
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// CreateSession stores a session.
+func (s *Store) CreateSession(ctx context.Context, ss accounts.Session, e accounts.Entry) error {
+	return s.accountsTx(ctx, "create session", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions(hash, account_id, csrf, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			ss.Hash, ss.AccountID, ss.CSRF, usec(ss.CreatedAt), usec(ss.LastSeenAt), usec(ss.ExpiresAt)); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// SessionByHash finds a session and its account.
+func (s *Store) SessionByHash(ctx context.Context, hash []byte) (accounts.Session, accounts.Account, error) {
+	ss := accounts.Session{Hash: hash}
+	var created, seen, expires int64
+	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+accountCols+`, s.account_id, s.csrf, s.created_at, s.last_seen_at, s.expires_at
+		FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.hash = ?`, hash),
+		&ss.AccountID, &ss.CSRF, &created, &seen, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return accounts.Session{}, accounts.Account{}, fmt.Errorf("find session: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Session{}, accounts.Account{}, classify("find session", err)
+	}
+	ss.CreatedAt, ss.LastSeenAt, ss.ExpiresAt = time.UnixMicro(created), time.UnixMicro(seen), time.UnixMicro(expires)
+	return ss, a, nil
+}
+
+// TouchSession records a session's use and moves its expiry.
+func (s *Store) TouchSession(ctx context.Context, hash []byte, lastSeen, expires time.Time) error {
+	if _, err := s.wdb.ExecContext(ctx, `UPDATE sessions SET last_seen_at = ?, expires_at = ? WHERE hash = ?`,
+		usec(lastSeen), usec(expires), hash); err != nil {
+		return classify("record session use", err)
+	}
+	return nil
+}
+
+// DeleteSession ends a session; the entry is recorded only if there was
+// one to end.
+func (s *Store) DeleteSession(ctx context.Context, hash []byte, e accounts.Entry) error {
+	return s.accountsTx(ctx, "end session", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE hash = ?`, hash)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// AddLoginAttempt counts an attempt against each key, one upsert each.
+func (s *Store) AddLoginAttempt(ctx context.Context, keys []string, at, windowStart time.Time) ([]accounts.Attempts, error) {
+	out := make([]accounts.Attempts, len(keys))
+	err := s.accountsTx(ctx, "count sign-in attempt", func(tx *sql.Tx) error {
+		for i, k := range keys {
+			var since int64
+			err := tx.QueryRowContext(ctx, `INSERT INTO login_attempts(key, attempts, since) VALUES (?, 1, ?)
+				ON CONFLICT(key) DO UPDATE SET
+					attempts = CASE WHEN since <= ? THEN 1 ELSE attempts + 1 END,
+					since = CASE WHEN since <= ? THEN excluded.since ELSE since END
+				RETURNING attempts, since`, k, usec(at), usec(windowStart), usec(windowStart)).Scan(&out[i].Count, &since)
+			if err != nil {
+				return err
+			}
+			out[i].Key, out[i].Since = k, time.UnixMicro(since)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LoginSucceeded forgets the keys' attempts and stores a new hash.
+func (s *Store) LoginSucceeded(ctx context.Context, keys []string, accountID, rehash string, e accounts.Entry) error {
+	return s.accountsTx(ctx, "record sign-in", func(tx *sql.Tx) error {
+		for _, k := range keys {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM login_attempts WHERE key = ?`, k); err != nil {
+				return err
+			}
+		}
+		if rehash != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, rehash, accountID); err != nil {
+				return err
+			}
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// PruneAccounts deletes expired sessions, setup codes and attempt windows.
+func (s *Store) PruneAccounts(ctx context.Context, now, attemptsBefore time.Time) (int, error) {
+	total := 0
+	err := s.accountsTx(ctx, "prune sessions", func(tx *sql.Tx) error {
+		total = 0
+		for _, q := range []struct {
+			sql string
+			arg int64
+		}{
+			{`DELETE FROM sessions WHERE expires_at <= ?`, usec(now)},
+			{`DELETE FROM setup_codes WHERE expires_at <= ?`, usec(now)},
+			{`DELETE FROM login_attempts WHERE since < ?`, usec(attemptsBefore)},
+		} {
+			res, err := tx.ExecContext(ctx, q.sql, q.arg)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			total += int(n)
+		}
+		return nil
+	})
+	return total, err
+}
+
+// PutSetupCode replaces the setup code while no account exists, and
+// removes it once one does.
+func (s *Store) PutSetupCode(ctx context.Context, hash []byte, expires time.Time) (bool, error) {
+	var put bool
+	err := s.accountsTx(ctx, "put setup code", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO setup_codes(one, hash, expires_at) SELECT 1, ?, ? WHERE NOT EXISTS (SELECT 1 FROM accounts)
+			ON CONFLICT(one) DO UPDATE SET hash = excluded.hash, expires_at = excluded.expires_at`, hash, usec(expires))
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		if put = n == 1; !put {
+			_, err = tx.ExecContext(ctx, `DELETE FROM setup_codes`)
+		}
+		return err
+	})
+	return put, err
+}
+
+// UseSetupCode burns the code and creates the first account, together.
+func (s *Store) UseSetupCode(ctx context.Context, hash []byte, at time.Time, a accounts.Account, e accounts.Entry) error {
+	return s.accountsTx(ctx, "use setup code", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM setup_codes WHERE hash = ? AND expires_at > ?`, hash, usec(at))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return refuse(accounts.ErrSetupCode)
+		}
+		res, err = tx.ExecContext(ctx, `INSERT INTO accounts(id, email, name, role, sites, password_hash, disabled, created_at, updated_at)
+			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM accounts)`,
+			a.ID, a.Email, a.Name, string(a.Role), sitesJSON(a.Sites), a.PasswordHash, a.Disabled, usec(a.CreatedAt), usec(a.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return refuse(accounts.ErrSetupDone)
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// AppendAudit records an entry.
+func (s *Store) AppendAudit(ctx context.Context, e accounts.Entry) error {
+	if err := appendAudit(ctx, s.wdb, e); err != nil {
+		return classify("record audit entry", err)
+	}
+	return nil
+}
+
+// ListAudit lists entries newest first, keyset-paged by id.
+func (s *Store) ListAudit(ctx context.Context, f accounts.AuditFilter) ([]accounts.Entry, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.Before > 0 {
+		where, args = append(where, "id < ?"), append(args, f.Before)
+	}
+	if f.Sites != nil {
+		if len(f.Sites) == 0 {
+			return nil, nil
+		}
+		where = append(where, "site IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(f.Sites)), ", ")+")")
+		for _, site := range f.Sites {
+			args = append(args, site)
+		}
+	}
+	if f.Form != "" {
+		where, args = append(where, "form = ?"), append(args, f.Form)
+	}
+	q := `SELECT id, at, actor, action, site, form, target, detail FROM audit_log`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = accounts.DefaultAuditLimit
+	}
+	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, classify("read audit log", err)
+	}
+	defer rows.Close()
+	var out []accounts.Entry
+	for rows.Next() {
+		var e accounts.Entry
+		var at int64
+		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Action, &e.Site, &e.Form, &e.Target, &e.Detail); err != nil {
+			return nil, classify("read audit log", err)
+		}
+		e.At = time.UnixMicro(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read audit log", err)
+	}
+	return out, nil
+}
