@@ -116,12 +116,7 @@ func (u *usersRun) open(ctx context.Context) (*accounts.Service, func(), int) {
 	if err != nil {
 		return nil, nil, u.fail(err)
 	}
-	as, ok := st.(accounts.Store)
-	if !ok {
-		st.Close()
-		return nil, nil, u.fail(fmt.Errorf("the store %s keeps no accounts; use --store sqlite or a postgres:// URL", cfg.Store))
-	}
-	return accounts.New(as, accounts.Config{}), func() { st.Close() }, 0
+	return accounts.New(st, accounts.Config{}), func() { st.Close() }, 0
 }
 
 func (u *usersRun) operator() accounts.Principal { return accounts.Operator(u.name) }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store"
 )
@@ -143,7 +144,7 @@ func TestExportCancelAndPromote(t *testing.T) {
 // poisonStore refuses to decide one key, as a store would refuse a row it
 // cannot hold, until it is told the problem is fixed.
 type poisonStore struct {
-	store.Store
+	server.Store
 	fixed atomic.Bool
 }
 
@@ -160,7 +161,7 @@ func TestDeadLetterRetry(t *testing.T) {
 	t.Parallel()
 	ps := &poisonStore{}
 	h := servertest.Start(t, forms, servertest.Options{
-		WrapStore: func(s store.Store) store.Store { ps.Store = s; return ps },
+		WrapStore: func(s server.Store) server.Store { ps.Store = s; return ps },
 	})
 	c := client{t: t, base: h.URL, token: h.Token}
 	req, _ := http.NewRequest("POST", h.URL+"/v1/forms/club/submissions", strings.NewReader(`{"name":"P","email":"p@example.org"}`))

@@ -162,7 +162,7 @@ func TestRunWithFaults(t *testing.T) {
 // distorting is a store whose export lies in one way: the checker must
 // catch each lie. (A checker that cannot fail proves nothing.)
 type distorting struct {
-	store.Store
+	server.Store
 	form   func(string) bool
 	change func(rows []store.Row) []store.Row
 }
@@ -232,7 +232,7 @@ func TestCheckerCatchesABadStore(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := servertest.Start(t, "", servertest.Options{WrapStore: func(s store.Store) store.Store {
+			h := servertest.Start(t, "", servertest.Options{WrapStore: func(s server.Store) server.Store {
 				return &distorting{Store: s, form: func(f string) bool { return strings.HasPrefix(f, "loadtest-") }, change: tc.change}
 			}})
 			rep, err := loadtest.Run(context.Background(), loadtest.Config{

@@ -44,6 +44,15 @@ const (
 	CodeEntryNotLive         = "entry-not-live"
 	CodeEntryPending         = "entry-pending"
 	CodeForbidden            = "forbidden"
+	CodeInvalidCredentials   = "invalid-credentials"
+	CodeLoginLocked          = "login-locked"
+	CodeCSRFFailed           = "csrf-failed"
+	CodeAccountNotFound      = "account-not-found"
+	CodeEmailTaken           = "email-taken"
+	CodeInvalidAccount       = "invalid-account"
+	CodeSetupInvalid         = "setup-invalid"
+	CodeSetupDone            = "setup-done"
+	CodeTokenRevoked         = "token-revoked"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -83,6 +92,15 @@ var Codes = map[string]Info{
 	CodeEntryNotLive:         {Status: 409, Title: "Entry not live", Explain: "Only stored or waitlisted entries can be cancelled; this one is not."},
 	CodeEntryPending:         {Status: 409, Title: "Entry still being processed", Explain: "The entry is journaled but not decided yet, so it cannot be changed now. Try again in a moment.", RetryAfter: 1},
 	CodeForbidden:            {Status: 403, Title: "Forbidden", Explain: "Your account may not do this: its role or its sites do not allow it."},
+	CodeInvalidCredentials:   {Status: 401, Title: "Sign-in failed", Explain: "The e-mail or the password is wrong. After too many failures sign-ins from the same address or for the same account are refused for a while."},
+	CodeLoginLocked:          {Status: 429, Title: "Too many sign-ins", Explain: "Too many sign-ins failed from this address or for this account. Wait for Retry-After seconds, then try again.", RetryAfter: 60},
+	CodeCSRFFailed:           {Status: 403, Title: "Stale form", Explain: "A change sent from a signed-in browser must carry the console's CSRF token: reload the page and try again."},
+	CodeAccountNotFound:      {Status: 404, Title: "Account not found", Explain: "No account or token has this id or e-mail."},
+	CodeEmailTaken:           {Status: 409, Title: "E-mail taken", Explain: "An account with this e-mail already exists."},
+	CodeInvalidAccount:       {Status: 422, Title: "Invalid account", Explain: "The e-mail, password, role or sites of the account are not valid; the detail says which and what would be."},
+	CodeSetupInvalid:         {Status: 400, Title: "Setup link not valid", Explain: "The setup link is wrong, used or expired. Restart formd for a new one, or make the first account with formd users add."},
+	CodeSetupDone:            {Status: 409, Title: "Already set up", Explain: "formd already has an account: sign in, or ask an owner for an account."},
+	CodeTokenRevoked:         {Status: 409, Title: "Token revoked", Explain: "This API token was revoked already."},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 
@@ -143,7 +161,13 @@ func From(err error) *Problem {
 	case errors.As(err, &mbe):
 		return New(CodePayloadTooLarge, fmt.Sprintf("the body is over the limit of %d bytes", mbe.Limit))
 	case errors.As(err, &c):
-		return New(c.ProblemCode(), "")
+		// The sentinel's own message says what happened; the causes
+		// wrapped around it stay in the log.
+		detail := ""
+		if e, ok := c.(error); ok {
+			detail = e.Error()
+		}
+		return New(c.ProblemCode(), detail)
 	}
 	return New(CodeInternal, "")
 }

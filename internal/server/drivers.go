@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/natsjournal"
@@ -17,9 +18,23 @@ import (
 	"github.com/formd/formd/internal/store/sqlitestore"
 )
 
+// Store is what a store driver provides an instance: the decisions and
+// everything kept beside them (store.Store), and the accounts, sessions
+// and audit log (accounts.Store). Each consumer depends on the few methods
+// it uses.
+type Store interface {
+	store.Store
+	accounts.Store
+}
+
+var (
+	_ Store = (*sqlitestore.Store)(nil)
+	_ Store = (*pgstore.Store)(nil)
+)
+
 // OpenDrivers opens the journal and the store the settings name. This is
 // the one place that knows the driver packages.
-func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, store.Store, error) {
+func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, Store, error) {
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -46,7 +61,7 @@ func dataDir(cfg config.Config) error {
 }
 
 // OpenStore opens the store the settings name.
-func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
+func OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
 	switch cfg.Store {
 	case "sqlite":
 		if err := dataDir(cfg); err != nil {

@@ -81,7 +81,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 // OpenWith is Open on drivers the caller opened (tests wrap them to inject
 // faults). The server owns them from here: Close closes them, also when
 // OpenWith fails.
-func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journal.Journal, st store.Store) (s *Server, err error) {
+func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journal.Journal, st Store) (s *Server, err error) {
 	s = &Server{cfg: cfg, log: log, Journal: j, Store: st}
 	defer func() {
 		if err != nil {

@@ -38,6 +38,31 @@ const (
 	StatusCancelled    = "cancelled"
 )
 
+// Event types: what happened to an entry, as its history shows it and as
+// webhooks and e-mail deliver it. Every decision that makes or changes an
+// entry writes its event in the same transaction (the outbox).
+const (
+	EventStored     = "submission.stored"
+	EventWaitlisted = "submission.waitlisted"
+	EventPromoted   = "submission.promoted"
+	EventCancelled  = "submission.cancelled"
+	EventSpam       = "submission.spam"
+)
+
+// EventFor is the event a first decision writes, or "" for a decision
+// that makes no entry (a duplicate, a rejection, a dead letter).
+func EventFor(decision string) string {
+	switch decision {
+	case StatusStored:
+		return EventStored
+	case StatusWaitlisted:
+		return EventWaitlisted
+	case StatusSpam:
+		return EventSpam
+	}
+	return ""
+}
+
 // Outcome is the decision for one (form, key).
 type Outcome struct {
 	ID          string

@@ -15,7 +15,6 @@ import (
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/server"
-	"github.com/formd/formd/internal/store"
 )
 
 // Harness is a running instance.
@@ -35,7 +34,7 @@ type Options struct {
 	Config func(*config.Config)
 	// WrapJournal and WrapStore wrap the real drivers to inject faults.
 	WrapJournal func(journal.Journal) journal.Journal
-	WrapStore   func(store.Store) store.Store
+	WrapStore   func(server.Store) server.Store
 	// Data reuses a data directory (to restart on the same files).
 	Data string
 }

@@ -389,6 +389,7 @@ func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
 		}
 		b := &pgx.Batch{}
 		b.Queue(`UPDATE entries SET status = 'cancelled' WHERE id = $1`, id)
+		b.Queue(`SELECT formd_event($1, 'submission.cancelled', $2, (SELECT site FROM entries WHERE id = $1), 'cancelled', $3)`, id, form, micro(s.now()))
 		b.Queue(`DELETE FROM claims WHERE entry_id = $1`, id)
 		if was == store.StatusStored {
 			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)

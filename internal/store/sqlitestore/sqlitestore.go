@@ -148,7 +148,7 @@ func (s *Store) Close() error {
 
 // stmts are the prepared statements of one decision transaction.
 type stmts struct {
-	insert, claim, release, take, whenFull, setStatus, holder, sameAs *sql.Stmt
+	insert, claim, release, take, whenFull, setStatus, holder, sameAs, event *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -167,6 +167,8 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.holder, `SELECT e.id, e.key, e.decision, e.received_at, e.fingerprint FROM claims c JOIN entries e ON e.id = c.entry_id
 			WHERE c.form = ? AND c.claim = ?`},
 		{&st.sameAs, `UPDATE entries SET same_as = ? WHERE id = ?`},
+		{&st.event, `INSERT INTO events(entry_id, n, type, form, site, status, at)
+			SELECT ?1, coalesce(max(n), 0) + 1, ?2, ?3, ?4, ?5, ?6 FROM events WHERE entry_id = ?1 AND type = ?2`},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -185,12 +187,12 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		insert: tx.StmtContext(ctx, st.insert), claim: tx.StmtContext(ctx, st.claim),
 		release: tx.StmtContext(ctx, st.release), take: tx.StmtContext(ctx, st.take),
 		whenFull: tx.StmtContext(ctx, st.whenFull), setStatus: tx.StmtContext(ctx, st.setStatus),
-		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs),
+		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs), event: tx.StmtContext(ctx, st.event),
 	}
 }
 
 func (st *stmts) close() {
-	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.setStatus, st.holder, st.sameAs} {
+	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.setStatus, st.holder, st.sameAs, st.event} {
 		if s != nil {
 			s.Close()
 		}
@@ -213,6 +215,11 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 	out := make([]store.Outcome, len(subs))
 	for i := range subs {
 		o, err := s.decide(ctx, tx, st, &subs[i], now)
+		if err == nil && !o.Replayed {
+			if typ := store.EventFor(o.Decision); typ != "" {
+				_, err = st.event.ExecContext(ctx, o.ID, typ, o.Form, subs[i].Site, o.Status, now)
+			}
+		}
 		if err != nil {
 			return nil, classify(fmt.Sprintf("apply %s/%s", subs[i].Form, subs[i].Key), err)
 		}
@@ -466,6 +473,9 @@ func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
 	if _, err := tx.ExecContext(ctx, `UPDATE entries SET status = 'cancelled' WHERE id = ?`, id); err != nil {
 		return nil, classify("cancel", err)
 	}
+	if err := recordEvent(ctx, tx, id, store.EventCancelled, store.StatusCancelled, s.now()); err != nil {
+		return nil, classify("cancel: event", err)
+	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE entry_id = ?`, id); err != nil {
 		return nil, classify("cancel: release claims", err)
 	}
@@ -474,7 +484,7 @@ func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
 			return nil, classify("cancel: free place", err)
 		}
 	}
-	promoted, err := promote(ctx, tx, form)
+	promoted, err := promote(ctx, tx, form, s.now())
 	if err != nil {
 		return nil, classify("cancel: promote", err)
 	}
@@ -484,9 +494,21 @@ func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
 	return promoted, nil
 }
 
+// recordEvent writes an event of an entry in the transaction that changes
+// it: the next occurrence of its type.
+func recordEvent(ctx context.Context, tx *sql.Tx, entryID, typ, status string, at time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO events(entry_id, n, type, form, site, status, at)
+		SELECT e.id, (SELECT coalesce(max(n), 0) + 1 FROM events WHERE entry_id = e.id AND type = ?2), ?2, e.form, e.site, ?3, ?4
+		FROM entries e WHERE e.id = ?1`, entryID, typ, status, at.UnixMicro())
+	if err != nil {
+		return fmt.Errorf("record %s: %w", typ, err)
+	}
+	return nil
+}
+
 // promote moves the oldest waitlisted entries into free places, one guarded
 // place at a time.
-func promote(ctx context.Context, tx *sql.Tx, form string) ([]string, error) {
+func promote(ctx context.Context, tx *sql.Tx, form string, now time.Time) ([]string, error) {
 	var promoted []string
 	for {
 		var id string
@@ -505,6 +527,9 @@ func promote(ctx context.Context, tx *sql.Tx, form string) ([]string, error) {
 			return promoted, nil
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE entries SET status = 'stored' WHERE id = ?`, id); err != nil {
+			return nil, err
+		}
+		if err := recordEvent(ctx, tx, id, store.EventPromoted, store.StatusStored, now); err != nil {
 			return nil, err
 		}
 		promoted = append(promoted, id)
@@ -542,7 +567,7 @@ func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
 			f.ID, limit, whenFull); err != nil {
 			return classify("put form "+f.ID+": capacity", err)
 		}
-		if _, err := promote(ctx, tx, f.ID); err != nil {
+		if _, err := promote(ctx, tx, f.ID, s.now()); err != nil {
 			return classify("put form "+f.ID+": promote", err)
 		}
 	}
