@@ -568,7 +568,11 @@ export function createClient(o = {}) {
       wait = 1;
     }
     bsending = false;
-    kick(wait && Math.max(wait, random() * Math.min(cap, base * 2 ** bn++)));
+    // Eight failures in a row (a cross-origin page whose server has no
+    // endpoint sees only network errors) end the tries until a submission
+    // or a wake-up comes; the beacons wait in the outbox.
+    if (!wait) kick(0);
+    else if (bn < 8) kick(Math.max(wait, random() * Math.min(cap, base * 2 ** bn++)));
   };
 
   /**

@@ -191,3 +191,19 @@ test('close stops the beacons too', async () => {
   await t.clock.advance(60000);
   assert.equal(t.beaconCalls().length, 0);
 });
+
+test('beacons that keep failing stop after eight tries in a row, and wait in the outbox', async () => {
+  const t = setup((c) => res(201, doc(c.key)), {
+    arrivals: () => {
+      throw netErr();
+    },
+  });
+  await t.client.submit('fair', person);
+  await t.clock.advance(3600000);
+  assert.equal(t.beaconCalls().length, 9, 'the first try and eight more');
+  assert.deepEqual(t.clock.pending(), [], 'nothing more scheduled');
+  assert.equal(t.beaconsStored().length, 2);
+  t.wake();
+  await t.clock.advance(1000);
+  assert.equal(t.beaconCalls().length, 10, 'a wake-up tries again');
+});
