@@ -11,8 +11,11 @@ import (
 type lang struct {
 	Tag string
 	T   map[string]string
-	// Err translates validation codes for the SDK; empty for English,
-	// where the SDK writes "<label> <server message>".
+	// Err translates validation codes, for the SDK (data-err-* attributes)
+	// and for a failed plain post; empty for English, where the server's
+	// own message already names the bound. A text is a template: {limit}
+	// is the bound the error carries, and a part in [brackets] is kept
+	// only when it carries one (as fieldText in the SDK reads it).
 	Err map[string]string
 }
 
@@ -78,6 +81,7 @@ var enStrings = map[string]string{
 	// The SDK's states (data-msg-*).
 	"sending":    "Sending…",
 	"saved":      "Saved on this device. It will be sent when the connection is back: keep this page open, or come back to it later.",
+	"unsaved":    "Not saved on this device: keep this page open until it is sent.",
 	"received":   "Received. Thank you!",
 	"waitlisted": "Received: you are on the waitlist.",
 	"duplicate":  "You are already registered.",
@@ -106,12 +110,13 @@ var zhStrings = map[string]string{
 	"full":          "抱歉，名额已满。",
 	"not-found":     "此地址没有表单。",
 	"back":          "返回表单",
-	"sending":       "正在提交…",
-	"saved":         "已保存在本设备上，网络恢复后会自动提交：请保持此页面打开，或稍后回到此页面。",
+	"sending":       "发送中…",
+	"saved":         "已保存在本机：网络恢复后会自动发送。请保持此页面打开，或稍后回到此页面。",
+	"unsaved":       "未能保存在本机：请保持此页面打开，直到发送完成。",
 	"received":      "已收到，谢谢！",
-	"waitlisted":    "已收到：您在候补名单中。",
+	"waitlisted":    "已收到：您已在候补名单中。",
 	"duplicate":     "您已经报名过了。",
-	"invalid":       "请修改标出的内容。",
+	"invalid":       "需要修改：请修改标出的内容。",
 	"full-state":    "抱歉，名额已满。",
 	"failed":        "表单无法提交，请刷新页面后重试。",
 	"stored":        "已收到，谢谢！",
@@ -121,7 +126,9 @@ var zhStrings = map[string]string{
 	"unknown":       "没有找到这次提交的记录，请重新提交表单。",
 }
 
-// zhErrors are the validation codes of form.Validate in Chinese.
+// zhErrors are the validation codes of form.Validate in Chinese, the same
+// texts as the SDK's messages.js: specific, with the bound where the
+// error carries one ("内容太长，最多 100 个字符。").
 var zhErrors = map[string]string{
 	"required":       "此项必填。",
 	"invalid-value":  "内容无效。",
@@ -131,13 +138,38 @@ var zhErrors = map[string]string{
 	"invalid-date":   "请按 年-月-日 填写日期。",
 	"not-a-number":   "请填写数字。",
 	"not-an-integer": "请填写整数。",
-	"too-small":      "数值太小。",
-	"too-large":      "数值太大。",
-	"too-short":      "内容太短。",
-	"too-long":       "内容太长。",
-	"too-early":      "日期太早。",
-	"too-late":       "日期太晚。",
-	"too-few":        "选择的项目太少。",
-	"too-many":       "选择的项目太多。",
+	"too-small":      "数值太小[，最小为 {limit}]。",
+	"too-large":      "数值太大[，最大为 {limit}]。",
+	"too-short":      "内容太短[，至少 {limit} 个字符]。",
+	"too-long":       "内容太长[，最多 {limit} 个字符]。",
+	"too-early":      "日期太早[，不能早于 {limit}]。",
+	"too-late":       "日期太晚[，不能晚于 {limit}]。",
+	"too-few":        "选择的项目太少[，至少选 {limit} 项]。",
+	"too-many":       "选择的项目太多[，最多选 {limit} 项]。",
 	"pattern":        "格式不正确。",
+	"unknown-field":  "此表单没有这一项。",
+}
+
+// fillLimit renders an Err template for one error: the bracketed parts
+// with {limit} filled in when the error has a bound, without them when
+// it has none.
+func fillLimit(t, limit string) string {
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(t, '[')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(t[open:], ']')
+		if end < 0 {
+			break
+		}
+		b.WriteString(t[:open])
+		if limit != "" {
+			b.WriteString(t[open+1 : open+end])
+		}
+		t = t[open+end+1:]
+	}
+	b.WriteString(t)
+	return strings.ReplaceAll(b.String(), "{limit}", limit)
 }

@@ -83,10 +83,11 @@ func (v *fieldView) fill(raw any) {
 }
 
 // errorText is a field error in the page's language: the translation of
-// its code when there is one, else the label with the server's message.
+// its code, with the bound it names, when there is one; else the label
+// with the server's message (English, which names the bound itself).
 func errorText(l lang, label string, e form.FieldError) string {
 	if t, ok := l.Err[e.Code]; ok {
-		return label + ": " + t
+		return label + ": " + fillLimit(t, e.Limit)
 	}
 	return label + " " + e.Message + "."
 }

@@ -8,5 +8,13 @@ import _ "embed" // for go:embed
 //go:embed formd.js
 var source string
 
+//go:embed messages.js
+var messages string
+
 // Source is formd.js, the SDK as shipped.
 func Source() string { return source }
+
+// Messages is messages.js, the SDK's texts in English and Chinese: a
+// module of its own (formd.js does not import it), for pages that do not
+// bring their own texts, to be served beside formd.js.
+func Messages() string { return messages }

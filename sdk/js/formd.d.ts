@@ -5,7 +5,9 @@
  * What the person sees.
  * - idle: nothing sent yet
  * - sending: on its way (the first try, or resumed after a reload)
- * - saved: in the outbox on this device; retried until the server answers
+ * - saved: in the outbox on this device's durable storage; retried until the server answers
+ * - unsaved: the device refused to store it (quota, private mode, storage full):
+ *   still being sent, but only while this page (or app) stays open
  * - received: the server has it (stored, or journaled and being processed)
  * - waitlisted: received, on the waitlist
  * - duplicate: this person is already registered (no personal data shown)
@@ -18,6 +20,7 @@ export type State =
   | 'idle'
   | 'sending'
   | 'saved'
+  | 'unsaved'
   | 'received'
   | 'waitlisted'
   | 'duplicate'
@@ -26,12 +29,36 @@ export type State =
   | 'full'
   | 'failed';
 
+/** The field error codes of formd (DESIGN §4, 422 validation-failed). */
+export type FieldErrorCode =
+  | 'required'
+  | 'invalid-value'
+  | 'invalid-email'
+  | 'invalid-phone'
+  | 'invalid-option'
+  | 'invalid-date'
+  | 'not-a-number'
+  | 'not-an-integer'
+  | 'too-small'
+  | 'too-large'
+  | 'too-short'
+  | 'too-long'
+  | 'too-early'
+  | 'too-late'
+  | 'too-few'
+  | 'too-many'
+  | 'pattern'
+  | 'unknown-field';
+
 /** One problem with one field, from a 422 validation-failed answer. */
 export interface FieldError {
   field: string;
-  /** Stable code such as "required" or "invalid-phone"; "native" for the browser's own checks. */
-  code: string;
+  /** A FieldErrorCode; "native" for the browser's own checks. */
+  code: FieldErrorCode | 'native' | (string & {});
+  /** The server's text, in English. */
   message: string;
+  /** The bound a too-* code refers to: a number, a length, a count or a YYYY-MM-DD date. */
+  limit?: string;
 }
 
 /** The status document (DESIGN §4): the success body and GET …/submissions/{key}. */
@@ -39,7 +66,7 @@ export interface StatusDoc {
   id: string;
   form: string;
   key: string;
-  status: 'stored' | 'waitlisted' | 'processing' | 'duplicate' | 'rejected' | 'cancelled' | string;
+  status: 'stored' | 'received' | 'waitlisted' | 'processing' | 'duplicate' | 'rejected' | 'cancelled' | (string & {});
   received_at: string;
   /** SHA-256 fingerprint of what was received, in hex. */
   receipt: string;
@@ -70,7 +97,7 @@ export interface StateEvent {
   errors?: FieldError[];
   /** On received after a 202: the final outcome is still being polled for. */
   processing?: boolean;
-  /** On saved: milliseconds to the next try. */
+  /** On saved and unsaved: milliseconds to the next try. */
   retryIn?: number;
 }
 
@@ -86,17 +113,35 @@ export interface Entry {
   at: number;
   /** How many times it has been posted, counted before each send: non-zero means it may have reached the server. */
   tries: number;
+  /** Set on the outbox's arrival beacons, which are not submissions. */
+  kind?: 'arrival';
 }
 
-/** The durable outbox. Each method resolves once the change is durable. */
+/** One arrival beacon (issue 10), as POST /v1/forms/{form}/arrivals takes it in `events`. */
+export interface ArrivalEvent {
+  /** The submission's idempotency key. */
+  key: string;
+  /** started: the person pressed send (the entry was written); answered: the definitive answer came. */
+  type: 'started' | 'answered';
+  /** Device clock, ms since the epoch. */
+  at: number;
+  /** On answered: the final state it ended in. */
+  state?: State;
+}
+
+/**
+ * The outbox. Each method resolves once the change is durable; put rejects
+ * when the write failed, or resolves false when the entry is kept in
+ * memory only: the person is then told it is not saved on the device.
+ */
 export interface Storage {
-  put(e: Entry): Promise<void>;
+  put(e: Entry): Promise<void | boolean>;
   delete(key: string): Promise<void>;
   list(): Promise<Entry[]>;
 }
 
 export interface TransportRequest {
-  method: string;
+  method: 'GET' | 'POST';
   url: string;
   headers: Record<string, string>;
   body?: string;
@@ -139,6 +184,14 @@ export interface ClientOptions {
   random?: () => number;
   setTimeout?: (f: () => void, ms: number) => unknown;
   clearTimeout?: (id: any) => void;
+  /**
+   * Arrival beacons (issue 10): when each submission was started and
+   * answered, sent to POST /v1/forms/{form}/arrivals through the outbox,
+   * after the submissions. Default true; false turns them off.
+   */
+  arrivals?: boolean;
+  /** Language tag for Client.lang (miniProgram() sets the system's). Default: the page's. */
+  lang?: string;
 }
 
 export interface SubmitOptions {
@@ -159,36 +212,58 @@ export interface Client {
   flush(): Promise<void>;
   /** Subscribes to state changes; returns an unsubscribe function. */
   on(listener: (e: StateEvent) => void): () => void;
-  /** The entries still in the outbox. */
+  /** The submissions still in the outbox. */
   pending(): Promise<Entry[]>;
-  /** Stops listening for wake-ups. */
+  /**
+   * Stops everything: wake-up listeners, timers, the send and poll loops;
+   * no request starts after it and no listener is called. Entries stay in
+   * the outbox for the next client; their submit() promises stay pending.
+   */
   close(): void;
+  /** The language of the texts for the person: "zh" or "en". */
+  readonly lang: 'zh' | 'en';
 }
 
 export interface EnhanceOptions {
   /** Default: one client shared by the page. */
   client?: Client;
+  /**
+   * Texts by "msg-STATE" and "err-CODE" (messages.js has them in English
+   * and Chinese); a data-msg-* or data-err-* attribute on the status
+   * element wins over them.
+   */
+  messages?: Record<string, string>;
 }
 
-/** wx or uni: the parts of their API the adapter uses. */
+/**
+ * wx or uni: the parts of their API the adapter uses. Members are function
+ * properties, not methods, so that test/types-wx.ts and types-uni.ts check
+ * them strictly against miniprogram-api-typings and @dcloudio/types.
+ */
 export interface MiniProgramAPI {
-  request(o: {
+  request: (o: {
     url: string;
-    method: string;
-    header?: Record<string, string>;
+    method: 'GET' | 'POST';
+    header: Record<string, string>;
     data?: string;
-    timeout?: number;
-    dataType?: string;
-    responseType?: string;
-    success(res: { statusCode: number; header?: Record<string, unknown>; data: unknown }): void;
-    fail(err: { errMsg?: string }): void;
-  }): unknown;
-  getStorageSync(key: string): any;
-  setStorageSync(key: string, value: any): void;
-  onNetworkStatusChange?(cb: (res: { isConnected: boolean }) => void): void;
-  offNetworkStatusChange?(cb: (res: { isConnected: boolean }) => void): void;
-  onAppShow?(cb: () => void): void;
-  offAppShow?(cb: () => void): void;
+    timeout: number;
+    dataType: 'text';
+    responseType: 'text';
+    success: (res: { statusCode: number; header: Record<string, any>; data: string | Record<string, any> | ArrayBuffer }) => void;
+    fail: (err: { errMsg: string }) => void;
+  }) => unknown;
+  getStorageSync: (key: string) => any;
+  /** Throws when the write fails (e.g. the 10 MB limit). */
+  setStorageSync: (key: string, value: any) => void;
+  onNetworkStatusChange: (cb: (res: { isConnected: boolean }) => void) => void;
+  /** The official typings give the listener of off… another result type than of on…: any keeps both checks. */
+  offNetworkStatusChange: (cb: (res: any) => void) => void;
+  /** wx, and uni on mini-program platforms. */
+  onAppShow?: (cb: () => void) => void;
+  offAppShow?: (cb: () => void) => void;
+  /** The system's language ("zh_CN"); getSystemInfoSync where it is missing. */
+  getAppBaseInfo?: () => { language?: string };
+  getSystemInfoSync: () => { language?: string };
 }
 
 /** Options for createClient that run the SDK on a mini-program. */
@@ -196,6 +271,8 @@ export interface Adapter {
   transport: Transport;
   storage: Storage;
   wake: (cb: () => void) => () => void;
+  /** The system's language tag, e.g. "zh_CN". */
+  lang?: string;
 }
 
 export function createClient(options?: ClientOptions): Client;
@@ -207,4 +284,8 @@ export function indexedDBStorage(name?: string, idb?: IDBFactory): Storage;
 export function localStorageStorage(ls?: globalThis.Storage, prefix?: string): Storage;
 export function memoryStorage(): Storage;
 export function newKey(): string;
+/** "zh" for a Chinese language tag, else "en"; default: the page's (html lang, navigator.language). */
+export function language(tag?: string): 'zh' | 'en';
+/** A field error's text from a template with {label}, {limit} and [a part kept only with a limit]. */
+export function fieldText(template: string, error: FieldError, label?: string): string;
 export function retryAfter(value: string | null | undefined, now: number): number;

@@ -24,7 +24,7 @@
 /** @typedef {import('./formd.js').FieldError} FieldError */
 /** @typedef {import('./formd.js').MiniProgramAPI} MiniProgramAPI */
 /** @typedef {import('./formd.js').Adapter} Adapter */
-/** @typedef {{sig: string, done: Promise<StateEvent>, resolve: (e: StateEvent) => void}} Run */
+/** @typedef {{sig: string, done: Promise<StateEvent>, resolve: (e: StateEvent) => void, durable: boolean}} Run */
 
 /**
  * States in which the outbox is done with a submission. "received" is one
@@ -33,21 +33,33 @@
  */
 const FINAL = ['received', 'waitlisted', 'duplicate', 'invalid', 'closed', 'full', 'failed'];
 
-/** What a status document's status means for the person. @type {Record<string, State>} */
-const BY_STATUS = { stored: 'received', waitlisted: 'waitlisted', duplicate: 'duplicate', rejected: 'full', cancelled: 'received' };
+/**
+ * What a status document's status means for the person. "received" is
+ * what a newer server says of an entry it keeps but does not count (spam).
+ * @type {Record<string, State>}
+ */
+const BY_STATUS = { stored: 'received', received: 'received', waitlisted: 'waitlisted', duplicate: 'duplicate', rejected: 'full', cancelled: 'received' };
 
 /** What a definitive problem code means for the person. @type {Record<string, State>} */
 const BY_CODE = { 'duplicate-entry': 'duplicate', 'capacity-reached': 'full', 'form-closed': 'closed', 'validation-failed': 'invalid' };
 
 /**
+ * Results that mean the server holds this person's entry: the same values
+ * submitted again get the first result back, not a new key.
+ */
+const KEEP = ['received', 'waitlisted', 'duplicate'];
+
+/**
  * Default texts; a page overrides each with a data-msg-STATE attribute on its
- * status element (the hosted page does, in the person's language).
+ * status element (the hosted page does, in the person's language), and
+ * messages.js has them in English and Chinese with every field error.
  * @type {Record<string, string>}
  */
 const MSG = {
   idle: '',
   sending: 'Sending…',
   saved: 'Saved on this device. It will be sent as soon as the connection allows; you can leave this page.',
+  unsaved: 'Not saved on this device: keep this page open until it is sent.',
   received: 'Received. Thank you!',
   waitlisted: 'Received: you are on the waitlist.',
   duplicate: 'You are already registered.',
@@ -63,7 +75,8 @@ const MSG = {
  * @returns {string}
  */
 export function newKey() {
-  const c = globalThis.crypto;
+  // Not globalThis: some mini-program runtimes lack it.
+  const c = typeof crypto == 'object' ? crypto : undefined;
   if (c && c.randomUUID) return c.randomUUID();
   const b = new Uint8Array(16);
   if (c && c.getRandomValues) c.getRandomValues(b);
@@ -131,13 +144,15 @@ export function fetchTransport(f = (u, i) => fetch(u, i)) {
 /**
  * An in-memory outbox: for tests, and the last resort when the device has
  * no storage at all (then a submission survives retries, not a reload).
+ * Its put resolves false: the client then tells the person that nothing
+ * is saved on the device.
  * @returns {Storage}
  */
 export function memoryStorage() {
   /** Copies as JSON, as the durable stores do. @type {Map<string, string>} */
   const m = new Map();
   return {
-    put: async (e) => void m.set(e.key, JSON.stringify(e)),
+    put: async (e) => (m.set(e.key, JSON.stringify(e)), false),
     delete: async (k) => void m.delete(k),
     list: async () => Array.from(m.values(), (e) => JSON.parse(e)),
   };
@@ -261,7 +276,7 @@ function browserWake(cb) {
 /**
  * Transport, outbox and wake-ups for WeChat mini-programs (pass wx) and
  * uni-app (pass uni): their request, storage and lifecycle APIs have the
- * same shape.
+ * same shape (MiniProgramAPI is checked against both platforms' typings).
  * @param {MiniProgramAPI} api
  * @param {string} [key] the storage key that holds the outbox
  * @returns {Adapter}
@@ -272,13 +287,23 @@ export function miniProgram(api, key = 'formd-outbox') {
     const v = api.getStorageSync(key);
     return v && typeof v === 'object' ? v : {};
   };
-  /** @param {(m: Record<string, Entry>) => void} f */
+  /**
+   * setStorageSync throws when the write fails (the 10 MB limit): the put
+   * then rejects, and the person is told the entry is not saved.
+   * @param {(m: Record<string, Entry>) => void} f
+   */
   const change = async (f) => {
     const m = read();
     f(m);
     api.setStorageSync(key, m);
   };
+  /** @type {string | undefined} */
+  let lang;
+  try {
+    lang = (api.getAppBaseInfo ? api.getAppBaseInfo() : api.getSystemInfoSync()).language;
+  } catch {}
   return {
+    lang,
     transport: (q) =>
       new Promise((res, rej) =>
         api.request({
@@ -300,6 +325,9 @@ export function miniProgram(api, key = 'formd-outbox') {
               },
               body: typeof r.data === 'string' ? parse(r.data) : r.data,
             }),
+          // errMsg says "request:fail timeout" when the request may have
+          // reached the server; other failures (no network, a domain not in
+          // the legal list) never left the device.
           fail: (err) => rej(netError(/time ?out/i.test((err && err.errMsg) || ''))),
         }),
       ),
@@ -311,14 +339,26 @@ export function miniProgram(api, key = 'formd-outbox') {
     wake: (cb) => {
       /** @param {{isConnected: boolean}} s */
       const net = (s) => s.isConnected && cb();
-      api.onNetworkStatusChange && api.onNetworkStatusChange(net);
-      api.onAppShow && api.onAppShow(cb);
+      const show = () => cb();
+      api.onNetworkStatusChange(net);
+      if (api.onAppShow) api.onAppShow(show);
       return () => {
-        api.offNetworkStatusChange && api.offNetworkStatusChange(net);
-        api.offAppShow && api.offAppShow(cb);
+        api.offNetworkStatusChange(net);
+        if (api.offAppShow) api.offAppShow(show);
       };
     },
   };
+}
+
+/**
+ * The language of the texts: "zh" for any Chinese tag, else "en".
+ * @param {string} [tag] e.g. "zh_CN" (wx), "zh-CN", "en-US"; default: the page's
+ * @returns {'zh' | 'en'}
+ */
+export function language(tag) {
+  const d = typeof document == 'object' ? document : null;
+  const n = typeof navigator == 'object' ? navigator : null;
+  return /^zh/i.test(tag || (d && d.documentElement.lang) || (n && n.language) || '') ? 'zh' : 'en';
 }
 
 /**
@@ -343,8 +383,16 @@ export function createClient(o = {}) {
   const subs = new Set();
   /** @type {Map<string, Run>} */
   const running = new Map();
-  /** Waits that a wake-up may cut short. @type {Set<() => void>} */
+  /** The first result of each submission that reached the server, by its values. @type {Map<string, StateEvent>} */
+  const answered = new Map();
+  /** Waits that a wake-up (or close) may cut short. @type {Set<() => void>} */
   const sleepers = new Set();
+  let closed = false;
+  /** Submission requests on their way: beacons wait until there are none. */
+  let busy = 0;
+
+  /** @param {string} url @param {Record<string, unknown>} data */
+  const sigOf = (url, data) => url + JSON.stringify({ ...data, _ts: 0 });
 
   /**
    * @param {number} ms
@@ -353,13 +401,19 @@ export function createClient(o = {}) {
    */
   const sleep = (ms, wakeable) =>
     new Promise((res) => {
-      const done = () => {
-        clearT(id);
-        sleepers.delete(done);
-        res();
+      // close() ends every wait, whatever it waits for.
+      const w = () => {
+        if (wakeable || closed) {
+          clearT(id);
+          sleepers.delete(w);
+          res();
+        }
       };
-      const id = setT(done, ms);
-      if (wakeable) sleepers.add(done);
+      const id = setT(() => {
+        sleepers.delete(w);
+        res();
+      }, ms);
+      sleepers.add(w);
     });
 
   /**
@@ -372,6 +426,15 @@ export function createClient(o = {}) {
   const emit = (run, e, state, more) => {
     /** @type {StateEvent} */
     const ev = { state, form: e.form, key: e.key, ...more };
+    if (FINAL.includes(state)) {
+      if (KEEP.includes(state)) answered.set(run.sig, ev);
+      else answered.delete(run.sig);
+    }
+    return tell(ev);
+  };
+
+  /** @param {StateEvent} ev */
+  const tell = (ev) => {
     for (const f of subs) {
       try {
         f(ev);
@@ -385,11 +448,17 @@ export function createClient(o = {}) {
     return ev;
   };
 
-  /** Keeps going when storage fails: sending beats refusing. @param {Entry} e */
+  /**
+   * Writes an entry; true only if it is on the device's durable storage.
+   * A failed write does not stop the send: sending beats refusing.
+   * @param {Entry} e
+   */
   const save = async (e) => {
     try {
-      await storage.put(e);
-    } catch {}
+      return (await storage.put(e)) !== false;
+    } catch {
+      return false;
+    }
   };
 
   /** @param {Entry} e */
@@ -404,18 +473,107 @@ export function createClient(o = {}) {
   const statusURL = (e) => e.url + '/' + encodeURIComponent(e.key);
 
   /**
-   * @param {string} method
+   * @param {'GET' | 'POST'} method
    * @param {string} url
    * @param {Entry} [e] the entry to POST
    */
-  const req = (method, url, e) =>
-    transport({
-      method,
-      url,
-      timeout,
-      headers: e ? { 'Content-Type': 'application/json', Accept: 'application/json', 'Idempotency-Key': e.key } : { Accept: 'application/json' },
-      body: e && JSON.stringify(e.data),
-    });
+  const req = async (method, url, e) => {
+    busy++;
+    try {
+      return await transport({
+        method,
+        url,
+        timeout,
+        headers: e ? { 'Content-Type': 'application/json', Accept: 'application/json', 'Idempotency-Key': e.key } : { Accept: 'application/json' },
+        body: e && JSON.stringify(e.data),
+      });
+    } finally {
+      if (!--busy) kick(0);
+    }
+  };
+
+  // Arrival beacons (issue 10): for each key, when the person pressed send
+  // and when the server's definitive answer came, kept in the outbox like
+  // the submissions and sent in batches only while no submission request
+  // is on its way. They never change what the person sees.
+  /** Beacons waiting to be sent, by their outbox key. @type {Map<string, Entry>} */
+  const beacons = new Map();
+  /** Beacons already sent (a slow list() may bring one back). */
+  const sent = new Set();
+  /** Forms whose server has no arrivals endpoint. */
+  const deaf = new Set();
+  /** @type {unknown} */
+  let btimer = 0;
+  let bsending = false;
+  let bn = 0;
+
+  /**
+   * @param {Entry} e
+   * @param {'started' | 'answered'} type
+   * @param {number} at
+   * @param {State} [state]
+   */
+  const beacon = (e, type, at, state) => {
+    if (o.arrivals === false || deaf.has(e.form) || !/\/submissions$/.test(e.url)) return;
+    /** @type {Entry} */
+    const b = { key: `arrival:${e.key}:${type}`, kind: 'arrival', form: e.form, url: e.url.replace(/submissions$/, 'arrivals'), data: { key: e.key, type, at, state }, at, tries: 0 };
+    beacons.set(b.key, b);
+    save(b);
+    kick(1000);
+  };
+
+  /** @param {number} ms */
+  const kick = (ms) => {
+    if (!closed && !btimer && !bsending && beacons.size) btimer = setT(flushBeacons, ms);
+  };
+
+  /** @param {Entry[]} list */
+  const forget = (list) => {
+    for (const b of list) {
+      beacons.delete(b.key);
+      sent.add(b.key);
+      storage.delete(b.key).catch(() => {});
+    }
+  };
+
+  const flushBeacons = async () => {
+    btimer = 0;
+    // A submission on its way goes first; the last one to end kicks again.
+    if (closed || busy) return;
+    const all = Array.from(beacons.values());
+    if (!all.length) return;
+    const { url, form } = all[0];
+    const batch = all.filter((b) => b.url === url).slice(0, 100);
+    let wait = 0;
+    bsending = true;
+    try {
+      const r = await transport({
+        method: 'POST',
+        url,
+        timeout,
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: JSON.stringify({ events: batch.map((b) => b.data) }),
+      });
+      const s = r.status;
+      if (s === 404 || s === 405) {
+        // A server without the endpoint: stop asking it, silently.
+        deaf.add(form);
+        forget(all.filter((b) => b.form === form));
+      } else if (s < 300 || (s < 500 && s !== 408 && s !== 429)) {
+        // Accepted, or refused for good: a beacon is not worth more tries.
+        forget(batch);
+        bn = 0;
+      } else wait = retryAfter(r.header('Retry-After'), now()) || 1;
+    } catch {
+      wait = 1;
+    }
+    bsending = false;
+    // Eight failures in a row (a cross-origin page whose server has no
+    // endpoint sees only network errors) end the tries until a submission
+    // or a wake-up comes; the beacons wait in the outbox.
+    if (!wait) kick(0);
+    else if (bn < 8) kick(Math.max(wait, random() * Math.min(cap, base * 2 ** bn++)));
+  };
 
   /**
    * Ends a submission with a definitive answer.
@@ -428,8 +586,10 @@ export function createClient(o = {}) {
     // Shown before the outbox write completes (the answer is definitive,
     // and an entry that outlived a crash here is only replayed by the
     // server); submit() resolves once the outbox has let go.
+    const at = now();
     const ev = emit(run, e, state, more);
     await drop(e);
+    beacon(e, 'answered', at, state);
     run.resolve(ev);
   };
 
@@ -446,8 +606,10 @@ export function createClient(o = {}) {
     let d = retryAfter(r.header('Retry-After'), now()) || 1000;
     while (now() < until) {
       await sleep(d, true);
+      if (closed) return;
       try {
         const s = await req('GET', statusURL(e));
+        if (closed) return;
         const st = s.status === 200 && s.body && s.body.status;
         if (st && st !== 'processing') return emit(run, e, BY_STATUS[st] || 'received', { doc: s.body });
         d = Math.max(retryAfter(s.header('Retry-After'), now()), Math.min(d * 2, 10000));
@@ -460,7 +622,10 @@ export function createClient(o = {}) {
   /**
    * Drives one entry until a definitive answer. An entry that may already
    * have reached the server (a timeout; a page that went away mid-send) is
-   * first looked up by key, so that it is not sent twice for nothing.
+   * first looked up by key, so that it is not sent twice for nothing; and a
+   * definitive error to a send that may not be the first to arrive is
+   * checked the same way before it is believed (DESIGN §4: the first
+   * outcome of a key is the one that counts).
    * @param {Run} run
    * @param {Entry} e
    * @param {boolean} resumed
@@ -470,8 +635,12 @@ export function createClient(o = {}) {
     // A new entry was written with its first try already counted.
     let counted = !resumed;
     let n = 0;
-    let saved = false;
+    /** A definitive error held until the status lookup says the key is unknown. @type {[State, Partial<StateEvent>] | undefined} */
+    let held;
+    /** @type {State | undefined} */
+    let told;
     emit(run, e, 'sending');
+    if (!run.durable) emit(run, e, (told = 'unsaved'));
     for (;;) {
       let wait = 0;
       try {
@@ -479,44 +648,54 @@ export function createClient(o = {}) {
         let r;
         if (probe) {
           r = await req('GET', statusURL(e));
+          if (closed) return;
           const st = r.status === 200 && r.body && r.body.status;
           if (st === 'processing') return accepted(run, e, r);
           if (st) return settle(run, e, BY_STATUS[st] || 'received', { doc: r.body });
-          // Not there: send it now. (A 5xx leaves its fate unknown: ask again.)
+          // Not there: send it now, or believe the error held. (A 5xx
+          // leaves its fate unknown: ask again.)
           if (r.status === 404) {
+            if (held) return settle(run, e, ...held);
             probe = false;
             continue;
           }
         } else {
           if (!counted) {
             e.tries++;
-            await save(e);
+            run.durable = (await save(e)) || run.durable;
           }
           counted = false;
           r = await req('POST', e.url, e);
-          if (r.status === 200 || r.status === 201) {
-            return settle(run, e, r.body && r.body.status === 'waitlisted' ? 'waitlisted' : 'received', { doc: r.body });
+          if (closed) return;
+          const s = r.status;
+          // 200 may be the entry this person already has, under its own
+          // key: its status says what it is.
+          if (s === 200 || s === 201) return settle(run, e, BY_STATUS[r.body && r.body.status] || 'received', { doc: r.body });
+          if (s === 202) return accepted(run, e, r);
+          if (s < 500 && s !== 408 && s !== 425 && s !== 429) {
+            const p = r.body || {};
+            /** @type {[State, Partial<StateEvent>]} */
+            const end = [BY_CODE[p.code] || 'failed', { problem: p, errors: p.errors || [] }];
+            // The first send of this key: the answer is its first outcome.
+            if (e.tries < 2) return settle(run, e, ...end);
+            held = end;
+            probe = true;
+            continue;
           }
-          if (r.status === 202) return accepted(run, e, r);
-        }
-        const s = r.status;
-        if (s < 500 && s !== 408 && s !== 425 && s !== 429) {
-          const p = r.body || {};
-          return settle(run, e, BY_CODE[p.code] || 'failed', { problem: p, errors: p.errors || [] });
         }
         wait = retryAfter(r.header('Retry-After'), now());
       } catch (err) {
+        if (closed) return;
         // After a timeout the request may have landed: ask before re-sending.
         probe = probe || !!(err && /** @type {any} */ (err).timeout);
       }
       const d = Math.max(wait, random() * Math.min(cap, base * 2 ** n++));
-      if (!saved) {
-        saved = true;
-        emit(run, e, 'saved', { retryIn: d });
-      }
+      const st = run.durable ? 'saved' : 'unsaved';
+      if (st !== told) emit(run, e, (told = st), { retryIn: d });
       // A wake-up (back online, page shown) may cut the backoff short, but
       // not a wait the server asked for.
       await sleep(d, !wait);
+      if (closed) return;
     }
   };
 
@@ -530,32 +709,51 @@ export function createClient(o = {}) {
     let resolve = () => {};
     /** @type {Promise<StateEvent>} */
     const done = new Promise((r) => (resolve = r));
-    const run = { sig: e.url + '\n' + JSON.stringify(e.data), done, resolve };
+    /** @type {Run} */
+    const run = { sig: sigOf(e.url, e.data), done, resolve, durable: resumed };
     running.set(e.key, run);
-    // The entry is in the outbox before anything is sent.
-    (resumed ? Promise.resolve() : save(e)).then(() => drive(run, e, resumed));
+    // The entry is in the outbox before anything is sent; the beacon that
+    // says it was started is written once its request is on its way.
+    (resumed ? Promise.resolve(true) : save(e)).then((ok) => {
+      run.durable = ok;
+      if (closed) return;
+      drive(run, e, resumed);
+      if (!resumed) beacon(e, 'started', e.at);
+    });
     return done;
   };
 
   const flush = async () => {
+    if (closed) return;
     for (const w of Array.from(sleepers)) w();
     /** @type {Entry[]} */
     let list = [];
     try {
       list = await storage.list();
     } catch {}
-    for (const e of list) if (!running.has(e.key)) start(e, true);
+    if (closed) return;
+    for (const e of list) {
+      if (e.kind) {
+        if (!sent.has(e.key) && !deaf.has(e.form)) beacons.set(e.key, e);
+      } else if (!running.has(e.key)) start(e, true);
+    }
+    kick(1000);
   };
 
   const unwake = (o.wake || browserWake)(flush);
   flush();
 
   return {
+    lang: language(o.lang),
     submit(form, data, opts = {}) {
+      if (closed) return Promise.reject(new Error('formd client closed'));
       const url = opts.url || `${endpoint}/v1/forms/${encodeURIComponent(form)}/submissions`;
-      const sig = url + '\n' + JSON.stringify(data);
-      // A second press while the first is on its way joins it.
+      const sig = sigOf(url, data);
+      // A press again while the first is on its way joins it; after the
+      // server has the entry, the same values get the same result.
       for (const r of running.values()) if (r.sig === sig) return r.done;
+      const had = answered.get(sig);
+      if (had) return Promise.resolve(tell(had));
       return start({ key: newKey(), form, url, data, at: now(), tries: 1 }, false);
     },
     flush,
@@ -563,9 +761,29 @@ export function createClient(o = {}) {
       subs.add(f);
       return () => void subs.delete(f);
     },
-    pending: () => storage.list(),
-    close: unwake,
+    pending: async () => (await storage.list()).filter((e) => !e.kind),
+    close() {
+      if (closed) return;
+      closed = true;
+      unwake();
+      subs.clear();
+      clearT(btimer);
+      for (const w of Array.from(sleepers)) w();
+    },
   };
+}
+
+/**
+ * A field error's text from a template: {label} and {limit} are filled
+ * in, and a part in [brackets] is kept only when the error carries its
+ * limit (servers before limit existed send none).
+ * @param {string} t e.g. "内容太长[，最多 {limit} 个字符]。"
+ * @param {FieldError} fe
+ * @param {string} [label]
+ * @returns {string}
+ */
+export function fieldText(t, fe, label = fe.field) {
+  return t.replace(/\[(.*?)\]/g, (_, s) => (fe.limit ? s : '')).replace(/\{(label|limit)\}/g, (_, k) => (k == 'label' ? label : fe.limit || ''));
 }
 
 /** @type {Client | undefined} */
@@ -632,12 +850,12 @@ export function enhance(el, o = {}) {
     el.append(status);
   }
   const box = status;
+  const texts = o.messages || {};
   /** @param {string} k @param {string} d */
-  const text = (k, d) => box.getAttribute('data-' + k) || d;
+  const text = (k, d) => box.getAttribute('data-' + k) || texts[k] || d;
   /** The key being sent for this form, true before it is known. @type {string | boolean} */
   let busy = false;
-  let mine = '';
-  let shown = Date.now();
+  const shown = Date.now();
   el.noValidate = true;
 
   /** @param {string} name */
@@ -661,8 +879,11 @@ export function enhance(el, o = {}) {
     const rest = [];
     for (const fe of errors) {
       const f = field(fe.field);
+      const label = ((f && (f.getAttribute('data-label') || (f.labels && f.labels[0] && f.labels[0].textContent))) || fe.field).replace(/\s*\*\s*$/, '').trim();
+      const t = text('err-' + fe.code, '');
+      const msg = fe.code === 'native' ? fe.message : t ? fieldText(t, fe, label) : label + ' ' + fe.message;
       if (!f) {
-        rest.push(fe.message);
+        rest.push(msg);
         continue;
       }
       let b = /** @type {HTMLElement | null} */ (el.querySelector(`[data-formd-error="${CSS.escape(fe.field)}"]`));
@@ -674,8 +895,7 @@ export function enhance(el, o = {}) {
         (f.closest('label') || f).after(b);
         f.setAttribute('aria-describedby', ((f.getAttribute('aria-describedby') || '') + ' ' + b.id).trim());
       }
-      const label = f.getAttribute('data-label') || (f.labels && f.labels[0] && f.labels[0].textContent) || fe.field;
-      b.textContent = fe.code === 'native' ? fe.message : text('err-' + fe.code, label.replace(/\s*\*\s*$/, '').trim() + ' ' + fe.message);
+      b.textContent = msg;
       b.hidden = false;
       f.setAttribute('aria-invalid', 'true');
       first = first || f;
@@ -691,17 +911,12 @@ export function enhance(el, o = {}) {
     box.setAttribute('data-state', ev.state);
     box.textContent = text('msg-' + ev.state, MSG[ev.state]);
     if (ev.state === 'invalid') mark(ev.errors || []);
-    if ((ev.state === 'received' || ev.state === 'waitlisted') && ev.key === mine) {
-      mine = '';
-      el.reset();
-      shown = Date.now();
-    }
     for (const t of ['formd:state', 'formd:' + ev.state]) el.dispatchEvent(new CustomEvent(t, { detail: ev, bubbles: true }));
   };
 
   client.on((ev) => {
     if (ev.form !== id) return;
-    if (!FINAL.includes(ev.state)) busy = mine = ev.key;
+    if (!FINAL.includes(ev.state)) busy = ev.key;
     else if (busy === ev.key) busy = false;
     show(ev);
   });

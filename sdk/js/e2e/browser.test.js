@@ -6,7 +6,17 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
-import { Formd, formdBinary, withBrowser, ensureOutputDir, tempDir } from './harness.js';
+import { Formd, formdBinary, withBrowser, ensureOutputDir, tempDir, waitFor } from './harness.js';
+
+/** The "closing" form of forms.yaml, with closes_at set. */
+const closingForm = (closesAt) => `id: closing
+title: Closes during the test
+fields:
+  - {name: name,  type: text,  required: true, label: Name}
+  - {name: phone, type: phone, required: true, region: CN, label: Mobile phone}
+unique: [[phone]]
+closes_at: ${closesAt}
+`;
 
 /** @type {{bin: string, cleanup: () => void}} */
 let binary;
@@ -72,11 +82,15 @@ const statusText = async (page) => (await page.locator('[data-formd-status]').te
 const states = (page) => page.evaluate(() => /** @type {any} */ (window).__events.map((/** @type {any} */ e) => e.state));
 
 /**
- * The SDK's outbox as it is in the page's IndexedDB, read without
- * creating the database (which would stop the SDK from creating its store).
+ * The submissions in the SDK's outbox as it is in the page's IndexedDB
+ * (with the arrival beacons too if all), read without creating the
+ * database (which would stop the SDK from creating its store).
  * @param {import('playwright-core').Page} page
  */
-const outbox = (page) =>
+const outbox = async (page, all = false) => (await rawOutbox(page)).filter((/** @type {any} */ e) => all || !e.kind);
+
+/** @param {import('playwright-core').Page} page */
+const rawOutbox = (page) =>
   page.evaluate(async () => {
     if (!(await indexedDB.databases()).some((d) => d.name === 'formd')) return [];
     return new Promise((res, rej) => {
@@ -133,9 +147,143 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, 
       assert.match(key, /^[0-9a-f-]{36}$/);
       assert.deepEqual(await states(page), ['idle', 'sending', 'received']);
       assert.deepEqual(await outbox(page), [], 'the outbox is empty after the answer');
-      assert.equal(await field(page, 'Name').inputValue(), '', 'the form is reset for a new submission');
       await storedOnce(server, p, key);
       assert.equal((await server.status(key)).status, 'stored');
+
+      // The values stay; a press with nothing changed is the same
+      // submission: its first result again, no new key, no request.
+      assert.equal(await field(page, 'Name').inputValue(), p.name);
+      await submitButton(page).click();
+      await page.waitForFunction(() => /** @type {any} */ (window).__events.length === 4);
+      assert.equal(await statusText(page), 'Received. Thank you!');
+      assert.deepEqual(await states(page), ['idle', 'sending', 'received', 'received']);
+      assert.equal(posts.length, 1);
+      await storedOnce(server, p, key);
+    });
+  });
+
+  test('presses 30 ms apart on a fast network: one submission, ending as received', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page, posts } = await openForm(ctx);
+      const p = person();
+      await fill(page, p);
+      for (let i = 0; i < 4; i++) {
+        await submitButton(page).click();
+        // The gap between presses is the scenario, not a wait for a result.
+        await page.waitForTimeout(30);
+      }
+      await reached(page, 'received');
+      await page.waitForFunction(() => document.querySelector('form[data-formd]')?.getAttribute('data-state') === 'received');
+      assert.equal(posts.length, 1, 'one POST, one key');
+      assert.equal(await statusText(page), 'Received. Thank you!');
+      const all = await states(page);
+      assert.ok(!all.includes('duplicate'), `states: ${all}`);
+      assert.equal(all.at(-1), 'received');
+      await storedOnce(server, p, posts[0].headers()['idempotency-key']);
+    });
+  });
+
+  test('storage refused (private mode, quota): "not saved on this device", and it is still sent', async () => {
+    await withBrowser({}, async (ctx) => {
+      // Neither IndexedDB nor localStorage will keep anything on this page.
+      await ctx.addInitScript(() => {
+        Object.defineProperty(window, 'indexedDB', { value: { open: () => { throw new DOMException('denied', 'SecurityError'); } } });
+        Storage.prototype.setItem = () => {
+          throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+        };
+      });
+      const { page } = await openForm(ctx);
+      const p = person();
+      await fill(page, p);
+      await ctx.setOffline(true);
+      await submitButton(page).click();
+      await reached(page, 'unsaved');
+      assert.equal(await statusText(page), 'Not saved on this device: keep this page open until it is sent.');
+      assert.ok(!(await states(page)).includes('saved'), 'never said saved');
+      await ctx.setOffline(false);
+      await reached(page, 'received', 20000);
+      await storedOnce(server, p);
+    });
+  });
+
+  test('a retry met by form-closed after its first send was stored: looked up, shown as received', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page, posts } = await openForm(ctx, server.base, '/f/closing');
+      const p = person();
+      await field(page, 'Name').fill(p.name);
+      await field(page, 'Mobile phone').fill(p.phone);
+      /** @type {(v?: unknown) => void} */
+      let closed = () => {};
+      const formClosed = new Promise((r) => (closed = r));
+      let first = '';
+      const gets = [];
+      page.on('request', (r) => {
+        if (r.method() === 'GET' && r.url().includes('/submissions/')) gets.push(r.url());
+      });
+      // The first POST is stored, but its answer is lost; the retry waits
+      // until the form has closed.
+      await page.route('**/v1/forms/closing/submissions', async (route) => {
+        if (!first) {
+          first = route.request().headers()['idempotency-key'];
+          await route.fetch();
+          return route.abort('connectionreset');
+        }
+        await formClosed;
+        return route.continue();
+      });
+      await submitButton(page).click();
+      await reached(page, 'saved');
+      assert.equal((await server.status(first, 'closing')).status, 'stored');
+      await server.applyForms(closingForm('2020-01-01T00:00:00Z'));
+      closed();
+      await reached(page, 'received', 20000);
+      assert.equal(await statusText(page), 'Received. Thank you!');
+      const answers = await Promise.all(posts.slice(1).map((r) => r.response()));
+      if (answers.some((a) => a && a.status() === 410)) assert.ok(gets.length > 0, 'the 410 was checked by status before being believed');
+      const all = await server.entriesFor(p.phone, 'closing');
+      assert.deepEqual(all.map((e) => [e.key, e.status]), [[first, 'stored']]);
+    });
+  });
+
+  test('Chinese field errors name the bound the server gives', async () => {
+    await withBrowser({ locale: 'zh-CN' }, async (ctx) => {
+      const { page } = await openForm(ctx);
+      const p = person();
+      await page.getByRole('textbox', { name: '姓名', exact: true }).fill(p.name);
+      await page.getByRole('textbox', { name: '手机号', exact: true }).fill(p.phone);
+      // Past the page's own max (a page can be edited): the server's check.
+      await page.locator('#f-tickets').evaluate((el) => el.removeAttribute('max'));
+      await page.getByRole('spinbutton', { name: '票数', exact: true }).fill('9');
+      await page.getByRole('button', { name: '提交' }).click();
+      await reached(page, 'invalid');
+      assert.equal(await page.locator('#e-tickets').textContent(), '数值太大，最大为 4。');
+      assert.equal(await statusText(page), '需要修改：请修改标出的内容。');
+    });
+  });
+
+  test('arrival beacons: started and answered for the key, after the submission (stub endpoint)', async () => {
+    await withBrowser({}, async (ctx) => {
+      const { page, posts } = await openForm(ctx);
+      /** @type {any[]} */
+      const batches = [];
+      // The server of this branch may not have the endpoint yet: a stub.
+      await page.route('**/v1/forms/e2e/arrivals', async (route) => {
+        batches.push({ body: route.request().postDataJSON(), at: Date.now() });
+        await route.fulfill({ status: 202 });
+      });
+      const p = person();
+      await fill(page, p);
+      await submitButton(page).click();
+      await reached(page, 'received');
+      const key = posts[0].headers()['idempotency-key'];
+      const events = await waitFor(() => {
+        const ev = batches.flatMap((b) => b.body.events);
+        return ev.some((e) => e.type === 'answered') && ev;
+      }, { what: 'the answered beacon' });
+      assert.deepEqual(events.map((e) => [e.key, e.type, e.state]), [[key, 'started', undefined], [key, 'answered', 'received']]);
+      assert.ok(events[1].at >= events[0].at);
+      await waitFor(async () => (await outbox(page, true)).length === 0, { what: 'beacons to leave the outbox once accepted' });
+      assert.deepEqual(await states(page), ['idle', 'sending', 'received'], 'beacons show nothing');
     });
   });
 
@@ -393,7 +541,10 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, 
       await page.goto(server.base + '/f/e2e');
       const p = person();
       await fill(page, p);
-      await Promise.all([page.waitForURL(/\/f\/e2e\/done\?key=/), submitButton(page).dblclick()]);
+      // The second click may abort the first post's navigation, so wait for
+      // where the page ends up rather than for one navigation.
+      await submitButton(page).dblclick();
+      await waitFor(() => /\/f\/e2e\/done\?key=/.test(page.url()), { what: 'the result page' });
       await page.waitForSelector('[data-status=stored]');
       assert.equal(await page.locator('[role=status]').textContent(), 'Received. Thank you!');
       const key = new URL(page.url()).searchParams.get('key');

@@ -161,6 +161,12 @@ export class Formd {
     return (await this.entries(form)).filter((e) => e.data && e.data.phone === '+86' + phone);
   }
 
+  /** Applies form definitions (YAML) through the admin API. */
+  async applyForms(yaml) {
+    const r = await fetch(`${this.base}/v1/admin/forms`, { method: 'PUT', headers: { Authorization: `Bearer ${this.token}`, 'Content-Type': 'application/yaml' }, body: yaml });
+    if (!r.ok) throw new Error(`apply forms: ${r.status} ${await r.text()}`);
+  }
+
   /** The public status document of a key, or null for 404. */
   async status(key, form = 'e2e') {
     const r = await fetch(`${this.base}/v1/forms/${form}/submissions/${encodeURIComponent(key)}`);

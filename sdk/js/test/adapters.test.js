@@ -1,52 +1,23 @@
-// Unit tests of the mini-program adapter (fake wx and uni), the Web
-// Storage outbox and the fetch transport (node --test).
+// Unit tests of the mini-program adapter, the Web Storage outbox and the
+// fetch transport (node --test). The fake wx and uni are typed by the
+// platforms' official typings (fake-wx.js, fake-uni.js) and do what the
+// platforms do: errMsg failures for timeouts, no network and a domain not
+// in the legal list; storage that throws at its limit; network and
+// app-show events.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createClient, miniProgram, localStorageStorage, browserStorage, fetchTransport, memoryStorage } from '../formd.js';
 import { fakeClock, doc, settle } from './fakes.js';
+import { fakeWx } from './fake-wx.js';
+import { fakeUni } from './fake-uni.js';
 
 const person = { name: '韩梅梅', phone: '13900139000' };
+const FORM_URL = 'https://formd.test/v1/forms/fair/submissions';
 
-/**
- * A fake of the wx / uni API: storage that, like theirs, returns '' for a
- * missing key and keeps a copy of what it is given; request() that answers
- * through success/fail callbacks, later, as they do.
- */
-function fakeMiniProgram({ answer, withAppShow = true }) {
-  const store = new Map();
-  const log = [];
-  const api = {
-    requests: [],
-    netCbs: [],
-    showCbs: [],
-    log,
-    store,
-    request(o) {
-      api.requests.push(o);
-      log.push(`request ${o.method}`);
-      setImmediate(() => {
-        const r = answer(o, api.requests.length);
-        if (r.fail) o.fail({ errMsg: r.fail });
-        else o.success(r);
-      });
-      return { abort() {} };
-    },
-    getStorageSync: (k) => (store.has(k) ? structuredClone(store.get(k)) : ''),
-    setStorageSync: (k, v) => {
-      log.push('setStorageSync');
-      store.set(k, structuredClone(v));
-    },
-    onNetworkStatusChange: (cb) => api.netCbs.push(cb),
-    offNetworkStatusChange: (cb) => (api.netCbs = api.netCbs.filter((x) => x !== cb)),
-  };
-  if (withAppShow) {
-    api.onAppShow = (cb) => api.showCbs.push(cb);
-    api.offAppShow = (cb) => (api.showCbs = api.showCbs.filter((x) => x !== cb));
-  }
-  return api;
-}
+/** A 201 answer for the request's key, as the platform hands it over. */
+const created = (o, status = 'stored') => ({ statusCode: 201, header: { 'Content-Type': 'application/json' }, data: JSON.stringify(doc(o.header['Idempotency-Key'], status)) });
 
-function mpClient(api, clock) {
+function mpClient(api, clock, more = {}) {
   return createClient({
     endpoint: 'https://formd.test/',
     ...miniProgram(api),
@@ -54,37 +25,35 @@ function mpClient(api, clock) {
     setTimeout: clock.setTimeout,
     clearTimeout: clock.clearTimeout,
     random: () => 0.5,
+    arrivals: false,
+    ...more,
   });
 }
 
-for (const name of ['wx', 'uni']) {
+const platforms = { wx: fakeWx, uni: fakeUni };
+
+for (const [name, make] of Object.entries(platforms)) {
   test(`${name}: request mapping, outbox in storage before the request, removed after`, async () => {
-    const api = fakeMiniProgram({
-      withAppShow: name === 'wx',
-      answer: (o) => ({ statusCode: 201, header: { 'Content-Type': 'application/json', Location: '/x' }, data: JSON.stringify(doc(o.header['Idempotency-Key'])) }),
-    });
+    const api = make({ answer: (o) => created(o) });
     const clock = fakeClock();
     const client = mpClient(api, clock);
     const ev = await client.submit('fair', person);
     assert.equal(ev.state, 'received');
-    const o = api.requests[0];
-    assert.equal(o.url, 'https://formd.test/v1/forms/fair/submissions');
+    const o = api.fake.requests[0];
+    assert.equal(o.url, FORM_URL);
     assert.equal(o.method, 'POST');
     assert.equal(o.header['Content-Type'], 'application/json');
     assert.equal(o.dataType, 'text', 'the SDK parses the body itself, problem+json included');
+    assert.equal(o.responseType, 'text');
     assert.deepEqual(JSON.parse(o.data), person);
     assert.equal(o.timeout, 15000);
-    assert.equal(api.log.indexOf('setStorageSync'), 0, 'stored before the request');
-    assert.ok(api.log.indexOf('request POST') > 0);
+    assert.deepEqual(api.fake.log.slice(0, 2), ['setStorageSync', `request POST ${FORM_URL}`], 'stored before the request');
     assert.deepEqual(api.getStorageSync('formd-outbox'), {});
   });
 
-  test(`${name}: a failed request is kept, retried on reconnect with the same key`, async () => {
+  test(`${name}: offline, the entry is kept and sent on onNetworkStatusChange (connected) with the same key`, async () => {
     let up = false;
-    const api = fakeMiniProgram({
-      withAppShow: name === 'wx',
-      answer: (o) => (up ? { statusCode: 200, header: { 'idempotent-replayed': 'true' }, data: JSON.stringify(doc(o.header['Idempotency-Key'])) } : { fail: 'request:fail net::ERR_INTERNET_DISCONNECTED' }),
-    });
+    const api = make({ answer: (o) => (up ? { statusCode: 200, header: { 'Idempotent-Replayed': 'true' }, data: JSON.stringify(doc(o.header['Idempotency-Key'])) } : { fail: 'offline' }) });
     const clock = fakeClock();
     const client = mpClient(api, clock);
     const states = [];
@@ -96,38 +65,83 @@ for (const name of ['wx', 'uni']) {
     assert.equal(saved.length, 1);
     assert.deepEqual(saved[0].data, person);
     up = true;
-    api.netCbs.forEach((cb) => cb({ isConnected: false }));
+    api.offline();
     await settle();
-    assert.equal(api.requests.length, 1, 'not retried while still disconnected');
-    api.netCbs.forEach((cb) => cb({ isConnected: true, networkType: 'wifi' }));
+    assert.equal(api.fake.requests.length, 1, 'not retried on a change that is still offline');
+    api.online('4g');
     assert.equal((await p).state, 'received');
-    assert.equal(api.requests.length, 2);
-    assert.equal(api.requests[1].header['Idempotency-Key'], saved[0].key);
+    assert.equal(api.fake.requests.length, 2);
+    assert.equal(api.fake.requests[1].header['Idempotency-Key'], saved[0].key);
     assert.deepEqual(api.getStorageSync('formd-outbox'), {});
   });
 
-  test(`${name}: a timeout is reported as one, and the status is asked next`, async () => {
-    const api = fakeMiniProgram({
-      withAppShow: name === 'wx',
-      answer: (o, n) => (n === 1 ? { fail: 'request:fail timeout' } : { statusCode: 200, header: {}, data: JSON.stringify(doc('k', 'waitlisted')) }),
-    });
+  test(`${name}: onAppShow (back in the app) resends at once`, async () => {
+    let up = false;
+    const api = make({ answer: (o) => (up ? created(o) : { fail: 'offline' }) });
+    const clock = fakeClock();
+    const client = mpClient(api, clock);
+    const p = client.submit('fair', person);
+    await settle();
+    up = true;
+    api.show();
+    assert.equal((await p).state, 'received');
+    assert.equal(api.fake.requests.length, 2, 'sent at the show, before the backoff ended');
+  });
+
+  test(`${name}: "request:fail timeout" may have reached the server, so the status is asked next`, async () => {
+    const api = make({ answer: (o, n) => (n === 1 ? { fail: 'timeout' } : { statusCode: 200, header: {}, data: JSON.stringify(doc('k', 'waitlisted')) }) });
     const clock = fakeClock();
     const client = mpClient(api, clock);
     const p = client.submit('fair', person);
     await settle();
     await clock.advance(250);
     assert.equal((await p).state, 'waitlisted');
-    assert.equal(api.requests[1].method, 'GET');
-    assert.match(api.requests[1].url, /\/v1\/forms\/fair\/submissions\/[0-9a-f-]{36}$/);
+    assert.equal(api.fake.requests[1].method, 'GET');
+    assert.match(api.fake.requests[1].url, /\/v1\/forms\/fair\/submissions\/[0-9a-f-]{36}$/);
+  });
+
+  test(`${name}: a domain not in the legal list never reached the server: kept, saved, re-sent (not looked up), never failed`, async () => {
+    let legal = false;
+    const api = make({ answer: (o) => (legal ? created(o) : { fail: 'domain' }) });
+    const clock = fakeClock();
+    const client = mpClient(api, clock);
+    const states = [];
+    client.on((e) => states.push(e.state));
+    const p = client.submit('fair', person);
+    await settle();
+    await clock.advance(250);
+    await clock.advance(500);
+    assert.deepEqual(states, ['sending', 'saved']);
+    assert.equal(Object.keys(api.getStorageSync('formd-outbox')).length, 1, 'still in the outbox');
+    assert.ok(api.fake.requests.every((r) => r.method === 'POST'), 'no status lookup for what never left');
+    // The owner adds the domain and the person opens the app again.
+    legal = true;
+    api.show();
+    assert.equal((await p).state, 'received');
+  });
+
+  test(`${name}: storage full (10 MB): setStorageSync throws, the person is told it is not saved, the send goes on`, async () => {
+    let up = false;
+    const api = make({ answer: (o) => (up ? created(o) : { fail: 'offline' }), quota: 64 * 1024 });
+    api.setStorageSync('big', 'x'.repeat(64 * 1024 - 200));
+    const clock = fakeClock();
+    const client = mpClient(api, clock);
+    const states = [];
+    client.on((e) => states.push(e.state));
+    const p = client.submit('fair', { ...person, note: '很长的备注'.repeat(50) });
+    await settle();
+    assert.ok(api.fake.log.includes('setStorageSync failed'));
+    assert.deepEqual(states, ['sending', 'unsaved'], 'never "saved"');
+    assert.deepEqual(api.getStorageSync('formd-outbox'), '', 'nothing was written');
+    up = true;
+    api.online();
+    assert.equal((await p).state, 'received', 'sent from memory all the same');
+    assert.ok(!states.includes('saved'));
   });
 
   test(`${name}: header lookup is case-insensitive (Retry-After)`, async () => {
-    const api = fakeMiniProgram({
-      withAppShow: name === 'wx',
-      answer: (o, n) =>
-        n === 1
-          ? { statusCode: 503, header: { 'retry-after': '9' }, data: '{"code":"overloaded"}' }
-          : { statusCode: 201, header: {}, data: JSON.stringify(doc('k')) },
+    const api = make({
+      answer: (o, n) => (n === 1 ? { statusCode: 503, header: { 'retry-after': '9' }, data: '{"code":"overloaded"}' } : created(o)),
     });
     const clock = fakeClock();
     const client = mpClient(api, clock);
@@ -136,36 +150,64 @@ for (const name of ['wx', 'uni']) {
     assert.deepEqual(clock.pending(), [9000]);
   });
 
-  test(`${name}: entries left by an earlier run are sent when the app starts`, async () => {
-    const api = fakeMiniProgram({
-      withAppShow: name === 'wx',
-      answer: (o) => ({ statusCode: 201, header: {}, data: JSON.stringify(doc(o.header['Idempotency-Key'])) }),
-    });
-    api.setStorageSync('formd-outbox', { k1: { key: 'k1', form: 'fair', url: 'https://formd.test/v1/forms/fair/submissions', data: person, at: 1, tries: 0 } });
+  test(`${name}: entries left by an earlier run are sent when the app starts again`, async () => {
+    const api = make({ answer: (o) => created(o) });
+    api.setStorageSync('formd-outbox', { k1: { key: 'k1', form: 'fair', url: FORM_URL, data: person, at: 1, tries: 0 } });
     const clock = fakeClock();
-    mpClient(api, clock);
+    const client = mpClient(api, clock);
+    const states = [];
+    client.on((e) => states.push(e.state));
     await settle();
-    assert.equal(api.requests.length, 1);
-    assert.equal(api.requests[0].header['Idempotency-Key'], 'k1');
+    assert.equal(api.fake.requests.length, 1);
+    assert.equal(api.fake.requests[0].header['Idempotency-Key'], 'k1');
+    assert.deepEqual(api.getStorageSync('formd-outbox'), {});
+  });
+
+  test(`${name}: the system language picks the texts`, () => {
+    const clock = fakeClock();
+    assert.equal(mpClient(make({ answer: created }), clock).lang, 'zh');
+    assert.equal(mpClient(make({ answer: created, language: 'en' }), clock).lang, 'en');
+    assert.equal(mpClient(make({ answer: created, language: 'zh_TW' }), clock).lang, 'zh');
+  });
+
+  test(`${name}: close removes the network and app-show listeners and ends the retries`, async () => {
+    const api = make({ answer: () => ({ fail: 'offline' }) });
+    const clock = fakeClock();
+    const client = mpClient(api, clock);
+    client.submit('fair', person);
+    await settle();
+    assert.equal(api.fake.net.size, 1);
+    assert.equal(api.fake.shows.size, 1);
+    client.close();
+    assert.equal(api.fake.net.size, 0);
+    assert.equal(api.fake.shows.size, 0);
+    assert.deepEqual(clock.pending(), []);
+    api.online();
+    api.show();
+    await clock.advance(600000);
+    assert.equal(api.fake.requests.length, 1);
+  });
+
+  test(`${name}: arrival beacons go through the same storage, after the submission`, async () => {
+    const api = make({ answer: (o) => (o.url.endsWith('/arrivals') ? { statusCode: 202, header: {} } : created(o)) });
+    const clock = fakeClock();
+    const client = mpClient(api, clock, { arrivals: true });
+    const ev = await client.submit('fair', person);
+    const box = api.getStorageSync('formd-outbox');
+    assert.deepEqual(Object.values(box).map((b) => b.kind), ['arrival', 'arrival'], 'the two beacons wait in the outbox');
+    await clock.advance(1000);
+    const [sub, beacons] = api.fake.requests;
+    assert.equal(sub.url, FORM_URL);
+    assert.equal(beacons.url, 'https://formd.test/v1/forms/fair/arrivals');
+    assert.deepEqual(JSON.parse(beacons.data).events.map((e) => [e.key, e.type, e.state]), [[ev.key, 'started', undefined], [ev.key, 'answered', 'received']]);
     assert.deepEqual(api.getStorageSync('formd-outbox'), {});
   });
 }
 
-test('wx: coming back to the app (onAppShow) retries at once', async () => {
-  let up = false;
-  const api = fakeMiniProgram({
-    answer: (o) => (up ? { statusCode: 201, header: {}, data: JSON.stringify(doc('k')) } : { fail: 'request:fail' }),
-  });
-  const clock = fakeClock();
-  const client = mpClient(api, clock);
-  const p = client.submit('fair', person);
-  await settle();
-  up = true;
-  api.showCbs.forEach((cb) => cb());
-  assert.equal((await p).state, 'received');
-  client.close();
-  assert.equal(api.showCbs.length, 0);
-  assert.equal(api.netCbs.length, 0);
+test('without getAppBaseInfo (older base libraries) the language comes from getSystemInfoSync', () => {
+  const api = fakeWx({ answer: created, language: 'zh_CN' });
+  delete api.getAppBaseInfo;
+  assert.equal(miniProgram(api).lang, 'zh_CN');
 });
 
 /** A Web Storage fake (the subset the SDK uses). */
@@ -210,7 +252,7 @@ test('browserStorage falls back to localStorage without IndexedDB, then to memor
   });
   Object.defineProperty(globalThis, 'localStorage', { value: ls, configurable: true, writable: true });
   const s = browserStorage();
-  await s.put({ key: 'k', form: 'f', url: 'u', data: {}, at: 1, tries: 0 });
+  assert.notEqual(await s.put({ key: 'k', form: 'f', url: 'u', data: {}, at: 1, tries: 0 }), false);
   assert.ok(ls.getItem('formd:k'), 'written to localStorage');
 
   Object.defineProperty(globalThis, 'localStorage', {
@@ -220,7 +262,7 @@ test('browserStorage falls back to localStorage without IndexedDB, then to memor
     configurable: true,
   });
   const m = browserStorage();
-  await m.put({ key: 'k2', form: 'f', url: 'u', data: {}, at: 1, tries: 0 });
+  assert.equal(await m.put({ key: 'k2', form: 'f', url: 'u', data: {}, at: 1, tries: 0 }), false, 'says it is memory only');
   assert.equal((await m.list())[0].key, 'k2', 'kept in memory');
 });
 
@@ -256,4 +298,13 @@ test('fetchTransport: JSON body parsed, headers read, network error and timeout 
 
   const text = fetchTransport(async () => new Response('<html>bad gateway</html>', { status: 502 }));
   assert.equal((await text({ method: 'GET', url: 'http://x', headers: {}, timeout: 1000 })).body, null);
+});
+
+test('localStorage full (QuotaExceededError): put rejects, so the client says unsaved', async () => {
+  const ls = fakeWebStorage();
+  ls.setItem = () => {
+    throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+  };
+  const s = localStorageStorage(/** @type {any} */ (ls));
+  await assert.rejects(s.put({ key: 'k', form: 'f', url: 'u', data: {}, at: 1, tries: 0 }), /quota/);
 });

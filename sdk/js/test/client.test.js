@@ -2,7 +2,7 @@
 // scripted transport and logging storage (node --test).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createClient, retryAfter, newKey } from '../formd.js';
+import { createClient, retryAfter, newKey, memoryStorage } from '../formd.js';
 import { fakeClock, fakeTransport, loggingStorage, res, netErr, doc, opts, settle } from './fakes.js';
 
 const URL_ = 'https://formd.test/v1/forms/fair/submissions';
@@ -13,7 +13,7 @@ function setup(answer, more = {}, initial = []) {
   const clock = fakeClock();
   const transport = fakeTransport(answer, log);
   const storage = loggingStorage(log, initial);
-  const { o, wake } = opts(clock, transport, storage, more);
+  const { o, wake } = opts(clock, transport, storage, { arrivals: false, ...more });
   const client = createClient(o);
   const events = [];
   client.on((e) => events.push(e));
@@ -221,10 +221,9 @@ test('a double submit joins the one in flight: one entry, one request', async ()
   assert.equal(ea.key, eb.key);
   assert.equal(ea.key, ec.key);
   assert.equal(t.log.filter((l) => l.startsWith('put')).length, 1, 'one entry');
-  // After the answer, the same data again is a new submission.
-  await t.client.submit('fair', person);
-  assert.equal(t.transport.calls.length, 2);
-  assert.notEqual(t.transport.calls[1].key, ea.key);
+  // After the answer, the same data again is the same submission.
+  assert.equal((await t.client.submit('fair', person)).key, ea.key);
+  assert.equal(t.transport.calls.length, 1);
 });
 
 test('definitive problems end the entry with the right state', async (tt) => {
@@ -339,12 +338,13 @@ test('the try count is written before each send, so a reload knows to ask', asyn
   assert.equal([...t.storage.map.values()][0].tries, 2);
 });
 
-test('a storage that fails does not stop the submission', async () => {
+test('a storage that fails does not stop the submission, and the person is told it is not saved', async () => {
   const t = setup((c) => res(201, doc(c.key)));
   t.storage.put = async () => {
-    throw new Error('quota');
+    throw new Error('QuotaExceededError');
   };
   assert.equal((await t.client.submit('fair', person)).state, 'received');
+  assert.deepEqual(t.states(), ['sending', 'unsaved', 'received']);
 });
 
 test('a throwing listener does not stop the outbox', async () => {
@@ -381,4 +381,315 @@ test('newKey falls back to getRandomValues and to Math.random', () => {
     Object.defineProperty(globalThis, 'crypto', { value: real, configurable: true });
   }
   assert.match(newKey(), uuid);
+});
+
+// Honesty (issue 8): "saved" only when the outbox write really reached
+// durable storage.
+
+test('saved is said only after a durable write; memory or a failed write says unsaved, and the send goes on', async (tt) => {
+  const cases = [
+    ['durable', (s) => s, 'saved'],
+    ['memory only (put resolves false)', (s) => ({ ...s, put: async (e) => (await s.put(e), false) }), 'unsaved'],
+    ['write refused (put rejects)', (s) => ({ ...s, put: async () => { throw new DOMException('quota', 'QuotaExceededError'); } }), 'unsaved'],
+  ];
+  for (const [name, wrap, want] of cases) {
+    await tt.test(name, async () => {
+      let n = 0;
+      const log = [];
+      const clock = fakeClock();
+      const transport = fakeTransport((c) => {
+        if (++n <= 2) throw netErr();
+        return res(201, doc(c.key));
+      }, log);
+      const storage = wrap(loggingStorage(log));
+      const { o } = opts(clock, transport, storage, { arrivals: false });
+      const client = createClient(o);
+      const states = [];
+      client.on((e) => states.push(e.state));
+      const p = client.submit('fair', person);
+      await settle();
+      await clock.advance(10000);
+      assert.equal((await p).state, 'received', 'sent all the same');
+      assert.equal(states.filter((s) => s === 'saved' || s === 'unsaved').length, 1, `told once: ${states}`);
+      assert.ok(states.includes(want), `${states}`);
+      assert.ok(!states.includes(want === 'saved' ? 'unsaved' : 'saved'), `${states}`);
+      assert.equal(states.at(-1), 'received');
+    });
+  }
+});
+
+test('memoryStorage says it is not durable', async () => {
+  const t = setup((c) => res(201, doc(c.key)), { storage: memoryStorage() });
+  await t.client.submit('fair', person);
+  assert.deepEqual(t.states(), ['sending', 'unsaved', 'received']);
+});
+
+test('a later write that succeeds turns unsaved into saved', async () => {
+  let n = 0;
+  const t = setup(() => {
+    throw netErr();
+  });
+  const put = t.storage.put;
+  t.storage.put = async (e) => {
+    if (++n === 1) throw new Error('quota');
+    return put(e);
+  };
+  t.client.submit('fair', person);
+  await settle();
+  assert.deepEqual(t.states(), ['sending', 'unsaved']);
+  await t.clock.advance(250); // second try: its write (tries = 2) succeeds
+  assert.deepEqual(t.states(), ['sending', 'unsaved', 'saved']);
+  assert.equal(t.storage.map.size, 1);
+});
+
+// close() (issue 8): nothing runs after it.
+
+test('close stops the send loop, the timers, the wake-ups and the listeners', async () => {
+  let up = false;
+  let unwoken = 0;
+  const t = setup(
+    (c) => {
+      if (!up) throw netErr();
+      return res(201, doc(c.key));
+    },
+    {},
+  );
+  t.client.submit('fair', person);
+  await settle();
+  await t.clock.advance(250);
+  const calls = t.transport.calls.length;
+  assert.equal(calls, 2);
+  assert.ok(t.clock.pending().length > 0, 'a retry is waiting');
+  t.client.close();
+  assert.deepEqual(t.clock.pending(), [], 'no timer left');
+  up = true;
+  t.wake();
+  await t.client.flush();
+  await t.clock.advance(600000);
+  assert.equal(t.transport.calls.length, calls, 'no request after close');
+  assert.deepEqual(t.states(), ['sending', 'saved'], 'no state after close');
+  assert.equal(t.storage.map.size, 1, 'the entry stays for the next client');
+  await assert.rejects(t.client.submit('fair', { name: 'x' }), /closed/);
+  void unwoken;
+});
+
+test('close during a request: its late answer changes nothing, the entry waits for the next client', async () => {
+  let release;
+  const gate = new Promise((r) => (release = r));
+  const t = setup(async (c) => {
+    await gate;
+    return res(201, doc(c.key));
+  });
+  t.client.submit('fair', person);
+  await settle();
+  t.client.close();
+  release();
+  await settle();
+  await t.clock.advance(60000);
+  assert.equal(t.transport.calls.length, 1);
+  assert.deepEqual(t.states(), ['sending']);
+  const [left] = [...t.storage.map.values()];
+  assert.equal(left.tries, 1, 'a next client will ask the status first');
+});
+
+test('close stops the status polling after a 202', async () => {
+  const t = setup((c) => (c.method === 'POST' ? res(202, doc(c.key, 'processing')) : res(200, doc(c.key, 'processing'))));
+  await t.client.submit('fair', person);
+  await t.clock.advance(1000);
+  const gets = t.transport.calls.length;
+  t.client.close();
+  assert.deepEqual(t.clock.pending(), []);
+  await t.clock.advance(600000);
+  assert.equal(t.transport.calls.length, gets);
+});
+
+test('close ends a wait for Retry-After too', async () => {
+  const t = setup(() => res(503, { code: 'overloaded' }, { 'Retry-After': '60' }));
+  t.client.submit('fair', person);
+  await settle();
+  assert.deepEqual(t.clock.pending(), [60000]);
+  t.client.close();
+  assert.deepEqual(t.clock.pending(), []);
+  await t.clock.advance(120000);
+  assert.equal(t.transport.calls.length, 1);
+});
+
+test('close removes the wake-up listeners it registered', () => {
+  let registered = 0;
+  let removed = 0;
+  const clock = fakeClock();
+  const client = createClient({
+    ...opts(clock, fakeTransport(() => res(201, {})), loggingStorage()).o,
+    wake: () => {
+      registered++;
+      return () => removed++;
+    },
+  });
+  client.close();
+  client.close();
+  assert.equal(registered, 1);
+  assert.equal(removed, 1);
+});
+
+// The same submission (issue 8): presses with nothing changed reuse it.
+
+test('presses 30 ms apart while one is on its way: one key, one request, received', async () => {
+  let release;
+  const gate = new Promise((r) => (release = r));
+  const t = setup(async (c) => {
+    await gate;
+    return res(201, doc(c.key));
+  });
+  const presses = [];
+  for (let i = 0; i < 4; i++) {
+    presses.push(t.client.submit('fair', { ...person, _ts: '1700000000000' }));
+    await t.clock.advance(30);
+  }
+  release();
+  const evs = await Promise.all(presses);
+  assert.equal(t.transport.calls.length, 1);
+  assert.equal(new Set(evs.map((e) => e.key)).size, 1);
+  assert.ok(evs.every((e) => e.state === 'received'));
+});
+
+test('a press with nothing changed after the answer shows the first result and sends nothing', async (tt) => {
+  for (const [status, body, want] of [
+    [201, 'stored', 'received'],
+    [201, 'waitlisted', 'waitlisted'],
+    [409, { code: 'duplicate-entry' }, 'duplicate'],
+  ]) {
+    await tt.test(want, async () => {
+      const t = setup((c) => res(status, typeof body === 'string' ? doc(c.key, body) : body));
+      const first = await t.client.submit('fair', { ...person, _ts: '1' });
+      // _ts (when the form was shown) is not a value the person typed.
+      const again = await t.client.submit('fair', { ...person, _ts: '2' });
+      assert.equal(again.state, want);
+      assert.equal(again.key, first.key);
+      assert.equal(t.transport.calls.length, 1, 'no new key, no request');
+      assert.deepEqual(t.states(), ['sending', want, want], 'the first result is shown again');
+      // An edit of the values is a new submission.
+      await t.client.submit('fair', { ...person, name: 'Li Lei Jr.' });
+      assert.equal(t.transport.calls.length, 2);
+      assert.notEqual(t.transport.calls[1].key, first.key);
+    });
+  }
+});
+
+test('after closed, full, invalid or failed the same values are tried again with a new key (the answer may have changed)', async () => {
+  let n = 0;
+  const t = setup((c) => (++n === 1 ? res(410, { code: 'form-closed' }) : res(201, doc(c.key))));
+  assert.equal((await t.client.submit('fair', person)).state, 'closed');
+  const ev = await t.client.submit('fair', person);
+  assert.equal(ev.state, 'received');
+  assert.equal(t.transport.calls.length, 2);
+  assert.notEqual(t.transport.calls[0].key, t.transport.calls[1].key);
+});
+
+test('a 202 then a final status: the remembered result is the final one', async () => {
+  const t = setup((c) => (c.method === 'POST' ? res(202, doc(c.key, 'processing')) : res(200, doc(c.key, 'waitlisted'))));
+  await t.client.submit('fair', person);
+  await t.clock.advance(1000);
+  assert.equal((await t.client.submit('fair', person)).state, 'waitlisted');
+  assert.equal(t.transport.calls.filter((c) => c.method === 'POST').length, 1);
+});
+
+// A retry is never turned into a false final error (issue 8, DESIGN §4).
+
+const retried = [
+  ['a timeout', () => netErr(true)],
+  ['a network error', () => netErr(false)],
+  ['a 503', () => res(503, { code: 'overloaded' })],
+];
+for (const [what, first] of retried) {
+  for (const [status, code, want] of [
+    [410, 'form-closed', 'closed'],
+    [409, 'duplicate-entry', 'duplicate'],
+    [409, 'capacity-reached', 'full'],
+    [422, 'validation-failed', 'invalid'],
+  ]) {
+    test(`after ${what}, a ${status} ${code} is checked by status: found → its status, 404 → ${want}`, async () => {
+      for (const found of [true, false]) {
+        const seen = [];
+        const t = setup((c) => {
+          seen.push(c.method);
+          const posts = seen.filter((m) => m === 'POST').length;
+          if (c.method === 'POST' && posts === 1) {
+            const r = first();
+            if (r instanceof Error) throw r;
+            return r;
+          }
+          if (c.method === 'POST') return res(status, { code, errors: [] });
+          // The status lookup: after a timeout the first probe finds nothing
+          // yet; the one after the error decides.
+          if (seen.filter((m) => m === 'GET').length === 1 && what === 'a timeout') return res(404, { code: 'submission-not-found' });
+          return found ? res(200, doc(c.key, 'stored')) : res(404, { code: 'submission-not-found' });
+        });
+        const p = t.client.submit('fair', person);
+        for (let i = 0; i < 5; i++) await t.clock.advance(1000);
+        const ev = await p;
+        assert.equal(ev.state, found ? 'received' : want, `found=${found}: ${seen}`);
+        assert.equal(seen.at(-1), 'GET', 'the error was checked against the status');
+        assert.equal(t.storage.map.size, 0);
+        assert.equal(new Set(t.transport.calls.filter((c) => c.key).map((c) => c.key)).size, 1);
+      }
+    });
+  }
+}
+
+test('a definitive error to the first send is final at once (no status lookup)', async () => {
+  const t = setup(() => res(410, { code: 'form-closed' }));
+  assert.equal((await t.client.submit('fair', person)).state, 'closed');
+  assert.deepEqual(t.transport.calls.map((c) => c.method), ['POST']);
+});
+
+test('a resumed entry that was sent before: a 410 to its re-send is checked first', async () => {
+  const left = { key: 'k-held', form: 'fair', url: URL_, data: person, at: 1, tries: 1 };
+  let gets = 0;
+  const t = setup((c) => {
+    if (c.method === 'GET') return ++gets === 1 ? res(404, { code: 'submission-not-found' }) : res(200, doc('k-held', 'waitlisted'));
+    return res(410, { code: 'form-closed' });
+  }, {}, [left]);
+  await settle();
+  await t.clock.advance(1000);
+  assert.deepEqual(t.transport.calls.map((c) => c.method), ['GET', 'POST', 'GET']);
+  assert.deepEqual(t.states(), ['sending', 'waitlisted']);
+});
+
+test('the status check of a held error keeps asking through failures', async () => {
+  let n = 0;
+  const t = setup(() => {
+    n++;
+    if (n === 1) throw netErr();
+    if (n === 2) return res(410, { code: 'form-closed' });
+    if (n === 3) return res(503, null);
+    return res(404, { code: 'submission-not-found' });
+  });
+  const p = t.client.submit('fair', person);
+  for (let i = 0; i < 5; i++) await t.clock.advance(2000);
+  assert.equal((await p).state, 'closed');
+  assert.deepEqual(t.transport.calls.map((c) => c.method), ['POST', 'POST', 'GET', 'GET']);
+});
+
+// What the newer server says (issue 8, §5).
+
+test('201 with status received (spam, kept but not counted) is received', async () => {
+  const t = setup((c) => res(201, doc(c.key, 'received')));
+  assert.equal((await t.client.submit('fair', person)).state, 'received');
+});
+
+test('200 replayed with the original entry of this participant (another key): its status decides, never duplicate', async () => {
+  for (const [status, want] of [['stored', 'received'], ['waitlisted', 'waitlisted']]) {
+    const t = setup(() => res(200, doc('the-first-key', status), { 'Idempotent-Replayed': 'true' }));
+    const ev = await t.client.submit('fair', person);
+    assert.equal(ev.state, want);
+    assert.equal(ev.doc.key, 'the-first-key');
+    assert.notEqual(ev.key, 'the-first-key', 'the event keeps the key this submission was sent with');
+  }
+});
+
+test('a status lookup that says received is received', async () => {
+  const left = { key: 'k-r', form: 'fair', url: URL_, data: person, at: 1, tries: 1 };
+  const t = setup(() => res(200, doc('k-r', 'received')), {}, [left]);
+  await settle();
+  assert.deepEqual(t.states(), ['sending', 'received']);
 });

@@ -19,3 +19,14 @@ mp.pending().then((list) => list.map((e) => e.key));
 // @ts-expect-error: a state that does not exist
 const bad: State = 'done';
 void bad;
+// The texts, and the states and error codes they cover.
+import { fieldText, language, type FieldError } from '../formd.js';
+import { messages } from '../messages.js';
+const t = messages(language());
+const fe: FieldError = { field: 'name', code: 'too-long', message: 'must be at most 100 characters', limit: '100' };
+const shown: string = fieldText(t['err-' + fe.code], fe, 'Name') + t['msg-unsaved'];
+void shown;
+enhance(form, { client, messages: messages('zh') });
+const unsaved: State = 'unsaved';
+void unsaved;
+createClient({ arrivals: false, lang: 'zh_CN' }).close();

@@ -1,0 +1,91 @@
+// @ts-check
+/**
+ * The SDK's texts for people, in English and Simplified Chinese: one per
+ * state ("msg-STATE") and one per field error code ("err-CODE"). A module
+ * of its own, so that formd.js stays within its size budget for pages
+ * that bring their own texts (the hosted page passes them as data-msg-*
+ * and data-err-* attributes); no imports, so it loads next to any copy of
+ * formd.js.
+ *
+ * Field error texts are templates for fieldText() in formd.js: {label} is
+ * the field's label, {limit} the bound the server names, and a part in
+ * [brackets] is kept only when the error carries that bound.
+ *
+ * @module formd/messages
+ */
+
+/** @type {Record<'en' | 'zh', Record<string, string>>} */
+export const MESSAGES = {
+  en: {
+    'msg-idle': '',
+    'msg-sending': 'Sending…',
+    'msg-saved': 'Saved on this device. It will be sent as soon as the connection allows; you can leave this page.',
+    'msg-unsaved': 'Not saved on this device: keep this page open until it is sent.',
+    'msg-received': 'Received. Thank you!',
+    'msg-waitlisted': 'Received: you are on the waitlist.',
+    'msg-duplicate': 'You are already registered.',
+    'msg-invalid': 'Please correct the marked fields.',
+    'msg-closed': 'This form is not taking submissions now.',
+    'msg-full': 'Sorry, every place is taken.',
+    'msg-failed': 'The form could not be sent.',
+    'err-required': '{label} is required',
+    'err-invalid-value': '{label} is not a valid value',
+    'err-invalid-email': '{label} is not a valid e-mail address',
+    'err-invalid-phone': '{label} is not a valid phone number',
+    'err-invalid-option': '{label}: please choose one of the options',
+    'err-invalid-date': '{label} must be a date written YYYY-MM-DD',
+    'err-not-a-number': '{label} must be a number',
+    'err-not-an-integer': '{label} must be a whole number',
+    'err-too-small': '{label} is too small[: at least {limit}]',
+    'err-too-large': '{label} is too large[: at most {limit}]',
+    'err-too-short': '{label} is too short[: at least {limit} characters]',
+    'err-too-long': '{label} is too long[: at most {limit} characters]',
+    'err-too-early': '{label} is too early[: {limit} or later]',
+    'err-too-late': '{label} is too late[: {limit} or earlier]',
+    'err-too-few': '{label}: too few chosen[, choose at least {limit}]',
+    'err-too-many': '{label}: too many chosen[, choose at most {limit}]',
+    'err-pattern': '{label} does not have the expected format',
+    'err-unknown-field': '{label} is not a field of this form',
+  },
+  zh: {
+    'msg-idle': '',
+    'msg-sending': '发送中…',
+    'msg-saved': '已保存在本机：网络恢复后会自动发送，下次打开时也会继续发送。',
+    'msg-unsaved': '未能保存在本机：请保持此页面打开，直到发送完成。',
+    'msg-received': '已收到，谢谢！',
+    'msg-waitlisted': '已收到：您已在候补名单中。',
+    'msg-duplicate': '您已报名，无需重复提交。',
+    'msg-invalid': '需要修改：请修改标出的内容。',
+    'msg-closed': '此表单当前不接受提交。',
+    'msg-full': '抱歉，名额已满。',
+    'msg-failed': '表单无法提交。',
+    'err-required': '此项必填。',
+    'err-invalid-value': '内容无效。',
+    'err-invalid-email': '请填写有效的电子邮箱。',
+    'err-invalid-phone': '请填写有效的电话号码。',
+    'err-invalid-option': '请从选项中选择。',
+    'err-invalid-date': '请按 年-月-日 填写日期。',
+    'err-not-a-number': '请填写数字。',
+    'err-not-an-integer': '请填写整数。',
+    'err-too-small': '数值太小[，最小为 {limit}]。',
+    'err-too-large': '数值太大[，最大为 {limit}]。',
+    'err-too-short': '内容太短[，至少 {limit} 个字符]。',
+    'err-too-long': '内容太长[，最多 {limit} 个字符]。',
+    'err-too-early': '日期太早[，不能早于 {limit}]。',
+    'err-too-late': '日期太晚[，不能晚于 {limit}]。',
+    'err-too-few': '选择的项目太少[，至少选 {limit} 项]。',
+    'err-too-many': '选择的项目太多[，最多选 {limit} 项]。',
+    'err-pattern': '格式不正确。',
+    'err-unknown-field': '此表单没有这一项。',
+  },
+};
+
+/**
+ * The texts for a language: Chinese for "zh" or any Chinese tag ("zh_CN"
+ * from wx, "zh-Hans"), else English.
+ * @param {string} [lang]
+ * @returns {Record<string, string>}
+ */
+export function messages(lang) {
+  return MESSAGES[/^zh/i.test(lang || '') ? 'zh' : 'en'];
+}

@@ -1,0 +1,263 @@
+// The WeChat example's page logic (examples/miniprogram) in WeChat's
+// miniprogram-simulate: the page's JS, WXML and WXSS as the developer
+// tools would build them (ES modules bundled to CommonJS, @formd/sdk from
+// this worktree, as "构建 npm" puts it in miniprogram_npm), run with the
+// fake wx that follows the official typings, on jsdom.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync, cpSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { JSDOM } from 'jsdom';
+import { fakeWx } from './fake-wx.js';
+import { doc } from './fakes.js';
+
+const require = createRequire(import.meta.url);
+const here = dirname(fileURLToPath(import.meta.url));
+const example = resolve(here, '../../../examples/miniprogram');
+const FORM = 'https://forms.example.org/v1/forms/spring-fair-2027/submissions';
+
+let dir = '';
+/** @type {any} */
+let simulate;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'formd-mp-'));
+  cpSync(example, dir, { recursive: true, filter: (p) => !p.includes('node_modules') && !p.includes('miniprogram_npm') });
+  await build({
+    entryPoints: ['app.js', 'pages/register/index.js'].map((f) => join(example, f)),
+    outdir: dir,
+    outbase: example,
+    bundle: true,
+    format: 'cjs',
+    platform: 'neutral',
+    alias: { '@formd/sdk': resolve(here, '../miniprogram.js') },
+    allowOverwrite: true,
+    logLevel: 'warning',
+  });
+  const dom = new JSDOM('<!doctype html><html><body></body></html>', { pretendToBeVisual: true });
+  for (const k of ['window', 'document', 'Node', 'Element', 'HTMLElement', 'Event', 'CustomEvent', 'requestAnimationFrame']) {
+    globalThis[k] = k === 'window' ? dom.window : dom.window[k];
+  }
+  simulate = require('miniprogram-simulate');
+});
+
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Polls until check() is truthy, or fails after the deadline. */
+async function until(check, what, timeout = 5000) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/**
+ * Launches the app (App() and its onLaunch, as WeChat does) on a fake wx,
+ * and opens the registration page (onLoad, onShow).
+ */
+async function launch(wx) {
+  globalThis.wx = wx;
+  /** @type {any} */
+  let app;
+  globalThis.App = (def) => (app = def);
+  globalThis.getApp = () => app;
+  const appJs = join(dir, 'app.js');
+  delete require.cache[appJs];
+  require(appJs);
+  app.onLaunch();
+  const page = simulate.render(simulate.load(join(dir, 'pages/register/index'), { compiler: 'simulate' }));
+  page.attach(document.createElement('parent-wrapper'));
+  page.instance.onLoad();
+  await page.instance.onShow();
+  const text = (sel) => {
+    const el = page.querySelector(sel);
+    return el ? el.dom.textContent.trim() : null;
+  };
+  const type = (id, value) => page.querySelector('#' + id).dispatchEvent('input', { detail: { value } });
+  const press = () => page.querySelector('#submit').dispatchEvent('tap');
+  return { app, page, text, type, press, close: () => app.formd.close() };
+}
+
+/** A 201 for the request's key. */
+const created = (o, status = 'stored') => ({ statusCode: 201, header: {}, data: JSON.stringify(doc(o.header['Idempotency-Key'], status)) });
+
+/**
+ * A small formd: stores each key once, answers the status by key; while
+ * up() is false every request fails as on a phone without network.
+ */
+function fakeFormd(up) {
+  const stored = new Map();
+  return {
+    stored,
+    answer: (o) => {
+      if (!up()) return { fail: 'offline' };
+      if (o.url.endsWith('/arrivals')) return { statusCode: 202, header: {} };
+      if (o.method === 'GET') {
+        const key = decodeURIComponent(o.url.split('/').pop());
+        return stored.has(key) ? { statusCode: 200, header: {}, data: JSON.stringify(stored.get(key)) } : { statusCode: 404, header: {}, data: '{"code":"submission-not-found"}' };
+      }
+      const key = o.header['Idempotency-Key'];
+      if (stored.has(key)) return { statusCode: 200, header: { 'Idempotent-Replayed': 'true' }, data: JSON.stringify(stored.get(key)) };
+      stored.set(key, doc(key));
+      return { statusCode: 201, header: {}, data: JSON.stringify(stored.get(key)) };
+    },
+  };
+}
+
+test('a registration in Chinese: 发送中, then 已收到, one request', async () => {
+  let release;
+  const gate = new Promise((r) => (release = r));
+  const wx = fakeWx({
+    answer: async (o) => {
+      if (o.url.endsWith('/arrivals')) return { statusCode: 202 };
+      await gate;
+      return created(o);
+    },
+  });
+  const p = await launch(wx);
+  try {
+    assert.equal(p.text('.title'), '春季集市报名');
+    p.type('name', '李雷');
+    p.type('phone', '13800138000');
+    p.press();
+    await until(() => p.text('#status') === '发送中…', '发送中');
+    p.press(); // pressed again while it is on its way
+    release();
+    await until(() => p.text('#status') === '已收到，谢谢！', '已收到');
+    const posts = wx.fake.requests.filter((r) => r.url === FORM);
+    assert.equal(posts.length, 1);
+    assert.deepEqual(JSON.parse(posts[0].data), { name: '李雷', phone: '13800138000' });
+    // Pressed again after the answer, nothing changed: the same result.
+    p.press();
+    await until(() => p.text('#status') === '已收到，谢谢！', '已收到 again');
+    assert.equal(wx.fake.requests.filter((r) => r.url === FORM).length, 1);
+  } finally {
+    p.close();
+  }
+});
+
+test('every state in Chinese, field errors next to their field', async (tt) => {
+  const cases = [
+    [{ statusCode: 201 }, 'waitlisted', '已收到：您已在候补名单中。'],
+    [{ statusCode: 409, data: { code: 'duplicate-entry' } }, 'duplicate', '您已报名，无需重复提交。'],
+    [{ statusCode: 409, data: { code: 'capacity-reached' } }, 'full', '抱歉，名额已满。'],
+    [{ statusCode: 410, data: { code: 'form-closed' } }, 'closed', '此表单当前不接受提交。'],
+    [{ statusCode: 400, data: { code: 'invalid-request' } }, 'failed', '表单无法提交。'],
+  ];
+  for (const [a, state, want] of cases) {
+    await tt.test(state, async () => {
+      const wx = fakeWx({
+        answer: (o) => (a.data ? { statusCode: a.statusCode, header: {}, data: JSON.stringify(a.data) } : created(o, 'waitlisted')),
+      });
+      const p = await launch(wx);
+      try {
+        p.type('name', '韩梅梅');
+        p.type('phone', '13900139000');
+        p.press();
+        await until(() => p.text('#status') === want, want);
+      } finally {
+        p.close();
+      }
+    });
+  }
+  await tt.test('invalid', async () => {
+    const errors = [
+      { field: 'phone', code: 'invalid-phone', message: 'is not a valid phone number' },
+      { field: 'name', code: 'too-long', message: 'must be at most 100 characters', limit: '100' },
+      { field: 'nickname', code: 'unknown-field', message: 'is not a field of this form' },
+    ];
+    const wx = fakeWx({ answer: () => ({ statusCode: 422, header: {}, data: JSON.stringify({ code: 'validation-failed', errors }) }) });
+    const p = await launch(wx);
+    try {
+      p.type('name', '韩'.repeat(5));
+      p.type('phone', '123');
+      p.press();
+      await until(() => p.text('#error-phone'), 'the phone error');
+      assert.equal(p.text('#error-phone'), '请填写有效的电话号码。');
+      assert.equal(p.text('#error-name'), '内容太长，最多 100 个字符。');
+      assert.equal(p.text('#status'), '需要修改：请修改标出的内容。 此表单没有这一项。');
+    } finally {
+      p.close();
+    }
+  });
+});
+
+test('offline: 已保存在本机; the app is closed and opened again: sent from the outbox, 已收到', async () => {
+  let online = false;
+  const formd = fakeFormd(() => online);
+  const wx = fakeWx({ answer: formd.answer });
+  const first = await launch(wx);
+  first.type('name', '王芳');
+  first.type('phone', '13700137000');
+  first.press();
+  await until(() => first.text('#status')?.startsWith('已保存在本机'), '已保存在本机');
+  const kept = Object.values(wx.getStorageSync('formd-outbox')).filter((e) => !e.kind);
+  assert.equal(kept.length, 1, 'in wx storage');
+  first.close(); // the app is killed
+
+  online = true;
+  const again = await launch(wx); // same phone, same storage
+  try {
+    await until(() => formd.stored.has(kept[0].key), 'the entry to arrive, under the key it was given before the restart');
+    await until(() => Object.values(wx.getStorageSync('formd-outbox')).filter((e) => !e.kind).length === 0, 'the outbox to empty');
+    assert.equal(formd.stored.size, 1);
+  } finally {
+    again.close();
+  }
+});
+
+test('on onShow the page resends what waits and says it is saved', async () => {
+  let online = false;
+  const wx = fakeWx({ answer: fakeFormd(() => online).answer });
+  wx.setStorageSync('formd-outbox', { k1: { key: 'k1', form: 'spring-fair-2027', url: FORM, data: { name: '李雷', phone: '13800138000' }, at: 1, tries: 0 } });
+  const p = await launch(wx);
+  try {
+    await until(() => p.text('#status')?.startsWith('已保存在本机'), '已保存在本机');
+    const before = wx.fake.requests.length;
+    online = true;
+    await p.page.instance.onShow();
+    await until(() => wx.fake.requests.length > before, 'a resend at onShow');
+    await until(() => p.text('#status') === '已收到，谢谢！', '已收到');
+  } finally {
+    p.close();
+  }
+});
+
+test('storage full: 未能保存在本机, and it is still sent', async () => {
+  let online = false;
+  const wx = fakeWx({ answer: (o) => (online ? created(o) : { fail: 'offline' }), quota: 4096 });
+  wx.setStorageSync('photos', 'x'.repeat(4000));
+  const p = await launch(wx);
+  try {
+    p.type('name', '赵雷');
+    p.type('phone', '13600136000');
+    p.press();
+    await until(() => p.text('#status') === '未能保存在本机：请保持此页面打开，直到发送完成。', '未能保存在本机');
+    online = true;
+    wx.online();
+    await until(() => p.text('#status') === '已收到，谢谢！', '已收到');
+  } finally {
+    p.close();
+  }
+});
+
+test('an English phone gets English texts', async () => {
+  const wx = fakeWx({ answer: (o) => created(o), language: 'en' });
+  const p = await launch(wx);
+  try {
+    assert.equal(p.text('.title'), 'Spring fair registration');
+    p.type('name', 'Li Lei');
+    p.type('phone', '13800138000');
+    p.press();
+    await until(() => p.text('#status') === 'Received. Thank you!', 'Received');
+  } finally {
+    p.close();
+  }
+});
