@@ -26,6 +26,8 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	formID := fs.String("form", "", "the form to export")
 	format := fs.String("format", "csv", "csv, jsonl or xlsx")
 	out := fs.String("o", "", "output file (default: standard output)")
+	head := fs.String("header", "names", "column headings of csv and xlsx: names (the fields' names) or labels")
+	lang := fs.String("lang", "", "with --header labels, the labels' language (such as zh); default: each label's default")
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -38,6 +40,11 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd export: --format %q is not known; use %s\n", *format, strings.Join(export.Formats, ", "))
 		return 2
 	}
+	if *head != "names" && *head != "labels" {
+		fmt.Fprintf(stderr, "formd export: --header %q is not known; use names or labels\n", *head)
+		return 2
+	}
+	opts := export.Options{Labels: *head == "labels", Lang: *lang}
 	cfg, err := loader.Load()
 	if err != nil {
 		fmt.Fprintf(stderr, "formd export: %v\n", err)
@@ -61,13 +68,13 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *out == "" {
-		if err := export.Write(ctx, st, f, *format, stdout); err != nil {
+		if err := export.Write(ctx, st, f, *format, stdout, opts); err != nil {
 			fmt.Fprintf(stderr, "formd export: %v\n", err)
 			return 1
 		}
 		return 0
 	}
-	if err := writeAtomic(*out, func(w io.Writer) error { return export.Write(ctx, st, f, *format, w) }); err != nil {
+	if err := writeAtomic(*out, func(w io.Writer) error { return export.Write(ctx, st, f, *format, w, opts) }); err != nil {
 		fmt.Fprintf(stderr, "formd export: %v\n", err)
 		return 1
 	}

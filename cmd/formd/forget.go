@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"sort"
+	"time"
 
+	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/journal"
@@ -44,7 +46,7 @@ func forgetCmd(args []string, stdout, stderr io.Writer) int {
 	defer st.Close()
 	defer j.Close()
 	fg, _ := j.(journal.Forgetter)
-	rep, err := erasure.Forget(ctx, st, fg, erasure.Person{Email: *email, Phone: *phone, Region: *region}, *dryRun)
+	rep, err := erasure.Forget(ctx, st, fg, erasure.Person{Email: *email, Phone: *phone, Region: *region}, nil, *dryRun)
 	var ie *erasure.InputError
 	if errors.As(err, &ie) {
 		fmt.Fprintf(stderr, "formd forget: %v (--email or --phone)\n", err)
@@ -53,6 +55,14 @@ func forgetCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "formd forget: %v\n", err)
 		return 1
+	}
+	if !*dryRun {
+		// The log says whom by kind only: it must not keep what was erased.
+		entry := accounts.Entry{At: time.Now(), Actor: accounts.Operator("formd forget").String(), Action: "person.forget", Target: rep.What, Detail: rep.Detail()}
+		if err := accounts.New(st, accounts.Config{}).Record(ctx, entry); err != nil {
+			fmt.Fprintf(stderr, "formd forget: erased, but not recorded in the audit log: %v\n", err)
+			return 1
+		}
 	}
 	verb := "erased"
 	if *dryRun {

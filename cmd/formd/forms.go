@@ -19,7 +19,7 @@ func init() {
 
 func formsCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "apply" && args[0] != "check") {
-		fmt.Fprintln(stderr, "usage: formd forms apply -f FILE [--data DIR | --store URL]\n       formd forms check -f FILE")
+		fmt.Fprintln(stderr, "usage: formd forms apply -f FILE [--data DIR | --store URL]\n       formd forms check [-f] FILE")
 		return 2
 	}
 	sub := args[0]
@@ -28,6 +28,13 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 	file := fs.String("f", "", "form definitions, YAML or JSON")
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
 	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if *file == "" && fs.NArg() == 1 {
+		*file = fs.Arg(0) // formd forms check FILE
+	}
+	if fs.NArg() > 1 || (fs.NArg() == 1 && *file != fs.Arg(0)) {
+		fmt.Fprintf(stderr, "formd forms %s: name one file, with -f FILE or as the argument\n", sub)
 		return 2
 	}
 	if *file == "" {

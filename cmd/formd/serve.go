@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/server"
 )
@@ -45,19 +46,37 @@ func serve(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd serve: %v\n", err)
 		return 1
 	}
-	if s.NewAdminToken != "" {
-		fmt.Fprintf(stderr, "\nformd: this is the admin token; it is shown once and only its hash is kept:\n\n    %s\n\n"+
-			"Use it as 'Authorization: Bearer <token>' on /v1/admin/. Make a new one with 'formd token'.\n\n", s.NewAdminToken)
-	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		s.Close()
 		fmt.Fprintf(stderr, "formd serve: listen on %s (--addr, FORMD_ADDR): %v\n", cfg.Addr, err)
 		return 1
 	}
+	// Printed only now that the server can be reached with them.
+	if s.SetupCode != "" {
+		fmt.Fprintf(stderr, "\nformd: no account yet. Make the first (an owner of every site) at this one-time link, valid 24 hours:\n\n    %s\n\n"+
+			"or with 'formd users add --email you@example.org --role owner'.\n", accounts.SetupURL(publicAddr(ln.Addr().String()), s.SetupCode))
+	}
+	if s.NewAdminToken != "" {
+		fmt.Fprintf(stderr, "\nformd: the admin API token (an owner of every site); only its hash is kept, and it is printed at each start until it is first used:\n\n    %s\n\n"+
+			"Use it as 'Authorization: Bearer <token>' on /v1/admin/. Make a new one with 'formd token'.\n\n", s.NewAdminToken)
+	}
 	if err := s.Serve(ctx, ln); err != nil {
 		log.Error("formd stopped with an error", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// publicAddr is the listen address as a browser on this machine reaches
+// it: an unspecified host (":8080", "0.0.0.0:8080") becomes 127.0.0.1.
+func publicAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }

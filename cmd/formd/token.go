@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/formd/formd/internal/admin"
+	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/server"
 )
@@ -35,7 +35,7 @@ func tokenCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	token, hash := admin.NewToken()
+	token, hash := accounts.NewToken()
 	if _, err := st.PutToken(ctx, "admin", hash, false); err != nil {
 		fmt.Fprintf(stderr, "formd token: %v\n", err)
 		return 1

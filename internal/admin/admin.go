@@ -1,12 +1,14 @@
-// Package admin is the owner's HTTP API, behind the admin token: apply form
-// definitions, export entries, cancel an entry, list and retry dead letters.
+// Package admin is the owner's HTTP API under /v1/admin/: apply form
+// definitions, read and export entries, cancel an entry, mark it spam or
+// not spam, forget a person, list and retry dead letters. Every request
+// is made by a principal (an account's session or API token, or the
+// installation's admin token) and every route checks its role and sites:
+// a form outside the principal's sites is not found, an action its role
+// does not allow is forbidden. Every action is recorded in the audit log.
 package admin
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +17,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/form"
@@ -28,9 +32,11 @@ type Store interface {
 	export.Source
 	PutForms(ctx context.Context, forms []store.FormRecord) error
 	Cancel(ctx context.Context, form, id string) ([]string, error)
+	MarkSpam(ctx context.Context, form, id string) ([]string, error)
+	NotSpam(ctx context.Context, form, id string) (store.Outcome, error)
+	Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error)
 	DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error)
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
-	TokenValid(ctx context.Context, hash []byte) (bool, error)
 }
 
 // Forms is the server's form registry.
@@ -40,90 +46,136 @@ type Forms interface {
 	Refresh(ctx context.Context) error
 }
 
+// Auth is who makes a request and the audit log its actions go to
+// (accounts.Service).
+type Auth interface {
+	Authenticate(r *http.Request) (accounts.Principal, error)
+	CheckCSRF(r *http.Request, p accounts.Principal) error
+	Record(ctx context.Context, e accounts.Entry) error
+}
+
 // Redrive processes the journal entry of (form, key) again.
 type Redrive func(ctx context.Context, form, key string) error
 
-// Forget erases a person's entries across forms (erasure.Forget on the
-// instance's store and journal).
-type Forget func(ctx context.Context, p erasure.Person, dryRun bool) (erasure.Report, error)
+// Forget erases a person's entries across forms, on the sites allow
+// accepts (erasure.Forget on the instance's store and journal).
+type Forget func(ctx context.Context, p erasure.Person, allow func(site string) bool, dryRun bool) (erasure.Report, error)
 
 // Deps are what the admin API acts on.
 type Deps struct {
 	Store   Store
 	Forms   Forms
+	Auth    Auth
 	Redrive Redrive
 	Forget  Forget
 	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // Handler serves /v1/admin/.
 type Handler struct {
-	store   Store
-	forms   Forms
-	redrive Redrive
-	forget  Forget
-	log     *slog.Logger
+	Deps
 	maxBody int64
 }
 
 // New makes the handler.
 func New(d Deps) *Handler {
-	return &Handler{store: d.Store, forms: d.Forms, redrive: d.Redrive, forget: d.Forget, log: d.Log, maxBody: 4 << 20}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &Handler{Deps: d, maxBody: 4 << 20}
 }
 
 // Register adds the admin routes to mux.
 func (h *Handler) Register(mux *http.ServeMux) {
-	mux.Handle("GET /v1/admin/forms", h.auth(h.listForms))
-	mux.Handle("PUT /v1/admin/forms", h.auth(h.applyForms))
-	mux.Handle("GET /v1/admin/forms/{form}/export", h.auth(h.export))
-	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/cancel", h.auth(h.cancel))
-	mux.Handle("GET /v1/admin/dead-letters", h.auth(h.deadLetters))
-	mux.Handle("POST /v1/admin/dead-letters/{form}/{key}/retry", h.auth(h.retry))
-	mux.Handle("POST /v1/admin/forget", h.auth(h.forgetPerson))
+	mux.Handle("GET /v1/admin/forms", h.route(accounts.Read, false, h.listForms))
+	mux.Handle("PUT /v1/admin/forms", h.route(accounts.EditForms, false, h.applyForms))
+	mux.Handle("GET /v1/admin/forms/{form}/export", h.route(accounts.Read, true, h.export))
+	mux.Handle("GET /v1/admin/forms/{form}/entries", h.route(accounts.Read, true, h.entries))
+	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/cancel", h.route(accounts.Act, true, h.cancel))
+	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/spam", h.route(accounts.Act, true, h.markSpam))
+	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/not-spam", h.route(accounts.Act, true, h.notSpam))
+	mux.Handle("GET /v1/admin/dead-letters", h.route(accounts.Read, false, h.deadLetters))
+	mux.Handle("POST /v1/admin/dead-letters/{form}/{key}/retry", h.route(accounts.Act, true, h.retry))
+	mux.Handle("POST /v1/admin/forget", h.route(accounts.Forget, false, h.forgetPerson))
 }
 
-// NewToken makes an admin token and the hash the store keeps of it.
-func NewToken() (token string, hash []byte) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("read random: %v", err)) // crypto/rand does not fail on supported systems
+// call is one admin request: who makes it and, for a form's route, the
+// form.
+type call struct {
+	p    accounts.Principal
+	form *form.Form
+}
+
+// site is the call's form's site, "" for a route of no form.
+func (c call) site() string {
+	if c.form == nil {
+		return ""
 	}
-	token = "fmd_" + base64.RawURLEncoding.EncodeToString(b[:])
-	return token, HashToken(token)
+	return c.form.Def.Site
 }
 
-// HashToken is what the store keeps of a token: never the token itself.
-func HashToken(token string) []byte {
-	sum := sha256.Sum256([]byte(token))
-	return sum[:]
-}
-
-func (h *Handler) auth(fn func(http.ResponseWriter, *http.Request) error) http.Handler {
+// route authenticates a request and checks it: a cookie session's change
+// carries its CSRF token; a form's route names a form of the principal's
+// sites (else it is not found, so the URL reveals nothing) and the role
+// allows the action there. Routes of no form check the action on every
+// site the principal has, and filter what they read by site.
+func (h *Handler) route(action accounts.Action, perForm bool, fn func(http.ResponseWriter, *http.Request, call) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := h.authorize(r)
+		err := h.serve(w, r, action, perForm, fn)
 		if err == nil {
-			err = fn(w, r)
+			return
 		}
-		if err != nil {
-			if p := problem.From(err); p.Code == problem.CodeUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="formd admin"`)
-			}
-			problem.Write(w, r, h.log, err)
+		if errors.Is(err, accounts.ErrUnauthenticated) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="formd admin"`)
 		}
+		problem.Write(w, r, h.Log, err)
 	})
 }
 
-func (h *Handler) authorize(r *http.Request) error {
-	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return problem.New(problem.CodeUnauthorized, "send Authorization: Bearer <admin token>")
-	}
-	valid, err := h.store.TokenValid(r.Context(), HashToken(strings.TrimSpace(tok)))
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, action accounts.Action, perForm bool, fn func(http.ResponseWriter, *http.Request, call) error) error {
+	p, err := h.Auth.Authenticate(r)
 	if err != nil {
-		return fmt.Errorf("check token: %w", err)
+		return err
 	}
-	if !valid {
-		return problem.New(problem.CodeUnauthorized, "the token is not valid")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if err := h.Auth.CheckCSRF(r, p); err != nil {
+			return err
+		}
+	}
+	c := call{p: p}
+	if perForm {
+		c.form = h.Forms.Get(r.PathValue("form"))
+		if c.form == nil || !p.Can(accounts.Read, c.form.Def.Site) {
+			return problem.New(problem.CodeFormNotFound, "")
+		}
+		if !p.Can(action, c.form.Def.Site) {
+			return accounts.ErrForbidden
+		}
+	} else if !p.Can(action, firstSite(p)) {
+		return accounts.ErrForbidden
+	}
+	return fn(w, r, c)
+}
+
+// firstSite is a site the principal has, to check a role on a route of no
+// form: every principal has at least one.
+func firstSite(p accounts.Principal) string {
+	if len(p.Sites) == 0 || p.EverySite() {
+		return ""
+	}
+	return p.Sites[0]
+}
+
+// audit records an action; a failure to record it fails the request, so
+// nothing happens unrecorded.
+func (h *Handler) audit(ctx context.Context, c call, action, target, detail string) error {
+	form := ""
+	if c.form != nil {
+		form = c.form.ID()
+	}
+	if err := h.Auth.Record(ctx, accounts.Entry{At: h.Now(), Actor: c.p.String(), Action: action, Site: c.site(), Form: form, Target: target, Detail: detail}); err != nil {
+		return fmt.Errorf("record %s in the audit log: %w", action, err)
 	}
 	return nil
 }
@@ -137,18 +189,19 @@ type formSummary struct {
 	WhenFull string    `json:"when_full,omitempty"`
 }
 
-func (h *Handler) listForms(w http.ResponseWriter, _ *http.Request) error {
-	all := h.forms.All()
-	out := make([]formSummary, len(all))
-	for i, f := range all {
-		out[i] = formSummary{ID: f.ID(), Site: f.Def.Site, Title: f.Def.Title, Fields: len(f.Fields()), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull}
+func (h *Handler) listForms(w http.ResponseWriter, _ *http.Request, c call) error {
+	out := []formSummary{}
+	for _, f := range h.Forms.All() {
+		if c.p.Can(accounts.Read, f.Def.Site) {
+			out = append(out, formSummary{ID: f.ID(), Site: f.Def.Site, Title: f.Def.Title, Fields: len(f.Fields()), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull})
+		}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"forms": out})
 }
 
 // applyForms takes definitions (YAML or JSON) and stores them; the change
 // reaches every instance within the forms refresh interval.
-func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request, c call) error {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
 		return err
@@ -162,24 +215,32 @@ func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	if err := h.store.PutForms(r.Context(), form.Records(forms)); err != nil {
-		return fmt.Errorf("apply forms: %w", err)
-	}
-	if err := h.forms.Refresh(r.Context()); err != nil {
-		h.log.Warn("forms applied; local refresh failed, the next periodic refresh will load them", "err", err)
-	}
 	ids := make([]string, len(forms))
 	for i, f := range forms {
 		ids[i] = f.ID()
+		// The new definition's site, and the present one's: an editor of
+		// one site may not move a form into, or take it from, another.
+		if !c.p.Can(accounts.EditForms, f.Def.Site) {
+			return fmt.Errorf("form %s on site %s: %w", f.ID(), f.Def.Site, accounts.ErrForbidden)
+		}
+		if old := h.Forms.Get(f.ID()); old != nil && !c.p.Can(accounts.EditForms, old.Def.Site) {
+			return fmt.Errorf("form %s on site %s: %w", f.ID(), old.Def.Site, accounts.ErrForbidden)
+		}
+	}
+	if err := h.Store.PutForms(r.Context(), form.Records(forms)); err != nil {
+		return fmt.Errorf("apply forms: %w", err)
+	}
+	if err := h.audit(r.Context(), c, "forms.apply", strings.Join(ids, ","), ""); err != nil {
+		return err
+	}
+	if err := h.Forms.Refresh(r.Context()); err != nil {
+		h.Log.Warn("forms applied; local refresh failed, the next periodic refresh will load them", "err", err)
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"applied": ids})
 }
 
-func (h *Handler) export(w http.ResponseWriter, r *http.Request) error {
-	f := h.forms.Get(r.PathValue("form"))
-	if f == nil {
-		return problem.New(problem.CodeFormNotFound, "")
-	}
+func (h *Handler) export(w http.ResponseWriter, r *http.Request, c call) error {
+	f := c.form
 	format := r.URL.Query().Get("format")
 	if format == "" {
 		format = "csv"
@@ -190,47 +251,184 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", export.ContentType(format))
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, f.ID(), format))
 	w.Header().Set("Cache-Control", "no-store")
-	if err := export.Write(r.Context(), h.store, f, format, w); err != nil {
+	opts := export.Options{Labels: r.URL.Query().Get("header") == "labels", Lang: r.URL.Query().Get("lang")}
+	if err := export.Write(r.Context(), h.Store, f, format, &slowReaderWriter{w: w, rc: http.NewResponseController(w)}, opts); err != nil {
 		// The status line is gone; cut the body short so it is not taken as whole.
-		h.log.Error("export failed midway", "form", f.ID(), "err", err)
+		h.Log.Error("export failed midway", "form", f.ID(), "err", err)
 		panic(http.ErrAbortHandler)
 	}
 	return nil
 }
 
-func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
-	promoted, err := h.store.Cancel(r.Context(), r.PathValue("form"), r.PathValue("id"))
+// slowReaderWriter moves the connection's write deadline on as an export
+// streams, so that a long export to a slow reader is not cut by the
+// server's WriteTimeout: each write must still make progress within a
+// minute.
+type slowReaderWriter struct {
+	w        io.Writer
+	rc       *http.ResponseController
+	extended time.Time
+}
+
+func (s *slowReaderWriter) Write(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(s.extended) > 10*time.Second {
+		// Without a deadline to move (a test recorder), nothing to do.
+		_ = s.rc.SetWriteDeadline(now.Add(time.Minute))
+		s.extended = now
+	}
+	return s.w.Write(p)
+}
+
+// entryJSON is an entry as the admin API lists it.
+type entryJSON struct {
+	ID         string          `json:"id"`
+	Key        string          `json:"key"`
+	Status     string          `json:"status"`
+	ReceivedAt time.Time       `json:"received_at"`
+	Data       json.RawMessage `json:"data"`
+	Extra      json.RawMessage `json:"extra,omitempty"`
+}
+
+// entries is GET /v1/admin/forms/{form}/entries: a page of the form's
+// entries, newest first, filtered by status (?status=spam, several
+// comma-separated) and time (?since, ?until, RFC 3339); ?before is the
+// next cursor of the previous page.
+func (h *Handler) entries(w http.ResponseWriter, r *http.Request, c call) error {
+	qv := r.URL.Query()
+	q := store.EntryQuery{Form: c.form.ID()}
+	if s := qv.Get("status"); s != "" {
+		q.Statuses = strings.Split(s, ",")
+	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if v := qv.Get(t.name); v != "" {
+			ts, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return problem.New(problem.CodeInvalidRequest, t.name+" must be an RFC 3339 time such as 2027-03-01T09:00:00+08:00")
+			}
+			*t.dst = ts
+		}
+	}
+	if v := qv.Get("before"); v != "" {
+		cur, err := parseCursor(v)
+		if err != nil {
+			return problem.New(problem.CodeInvalidRequest, "before must be the next cursor of a previous page")
+		}
+		q.Before = cur
+	}
+	q.Limit, _ = strconv.Atoi(qv.Get("limit"))
+	rows, err := h.Store.Entries(r.Context(), q)
 	if err != nil {
 		return err
 	}
-	if promoted == nil {
-		promoted = []string{}
+	out := make([]entryJSON, len(rows))
+	for i, row := range rows {
+		data, extra := export.SplitExtra(row.Data)
+		out[i] = entryJSON{ID: row.ID, Key: row.Key, Status: row.Status, ReceivedAt: row.ReceivedAt.UTC(), Data: data, Extra: extra}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"cancelled": r.PathValue("id"), "promoted": promoted})
+	var next *string
+	if len(rows) == store.PageSize(q.Limit) {
+		last := rows[len(rows)-1]
+		cur := strconv.FormatUint(last.Seq, 10) + ":" + last.ID
+		next = &cur
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"entries": out, "next": next})
 }
 
-func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request) error {
+// parseCursor reads "seq:id".
+func parseCursor(s string) (store.Cursor, error) {
+	seq, id, ok := strings.Cut(s, ":")
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if !ok || err != nil || id == "" {
+		return store.Cursor{}, errors.New("bad cursor")
+	}
+	return store.Cursor{Seq: n, ID: id}, nil
+}
+
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, c call) error {
+	id := r.PathValue("id")
+	promoted, err := h.Store.Cancel(r.Context(), c.form.ID(), id)
+	if err != nil {
+		return err
+	}
+	if err := h.audit(r.Context(), c, "entry.cancel", id, promotedDetail(promoted)); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"cancelled": id, "promoted": nonNil(promoted)})
+}
+
+// markSpam is POST …/entries/{id}/spam: the entry is taken out as spam,
+// its place freed and the waitlist promoted.
+func (h *Handler) markSpam(w http.ResponseWriter, r *http.Request, c call) error {
+	id := r.PathValue("id")
+	promoted, err := h.Store.MarkSpam(r.Context(), c.form.ID(), id)
+	if err != nil {
+		return err
+	}
+	if err := h.audit(r.Context(), c, "entry.spam", id, promotedDetail(promoted)); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"spam": id, "promoted": nonNil(promoted)})
+}
+
+// notSpam is POST …/entries/{id}/not-spam: a submission classed as spam is
+// decided again as a real one.
+func (h *Handler) notSpam(w http.ResponseWriter, r *http.Request, c call) error {
+	id := r.PathValue("id")
+	o, err := h.Store.NotSpam(r.Context(), c.form.ID(), id)
+	if err != nil {
+		return err
+	}
+	if err := h.audit(r.Context(), c, "entry.not-spam", id, "decided "+o.Status); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": o.Status})
+}
+
+func promotedDetail(promoted []string) string {
+	if len(promoted) == 0 {
+		return ""
+	}
+	return "promoted " + strings.Join(promoted, ",")
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request, c call) error {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	dls, err := h.store.DeadLetters(r.Context(), limit)
+	dls, err := h.Store.DeadLetters(r.Context(), limit)
 	if err != nil {
 		return err
 	}
-	if dls == nil {
-		dls = []store.DeadLetter{}
+	out := []store.DeadLetter{}
+	for _, d := range dls {
+		if f := h.Forms.Get(d.Form); f != nil && c.p.Can(accounts.Read, f.Def.Site) || f == nil && c.p.EverySite() {
+			out = append(out, d)
+		}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"dead_letters": dls})
+	return writeJSON(w, http.StatusOK, map[string]any{"dead_letters": out})
 }
 
-func (h *Handler) retry(w http.ResponseWriter, r *http.Request) error {
-	formID, key := r.PathValue("form"), r.PathValue("key")
-	ok, err := h.store.ForgetDeadLetter(r.Context(), formID, key)
+func (h *Handler) retry(w http.ResponseWriter, r *http.Request, c call) error {
+	formID, key := c.form.ID(), r.PathValue("key")
+	ok, err := h.Store.ForgetDeadLetter(r.Context(), formID, key)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return problem.New(problem.CodeEntryNotFound, "no dead letter for this form and key")
 	}
-	if err := h.redrive(r.Context(), formID, key); err != nil {
+	if err := h.audit(r.Context(), c, "dead-letter.retry", key, ""); err != nil {
+		return err
+	}
+	if err := h.Redrive(r.Context(), formID, key); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"retried": key})
@@ -259,18 +457,25 @@ type forgetAnswer struct {
 
 // forgetPerson is POST /v1/admin/forget: erase every entry, across forms,
 // of one e-mail address or phone number.
-func (h *Handler) forgetPerson(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) forgetPerson(w http.ResponseWriter, r *http.Request, c call) error {
 	var req forgetRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
 		return problem.New(problem.CodeInvalidRequest, `send a JSON object such as {"email": "ann@example.org"} or {"phone": "+8613800138000"}`)
 	}
-	rep, err := h.forget(r.Context(), erasure.Person{Email: req.Email, Phone: req.Phone, Region: req.Region}, req.DryRun)
+	allow := func(site string) bool { return c.p.Can(accounts.Forget, site) }
+	rep, err := h.Forget(r.Context(), erasure.Person{Email: req.Email, Phone: req.Phone, Region: req.Region}, allow, req.DryRun)
 	var ie *erasure.InputError
 	if errors.As(err, &ie) {
 		return problem.New(problem.CodeInvalidRequest, ie.Error())
 	}
 	if err != nil {
 		return err
+	}
+	if !req.DryRun {
+		// The log says whom by kind only: it must not keep what was erased.
+		if err := h.audit(r.Context(), c, "person.forget", rep.What, rep.Detail()); err != nil {
+			return err
+		}
 	}
 	return writeJSON(w, http.StatusOK, forgetAnswer{What: rep.What, Entries: len(rep.Entries), Forms: rep.Forms(), Erased: rep.Erased,
 		Pending: len(rep.Pending), DryRun: req.DryRun, JournalKept: rep.JournalKept})

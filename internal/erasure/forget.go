@@ -82,6 +82,20 @@ type Report struct {
 	JournalKept bool
 }
 
+// Detail says what was erased for the audit log: the entries by form and
+// id, never the value that identified the person.
+func (r Report) Detail() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "erased %d of %d entries", r.Erased, len(r.Entries))
+	for _, e := range r.Entries {
+		fmt.Fprintf(&b, "; %s/%s", e.Form, e.ID)
+	}
+	if len(r.Pending) > 0 {
+		fmt.Fprintf(&b, "; %d still being processed", len(r.Pending))
+	}
+	return b.String()
+}
+
 // Forms counts the entries per form, for a summary.
 func (r Report) Forms() map[string]int {
 	out := map[string]int{}
@@ -96,10 +110,11 @@ func (r Report) Forms() map[string]int {
 const maxForget = 1000
 
 // Forget erases every entry, across forms, whose data holds the person's
-// e-mail address or phone number: the store's data and claims, and the
-// journal's copy where the journal can delete it (fg nil when it cannot).
-// With dryRun it only lists them.
-func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, dryRun bool) (Report, error) {
+// e-mail address or phone number, on the sites allow accepts (nil: every
+// site): the store's data and claims, and the journal's copy where the
+// journal can delete it (fg nil when it cannot). With dryRun it only lists
+// them.
+func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allow func(site string) bool, dryRun bool) (Report, error) {
 	needles, what, err := p.needles()
 	if err != nil {
 		return Report{}, err
@@ -112,7 +127,12 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, dryR
 	if len(found) > maxForget {
 		return r, inputErr("more than %d entries hold this value: it is not one person's", maxForget)
 	}
-	r.Entries = found
+	for _, e := range found {
+		if allow == nil || allow(e.Site) {
+			r.Entries = append(r.Entries, e)
+		}
+	}
+	found = r.Entries
 	if dryRun || len(found) == 0 {
 		return r, nil
 	}

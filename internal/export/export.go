@@ -1,16 +1,25 @@
 // Package export writes a form's entries as CSV, JSON Lines or XLSX,
 // streaming from the store a page at a time so that memory stays constant
 // whatever the number of entries.
+//
+// A spreadsheet must not run what a stranger typed: CSV cells that start
+// like a formula get a leading apostrophe and every CSV cell is quoted (so
+// a locale that splits on ';' cannot cut a cell into a formula); XLSX
+// cells are typed — text is text, which a spreadsheet never evaluates,
+// numbers numbers and times times — so they need no apostrophe and a
+// phone number reads +8613800138000.
 package export
 
 import (
 	"bufio"
+	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
@@ -23,6 +32,17 @@ var Formats = []string{"csv", "jsonl", "xlsx"}
 // Source streams a form's entries.
 type Source interface {
 	Export(ctx context.Context, form string, fn func(store.Row) error) error
+}
+
+// Options shape the table formats.
+type Options struct {
+	// Labels heads the field columns with the fields' labels (in Lang,
+	// else the label's default) instead of their names.
+	Labels bool
+	Lang   string
+	// Rows, when set, streams these entries instead of every entry of
+	// the form (a console's filtered view).
+	Rows func(ctx context.Context, fn func(store.Row) error) error
 }
 
 // ContentType is the media type of a format.
@@ -39,44 +59,99 @@ func ContentType(format string) string {
 }
 
 // Write exports the entries of f (its fields give the columns) to w.
-func Write(ctx context.Context, src Source, f *form.Form, format string, w io.Writer) error {
+func Write(ctx context.Context, src Source, f *form.Form, format string, w io.Writer, opts Options) error {
+	rows := opts.Rows
+	if rows == nil {
+		rows = func(ctx context.Context, fn func(store.Row) error) error { return src.Export(ctx, f.ID(), fn) }
+	}
+	var err error
 	switch format {
 	case "csv":
-		return writeCSV(ctx, src, f, w)
+		err = writeCSV(ctx, rows, f, w, opts)
 	case "jsonl":
-		return writeJSONL(ctx, src, f, w)
+		err = writeJSONL(ctx, rows, w)
 	case "xlsx":
-		return writeXLSX(ctx, src, f, w)
+		err = writeXLSX(ctx, rows, f, w, opts)
+	default:
+		return fmt.Errorf("export format %q is not known; use one of %s", format, strings.Join(Formats, ", "))
 	}
-	return fmt.Errorf("export format %q is not known; use one of %s", format, strings.Join(Formats, ", "))
+	if err != nil {
+		return fmt.Errorf("export %s as %s: %w", f.ID(), format, err)
+	}
+	return nil
 }
 
 const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
-func header(f *form.Form) []string {
+// header is the row of column names: the entry's own columns, the
+// fields, then extra (the fields the form does not define, as JSON).
+func header(f *form.Form, opts Options) []string {
 	h := []string{"id", "key", "status", "received_at"}
 	for _, fd := range f.Fields() {
-		h = append(h, fd.Name)
+		name := fd.Name
+		if opts.Labels {
+			if l := fd.Label.For(opts.Lang); l != "" {
+				name = l
+			}
+		}
+		h = append(h, name)
 	}
-	return h
+	return append(h, "extra")
 }
 
-// cells turns a row into the cells of a table, in header order.
-func cells(f *form.Form, r store.Row) ([]string, error) {
-	var data map[string]json.RawMessage
-	if len(r.Data) > 0 {
-		if err := json.Unmarshal(r.Data, &data); err != nil {
-			return nil, fmt.Errorf("entry %s: data is not a JSON object: %w", r.ID, err)
+// SplitExtra separates an entry's data into the form's fields and the
+// fields it does not define (form.ExtraKey), each a JSON object; extra is
+// nil when there are none. Data that is not an object is returned as is.
+func SplitExtra(data json.RawMessage) (fields, extra json.RawMessage) {
+	if !bytes.Contains(data, []byte(`"`+form.ExtraKey+`"`)) {
+		return data, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return data, nil
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return data, nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return data, nil
+		}
+		if k, _ := t.(string); k == form.ExtraKey {
+			extra = v
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(t)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), extra
+}
+
+// values decodes an entry's data: the form's fields by name, and the
+// extra fields as JSON.
+func values(r store.Row) (map[string]json.RawMessage, json.RawMessage, error) {
+	data, extra := SplitExtra(r.Data)
+	var m map[string]json.RawMessage
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, nil, fmt.Errorf("entry %s: data is not a JSON object: %w", r.ID, err)
 		}
 	}
-	out := []string{r.ID, r.Key, r.Status, r.ReceivedAt.UTC().Format(timeFormat)}
-	for _, fd := range f.Fields() {
-		out = append(out, cell(data[fd.Name]))
-	}
-	return out, nil
+	return m, extra, nil
 }
 
-func cell(raw json.RawMessage) string {
+// text is a value as one cell of text.
+func text(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
@@ -110,29 +185,43 @@ func Neutralize(s string) string {
 	return s
 }
 
-func writeCSV(ctx context.Context, src Source, f *form.Form, w io.Writer) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(header(f)); err != nil {
-		return fmt.Errorf("write csv: %w", err)
+// csvRow writes one CSV record with every cell quoted: a cell such as
+// `a;=cmd` stays one cell in a spreadsheet that splits on ';', where an
+// unquoted one would become a second cell starting with '='.
+func csvRow(w *bufio.Writer, cells []string) error {
+	for i, c := range cells {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		w.WriteByte('"')
+		w.WriteString(strings.ReplaceAll(Neutralize(c), `"`, `""`))
+		w.WriteByte('"')
 	}
-	err := src.Export(ctx, f.ID(), func(r store.Row) error {
-		c, err := cells(f, r)
+	_, err := w.WriteString("\r\n")
+	return err
+}
+
+func writeCSV(ctx context.Context, rows func(context.Context, func(store.Row) error) error, f *form.Form, w io.Writer, opts Options) error {
+	bw := bufio.NewWriter(w)
+	if err := csvRow(bw, header(f, opts)); err != nil {
+		return err
+	}
+	fields := f.Fields()
+	err := rows(ctx, func(r store.Row) error {
+		m, extra, err := values(r)
 		if err != nil {
 			return err
 		}
-		for i := range c {
-			c[i] = Neutralize(c[i])
+		cells := []string{r.ID, r.Key, r.Status, r.ReceivedAt.UTC().Format(timeFormat)}
+		for _, fd := range fields {
+			cells = append(cells, text(m[fd.Name]))
 		}
-		return cw.Write(c)
+		return csvRow(bw, append(cells, string(extra)))
 	})
-	cw.Flush()
 	if err != nil {
-		return fmt.Errorf("export %s: %w", f.ID(), err)
+		return err
 	}
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
-	return nil
+	return bw.Flush()
 }
 
 type jsonlRow struct {
@@ -142,68 +231,108 @@ type jsonlRow struct {
 	Status     string          `json:"status"`
 	ReceivedAt string          `json:"received_at"`
 	Data       json.RawMessage `json:"data"`
+	// Extra holds the fields the form does not define.
+	Extra json.RawMessage `json:"extra,omitempty"`
 }
 
-func writeJSONL(ctx context.Context, src Source, f *form.Form, w io.Writer) error {
+func writeJSONL(ctx context.Context, rows func(context.Context, func(store.Row) error) error, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	err := src.Export(ctx, f.ID(), func(r store.Row) error {
-		data := r.Data
+	err := rows(ctx, func(r store.Row) error {
+		data, extra := SplitExtra(r.Data)
 		if len(data) == 0 {
 			data = json.RawMessage("{}")
 		}
 		return enc.Encode(jsonlRow{ID: r.ID, Form: r.Form, Key: r.Key, Status: r.Status,
-			ReceivedAt: r.ReceivedAt.UTC().Format(timeFormat), Data: data})
+			ReceivedAt: r.ReceivedAt.UTC().Format(timeFormat), Data: data, Extra: extra})
 	})
 	if err != nil {
-		return fmt.Errorf("export %s: %w", f.ID(), err)
+		return err
 	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write jsonl: %w", err)
-	}
-	return nil
+	return bw.Flush()
 }
 
 // writeXLSX uses excelize's stream writer, which spills rows to a temporary
-// file rather than holding the sheet in memory.
-func writeXLSX(ctx context.Context, src Source, f *form.Form, w io.Writer) error {
+// file rather than holding the sheet in memory. Cells are typed.
+func writeXLSX(ctx context.Context, rows func(context.Context, func(store.Row) error) error, f *form.Form, w io.Writer, opts Options) error {
 	x := excelize.NewFile()
 	defer x.Close()
 	sw, err := x.NewStreamWriter("Sheet1")
 	if err != nil {
-		return fmt.Errorf("write xlsx: %w", err)
+		return err
+	}
+	timeStyle, err := x.NewStyle(&excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd hh:mm:ss")})
+	if err != nil {
+		return err
+	}
+	dateStyle, err := x.NewStyle(&excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd")})
+	if err != nil {
+		return err
 	}
 	row := 1
-	put := func(vals []string) error {
-		cellsAny := make([]any, len(vals))
-		for i, v := range vals {
-			cellsAny[i] = Neutralize(v)
-		}
+	put := func(cells []any) error {
 		name, err := excelize.CoordinatesToCellName(1, row)
 		if err != nil {
 			return err
 		}
 		row++
-		return sw.SetRow(name, cellsAny)
+		return sw.SetRow(name, cells)
 	}
-	if err := put(header(f)); err != nil {
-		return fmt.Errorf("write xlsx: %w", err)
+	head := header(f, opts)
+	cells := make([]any, len(head))
+	for i, h := range head {
+		cells[i] = h
 	}
-	err = src.Export(ctx, f.ID(), func(r store.Row) error {
-		c, err := cells(f, r)
+	if err := put(cells); err != nil {
+		return err
+	}
+	fields := f.Fields()
+	err = rows(ctx, func(r store.Row) error {
+		m, extra, err := values(r)
 		if err != nil {
 			return err
 		}
-		return put(c)
+		cells := []any{r.ID, r.Key, r.Status, excelize.Cell{StyleID: timeStyle, Value: r.ReceivedAt.UTC()}}
+		for _, fd := range fields {
+			cells = append(cells, typed(fd, m[fd.Name], dateStyle))
+		}
+		return put(append(cells, string(extra)))
 	})
 	if err != nil {
-		return fmt.Errorf("export %s: %w", f.ID(), err)
+		return err
 	}
 	if err := sw.Flush(); err != nil {
-		return fmt.Errorf("write xlsx: %w", err)
+		return err
 	}
-	if _, err := x.WriteTo(w); err != nil {
-		return fmt.Errorf("write xlsx: %w", err)
-	}
-	return nil
+	_, err = x.WriteTo(w)
+	return err
 }
+
+// typed is a value as an XLSX cell of its field's type: a number a
+// spreadsheet can sum (when a float holds it exactly), a date, a boolean,
+// else text — which no spreadsheet evaluates as a formula.
+func typed(fd form.Field, raw json.RawMessage, dateStyle int) any {
+	s := text(raw)
+	if s == "" {
+		return nil
+	}
+	switch fd.Type {
+	case form.TypeNumber:
+		if digits := strings.TrimLeft(strings.NewReplacer("-", "", ".", "").Replace(s), "0"); len(digits) <= 15 {
+			if n, err := strconv.ParseFloat(s, 64); err == nil {
+				return n
+			}
+		}
+	case form.TypeDate:
+		if d, err := time.Parse(time.DateOnly, s); err == nil {
+			return excelize.Cell{StyleID: dateStyle, Value: d}
+		}
+	case form.TypeCheckbox:
+		if b, err := strconv.ParseBool(s); err == nil {
+			return b
+		}
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -238,3 +238,48 @@ func TestOpenAt(t *testing.T) {
 		t.Fatal("open window is [opens_at, closes_at)")
 	}
 }
+
+// TestEveryProblemAtOnce: one run of a file with problems of every kind
+// names each of them with its line, so the owner fixes them in one pass.
+func TestEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	src := `id: one
+titel: Misspelt
+opens_at: 2027-03-01 9am
+fields:
+  - {name: n, type: number, min: 5, max: 4}
+capacity: many
+---
+id: two
+when_full: sometimes
+fields:
+  - {name: x, type: txt}
+`
+	_, err := Parse([]byte(src), "forms.yaml")
+	var de *DefinitionError
+	if !errors.As(err, &de) {
+		t.Fatalf("err = %v", err)
+	}
+	want := []struct {
+		line int
+		text string
+	}{
+		{2, `unknown setting "titel"`},
+		{3, "opens_at must be an RFC 3339 time with its offset, such as 2027-03-01T09:00:00+08:00"},
+		{6, "capacity"},
+		{9, `when_full "sometimes" is not valid`},
+		{11, `type "txt" is not valid`},
+	}
+	msg := err.Error()
+	for _, w := range want {
+		found := false
+		for _, p := range de.Problems {
+			if p.Line == w.line && strings.Contains(p.String(), w.text) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no problem at line %d saying %q in:\n%s", w.line, w.text, msg)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -63,45 +64,98 @@ func (e *DefinitionError) Error() string {
 // Parse reads form definitions from YAML or JSON: one form, a list of forms,
 // or several YAML documents. It checks every key against the contract and
 // every value for sense, and returns the compiled forms or a
-// *DefinitionError that names each problem. source names the input in
-// errors (a file name, or "" ).
+// *DefinitionError that names every problem of the input at once, each
+// with its line. source names the input in errors (a file name, or "").
 func Parse(src []byte, source string) ([]*Form, error) {
-	defs, err := Decode(src, source)
-	if err != nil {
-		return nil, err
-	}
-	derr := &DefinitionError{Source: source}
-	forms := make([]*Form, 0, len(defs))
+	docs, derr := decodeAll(src, source)
+	forms := make([]*Form, 0, len(docs))
 	seen := map[string]bool{}
-	for _, d := range defs {
+	for _, doc := range docs {
+		d := doc.def
 		if seen[d.ID] && d.ID != "" {
-			derr.Problems = append(derr.Problems, Problem{Form: d.ID, Msg: "declared twice in this input; each form id must be unique"})
+			derr.Problems = append(derr.Problems, Problem{Form: d.ID, Line: doc.node.Line, Msg: "declared twice in this input; each form id must be unique"})
 			continue
 		}
 		seen[d.ID] = true
+		if doc.undecodable {
+			continue // its values did not decode: compiling would only guess
+		}
 		f, err := Compile(d)
 		if err != nil {
 			var de *DefinitionError
-			if errors.As(err, &de) {
-				derr.Problems = append(derr.Problems, de.Problems...)
-				continue
+			if !errors.As(err, &de) {
+				return nil, err
 			}
-			return nil, err
+			for _, p := range de.Problems {
+				p.Line = doc.lineOf(p)
+				derr.Problems = append(derr.Problems, p)
+			}
+			continue
 		}
 		forms = append(forms, f)
 	}
 	if len(derr.Problems) > 0 {
+		sort.SliceStable(derr.Problems, func(i, j int) bool { return derr.Problems[i].Line < derr.Problems[j].Line })
 		return nil, derr
 	}
 	return forms, nil
 }
 
+// decoded is one form's definition as read, with its YAML node for the
+// lines of problems found later.
+type decoded struct {
+	def  Definition
+	node *yaml.Node
+	// undecodable says a value could not be read into its type.
+	undecodable bool
+}
+
+// lineOf finds the line of a compiled form's problem: the setting the
+// message starts with, in the field it names (or the form), else the
+// field's or the form's first line.
+func (d decoded) lineOf(p Problem) int {
+	n := d.node
+	if p.Field != "" {
+		if fs := mapValue(n, "fields"); fs != nil {
+			for _, f := range fs.Content {
+				if v := mapValue(f, "name"); v != nil && v.Value == p.Field {
+					n = f
+					break
+				}
+			}
+		}
+	}
+	setting := strings.FieldsFunc(p.Msg, func(r rune) bool { return r == ' ' || r == '[' || r == '.' || r == ':' })
+	if len(setting) > 0 {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == setting[0] {
+				return n.Content[i].Line
+			}
+		}
+	}
+	return n.Line
+}
+
 // Decode reads definitions without compiling them, checking only the
-// structure and the names of keys.
+// structure, the names of keys and the types of values.
 func Decode(src []byte, source string) ([]Definition, error) {
+	docs, derr := decodeAll(src, source)
+	if len(derr.Problems) > 0 {
+		return nil, derr
+	}
+	defs := make([]Definition, len(docs))
+	for i, d := range docs {
+		defs[i] = d.def
+	}
+	return defs, nil
+}
+
+// decodeAll reads every definition of the input, collecting every problem
+// of structure, keys and value types rather than stopping at the first.
+func decodeAll(src []byte, source string) ([]decoded, *DefinitionError) {
 	derr := &DefinitionError{Source: source}
 	dec := yaml.NewDecoder(bytes.NewReader(src))
-	var defs []Definition
+	var docs []decoded
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
@@ -109,8 +163,8 @@ func Decode(src []byte, source string) ([]Definition, error) {
 			break
 		}
 		if err != nil {
-			derr.Problems = append(derr.Problems, Problem{Msg: "not valid YAML or JSON: " + strings.TrimPrefix(err.Error(), "yaml: ")})
-			return nil, derr
+			derr.Problems = append(derr.Problems, Problem{Line: yamlLine(err), Msg: "not valid YAML or JSON: " + strings.TrimPrefix(err.Error(), "yaml: ")})
+			return docs, derr
 		}
 		if len(doc.Content) == 0 {
 			continue
@@ -137,27 +191,35 @@ func Decode(src []byte, source string) ([]Definition, error) {
 			continue
 		}
 		for _, n := range nodes {
-			d, probs := decodeOne(n)
+			d, probs, ok := decodeOne(n)
 			derr.Problems = append(derr.Problems, probs...)
-			if len(probs) == 0 {
-				defs = append(defs, d)
+			if ok {
+				docs = append(docs, d)
 			}
 		}
 	}
-	if len(derr.Problems) > 0 {
-		return nil, derr
-	}
-	if len(defs) == 0 {
+	if len(docs) == 0 && len(derr.Problems) == 0 {
 		derr.Problems = append(derr.Problems, Problem{Msg: "no form definitions found"})
-		return nil, derr
 	}
-	return defs, nil
+	return docs, derr
 }
 
-func decodeOne(n *yaml.Node) (Definition, []Problem) {
-	var d Definition
+// yamlLine is the line a YAML error names, or 0.
+func yamlLine(err error) int {
+	var n int
+	if _, e := fmt.Sscanf(strings.TrimPrefix(err.Error(), "yaml: "), "line %d:", &n); e == nil {
+		return n
+	}
+	return 0
+}
+
+// decodeOne reads one form: problems of unknown keys, and of values that
+// do not fit their types (each with its line and what would fit). ok is
+// false when it is not a form at all.
+func decodeOne(n *yaml.Node) (decoded, []Problem, bool) {
+	d := decoded{node: n}
 	if n.Kind != yaml.MappingNode {
-		return d, []Problem{{Line: n.Line, Msg: "want a form (a map with id and fields)"}}
+		return d, []Problem{{Line: n.Line, Msg: "want a form (a map with id and fields)"}}, false
 	}
 	id := ""
 	if v := mapValue(n, "id"); v != nil {
@@ -173,6 +235,7 @@ func decodeOne(n *yaml.Node) (Definition, []Problem) {
 			}
 			if f.Kind != yaml.MappingNode {
 				probs = append(probs, Problem{Form: id, Line: f.Line, Msg: "fields: each field must be a map with name and type"})
+				d.undecodable = true
 				continue
 			}
 			probs = append(probs, checkKeys(f, reflect.TypeFor[Field](), id, name)...)
@@ -191,18 +254,88 @@ func decodeOne(n *yaml.Node) (Definition, []Problem) {
 	if r := mapValue(n, "rate_limit"); r != nil && r.Kind == yaml.MappingNode {
 		probs = append(probs, checkKeys(r, reflect.TypeFor[RateLimit](), id, "")...)
 	}
-	if len(probs) > 0 {
-		return d, probs
+	// A time that does not parse stops the decoder at once; check each
+	// alone so that the other values are still checked.
+	body := *n
+	body.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == "opens_at" || k.Value == "closes_at" {
+			var t time.Time
+			if err := v.Decode(&t); err != nil {
+				probs = append(probs, Problem{Form: id, Line: k.Line,
+					Msg: k.Value + " must be an RFC 3339 time with its offset, such as 2027-03-01T09:00:00+08:00"})
+				d.undecodable = true
+				continue
+			}
+		}
+		body.Content = append(body.Content, k, v)
 	}
-	if err := n.Decode(&d); err != nil {
-		return d, []Problem{{Form: id, Line: n.Line, Msg: cleanYAMLError(err)}}
+	if err := body.Decode(&d.def); err != nil {
+		probs = append(probs, typeProblems(err, n, id)...)
+		d.undecodable = true
 	}
 	src, err := yaml.Marshal(n)
 	if err != nil {
-		return d, []Problem{{Form: id, Line: n.Line, Msg: cleanYAMLError(err)}}
+		return d, append(probs, Problem{Form: id, Line: n.Line, Msg: cleanYAMLError(err)}), false
 	}
-	d.source = src
-	return d, nil
+	d.def.source = src
+	return d, probs, true
+}
+
+// typeProblems turns a decode error into one problem per value that did
+// not fit, each with its line and, for times, the format that would.
+func typeProblems(err error, n *yaml.Node, form string) []Problem {
+	var te *yaml.TypeError
+	msgs := []string{err.Error()}
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	}
+	var out []Problem
+	for _, m := range msgs {
+		m = strings.TrimPrefix(m, "yaml: ")
+		line := yamlLine(errors.New(m))
+		if _, rest, ok := strings.Cut(m, ": "); ok && line > 0 {
+			m = rest
+		}
+		key := keyAtLine(n, line)
+		switch {
+		case strings.Contains(m, "time.Time"):
+			m = fmt.Sprintf("%s must be an RFC 3339 time with its offset, such as 2027-03-01T09:00:00+08:00", orDefault(key, "the time"))
+		case key != "":
+			m = key + ": " + m
+		}
+		out = append(out, Problem{Form: form, Line: line, Msg: m})
+	}
+	return out
+}
+
+// keyAtLine is the key of the mapping entry on a line, searched through
+// the whole definition.
+func keyAtLine(n *yaml.Node, line int) string {
+	if line == 0 || n == nil {
+		return ""
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Line == line {
+				return n.Content[i].Value
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if k := keyAtLine(c, line); k != "" {
+			return k
+		}
+	}
+	return ""
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // checkKeys refuses keys that the type does not declare, naming the valid

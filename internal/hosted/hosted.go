@@ -48,13 +48,17 @@ type Handler struct {
 	status StatusFunc
 	now    func() time.Time
 	log    *slog.Logger
-	sdk    sdkFile
+	// sdkFiles are the SDK's modules by file name; sdkVersion is
+	// formd.js's, for the page's script URL.
+	sdkFiles   map[string]sdkFile
+	sdkVersion string
 }
 
 // New makes the handler. places may be nil: the page then says nothing
 // about places left.
 func New(forms Forms, places Places, status StatusFunc, now func() time.Time, log *slog.Logger) *Handler {
-	h := &Handler{forms: forms, status: status, now: now, log: log, sdk: newSDKFile()}
+	files := sdkFiles()
+	h := &Handler{forms: forms, status: status, now: now, log: log, sdkFiles: files, sdkVersion: files["formd.js"].version}
 	if places != nil {
 		h.places = places
 	}
@@ -65,7 +69,7 @@ func New(forms Forms, places Places, status StatusFunc, now func() time.Time, lo
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /f/{form}", h.page)
 	mux.HandleFunc("GET /f/{form}/done", h.done)
-	mux.HandleFunc("GET /sdk/formd.js", h.serveSDK)
+	mux.HandleFunc("GET /sdk/{file}", h.serveSDK)
 }
 
 //go:embed templates/page.html
@@ -127,7 +131,7 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 		Description: f.Def.Description.For(l.Tag),
 		Action:      "/v1/forms/" + url.PathEscape(f.ID()) + "/submissions",
 		Redirect:    f.Def.Redirect,
-		SDK:         "/sdk/formd.js?v=" + h.sdk.version,
+		SDK:         "/sdk/formd.js?v=" + h.sdkVersion,
 		ShowForm:    true,
 		Key:         uuid.Must(uuid.NewV7()).String(),
 		Shown:       strconv.FormatInt(now.UnixMilli(), 10),

@@ -410,14 +410,21 @@ func TestSDK(t *testing.T) {
 		"Cache-Control":               "public, max-age=300",
 		"Access-Control-Allow-Origin": "*",
 		"X-Content-Type-Options":      "nosniff",
-		"ETag":                        `"` + h.sdk.version + `"`,
+		"ETag":                        `"` + h.sdkVersion + `"`,
 	} {
 		if got := res.Header.Get(k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)
 		}
 	}
 
-	res = get(t, mux, "/sdk/formd.js?v="+h.sdk.version, map[string]string{"Accept-Encoding": "br, gzip"})
+	if got := body(t, get(t, mux, "/sdk/messages.js", nil)); got != sdkjs.Messages() {
+		t.Fatalf("/sdk/messages.js is not the embedded texts module")
+	}
+	if res := get(t, mux, "/sdk/nothing.js", nil); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("/sdk/nothing.js: %d, want 404", res.StatusCode)
+	}
+
+	res = get(t, mux, "/sdk/formd.js?v="+h.sdkVersion, map[string]string{"Accept-Encoding": "br, gzip"})
 	if cc := res.Header.Get("Cache-Control"); cc != "public, max-age=31536000, immutable" {
 		t.Errorf("versioned Cache-Control %q", cc)
 	}
@@ -443,7 +450,7 @@ func TestSDK(t *testing.T) {
 	}
 
 	page := body(t, get(t, mux, "/f/fair", nil))
-	if !strings.Contains(page, `src="/sdk/formd.js?v=`+h.sdk.version+`"`) {
+	if !strings.Contains(page, `src="/sdk/formd.js?v=`+h.sdkVersion+`"`) {
 		t.Error("the page does not load the current SDK version")
 	}
 }

@@ -12,28 +12,44 @@ import (
 	sdkjs "github.com/formd/formd/sdk/js"
 )
 
-// sdkFile is the embedded SDK, with its gzip form made once at start-up.
+// sdkFile is one embedded SDK module, with its gzip form made once at
+// start-up.
 type sdkFile struct {
+	name      string
 	plain, gz []byte
 	// version is a short content hash: the hosted page asks for
 	// /sdk/formd.js?v=VERSION, which can then be cached for good.
 	version string
 }
 
-func newSDKFile() sdkFile {
-	src := []byte(sdkjs.Source())
+func newSDKFile(name, source string) sdkFile {
+	src := []byte(source)
 	sum := sha256.Sum256(src)
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // the level is valid
 	zw.Write(src)                                            //nolint:errcheck // writes to memory
 	zw.Close()                                               //nolint:errcheck // writes to memory
-	return sdkFile{plain: src, gz: buf.Bytes(), version: hex.EncodeToString(sum[:6])}
+	return sdkFile{name: name, plain: src, gz: buf.Bytes(), version: hex.EncodeToString(sum[:6])}
 }
 
-// serveSDK is GET /sdk/formd.js. A request for the current version
-// (?v=…) is cacheable for a year; the bare URL, which third-party pages
-// use, for five minutes, then revalidated by ETag.
+// sdkFiles are the modules served under /sdk/: the SDK and its texts in
+// English and Chinese (a module of their own, for pages that bring none).
+func sdkFiles() map[string]sdkFile {
+	return map[string]sdkFile{
+		"formd.js":    newSDKFile("formd.js", sdkjs.Source()),
+		"messages.js": newSDKFile("messages.js", sdkjs.Messages()),
+	}
+}
+
+// serveSDK is GET /sdk/{file}. A request for the current version (?v=…)
+// is cacheable for a year; the bare URL, which third-party pages use, for
+// five minutes, then revalidated by ETag.
 func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
+	f, ok := h.sdkFiles[r.PathValue("file")]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/javascript; charset=utf-8")
 	hdr.Set("X-Content-Type-Options", "nosniff")
@@ -41,18 +57,18 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 	// need this, and the file is public.
 	hdr.Set("Access-Control-Allow-Origin", "*")
 	hdr.Set("Vary", "Accept-Encoding")
-	if r.URL.Query().Get("v") == h.sdk.version {
+	if r.URL.Query().Get("v") == f.version {
 		hdr.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		hdr.Set("Cache-Control", "public, max-age=300")
 	}
-	body, etag := h.sdk.plain, `"`+h.sdk.version+`"`
+	body, etag := f.plain, `"`+f.version+`"`
 	if acceptsGzip(r) {
-		body, etag = h.sdk.gz, `"`+h.sdk.version+`-gz"`
+		body, etag = f.gz, `"`+f.version+`-gz"`
 		hdr.Set("Content-Encoding", "gzip")
 	}
 	hdr.Set("ETag", etag)
-	http.ServeContent(w, r, "formd.js", time.Time{}, bytes.NewReader(body))
+	http.ServeContent(w, r, f.name, time.Time{}, bytes.NewReader(body))
 }
 
 func acceptsGzip(r *http.Request) bool {

@@ -176,7 +176,7 @@ func autocompleteFor(name string) string {
 // stateKeys are the SDK's states that have a message; "full" is stored as
 // full-state because "full" is also the page's notice.
 var stateKeys = []struct{ state, key string }{
-	{"sending", "sending"}, {"saved", "saved"}, {"received", "received"}, {"waitlisted", "waitlisted"},
+	{"sending", "sending"}, {"saved", "saved"}, {"unsaved", "unsaved"}, {"received", "received"}, {"waitlisted", "waitlisted"},
 	{"duplicate", "duplicate"}, {"invalid", "invalid"}, {"closed", "closed"}, {"full", "full-state"}, {"failed", "failed"},
 }
 
@@ -203,5 +203,5 @@ func messages(l lang) template.HTMLAttr {
 var errorCodes = []string{
 	"required", "invalid-value", "invalid-email", "invalid-phone", "invalid-option", "invalid-date",
 	"not-a-number", "not-an-integer", "too-small", "too-large", "too-short", "too-long",
-	"too-early", "too-late", "too-few", "too-many", "pattern",
+	"too-early", "too-late", "too-few", "too-many", "pattern", "unknown-field",
 }

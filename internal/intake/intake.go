@@ -83,6 +83,8 @@ type Config struct {
 	Pages Pages
 	// Places, if set, lets the public definition say whether places remain.
 	Places Places
+	// Arrivals, if set, keeps the SDK's arrival reports.
+	Arrivals Arrivals
 	// Hasher keys fingerprints, claims and request digests with the
 	// installation's secret. Required.
 	Hasher  *form.Hasher
@@ -141,6 +143,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("OPTIONS /v1/forms/{form}/submissions", h.wrap("preflight", h.preflight))
 	mux.Handle("GET /v1/forms/{form}/submissions/{key}", h.wrap("status", h.status))
 	mux.Handle("OPTIONS /v1/forms/{form}/submissions/{key}", h.wrap("preflight", h.preflight))
+	mux.Handle("POST /v1/forms/{form}/arrivals", h.wrap("arrivals", h.arrivals))
+	mux.Handle("OPTIONS /v1/forms/{form}/arrivals", h.wrap("preflight", h.preflight))
 	mux.Handle("GET /v1/forms/{form}", h.wrap("form", h.publicForm))
 	mux.Handle("OPTIONS /v1/forms/{form}", h.wrap("preflight", h.preflight))
 	mux.Handle("GET /problems/{code}", h.wrap("problems", problem.Docs))
@@ -546,6 +550,12 @@ func closedProblem(f *form.Form, now time.Time) *problem.Problem {
 // returned function gives it back, for a request that turns out to be a
 // retry: only new submissions count.
 func (h *Handler) rateLimit(r *http.Request, f *form.Form, now time.Time) (refund func(), err error) {
+	return h.rateLimitScaled(r, f, now, "", 1)
+}
+
+// rateLimitScaled is rateLimit on a bucket of its own (suffix) at scale
+// times the form's rate and burst.
+func (h *Handler) rateLimitScaled(r *http.Request, f *form.Form, now time.Time, suffix string, scale int) (refund func(), err error) {
 	rl := h.cfg.RateLimit
 	if f.Def.RateLimit != nil {
 		rl = *f.Def.RateLimit
@@ -557,13 +567,14 @@ func (h *Handler) rateLimit(r *http.Request, f *form.Form, now time.Time) (refun
 	if burst <= 0 {
 		burst = rl.Requests
 	}
-	perSecond := float64(rl.Requests) / time.Duration(rl.Per).Seconds()
-	key := h.clientIP(r) + "|" + f.ID()
+	burst *= scale
+	perSecond := float64(rl.Requests*scale) / time.Duration(rl.Per).Seconds()
+	key := h.clientIP(r) + "|" + f.ID() + suffix
 	ok, wait := h.limiter.allow(key, now, perSecond, burst)
 	if ok {
 		return func() { h.limiter.refund(key, burst) }, nil
 	}
-	p := problem.New(problem.CodeRateLimited, "too many submissions from this client to this form")
+	p := problem.New(problem.CodeRateLimited, "too many requests from this client to this form")
 	p.RetryAfter = max(1, int((wait+time.Second-1)/time.Second))
 	return func() {}, p
 }

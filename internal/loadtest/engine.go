@@ -355,10 +355,8 @@ func (e *engine) setUp(ctx context.Context) error {
 		e.hc = &http.Client{Transport: e.transport}
 		return nil
 	}
-	formsApplied := false
 	if len(e.cfg.Spawn) > 0 {
-		var err error
-		if formsApplied, err = e.spawn(ctx); err != nil {
+		if err := e.spawn(ctx); err != nil {
 			return err
 		}
 	} else {
@@ -371,10 +369,11 @@ func (e *engine) setUp(ctx context.Context) error {
 	if e.token == "" {
 		return errors.New("no admin token to read the result with: pass --admin-token (or FORMD_ADMIN_TOKEN), or spawn the server on a fresh --data so it prints one")
 	}
-	if !formsApplied {
-		if err := e.applyForm(ctx); err != nil {
-			return err
-		}
+	// Applied through the API even when the spawned server has it from
+	// --forms: that checks the token at once, and uses it, so a restart
+	// does not issue another (a start issues one until the first is used).
+	if err := e.applyForm(ctx); err != nil {
+		return err
 	}
 	if err := e.waitForm(ctx); err != nil {
 		return err
@@ -417,32 +416,32 @@ func newTransport(clients int) *http.Transport {
 	}
 }
 
-// spawn prepares the server command and starts it. It reports whether
-// the run's form came with the command (--forms).
-func (e *engine) spawn(ctx context.Context) (formsApplied bool, err error) {
+// spawn prepares the server command (with the run's form as --forms, so
+// every restart has it) and starts it.
+func (e *engine) spawn(ctx context.Context) (err error) {
 	e.workDir = e.cfg.WorkDir
 	if e.workDir == "" {
 		if e.workDir, err = os.MkdirTemp("", "formd-loadtest-"); err != nil {
-			return false, fmt.Errorf("work dir: %w", err)
+			return fmt.Errorf("work dir: %w", err)
 		}
 		e.ownWorkDir = true
 	} else if err := os.MkdirAll(e.workDir, 0o700); err != nil {
-		return false, fmt.Errorf("work dir: %w", err)
+		return fmt.Errorf("work dir: %w", err)
 	}
 	argv := append([]string(nil), e.cfg.Spawn...)
 	addr, ok := flagValue(argv, "addr")
 	if !ok {
 		if addr, err = freeLoopbackAddr(); err != nil {
-			return false, err
+			return err
 		}
 		argv = append(argv, "--addr", addr)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return false, fmt.Errorf("--spawn: --addr %q is not host:port", addr)
+		return fmt.Errorf("--spawn: --addr %q is not host:port", addr)
 	}
 	if err := checkLoopbackHost(host); err != nil {
-		return false, fmt.Errorf("--spawn: %w", err)
+		return fmt.Errorf("--spawn: %w", err)
 	}
 	if _, ok := flagValue(argv, "data"); !ok {
 		argv = append(argv, "--data", filepath.Join(e.workDir, "data"))
@@ -450,21 +449,20 @@ func (e *engine) spawn(ctx context.Context) (formsApplied bool, err error) {
 	if _, ok := flagValue(argv, "forms"); !ok {
 		path := filepath.Join(e.workDir, "loadtest-form.yaml")
 		if err := os.WriteFile(path, []byte(loadtestForm(e.form, e.cfg.Capacity, e.cfg.WhenFull)), 0o600); err != nil {
-			return false, fmt.Errorf("write the form: %w", err)
+			return fmt.Errorf("write the form: %w", err)
 		}
 		argv = append(argv, "--forms", path)
-		formsApplied = true
 	}
 	e.sup, err = newSupervisor(argv, e.cfg.SpawnEnv, addr, filepath.Join(e.workDir, "server.log"))
 	if err != nil {
-		return false, err
+		return err
 	}
 	e.serverBase = "http://" + addr
 	e.log.Info("starting the server", "command", strings.Join(argv, " "))
 	if err := e.sup.start(ctx, time.Minute); err != nil {
-		return false, err
+		return err
 	}
-	return formsApplied, nil
+	return nil
 }
 
 // applyForm stores the run's form through the admin API.

@@ -43,6 +43,7 @@ const (
 	CodeEntryNotFound        = "entry-not-found"
 	CodeEntryNotLive         = "entry-not-live"
 	CodeEntryPending         = "entry-pending"
+	CodeEntryNotSpam         = "entry-not-spam"
 	CodeForbidden            = "forbidden"
 	CodeInvalidCredentials   = "invalid-credentials"
 	CodeLoginLocked          = "login-locked"
@@ -89,7 +90,8 @@ var Codes = map[string]Info{
 	CodeMethodNotAllowed:     {Status: 405, Title: "Method not allowed", Explain: "This address does not take that method."},
 	CodeInvalidDefinition:    {Status: 422, Title: "Invalid form definition", Explain: "The form definitions were refused; the detail names each form, field and problem with what would be valid. Nothing was applied."},
 	CodeEntryNotFound:        {Status: 404, Title: "Entry not found", Explain: "No entry (or dead letter) with this id or key exists on this form."},
-	CodeEntryNotLive:         {Status: 409, Title: "Entry not live", Explain: "Only stored or waitlisted entries can be cancelled; this one is not."},
+	CodeEntryNotLive:         {Status: 409, Title: "Entry not live", Explain: "Only stored or waitlisted entries can be cancelled or marked as spam; this one is not."},
+	CodeEntryNotSpam:         {Status: 409, Title: "Entry not spam", Explain: "Only an entry classed as spam, with its data, can be decided again as a real submission."},
 	CodeEntryPending:         {Status: 409, Title: "Entry still being processed", Explain: "The entry is journaled but not decided yet, so it cannot be changed now. Try again in a moment.", RetryAfter: 1},
 	CodeForbidden:            {Status: 403, Title: "Forbidden", Explain: "Your account may not do this: its role or its sites do not allow it."},
 	CodeInvalidCredentials:   {Status: 401, Title: "Sign-in failed", Explain: "The e-mail or the password is wrong. After too many failures sign-ins from the same address or for the same account are refused for a while."},

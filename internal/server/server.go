@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/erasure"
@@ -39,7 +40,7 @@ type Server struct {
 	cfg     config.Config
 	log     *slog.Logger
 	Journal journal.Journal
-	Store   store.Store
+	Store   Store
 	Forms   *form.Registry
 	// Hasher keys fingerprints and claims with the installation's secret.
 	Hasher    *form.Hasher
@@ -49,9 +50,15 @@ type Server struct {
 	unlock    func() // releases the data directory's lock
 	handler   http.Handler
 	ready     atomic.Bool
-	// NewAdminToken is the admin token made on this first start, to be
-	// printed once; empty when the store already had one.
+	// Accounts are who may use the admin API and the console.
+	Accounts *accounts.Service
+	// NewAdminToken is the admin token issued on this start, to be
+	// printed: on the first start, and again at each start until the
+	// token is first used. Empty once it has been used.
 	NewAdminToken string
+	// SetupCode is the one-time code of the setup link that makes the
+	// first account, while there is none; empty once there is one.
+	SetupCode string
 }
 
 // Open opens the drivers, makes the admin token on first start, applies
@@ -81,36 +88,50 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 // OpenWith is Open on drivers the caller opened (tests wrap them to inject
 // faults). The server owns them from here: Close closes them, also when
 // OpenWith fails.
-func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journal.Journal, st Store) (s *Server, err error) {
-	s = &Server{cfg: cfg, log: log, Journal: j, Store: st}
-	defer func() {
-		if err != nil {
-			s.closeDrivers()
-		}
-	}()
-	secret, err := InstallationSecret(ctx, cfg, s.Store)
-	if err != nil {
+func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journal.Journal, st Store) (*Server, error) {
+	s := &Server{cfg: cfg, log: log, Journal: j, Store: st}
+	if err := s.open(ctx, reg()); err != nil {
+		s.closeDrivers()
 		return nil, err
 	}
-	s.Hasher = form.NewHasher(secret)
-	token, hash := admin.NewToken()
-	created, err := s.Store.PutToken(ctx, "admin", hash, true)
+	return s, nil
+}
+
+// open prepares the server on its drivers: the secret, the forms, the
+// admin token and setup link (once everything else is sound, so that a
+// start that fails never consumes them), and the routes.
+func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
+	cfg, log := s.cfg, s.log
+	secret, err := InstallationSecret(ctx, cfg, s.Store)
 	if err != nil {
-		return nil, fmt.Errorf("make admin token: %w", err)
+		return err
 	}
-	if created {
-		s.NewAdminToken = token
-	}
+	s.Hasher = form.NewHasher(secret)
 	if cfg.Forms != "" {
 		if _, err := ApplyFormsFile(ctx, s.Store, cfg.Forms); err != nil {
-			return nil, err
+			return fmt.Errorf("--forms %s (FORMD_FORMS): %w", cfg.Forms, err)
 		}
 	}
 	s.Forms = form.NewRegistry(s.Store, log)
 	if err := s.Forms.Refresh(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	reg := prometheus.NewRegistry()
+	s.Accounts = accounts.New(s.Store, accounts.Config{})
+	// The admin token is issued again at each start until it is first
+	// used: one printed where nobody read it is never the only way in.
+	token, hash := accounts.NewToken()
+	issued, err := s.Store.PutToken(ctx, "admin", hash, true)
+	if err != nil {
+		return fmt.Errorf("make the admin token: %w", err)
+	}
+	if issued {
+		s.NewAdminToken = token
+	}
+	if code, ok, err := s.Accounts.SetupCode(ctx); err != nil {
+		return fmt.Errorf("make the setup link: %w", err)
+	} else if ok {
+		s.SetupCode = code
+	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store})
 	s.notify = processor.NewNotifier()
@@ -142,12 +163,12 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 	pages := hosted.New(s.Forms, places, status, time.Now, log)
 	in = intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
-		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Places: places, Hasher: s.Hasher,
+		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.Store,
 		Logger: log, Metrics: intake.NewMetrics(reg),
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
-	admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Redrive: s.redrive, Forget: s.Forget, Log: log}).Register(mux)
+	admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget, Log: log}).Register(mux)
 	pages.Register(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -159,8 +180,11 @@ func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journa
 		problem.Write(w, r, log, problem.New(problem.CodeNotFound, ""))
 	})
 	s.handler = mux
-	return s, nil
+	return nil
 }
+
+// reg is a fresh metrics registry for one instance.
+func reg() *prometheus.Registry { return prometheus.NewRegistry() }
 
 // Handler is the instance's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -342,9 +366,9 @@ func (s *Server) redrive(ctx context.Context, formID, key string) error {
 
 // Forget erases a person's entries, across forms, from the store and the
 // journal.
-func (s *Server) Forget(ctx context.Context, p erasure.Person, dryRun bool) (erasure.Report, error) {
+func (s *Server) Forget(ctx context.Context, p erasure.Person, allow func(site string) bool, dryRun bool) (erasure.Report, error) {
 	fg, _ := s.Journal.(journal.Forgetter)
-	return erasure.Forget(ctx, s.Store, fg, p, dryRun)
+	return erasure.Forget(ctx, s.Store, fg, p, allow, dryRun)
 }
 
 // Processor is the instance's processor, for replay.

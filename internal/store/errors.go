@@ -8,6 +8,9 @@ var (
 	// ErrNotLive means the entry exists but is neither stored nor
 	// waitlisted, so it cannot be cancelled.
 	ErrNotLive error = &codedError{"entry is not stored or waitlisted", "entry-not-live"}
+	// ErrNotSpam means the entry is not classed as spam (or its data was
+	// erased), so it cannot be decided again as a real submission.
+	ErrNotSpam error = &codedError{"entry is not spam with its data", "entry-not-spam"}
 	// ErrUnavailable marks a failure of the store itself (connection lost,
 	// database locked or full) rather than of the submissions in hand: the
 	// processor retries the same batch with backoff and counts no attempt

@@ -20,6 +20,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/formd/formd/internal/journal"
@@ -61,6 +63,30 @@ func EventFor(decision string) string {
 		return EventSpam
 	}
 	return ""
+}
+
+// Event is one event of an entry, from the outbox.
+type Event struct {
+	Seq     uint64
+	EntryID string
+	// N is the how-manieth event of its type for the entry: 1 unless the
+	// entry went through the same change before.
+	N      int
+	Type   string
+	Form   string
+	Site   string
+	Status string
+	At     time.Time
+}
+
+// ID is the event's id, stable forever: deliveries of it carry it
+// (webhook-id), so receivers can tell a retry from a new event.
+func (e Event) ID() string {
+	id := "evt_" + e.EntryID + "_" + strings.TrimPrefix(e.Type, "submission.")
+	if e.N > 1 {
+		id += "_" + strconv.Itoa(e.N)
+	}
+	return id
 }
 
 // Outcome is the decision for one (form, key).
@@ -121,6 +147,40 @@ func (c Capacity) Left() int {
 	return max(*c.Limit-c.Taken, 0)
 }
 
+// EntryQuery selects a page of a form's entries, newest first.
+type EntryQuery struct {
+	Form string
+	// Statuses, when any, keeps only entries with one of these statuses.
+	Statuses []string
+	// Since and Until bound the time received (Until exclusive); zero for
+	// no bound.
+	Since, Until time.Time
+	// Before is the cursor of the page: entries older than this one (its
+	// Seq and ID, as the last row of the previous page has them); zero for
+	// the newest.
+	Before Cursor
+	// Limit bounds the page; 50 when zero, at most 500.
+	Limit int
+}
+
+// PageSize is the size of a page of entries for a requested limit.
+func PageSize(limit int) int {
+	switch {
+	case limit <= 0:
+		return 50
+	case limit > 500:
+		return 500
+	}
+	return limit
+}
+
+// Cursor marks a place in a form's entries for keyset paging: the journal
+// position, then the id for entries that share one.
+type Cursor struct {
+	Seq uint64
+	ID  string
+}
+
 // Row is one entry as exported.
 type Row struct {
 	Seq        uint64
@@ -130,6 +190,16 @@ type Row struct {
 	Status     string
 	ReceivedAt time.Time
 	Data       json.RawMessage
+}
+
+// Arrival is what a device reports about one key: that the person pressed
+// send (StartedAt) and that a definitive answer came (AnsweredAt, State),
+// both by the device's clock; zero when not reported.
+type Arrival struct {
+	Key        string
+	StartedAt  time.Time
+	AnsweredAt time.Time
+	State      string
 }
 
 // EntryRef names one entry.
@@ -166,6 +236,18 @@ type Store interface {
 	// frees its claims and place, and promotes the oldest waitlisted entries
 	// into free places. It returns the promoted entries' ids.
 	Cancel(ctx context.Context, form, id string) (promoted []string, err error)
+	// Entries reads a page of a form's entries, newest first, by keyset
+	// (a page costs the same at the millionth entry as at the first).
+	Entries(ctx context.Context, q EntryQuery) ([]Row, error)
+	// History lists an entry's events, oldest first.
+	History(ctx context.Context, entryID string) ([]Event, error)
+	// MarkSpam takes a stored or waitlisted entry out as spam: its claims
+	// and place are freed and the waitlist promoted (their ids returned);
+	// its decision becomes spam.
+	MarkSpam(ctx context.Context, form, id string) (promoted []string, err error)
+	// NotSpam decides an entry classed as spam again as a real submission:
+	// participant, place, waitlist, as for a new one.
+	NotSpam(ctx context.Context, form, id string) (Outcome, error)
 	// PutForms creates or replaces form definitions and their capacity
 	// settings; when places grow, waitlisted entries are promoted.
 	PutForms(ctx context.Context, forms []FormRecord) error
@@ -196,13 +278,20 @@ type Store interface {
 	// EraseEntries erases the entries with these ids as Erase does, and
 	// returns how many still had data.
 	EraseEntries(ctx context.Context, ids []string) (int, error)
+	// RecordArrivals keeps devices' reports on a form's keys, merging them
+	// with what earlier reports said; the first report's server time is
+	// kept.
+	RecordArrivals(ctx context.Context, form string, reports []Arrival, now time.Time) error
 	// PutSetting stores value under name unless one is there already, and
 	// returns the value stored: the first writer wins, across instances.
 	PutSetting(ctx context.Context, name string, value []byte) ([]byte, error)
-	// PutToken stores a token's hash under a name; with onlyIfNew it does
-	// nothing (and returns false) when the name exists.
-	PutToken(ctx context.Context, name string, hash []byte, onlyIfNew bool) (bool, error)
-	// TokenValid says whether some stored token has this hash.
+	// PutToken stores a token's hash under a name and says whether it did;
+	// with unlessUsed it does so only when the name is new or its token
+	// was never used (so a token nobody received can be issued again, and
+	// one in use is never replaced).
+	PutToken(ctx context.Context, name string, hash []byte, unlessUsed bool) (bool, error)
+	// TokenValid says whether some stored token has this hash, and marks it
+	// used.
 	TokenValid(ctx context.Context, hash []byte) (bool, error)
 	Close() error
 }

@@ -882,7 +882,9 @@ export function enhance(el, o = {}) {
       const label = ((f && (f.getAttribute('data-label') || (f.labels && f.labels[0] && f.labels[0].textContent))) || fe.field).replace(/\s*\*\s*$/, '').trim();
       const t = text('err-' + fe.code, '');
       const msg = fe.code === 'native' ? fe.message : t ? fieldText(t, fe, label) : label + ' ' + fe.message;
-      if (!f) {
+      // A field with no visible control (unknown to the page, or hidden)
+      // is named in the status line, where the person can read it.
+      if (!f || f.type === 'hidden') {
         rest.push(msg);
         continue;
       }

@@ -408,6 +408,30 @@ func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
 	return promoted, nil
 }
 
+// RecordArrivals merges devices' reports into arrivals.
+func (s *Store) RecordArrivals(ctx context.Context, form string, reports []store.Arrival, now time.Time) error {
+	return s.inTx(ctx, "record arrivals", func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, a := range reports {
+			b.Queue(`INSERT INTO arrivals(form, key, started_at, answered_at, state, reported_at) VALUES ($1, $2, $3, $4, $5, $6)
+				ON CONFLICT (form, key) DO UPDATE SET started_at = coalesce(arrivals.started_at, excluded.started_at),
+					answered_at = coalesce(excluded.answered_at, arrivals.answered_at),
+					state = CASE WHEN excluded.state <> '' THEN excluded.state ELSE arrivals.state END`,
+				form, a.Key, timeOrNull(a.StartedAt), timeOrNull(a.AnsweredAt), a.State, micro(now))
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// timeOrNull is t, or NULL for the zero time.
+func timeOrNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = micro(t)
+	return &t
+}
+
 // PutSetting stores value under name unless a value is there, and returns
 // the value stored.
 func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]byte, error) {
@@ -417,6 +441,149 @@ func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]by
 			ON CONFLICT (name) DO UPDATE SET value = settings.value RETURNING value`, name, value).Scan(&stored)
 	})
 	return stored, err
+}
+
+// Entries reads a page of a form's entries, newest first.
+func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error) {
+	where := []string{"form = $1"}
+	args := []any{q.Form}
+	// arg adds a parameter and names it.
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if len(q.Statuses) > 0 {
+		where = append(where, "status = ANY("+arg(q.Statuses)+")")
+	}
+	if !q.Since.IsZero() {
+		where = append(where, "received_at >= "+arg(q.Since))
+	}
+	if !q.Until.IsZero() {
+		where = append(where, "received_at < "+arg(q.Until))
+	}
+	if q.Before != (store.Cursor{}) {
+		where = append(where, "(seq, id) < ("+arg(int64(q.Before.Seq))+", "+arg(q.Before.ID)+")")
+	}
+	limit := arg(store.PageSize(q.Limit))
+	rows, err := s.pool.Query(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+
+		strings.Join(where, " AND ")+` ORDER BY seq DESC, id DESC LIMIT `+limit, args...)
+	if err != nil {
+		return nil, classify("list entries", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Row, error) {
+		row := store.Row{Form: q.Form}
+		var seq int64
+		err := r.Scan(&seq, &row.ID, &row.Key, &row.Status, &row.ReceivedAt, &row.Data)
+		row.Seq = uint64(seq)
+		return row, err
+	})
+	if err != nil {
+		return nil, classify("list entries", err)
+	}
+	return out, nil
+}
+
+// History lists an entry's events, oldest first.
+func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, entry_id, n, type, form, site, status, at FROM events WHERE entry_id = $1 ORDER BY seq`, entryID)
+	if err != nil {
+		return nil, classify("read history", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
+		var e store.Event
+		var seq int64
+		err := r.Scan(&seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &e.At)
+		e.Seq = uint64(seq)
+		return e, err
+	})
+	if err != nil {
+		return nil, classify("read history", err)
+	}
+	return out, nil
+}
+
+// MarkSpam takes a live entry out as spam, freeing its claims and place
+// and promoting the waitlist. The entry's row is locked first, as for
+// Cancel.
+func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error) {
+	var promoted []string
+	var refused error
+	err := s.inTx(ctx, "mark spam", func(tx pgx.Tx) error {
+		promoted, refused = nil, nil
+		var was string
+		err := tx.QueryRow(ctx, `SELECT status FROM entries WHERE form = $1 AND id = $2 FOR UPDATE`, form, id).Scan(&was)
+		if errors.Is(err, pgx.ErrNoRows) {
+			refused = fmt.Errorf("mark spam %s/%s: %w", form, id, store.ErrNotFound)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if was != store.StatusStored && was != store.StatusWaitlisted {
+			refused = fmt.Errorf("mark spam %s/%s (status %s): %w", form, id, was, store.ErrNotLive)
+			return nil
+		}
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE entries SET status = 'spam', decision = 'spam' WHERE id = $1`, id)
+		b.Queue(`DELETE FROM claims WHERE entry_id = $1`, id)
+		b.Queue(`SELECT formd_event($1, 'submission.cancelled', $2, (SELECT site FROM entries WHERE id = $1), 'spam', $3)`, id, form, micro(s.now()))
+		if was == store.StatusStored {
+			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)
+		}
+		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1) p`, form).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&promoted)
+		})
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return promoted, refused
+}
+
+// NotSpam decides an entry classed as spam again as a real submission,
+// with the same formd_place as a new one.
+func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, error) {
+	o := store.Outcome{ID: id, Form: form}
+	var refused error
+	err := s.inTx(ctx, "not spam", func(tx pgx.Tx) error {
+		refused = nil
+		var (
+			status, site string
+			claims       []string
+			fp           []byte
+			hasData      bool
+		)
+		err := tx.QueryRow(ctx, `SELECT key, site, status, claims, received_at, fingerprint, data IS NOT NULL FROM entries
+			WHERE form = $1 AND id = $2 FOR UPDATE`, form, id).Scan(&o.Key, &site, &status, &claims, &o.ReceivedAt, &fp, &hasData)
+		if errors.Is(err, pgx.ErrNoRows) {
+			refused = fmt.Errorf("not spam %s/%s: %w", form, id, store.ErrNotFound)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if status != store.StatusSpam || !hasData {
+			refused = fmt.Errorf("not spam %s/%s (status %s): %w", form, id, status, store.ErrNotSpam)
+			return nil
+		}
+		copy(o.Fingerprint[:], fp)
+		if _, err := tx.Exec(ctx, `UPDATE entries SET status = 'stored', decision = 'stored' WHERE id = $1`, id); err != nil {
+			return err
+		}
+		var same sameAs
+		if err := tx.QueryRow(ctx, `SELECT o_status, o_same_id, o_same_key, o_same_decision, o_same_received_at
+			FROM formd_place($1, $2, $3, $4, $5, $6)`, id, form, site, claims, fp, micro(s.now())).
+			Scan(&o.Status, &same.id, &same.key, &same.decision, &same.receivedAt); err != nil {
+			return err
+		}
+		o.Decision, o.SameAs = o.Status, same.original()
+		return nil
+	})
+	if err != nil {
+		return o, err
+	}
+	return o, refused
 }
 
 // PutForms upserts definitions and capacity settings in one transaction.
@@ -603,10 +770,11 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 }
 
 // PutToken stores a token hash under a name.
-func (s *Store) PutToken(ctx context.Context, name string, hash []byte, onlyIfNew bool) (bool, error) {
-	q := `INSERT INTO tokens(name, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at`
-	if onlyIfNew {
-		q = `INSERT INTO tokens(name, hash, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`
+func (s *Store) PutToken(ctx context.Context, name string, hash []byte, unlessUsed bool) (bool, error) {
+	q := `INSERT INTO tokens(name, hash, created_at) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, used_at = NULL`
+	if unlessUsed {
+		q += ` WHERE tokens.used_at IS NULL`
 	}
 	tag, err := s.pool.Exec(ctx, q, name, hash, micro(s.now()))
 	if err != nil {
@@ -615,11 +783,21 @@ func (s *Store) PutToken(ctx context.Context, name string, hash []byte, onlyIfNe
 	return tag.RowsAffected() == 1, nil
 }
 
-// TokenValid says whether a token with this hash exists.
+// TokenValid says whether a token with this hash exists, and marks it
+// used the first time.
 func (s *Store) TokenValid(ctx context.Context, hash []byte) (bool, error) {
-	var ok bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tokens WHERE hash = $1)`, hash).Scan(&ok); err != nil {
+	var used *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT used_at FROM tokens WHERE hash = $1`, hash).Scan(&used)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
 		return false, classify("check token", err)
 	}
-	return ok, nil
+	if used == nil {
+		if _, err := s.pool.Exec(ctx, `UPDATE tokens SET used_at = $1 WHERE hash = $2 AND used_at IS NULL`, micro(s.now()), hash); err != nil {
+			return false, classify("mark token used", err)
+		}
+	}
+	return true, nil
 }

@@ -254,19 +254,27 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 	if sub.Spam {
 		return o, nil
 	}
-	for _, c := range sub.Claims {
-		res, err := st.claim.ExecContext(ctx, sub.Form, c, sub.ID)
+	return s.place(ctx, st, o, sub.Claims)
+}
+
+// place decides the participant and the place of an entry whose row is
+// in, as stored (see package store for the rules): its claims, then a
+// guarded place, then the waitlist or a rejection. The decision of a new
+// submission, and of a submission an owner marks as not spam.
+func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []string) (store.Outcome, error) {
+	for _, c := range claims {
+		res, err := st.claim.ExecContext(ctx, o.Form, c, o.ID)
 		if err != nil {
 			return o, fmt.Errorf("claim: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			if err := resendOf(ctx, st, &o, sub.Form, c); err != nil {
+			if err := resendOf(ctx, st, &o, o.Form, c); err != nil {
 				return o, err
 			}
 			return s.settle(ctx, st, o, store.StatusDuplicate, true)
 		}
 	}
-	res, err = st.take.ExecContext(ctx, sub.Form)
+	res, err := st.take.ExecContext(ctx, o.Form)
 	if err != nil {
 		return o, fmt.Errorf("take a place: %w", err)
 	}
@@ -274,7 +282,7 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 		return o, nil
 	}
 	var whenFull string
-	switch err := st.whenFull.QueryRowContext(ctx, sub.Form).Scan(&whenFull); {
+	switch err := st.whenFull.QueryRowContext(ctx, o.Form).Scan(&whenFull); {
 	case errors.Is(err, sql.ErrNoRows):
 		return o, nil // a form the store has no settings for has no limit
 	case err != nil:
@@ -504,6 +512,172 @@ func recordEvent(ctx context.Context, tx *sql.Tx, entryID, typ, status string, a
 		return fmt.Errorf("record %s: %w", typ, err)
 	}
 	return nil
+}
+
+// Entries reads a page of a form's entries, newest first.
+func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error) {
+	where := []string{"form = ?"}
+	args := []any{q.Form}
+	if len(q.Statuses) > 0 {
+		where = append(where, "status IN (?"+strings.Repeat(",?", len(q.Statuses)-1)+")")
+		for _, st := range q.Statuses {
+			args = append(args, st)
+		}
+	}
+	if !q.Since.IsZero() {
+		where, args = append(where, "received_at >= ?"), append(args, q.Since.UnixMicro())
+	}
+	if !q.Until.IsZero() {
+		where, args = append(where, "received_at < ?"), append(args, q.Until.UnixMicro())
+	}
+	if q.Before != (store.Cursor{}) {
+		where, args = append(where, "(seq, id) < (?, ?)"), append(args, q.Before.Seq, q.Before.ID)
+	}
+	args = append(args, store.PageSize(q.Limit))
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+
+		strings.Join(where, " AND ")+` ORDER BY seq DESC, id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, classify("list entries", err)
+	}
+	defer rows.Close()
+	var out []store.Row
+	for rows.Next() {
+		r := store.Row{Form: q.Form}
+		var us int64
+		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &r.Data); err != nil {
+			return nil, classify("list entries", err)
+		}
+		r.ReceivedAt = time.UnixMicro(us)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list entries", err)
+	}
+	return out, nil
+}
+
+// History lists an entry's events, oldest first.
+func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, entry_id, n, type, form, site, status, at FROM events WHERE entry_id = ? ORDER BY seq`, entryID)
+	if err != nil {
+		return nil, classify("read history", err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &at); err != nil {
+			return nil, classify("read history", err)
+		}
+		e.At = time.UnixMicro(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read history", err)
+	}
+	return out, nil
+}
+
+// MarkSpam takes a live entry out as spam: its claims and place are
+// freed, the waitlist promoted, and its decision becomes spam (a retry of
+// its key is answered "received").
+func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, classify("mark spam: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var was string
+	err = tx.QueryRowContext(ctx, `SELECT status FROM entries WHERE form = ? AND id = ?`, form, id).Scan(&was)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("mark spam %s/%s: %w", form, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, classify("mark spam", err)
+	}
+	if was != store.StatusStored && was != store.StatusWaitlisted {
+		return nil, fmt.Errorf("mark spam %s/%s (status %s): %w", form, id, was, store.ErrNotLive)
+	}
+	now := s.now()
+	for _, q := range []string{
+		`UPDATE entries SET status = 'spam', decision = 'spam' WHERE id = ?`,
+		`DELETE FROM claims WHERE entry_id = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, id); err != nil {
+			return nil, classify("mark spam", err)
+		}
+	}
+	if err := recordEvent(ctx, tx, id, store.EventCancelled, store.StatusSpam, now); err != nil {
+		return nil, classify("mark spam: event", err)
+	}
+	if was == store.StatusStored {
+		if _, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken - 1 WHERE form = ? AND taken > 0`, form); err != nil {
+			return nil, classify("mark spam: free place", err)
+		}
+	}
+	promoted, err := promote(ctx, tx, form, now)
+	if err != nil {
+		return nil, classify("mark spam: promote", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, classify("mark spam: commit", err)
+	}
+	return promoted, nil
+}
+
+// NotSpam decides an entry classed as spam again, as a real submission:
+// its participant and place as for a new one, in one transaction.
+func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return store.Outcome{}, classify("not spam: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var (
+		o       = store.Outcome{ID: id, Form: form}
+		status  string
+		site    string
+		claims  string
+		us      int64
+		fp      []byte
+		hasData bool
+	)
+	err = tx.QueryRowContext(ctx, `SELECT key, site, status, claims, received_at, fingerprint, data IS NOT NULL FROM entries WHERE form = ? AND id = ?`, form, id).
+		Scan(&o.Key, &site, &status, &claims, &us, &fp, &hasData)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, fmt.Errorf("not spam %s/%s: %w", form, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return o, classify("not spam", err)
+	}
+	if status != store.StatusSpam || !hasData {
+		return o, fmt.Errorf("not spam %s/%s (status %s): %w", form, id, status, store.ErrNotSpam)
+	}
+	o.ReceivedAt = time.UnixMicro(us)
+	copy(o.Fingerprint[:], fp)
+	o.Decision, o.Status = store.StatusStored, store.StatusStored
+	st := s.hot.in(ctx, tx)
+	defer st.close()
+	if _, err := st.setStatus.ExecContext(ctx, store.StatusStored, store.StatusStored, form, o.Key); err != nil {
+		return o, classify("not spam", err)
+	}
+	var list []string
+	if claims != "" {
+		list = strings.Split(claims, ",")
+	}
+	if o, err = s.place(ctx, st, o, list); err != nil {
+		return o, classify("not spam", err)
+	}
+	if typ := store.EventFor(o.Decision); typ != "" {
+		if _, err := st.event.ExecContext(ctx, o.ID, typ, form, site, o.Status, s.now().UnixMicro()); err != nil {
+			return o, classify("not spam: event", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return o, classify("not spam: commit", err)
+	}
+	return o, nil
 }
 
 // promote moves the oldest waitlisted entries into free places, one guarded
@@ -785,6 +959,36 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	return out, nil
 }
 
+// RecordArrivals merges devices' reports into arrivals.
+func (s *Store) RecordArrivals(ctx context.Context, form string, reports []store.Arrival, now time.Time) error {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("record arrivals: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	for _, a := range reports {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO arrivals(form, key, started_at, answered_at, state, reported_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(form, key) DO UPDATE SET started_at = coalesce(arrivals.started_at, excluded.started_at),
+				answered_at = coalesce(excluded.answered_at, arrivals.answered_at),
+				state = CASE WHEN excluded.state != '' THEN excluded.state ELSE arrivals.state END`,
+			form, a.Key, microOrNull(a.StartedAt), microOrNull(a.AnsweredAt), a.State, now.UnixMicro()); err != nil {
+			return classify("record arrivals", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return classify("record arrivals: commit", err)
+	}
+	return nil
+}
+
+// microOrNull is t in Unix microseconds, or NULL for the zero time.
+func microOrNull(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
 // PutSetting stores value under name unless a value is there, and returns
 // the value stored.
 func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]byte, error) {
@@ -798,10 +1002,11 @@ func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]by
 }
 
 // PutToken stores a token hash under a name.
-func (s *Store) PutToken(ctx context.Context, name string, hash []byte, onlyIfNew bool) (bool, error) {
-	q := `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at`
-	if onlyIfNew {
-		q = `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING`
+func (s *Store) PutToken(ctx context.Context, name string, hash []byte, unlessUsed bool) (bool, error) {
+	q := `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?)
+		ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, used_at = NULL`
+	if unlessUsed {
+		q += ` WHERE tokens.used_at IS NULL`
 	}
 	res, err := s.wdb.ExecContext(ctx, q, name, hash, s.now().UnixMicro())
 	if err != nil {
@@ -811,15 +1016,21 @@ func (s *Store) PutToken(ctx context.Context, name string, hash []byte, onlyIfNe
 	return n == 1, nil
 }
 
-// TokenValid says whether a token with this hash exists.
+// TokenValid says whether a token with this hash exists, and marks it
+// used the first time.
 func (s *Store) TokenValid(ctx context.Context, hash []byte) (bool, error) {
-	var one int
-	err := s.rdb.QueryRowContext(ctx, `SELECT 1 FROM tokens WHERE hash = ?`, hash).Scan(&one)
+	var used sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx, `SELECT used_at FROM tokens WHERE hash = ?`, hash).Scan(&used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, classify("check token", err)
+	}
+	if !used.Valid {
+		if _, err := s.wdb.ExecContext(ctx, `UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL`, s.now().UnixMicro(), hash); err != nil {
+			return false, classify("mark token used", err)
+		}
 	}
 	return true, nil
 }

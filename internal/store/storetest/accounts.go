@@ -21,7 +21,7 @@ import (
 // AccountsStore is a store driver that keeps the console's accounts.
 type AccountsStore interface {
 	accounts.Store
-	PutToken(ctx context.Context, name string, hash []byte, onlyIfNew bool) (bool, error)
+	PutToken(ctx context.Context, name string, hash []byte, unlessUsed bool) (bool, error)
 	Close() error
 }
 

@@ -34,6 +34,9 @@ func Run(t *testing.T, newStore Opener) {
 		{"ReplayInsideOneBatch", testReplayInBatch},
 		{"DuplicateParticipant", testDuplicate},
 		{"ResendOfALiveEntry", testResend},
+		{"EventsWithEveryChange", testEvents},
+		{"SpamAndNotSpam", testSpamReclassify},
+		{"EntryPages", testEntryPages},
 		{"Settings", testSettings},
 		{"CapacityReject", testReject},
 		{"CapacityWaitlistInArrivalOrder", testWaitlist},
@@ -515,14 +518,23 @@ func testTokens(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	h1 := sha256.Sum256([]byte("one"))
 	h2 := sha256.Sum256([]byte("two"))
-	if ok, err := s.PutToken(ctx, "admin", h1[:], true); !ok || err != nil {
+	h0 := sha256.Sum256([]byte("never received"))
+	if ok, err := s.PutToken(ctx, "admin", h0[:], true); !ok || err != nil {
 		t.Fatalf("first token: %v %v", ok, err)
 	}
-	if ok, err := s.PutToken(ctx, "admin", h2[:], true); ok || err != nil {
-		t.Fatalf("onlyIfNew must not replace: %v %v", ok, err)
+	// Never used: issued again at the next start.
+	if ok, err := s.PutToken(ctx, "admin", h1[:], true); !ok || err != nil {
+		t.Fatalf("an unused token must be replaced: %v %v", ok, err)
+	}
+	if ok, _ := s.TokenValid(ctx, h0[:]); ok {
+		t.Fatal("the replaced token must not be valid")
 	}
 	if ok, _ := s.TokenValid(ctx, h1[:]); !ok {
 		t.Fatal("token one must be valid")
+	}
+	// Used: never replaced but by a forced rotation.
+	if ok, err := s.PutToken(ctx, "admin", h2[:], true); ok || err != nil {
+		t.Fatalf("a used token must not be replaced: %v %v", ok, err)
 	}
 	if ok, err := s.PutToken(ctx, "admin", h2[:], false); !ok || err != nil {
 		t.Fatalf("rotate: %v %v", ok, err)
@@ -630,5 +642,146 @@ func testFindErase(t *testing.T, s store.Store) {
 	}
 	if o := mustApply(t, s, sub("f", "c2", 5, "bo-claim"))[0]; o.Status != store.StatusDuplicate {
 		t.Fatalf("another person's claim was released: %+v", o)
+	}
+}
+
+// history is the types of an entry's events, "type:status" each.
+func history(t *testing.T, s store.Store, id string) []string {
+	t.Helper()
+	evs, err := s.History(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = strings.TrimPrefix(e.Type, "submission.") + ":" + e.Status
+		if e.ID() == "" || e.Form == "" || e.Site != "site" || e.At.IsZero() {
+			t.Fatalf("event %+v lacks its id, form, site or time", e)
+		}
+	}
+	return out
+}
+
+// testEvents: each decision that makes or changes an entry writes its
+// event in the same transaction; replays and refusals write none.
+func testEvents(t *testing.T, s store.Store) {
+	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+	out := mustApply(t, s, sub("f", "a", 1, "pa"), sub("f", "b", 2, "pb"), sub("f", "c", 3, "pa"))
+	spam := sub("f", "d", 4, "pd")
+	spam.Spam = true
+	spamOut := mustApply(t, s, spam)[0]
+	mustApply(t, s, sub("f", "a", 1, "pa")) // a replay
+	for id, want := range map[string][]string{
+		out[0].ID:  {"stored:stored"},
+		out[1].ID:  {"waitlisted:waitlisted"},
+		out[2].ID:  nil, // a duplicate is no entry
+		spamOut.ID: {"spam:spam"},
+	} {
+		if got := history(t, s, id); !slices.Equal(got, want) {
+			t.Fatalf("history of %s: %v, want %v", id, got, want)
+		}
+	}
+	if _, err := s.Cancel(ctxT(t), "f", out[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := history(t, s, out[0].ID); !slices.Equal(got, []string{"stored:stored", "cancelled:cancelled"}) {
+		t.Fatalf("after cancel: %v", got)
+	}
+	if got := history(t, s, out[1].ID); !slices.Equal(got, []string{"waitlisted:waitlisted", "promoted:stored"}) {
+		t.Fatalf("after promotion: %v", got)
+	}
+	evs, _ := s.History(ctxT(t), out[1].ID)
+	if evs[0].ID() == evs[1].ID() || evs[0].Seq >= evs[1].Seq {
+		t.Fatalf("event ids and order: %+v", evs)
+	}
+}
+
+// testSpamReclassify: an owner's "not spam" decides a spam entry again as
+// a real submission; "spam" takes a live one out and frees its place.
+func testSpamReclassify(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+	bot := sub("f", "bot", 1, "p-bot")
+	bot.Spam = true
+	person := sub("f", "person", 2, "p-person")
+	person.Spam = true
+	outs := mustApply(t, s, bot, person)
+	o, err := s.NotSpam(ctx, "f", outs[1].ID)
+	if err != nil || o.Status != store.StatusStored || o.Decision != store.StatusStored || o.Key != "person" {
+		t.Fatalf("not spam: %+v %v, want stored", o, err)
+	}
+	if got := mustOutcome(t, s, "f", "person"); got.Decision != store.StatusStored || got.Status != store.StatusStored {
+		t.Fatalf("the key's outcome after not spam: %+v", got)
+	}
+	if _, err := s.NotSpam(ctx, "f", outs[1].ID); !errors.Is(err, store.ErrNotSpam) {
+		t.Fatalf("not spam twice: %v, want ErrNotSpam", err)
+	}
+	// The only place is taken now: the next real submission waits.
+	if o := mustApply(t, s, sub("f", "later", 3, "p-later"))[0]; o.Status != store.StatusWaitlisted {
+		t.Fatalf("after not spam the place is taken: %+v", o)
+	}
+	promoted, err := s.MarkSpam(ctx, "f", outs[1].ID)
+	if err != nil || len(promoted) != 1 {
+		t.Fatalf("mark spam: %v %v, want the waitlisted entry promoted", promoted, err)
+	}
+	if got := mustOutcome(t, s, "f", "person"); got.Status != store.StatusSpam || got.Decision != store.StatusSpam {
+		t.Fatalf("after mark spam: %+v", got)
+	}
+	if got := history(t, s, outs[1].ID); !slices.Equal(got, []string{"spam:spam", "stored:stored", "cancelled:spam"}) {
+		t.Fatalf("history: %v", got)
+	}
+	// Its participant is free again.
+	if o := mustApply(t, s, sub("f", "again", 4, "p-person"))[0]; o.Status == store.StatusDuplicate {
+		t.Fatalf("after mark spam the claim still holds: %+v", o)
+	}
+	if _, err := s.MarkSpam(ctx, "f", outs[0].ID); !errors.Is(err, store.ErrNotLive) {
+		t.Fatalf("mark spam of spam: %v, want ErrNotLive", err)
+	}
+	if _, err := s.NotSpam(ctx, "f", "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("not spam of no entry: %v", err)
+	}
+}
+
+// testEntryPages: a form's entries newest first, filtered by status and
+// time, a page at a time by keyset.
+func testEntryPages(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", nil, "")
+	base := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
+	var batch []journal.Entry
+	for i := range 7 {
+		e := sub("f", fmt.Sprint("k", i), uint64(i+1))
+		e.ReceivedAt = base.Add(time.Duration(i) * time.Minute)
+		e.Spam = i%3 == 0 // k0, k3, k6
+		batch = append(batch, e)
+	}
+	batch = append(batch, sub("g", "other", 100))
+	mustApply(t, s, batch...)
+	var keys []string
+	q := store.EntryQuery{Form: "f", Limit: 3}
+	for {
+		page, err := s.Entries(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			keys = append(keys, r.Key)
+		}
+		if len(page) < q.Limit {
+			break
+		}
+		last := page[len(page)-1]
+		q.Before = store.Cursor{Seq: last.Seq, ID: last.ID}
+	}
+	if want := []string{"k6", "k5", "k4", "k3", "k2", "k1", "k0"}; !slices.Equal(keys, want) {
+		t.Fatalf("pages: %v, want %v", keys, want)
+	}
+	spam, err := s.Entries(ctx, store.EntryQuery{Form: "f", Statuses: []string{store.StatusSpam}})
+	if err != nil || len(spam) != 3 || spam[0].Key != "k6" || spam[0].Status != store.StatusSpam || len(spam[0].Data) == 0 {
+		t.Fatalf("spam: %+v %v", spam, err)
+	}
+	window, err := s.Entries(ctx, store.EntryQuery{Form: "f", Since: base.Add(2 * time.Minute), Until: base.Add(4 * time.Minute)})
+	if err != nil || len(window) != 2 || window[0].Key != "k3" || window[1].Key != "k2" {
+		t.Fatalf("time window: %+v %v", window, err)
 	}
 }

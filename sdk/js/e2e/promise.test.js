@@ -1,7 +1,5 @@
-// End-to-end checks of what the SDK relies on from the server changes of
-// this round (issues 8 and 10), which the server of this branch does not
-// have yet. Skipped unless FORMD_E2E_PROMISE=1; turn them on in CI once
-// those server changes are merged:
+// End-to-end checks of what the SDK relies on from the server's promise at
+// its edges:
 //   - spam is answered 201 with status "received";
 //   - a new key whose content equals the participant's live entry gets
 //     200, Idempotent-Replayed, and that entry's status document;
@@ -12,8 +10,6 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Formd, formdBinary, withBrowser, waitFor } from './harness.js';
-
-const on = process.env.FORMD_E2E_PROMISE === '1';
 
 /** @type {{bin: string, cleanup: () => void}} */
 let binary;
@@ -47,7 +43,7 @@ const reached = (page, state) => page.waitForSelector(`form[data-state="${state}
 /** @param {import('playwright-core').Page} page */
 const statusText = async (page) => (await page.locator('[data-formd-status]').textContent()) || '';
 
-describe('what the SDK relies on from this round\'s server changes', { skip: !on && 'set FORMD_E2E_PROMISE=1 once the server changes are merged', concurrency: 1, timeout: 60000 }, () => {
+describe('what the SDK relies on from the server', { concurrency: 1, timeout: 60000 }, () => {
   before(async () => {
     binary = formdBinary();
     server = await Formd.create(binary.bin);

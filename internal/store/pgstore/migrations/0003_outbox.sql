@@ -74,8 +74,67 @@ RETURNS void LANGUAGE sql AS $$
 	FROM events WHERE entry_id = p_entry AND type = p_type;
 $$;
 
--- formd_decide as in 0002, and each decision that makes an entry (stored,
--- waitlisted, spam) records its event in the same transaction.
+-- formd_place decides the participant and the place of an entry whose row
+-- is in, as stored (see package store for the rules), and records the
+-- event of the entry it makes: the decision of a new submission, and of a
+-- submission an owner marks as not spam.
+--   * each claim is an insert into claims' primary key; one that is held
+--     makes the entry a duplicate (a resend, same_as, when the holder has
+--     exactly its content), and the claims taken so far go again;
+--   * a place is an UPDATE ... WHERE taken < capacity on the form's row,
+--     whose row lock serializes instances and re-checks the guard after
+--     the wait, so no two transactions take the last place.
+CREATE FUNCTION formd_place(
+	p_id text, p_form text, p_site text, p_claims text[], p_fingerprint bytea, p_at timestamptz,
+	OUT o_status text, OUT o_same_id text, OUT o_same_key text, OUT o_same_decision text, OUT o_same_received_at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_claim text;
+	v_n integer;
+	v_when_full text;
+	v_holder entries%ROWTYPE;
+BEGIN
+	FOREACH v_claim IN ARRAY coalesce(p_claims, '{}') LOOP
+		INSERT INTO claims(form, claim, entry_id) VALUES (p_form, v_claim, p_id) ON CONFLICT DO NOTHING;
+		GET DIAGNOSTICS v_n = ROW_COUNT;
+		IF v_n = 0 THEN
+			DELETE FROM claims WHERE entry_id = p_id;
+			SELECT e.* INTO v_holder FROM claims c JOIN entries e ON e.id = c.entry_id WHERE c.form = p_form AND c.claim = v_claim;
+			IF FOUND AND v_holder.fingerprint = p_fingerprint THEN
+				o_same_id := v_holder.id; o_same_key := v_holder.key;
+				o_same_decision := v_holder.decision; o_same_received_at := v_holder.received_at;
+			END IF;
+			UPDATE entries SET status = 'duplicate', decision = 'duplicate', same_as = o_same_id WHERE id = p_id;
+			o_status := 'duplicate';
+			RETURN;
+		END IF;
+	END LOOP;
+	UPDATE capacity SET taken = taken + 1 WHERE form = p_form AND (capacity IS NULL OR taken < capacity);
+	GET DIAGNOSTICS v_n = ROW_COUNT;
+	IF v_n = 1 THEN
+		o_status := 'stored';
+	ELSE
+		SELECT when_full INTO v_when_full FROM capacity WHERE form = p_form;
+		IF NOT FOUND THEN
+			-- A form the store has no settings for has no limit.
+			o_status := 'stored';
+		ELSIF v_when_full = 'waitlist' THEN
+			o_status := 'waitlisted';
+		ELSE
+			o_status := 'rejected';
+			DELETE FROM claims WHERE entry_id = p_id;
+		END IF;
+	END IF;
+	UPDATE entries SET status = o_status, decision = o_status WHERE id = p_id;
+	IF o_status <> 'rejected' THEN
+		PERFORM formd_event(p_id, 'submission.' || o_status, p_form, p_site, o_status, p_at);
+	END IF;
+END;
+$$;
+
+-- formd_decide as in 0002, with the placing in formd_place, and the event
+-- of every entry it makes (stored, waitlisted, spam) recorded in the same
+-- transaction.
 CREATE OR REPLACE FUNCTION formd_decide(
 	p_id text, p_seq bigint, p_form text, p_site text, p_key text, p_spam boolean,
 	p_received_at timestamptz, p_decided_at timestamptz, p_fingerprint bytea,
@@ -86,10 +145,7 @@ CREATE OR REPLACE FUNCTION formd_decide(
 LANGUAGE plpgsql AS $$
 DECLARE
 	v_status text := CASE WHEN p_spam THEN 'spam' ELSE 'stored' END;
-	v_claim text;
 	v_n integer;
-	v_when_full text;
-	v_holder entries%ROWTYPE;
 BEGIN
 	INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
 	VALUES (p_id, p_seq, p_form, p_site, p_key, v_status, v_status, p_received_at, p_decided_at, p_fingerprint, p_claims, p_data)
@@ -113,46 +169,10 @@ BEGIN
 		PERFORM formd_event(p_id, 'submission.spam', p_form, p_site, v_status, p_decided_at);
 		RETURN;
 	END IF;
-	FOREACH v_claim IN ARRAY coalesce(p_claims, '{}') LOOP
-		INSERT INTO claims(form, claim, entry_id) VALUES (p_form, v_claim, p_id) ON CONFLICT DO NOTHING;
-		GET DIAGNOSTICS v_n = ROW_COUNT;
-		IF v_n = 0 THEN
-			DELETE FROM claims WHERE entry_id = p_id;
-			SELECT e.* INTO v_holder FROM claims c JOIN entries e ON e.id = c.entry_id WHERE c.form = p_form AND c.claim = v_claim;
-			IF FOUND AND v_holder.fingerprint = p_fingerprint THEN
-				o_same_id := v_holder.id; o_same_key := v_holder.key;
-				o_same_decision := v_holder.decision; o_same_received_at := v_holder.received_at;
-			END IF;
-			UPDATE entries SET status = 'duplicate', decision = 'duplicate', same_as = o_same_id WHERE id = p_id;
-			o_decision := 'duplicate'; o_status := 'duplicate';
-			RETURN;
-		END IF;
-	END LOOP;
-	UPDATE capacity SET taken = taken + 1 WHERE form = p_form AND (capacity IS NULL OR taken < capacity);
-	GET DIAGNOSTICS v_n = ROW_COUNT;
-	IF v_n = 1 THEN
-		o_decision := 'stored'; o_status := 'stored';
-		PERFORM formd_event(p_id, 'submission.stored', p_form, p_site, 'stored', p_decided_at);
-		RETURN;
-	END IF;
-	SELECT when_full INTO v_when_full FROM capacity WHERE form = p_form;
-	IF NOT FOUND THEN
-		-- A form the store has no settings for has no limit.
-		o_decision := 'stored'; o_status := 'stored';
-		PERFORM formd_event(p_id, 'submission.stored', p_form, p_site, 'stored', p_decided_at);
-		RETURN;
-	END IF;
-	IF v_when_full = 'waitlist' THEN
-		v_status := 'waitlisted';
-	ELSE
-		v_status := 'rejected';
-		DELETE FROM claims WHERE entry_id = p_id;
-	END IF;
-	UPDATE entries SET status = v_status, decision = v_status WHERE id = p_id;
-	o_decision := v_status; o_status := v_status;
-	IF v_status = 'waitlisted' THEN
-		PERFORM formd_event(p_id, 'submission.waitlisted', p_form, p_site, v_status, p_decided_at);
-	END IF;
+	SELECT pl.o_status, pl.o_same_id, pl.o_same_key, pl.o_same_decision, pl.o_same_received_at
+	INTO o_status, o_same_id, o_same_key, o_same_decision, o_same_received_at
+	FROM formd_place(p_id, p_form, p_site, p_claims, p_fingerprint, p_decided_at) pl;
+	o_decision := o_status;
 END;
 $$;
 
