@@ -38,7 +38,7 @@ func forgetCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ctx := context.Background()
-	j, st, err := server.OpenDrivers(ctx, cfg, cfg.Logger(os.Stderr))
+	j, st, err := server.AttachDrivers(ctx, cfg, cfg.Logger(os.Stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "formd forget: %v\n", err)
 		return 1

@@ -78,7 +78,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	log := cfg.Logger(os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	j, st, err := server.OpenDrivers(ctx, cfg, log)
+	j, st, err := server.AttachDrivers(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "formd replay: %v\n", err)
 		return 1
@@ -152,7 +152,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ctx := context.Background()
-	j, st, err := server.OpenDrivers(ctx, cfg, cfg.Logger(os.Stderr))
+	j, st, err := server.AttachDrivers(ctx, cfg, cfg.Logger(os.Stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "formd audit: %v\n", err)
 		return 1

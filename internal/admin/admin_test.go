@@ -196,3 +196,31 @@ func TestDeadLetterRetry(t *testing.T) {
 		t.Fatalf("retry of a stored entry: %d %s", code, body)
 	}
 }
+
+// lockedStore fails writes of form definitions as a locked or full
+// database does.
+type lockedStore struct {
+	server.Store
+	locked atomic.Bool
+}
+
+func (l *lockedStore) PutForms(ctx context.Context, forms []store.FormRecord) error {
+	if l.locked.Load() {
+		return fmt.Errorf("put forms: %w: database is locked", store.ErrUnavailable)
+	}
+	return l.Store.PutForms(ctx, forms)
+}
+
+// TestApplyFormsWhenTheStoreCannotWrite: 503 with Retry-After, not 500:
+// the owner can simply try again.
+func TestApplyFormsWhenTheStoreCannotWrite(t *testing.T) {
+	t.Parallel()
+	ls := &lockedStore{}
+	h := servertest.Start(t, forms, servertest.Options{WrapStore: func(s server.Store) server.Store { ls.Store = s; return ls }})
+	ls.locked.Store(true)
+	c := client{t: t, base: h.URL, token: h.Token}
+	code, body, hdr := c.do("PUT", "/v1/admin/forms", `{"id":"new-one","fields":[{"name":"x","type":"text"}]}`, true)
+	if code != 503 || problemCode(body) != "store-unavailable" || hdr.Get("Retry-After") == "" {
+		t.Fatalf("apply with the store locked: %d %s %v", code, body, hdr)
+	}
+}

@@ -49,6 +49,9 @@ type Config struct {
 	BatchSize   int
 	MaxAttempts int
 	QueueSize   int
+	// JournalMaxSize bounds the sqlite journal's file in bytes; 0 for no
+	// bound.
+	JournalMaxSize int64
 
 	ReconcileEvery  time.Duration
 	StaleAfter      time.Duration
@@ -147,7 +150,12 @@ var settings = []setting{
 		c.MaxBody = n
 		return nil
 	}},
-	{"rate-limit", "120/1m,burst=60", "submissions per client IP per form: N/DURATION[,burst=B], or off; a form's rate_limit overrides it", func(c *Config, v string) error {
+	// The default lets a crowd behind one address register at once (a
+	// campus, or a carrier's NAT putting thousands of phones behind one
+	// IP: 600 people in the first minute), while one runaway client is
+	// still held to 10 new submissions a second per form. Retries of a
+	// key and status queries never count.
+	{"rate-limit", "600/1m,burst=600", "new submissions per client IP per form: N/DURATION[,burst=B], or off; a form's rate_limit overrides it (retries and status queries never count)", func(c *Config, v string) error {
 		rl, err := parseRateLimit(v)
 		if err != nil {
 			return err
@@ -177,6 +185,18 @@ var settings = []setting{
 	{"workers", "0", "processor workers (0: 1 for the sqlite store, 4 for postgres)", intSetter(func(c *Config) *int { return &c.Workers }, 0, 256)},
 	{"batch-size", "512", "entries decided in one store transaction", intSetter(func(c *Config) *int { return &c.BatchSize }, 1, 10000)},
 	{"max-attempts", "5", "attempts of an entry that fails on its own before it is dead-lettered", intSetter(func(c *Config) *int { return &c.MaxAttempts }, 1, 100)},
+	{"journal-max-size", "0", "the sqlite journal's largest size, in bytes (KiB, MiB, GiB suffixes allowed): past it submissions get 503 and /readyz says not ready, rather than the disk filling; 0 for no bound", func(c *Config, v string) error {
+		if v == "0" {
+			c.JournalMaxSize = 0
+			return nil
+		}
+		n, err := parseSize(v)
+		if err != nil || n < 1<<20 {
+			return fmt.Errorf("%q is not a size of at least 1MiB; write bytes, or 512MiB, 20GiB; or 0 for no bound", v)
+		}
+		c.JournalMaxSize = n
+		return nil
+	}},
 	{"queue-size", "16384", "submissions waiting for the journal writer before new ones get 503 overloaded", intSetter(func(c *Config) *int { return &c.QueueSize }, 16, 1<<22)},
 	{"reconcile-every", "5s", "how often the reconciler looks for stale entries", durationSetter(func(c *Config) *time.Duration { return &c.ReconcileEvery }, 100*time.Millisecond, time.Hour)},
 	{"stale-after", "30s", "how long an entry may stay in processing before the reconciler re-drives it", durationSetter(func(c *Config) *time.Duration { return &c.StaleAfter }, time.Second, 24*time.Hour)},
@@ -378,7 +398,7 @@ func parseSize(v string) (int64, error) {
 	for _, suf := range []struct {
 		s string
 		m int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"KB", 1000}, {"MB", 1000 * 1000}, {"B", 1}} {
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}} {
 		if t, ok := strings.CutSuffix(s, suf.s); ok {
 			s, mult = t, suf.m
 			break

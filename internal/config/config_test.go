@@ -25,7 +25,7 @@ func TestDefaults(t *testing.T) {
 	t.Parallel()
 	c := Default()
 	if c.Addr != "127.0.0.1:8080" || c.Data != "./formd-data" || c.Journal != "sqlite" || c.Store != "sqlite" ||
-		c.DefaultWait != 5*time.Second || c.MaxBody != 1<<20 || c.Workers != 1 || c.RateLimit.Requests != 120 || c.RateLimit.Burst != 60 {
+		c.DefaultWait != 5*time.Second || c.MaxBody != 1<<20 || c.Workers != 1 || c.RateLimit.Requests != 600 || c.RateLimit.Burst != 600 {
 		t.Fatalf("defaults %+v", c)
 	}
 }

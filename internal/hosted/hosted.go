@@ -79,34 +79,46 @@ var templates = template.Must(template.New("").ParseFS(templateFS, "templates/pa
 
 // pageHeaders are set on every HTML page. The CSP allows only formd's own
 // script (the SDK) and inline styles; it leaves form-action open because
-// a form's thank-you redirect may go to the owner's site.
-func pageHeaders(w http.ResponseWriter) {
+// a form's thank-you redirect may go to the owner's site. A page may be
+// framed only by formd itself and the form's own origins (where the owner
+// embeds it), so no other site can dress it up to trick a person into
+// submitting (clickjacking).
+func pageHeaders(w http.ResponseWriter, f *form.Form) {
 	hdr := w.Header()
+	ancestors := "'self'"
+	if f != nil {
+		for _, o := range f.Def.Origins {
+			ancestors += " " + o
+		}
+	}
+	if ancestors == "'self'" {
+		hdr.Set("X-Frame-Options", "SAMEORIGIN") // for browsers before CSP 2
+	}
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
 	// Every view gets its own _key, and status pages change.
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("Vary", "Accept-Language")
-	hdr.Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; object-src 'none'")
+	hdr.Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; object-src 'none'; frame-ancestors "+ancestors)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "same-origin")
 }
 
 // render executes a template into a buffer first, so a failure answers 500
 // instead of half a page.
-func (h *Handler) render(w http.ResponseWriter, status int, name string, data any) {
+func (h *Handler) render(w http.ResponseWriter, f *form.Form, status int, name string, data any) {
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, name, data); err != nil {
 		h.log.Error("render hosted page", "template", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	pageHeaders(w)
+	pageHeaders(w, f)
 	w.WriteHeader(status)
 	w.Write(buf.Bytes()) //nolint:errcheck // the client may be gone
 }
 
 func (h *Handler) notFound(w http.ResponseWriter, l lang) {
-	h.render(w, http.StatusNotFound, "missing", map[string]any{"L": l})
+	h.render(w, nil, http.StatusNotFound, "missing", map[string]any{"L": l})
 }
 
 // page is GET /f/{form}: the form, or why it cannot be filled in now.
@@ -117,7 +129,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, l)
 		return
 	}
-	h.render(w, http.StatusOK, "page", h.view(r, f, l))
+	h.render(w, f, http.StatusOK, "page", h.view(r, f, l))
 }
 
 // view builds the page for f: a fresh key, places left, or a notice when
@@ -196,7 +208,7 @@ func (h *Handler) FormErrors(w http.ResponseWriter, r *http.Request, f *form.For
 			fv.Autofocus, focused = !focused, true
 		}
 	}
-	h.render(w, http.StatusUnprocessableEntity, "page", v)
+	h.render(w, f, http.StatusUnprocessableEntity, "page", v)
 }
 
 // done is GET /f/{form}/done?key=K, where a plain HTML post lands: the
@@ -228,7 +240,7 @@ func (h *Handler) done(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		msg = l.T["processing"]
 	}
-	h.render(w, http.StatusOK, "done", map[string]any{
+	h.render(w, f, http.StatusOK, "done", map[string]any{
 		"L": l, "Title": orDefault(f.Def.Title.For(l.Tag), f.ID()), "Status": status, "State": resultState(status),
 		"Message": msg, "Refresh": status == "processing", "Back": "/f/" + url.PathEscape(f.ID()),
 	})

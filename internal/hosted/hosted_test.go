@@ -52,6 +52,7 @@ when_full: reject
 id: thanks
 fields: [{name: name, type: text}]
 redirect: https://club.example.org/thanks?from=formd&x=1
+origins: [https://club.example.org]
 ---
 id: later
 fields: [{name: name, type: text}]
@@ -494,6 +495,27 @@ func TestFormErrorsKeepWhatWasTyped(t *testing.T) {
 		}
 		if strings.Count(page, "autofocus") != 1 {
 			t.Errorf("%s: %d autofocus attributes, want 1 (the first field to fix)", tc.lang, strings.Count(page, "autofocus"))
+		}
+	}
+}
+
+// TestFraming: a page may be framed only by formd and the form's own
+// origins, so another site cannot overlay it to trick a person.
+func TestFraming(t *testing.T) {
+	t.Parallel()
+	_, mux := newTestHandler(t, nil, nil)
+	for path, want := range map[string]string{
+		"/f/fair":    "frame-ancestors 'self'",
+		"/f/thanks":  "frame-ancestors 'self' https://club.example.org",
+		"/f/nowhere": "frame-ancestors 'self'",
+	} {
+		res := get(t, mux, path, nil)
+		csp := res.Header.Get("Content-Security-Policy")
+		if !strings.HasSuffix(csp, want) {
+			t.Errorf("%s: CSP %q, want it to end %q", path, csp, want)
+		}
+		if xfo := res.Header.Get("X-Frame-Options"); (want == "frame-ancestors 'self'") != (xfo == "SAMEORIGIN") {
+			t.Errorf("%s: X-Frame-Options %q", path, xfo)
 		}
 	}
 }

@@ -63,14 +63,14 @@ type Pages interface {
 // Config tunes the intake. Zero values take the defaults.
 type Config struct {
 	// DefaultWait is how long a POST waits for its outcome when the client
-	// states no preference. Default 5s.
+	// states no preference.
 	DefaultWait time.Duration
-	// MaxWait caps Prefer: wait=N. Default 30s.
+	// MaxWait caps Prefer: wait=N.
 	MaxWait time.Duration
-	// MaxBody is the body size limit in bytes. Default 1 MiB.
+	// MaxBody is the body size limit in bytes.
 	MaxBody int64
 	// RateLimit is the default per-client-IP, per-form limit; a form's own
-	// rate_limit overrides it. Default 120 requests a minute, burst 60.
+	// rate_limit overrides it.
 	RateLimit form.RateLimit
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client. Without them the TCP peer is the client.
@@ -94,19 +94,9 @@ type Config struct {
 	Metrics *Metrics
 }
 
+// setDefaults fills the parts that are not settings; the tunables come
+// from the configuration (package config), their one source of defaults.
 func (c *Config) setDefaults() {
-	if c.DefaultWait <= 0 {
-		c.DefaultWait = 5 * time.Second
-	}
-	if c.MaxWait <= 0 {
-		c.MaxWait = 30 * time.Second
-	}
-	if c.MaxBody <= 0 {
-		c.MaxBody = 1 << 20
-	}
-	if c.RateLimit.Requests == 0 && !c.RateLimit.Off {
-		c.RateLimit = form.RateLimit{Requests: 120, Per: form.Duration(time.Minute), Burst: 60}
-	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/server/servertest"
@@ -166,4 +170,37 @@ func problemCode(body []byte) string {
 		return ""
 	}
 	return p.Code
+}
+
+// TestACrowdBehindOneAddress: with the default rate limit, 500 people
+// registering in the first minute from one address (a campus, a carrier's
+// NAT) are all taken.
+func TestACrowdBehindOneAddress(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, `
+id: crowd
+fields: [{name: name, type: text, required: true}]
+`, servertest.Options{Config: func(c *config.Config) { c.RateLimit = config.Default().RateLimit }})
+	c := servertest.Client()
+	var wg sync.WaitGroup
+	var refused atomic.Int32
+	next := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				r, _ := send(t, c, h.URL, jsonReq("crowd", fmt.Sprintf("p%d", i), fmt.Sprintf(`{"name":"person %d"}`, i)))
+				if r.StatusCode != 201 {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	for i := range 500 {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if n := refused.Load(); n > 0 {
+		t.Fatalf("%d of 500 people behind one address were refused", n)
+	}
 }

@@ -117,3 +117,11 @@ type Pruner interface {
 type Forgetter interface {
 	Forget(ctx context.Context, form, key string) error
 }
+
+// Writability is a journal that can tell whether it can take appends now
+// (sqlitejournal: the disk full, the file read-only): a server that
+// cannot journal must not say it is ready, since every submission would
+// be refused.
+type Writability interface {
+	Writable(ctx context.Context) error
+}

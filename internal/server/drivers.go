@@ -39,7 +39,7 @@ func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (jour
 	if err != nil {
 		return nil, nil, err
 	}
-	j, err := openJournal(ctx, cfg, log, st)
+	j, err := openJournal(ctx, cfg, log, st, false)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
@@ -75,11 +75,21 @@ func OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
 	return nil, fmt.Errorf("store %q is not supported by this build", cfg.Store)
 }
 
-// OpenJournal opens the journal the settings name. Entries a nats journal
-// gives up on (MaxDeliver) are only logged: use OpenDrivers to have them
-// recorded as dead letters in the store.
-func OpenJournal(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, error) {
-	return openJournal(ctx, cfg, log, nil)
+// AttachDrivers opens the journal and the store for a tool that works
+// beside serving instances (audit, replay, forget): a nats journal's
+// stream and consumer are used as the instances made them, never changed,
+// and no background work starts.
+func AttachDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, Store, error) {
+	st, err := OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := openJournal(ctx, cfg, log, st, true)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return j, st, nil
 }
 
 // deadLetterer is the part of the store a journal records dead letters in.
@@ -87,13 +97,13 @@ type deadLetterer interface {
 	DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error)
 }
 
-func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st deadLetterer) (journal.Journal, error) {
+func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st deadLetterer, attach bool) (journal.Journal, error) {
 	switch {
 	case cfg.Journal == "sqlite":
 		if err := dataDir(cfg); err != nil {
 			return nil, err
 		}
-		return sqlitejournal.Open(ctx, sqlitejournal.Options{Path: filepath.Join(cfg.Data, "journal.db"), QueueSize: cfg.QueueSize, Logger: log})
+		return sqlitejournal.Open(ctx, sqlitejournal.Options{Path: filepath.Join(cfg.Data, "journal.db"), QueueSize: cfg.QueueSize, MaxSize: cfg.JournalMaxSize, Logger: log})
 	case strings.HasPrefix(cfg.Journal, "nats://") || strings.HasPrefix(cfg.Journal, "tls://"):
 		opts := natsjournal.Options{
 			URL:         cfg.Journal,
@@ -107,6 +117,7 @@ func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st de
 			// never get that far (their holders keep dying), so it is
 			// well above it.
 			MaxDeliver: 4 * max(cfg.MaxAttempts, 5),
+			Attach:     attach,
 			Logger:     log,
 		}
 		if st != nil {

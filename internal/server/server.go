@@ -332,6 +332,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := s.Journal.Stats(ctx); err != nil {
 		problems = append(problems, "journal: "+err.Error())
+	} else if w, ok := s.Journal.(journal.Writability); ok {
+		if err := w.Writable(ctx); err != nil {
+			problems = append(problems, "journal cannot take submissions: "+err.Error())
+		}
 	}
 	if _, err := s.Store.Capacities(ctx); err != nil {
 		problems = append(problems, "store: "+err.Error())

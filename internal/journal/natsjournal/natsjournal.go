@@ -93,7 +93,12 @@ type Options struct {
 	// deliveries (the store's DeadLetter). When it fails the advisory is
 	// kept and tried again.
 	DeadLetter func(ctx context.Context, e journal.Entry, reason string, attempts int) error
-	Now        func() time.Time
+	// Attach opens the stream and consumer that serving instances made,
+	// without creating or changing them, and starts no background work:
+	// for tools (audit, replay, forget) that run beside a deployment and
+	// must not rewrite its settings with their own defaults.
+	Attach bool
+	Now    func() time.Time
 	Logger     *slog.Logger
 }
 
@@ -229,6 +234,15 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		nc.Close()
 		return nil, fmt.Errorf("open nats journal: %w", err)
 	}
+	bgCtx, stop := context.WithCancel(context.Background())
+	j.stop = stop
+	if opts.Attach {
+		if err := j.attach(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("open nats journal: %w", err)
+		}
+		return j, nil
+	}
 	if err := j.setup(ctx); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("open nats journal: %w", err)
@@ -238,8 +252,6 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		opts.Logger.Warn("NATS JETSTREAM DURABILITY IS LAX: acknowledged submissions can be lost if a NATS server crashes or loses power; see docs/running-several-instances.md",
 			"stream", opts.Stream, "replicas", j.durable.Replicas, "problems", strings.Join(j.durable.Lax, "; "))
 	}
-	bgCtx, stop := context.WithCancel(context.Background())
-	j.stop = stop
 	j.bg.Go(func() { j.leaseLoop(bgCtx) })
 	j.bg.Go(func() { j.deadLetterLoop(bgCtx) })
 	return j, nil
@@ -251,6 +263,24 @@ func (j *Journal) Durability() Durability { return j.durable }
 // LaxDurability lists what makes acknowledged entries losable (the server
 // exports it as a metric to alert on); empty when nothing does.
 func (j *Journal) LaxDurability() []string { return j.durable.Lax }
+
+// attach finds the stream and the consumer as serving instances made
+// them, changing nothing.
+func (j *Journal) attach(ctx context.Context) error {
+	st, err := j.js.Stream(ctx, j.opts.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("there is no journal stream %s on the NATS server: start formd serve with this --journal and --nats-stream first", j.opts.Stream)
+	}
+	if err != nil {
+		return fmt.Errorf("find stream %s: %w", j.opts.Stream, err)
+	}
+	cons, err := st.Consumer(ctx, j.opts.Consumer)
+	if err != nil {
+		return fmt.Errorf("find consumer %s on %s: %w", j.opts.Consumer, j.opts.Stream, err)
+	}
+	j.stream, j.cons = st, cons
+	return nil
+}
 
 func (j *Journal) setup(ctx context.Context) error {
 	replicas := j.opts.Replicas

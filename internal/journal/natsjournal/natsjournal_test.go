@@ -295,3 +295,35 @@ func TestDurabilityCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachChangesNothing: a tool that attaches (audit, replay, forget)
+// uses the stream and consumer as serving instances made them, whatever
+// its own settings say, and refuses a stream that is not there.
+func TestAttachChangesNothing(t *testing.T) {
+	t.Parallel()
+	url := testURL(t)
+	served := open(t, url, Options{AckWait: 7 * time.Second, MaxDeliver: 9})
+	defer served.Close()
+	ctx := context.Background()
+	if _, err := served.Append(ctx, journaltest.NewEntry("f", "k"), true); err != nil {
+		t.Fatal(err)
+	}
+	tool, err := Open(ctx, Options{URL: url, Stream: served.opts.Stream, AckWait: time.Minute, MaxDeliver: 2, Attach: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := tool.Lookup(ctx, "f", "k"); err != nil || !found {
+		t.Fatalf("the attached tool reads the journal: %v %v", found, err)
+	}
+	tool.Close()
+	info, err := served.cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.AckWait != 7*time.Second || info.Config.MaxDeliver != 9 {
+		t.Fatalf("attaching changed the consumer: ack wait %v, max deliver %d", info.Config.AckWait, info.Config.MaxDeliver)
+	}
+	if _, err := Open(ctx, Options{URL: url, Stream: natstest.Name("NONE"), Attach: true}); err == nil || !strings.Contains(err.Error(), "start formd serve") {
+		t.Fatalf("attaching to no stream: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/formd/formd/internal/journal"
@@ -30,7 +31,8 @@ import (
 var (
 	_ journal.Journal   = (*Journal)(nil)
 	_ journal.Pruner    = (*Journal)(nil)
-	_ journal.Forgetter = (*Journal)(nil)
+	_ journal.Forgetter   = (*Journal)(nil)
+	_ journal.Writability = (*Journal)(nil)
 )
 
 // Options configure the journal. Zero values take the defaults.
@@ -46,6 +48,10 @@ type Options struct {
 	// delivery; beyond it, delivery reads them back from the file. Default
 	// 65536.
 	MaxReady int
+	// MaxSize bounds the file in bytes (PRAGMA max_page_count): past it,
+	// appends fail and the server stops saying it is ready, rather than
+	// filling the disk. 0 for no bound.
+	MaxSize int64
 	// Now is the clock. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -81,6 +87,9 @@ type Journal struct {
 	writer  sync.WaitGroup
 
 	insert *sql.Stmt // prepared once on the write connection
+
+	// failing holds the error of the last commit, nil once one succeeds.
+	failing atomic.Pointer[error]
 
 	// queued are async appends not yet committed, so that Lookup (the
 	// status endpoint) can answer "processing" for a key already answered
@@ -140,6 +149,7 @@ INSERT OR IGNORE INTO meta(k, v) VALUES ('acked_upto', 0);
 // user_version counts those applied.
 var migrations = []string{
 	`ALTER TABLE entries ADD COLUMN digest BLOB`,
+	`CREATE TABLE probe (b BLOB)`,
 }
 
 const entryColumns = `seq, form, key, site, id, received_at, fingerprint, spam, claims, data, digest`
@@ -161,6 +171,12 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 	if err := migrate(ctx, wdb); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open journal %s: %w", opts.Path, err)
+	}
+	if opts.MaxSize > 0 {
+		if err := limitSize(ctx, wdb, opts.MaxSize); err != nil {
+			wdb.Close()
+			return nil, fmt.Errorf("open journal %s: %w", opts.Path, err)
+		}
 	}
 	rdb, err := sqlitedb.OpenReader(opts.Path, 4)
 	if err != nil {
@@ -197,6 +213,19 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 	j.writer.Add(1)
 	go j.writeLoop()
 	return j, nil
+}
+
+// limitSize sets the file's page budget from a size in bytes.
+func limitSize(ctx context.Context, db *sql.DB, size int64) error {
+	var pageSize int64
+	if err := db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		return fmt.Errorf("read page size: %w", err)
+	}
+	var got int64
+	if err := db.QueryRowContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, max(size/pageSize, 1))).Scan(&got); err != nil {
+		return fmt.Errorf("limit the size: %w", err)
+	}
+	return nil
 }
 
 // migrate applies the migrations the file has not had, each in its own
@@ -325,6 +354,7 @@ func (j *Journal) commit(batch []*appendReq) {
 	err := j.writeBatch(ctx, batch, res)
 	defer j.unqueue(batch...)
 	if err != nil {
+		j.failing.Store(&err)
 		j.opts.Logger.Error("journal commit failed", "err", err, "entries", len(batch))
 		for _, r := range batch {
 			if r.done != nil {
@@ -333,6 +363,7 @@ func (j *Journal) commit(batch []*appendReq) {
 		}
 		return
 	}
+	j.failing.Store(nil)
 	var fresh []journal.Entry
 	for i := range batch {
 		if !res[i].a.Duplicate {
@@ -589,6 +620,43 @@ func (j *Journal) saveWatermark() {
 	j.mu.Lock()
 	j.saved = w
 	j.mu.Unlock()
+}
+
+// Writable says whether the journal can take appends now: a write the
+// size of a submission commits (the file is not read-only, the disk and
+// the size budget are not full). A success also clears the failure of an
+// earlier commit, so the server becomes ready again once space is freed;
+// until a probe succeeds, that failure stands.
+func (j *Journal) Writable(ctx context.Context) error {
+	err := j.probe(ctx)
+	if err == nil {
+		j.failing.Store(nil)
+		return nil
+	}
+	if errp := j.failing.Load(); errp != nil {
+		err = *errp
+	}
+	return fmt.Errorf("%w: %w", journal.ErrUnavailable, err)
+}
+
+// probe commits a page-sized write and takes it back in the same
+// transaction: the pages are written to the WAL all the same.
+func (j *Journal) probe(ctx context.Context) error {
+	tx, err := j.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, `INSERT INTO probe(b) VALUES (zeroblob(8192))`); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM probe`); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	return nil
 }
 
 // Prune deletes up to limit entries of a form received before the cutoff,
