@@ -99,7 +99,7 @@ type Options struct {
 	// must not rewrite its settings with their own defaults.
 	Attach bool
 	Now    func() time.Time
-	Logger     *slog.Logger
+	Logger *slog.Logger
 }
 
 func (o *Options) setDefaults() {

@@ -29,8 +29,8 @@ import (
 )
 
 var (
-	_ journal.Journal   = (*Journal)(nil)
-	_ journal.Pruner    = (*Journal)(nil)
+	_ journal.Journal     = (*Journal)(nil)
+	_ journal.Pruner      = (*Journal)(nil)
 	_ journal.Forgetter   = (*Journal)(nil)
 	_ journal.Writability = (*Journal)(nil)
 )
