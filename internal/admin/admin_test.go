@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
@@ -222,5 +224,47 @@ func TestApplyFormsWhenTheStoreCannotWrite(t *testing.T) {
 	code, body, hdr := c.do("PUT", "/v1/admin/forms", `{"id":"new-one","fields":[{"name":"x","type":"text"}]}`, true)
 	if code != 503 || problemCode(body) != "store-unavailable" || hdr.Get("Retry-After") == "" {
 		t.Fatalf("apply with the store locked: %d %s %v", code, body, hdr)
+	}
+}
+
+// TestLongExportToASlowReader: an export streams for as long as the
+// reader keeps reading, beyond the server's write timeout.
+func TestLongExportToASlowReader(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, forms, servertest.Options{Config: func(c *config.Config) { c.WriteTimeout = time.Second }})
+	ctx := context.Background()
+	const n = 100000
+	batch := make([]journal.Entry, 0, 1000)
+	for i := range n {
+		batch = append(batch, journal.Entry{Seq: uint64(i + 1), ID: fmt.Sprintf("id-%06d", i), Site: "default", Form: "club", Key: fmt.Sprintf("k%d", i),
+			ReceivedAt: time.Now(), Data: []byte(fmt.Sprintf(`{"name":"Person number %d with a long enough name","email":"p%d@example.org"}`, i, i))})
+		if len(batch) == cap(batch) {
+			if _, err := h.Server.Store.Apply(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	req, _ := http.NewRequest("GET", h.URL+"/v1/admin/forms/club/export?format=csv", nil)
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	head := make([]byte, 64<<10)
+	if _, err := io.ReadFull(resp.Body, head); err != nil {
+		t.Fatal(err)
+	}
+	// A reader slower than the write timeout: the server's writes block
+	// on a full socket meanwhile.
+	time.Sleep(2500 * time.Millisecond) // the slowness itself, not a wait for something
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the export was cut after %d bytes: %v", len(head)+len(rest), err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(string(head) + string(rest))).ReadAll()
+	if err != nil || len(rows) != n+1 {
+		t.Fatalf("%d rows (%v), want %d and a header", len(rows), err, n)
 	}
 }

@@ -59,6 +59,10 @@ type Config struct {
 	RetentionEvery  time.Duration
 	PollOutcomes    time.Duration
 	ShutdownTimeout time.Duration
+	// WriteTimeout bounds writing one response; 0 means MaxWait + 15s, so
+	// that a waiting submission is never cut. A streamed export moves it
+	// on as it goes.
+	WriteTimeout time.Duration
 
 	// Secret keys fingerprints, participant claims and derived keys; nil
 	// to use the installation's own (a file under Data, or the PostgreSQL
@@ -203,6 +207,7 @@ var settings = []setting{
 	{"forms-refresh", "500ms", "how often a server reloads changed form definitions from the store", durationSetter(func(c *Config) *time.Duration { return &c.FormsRefresh }, 50*time.Millisecond, time.Minute)},
 	{"retention-every", "1h", "how often forms' retention erases old entries' data", durationSetter(func(c *Config) *time.Duration { return &c.RetentionEvery }, time.Second, 7*24*time.Hour)},
 	{"poll-outcomes", "0s", "with several instances, how often a waiting request polls the store (0: only local notifications; set automatically for a nats journal)", durationSetter(func(c *Config) *time.Duration { return &c.PollOutcomes }, 0, 10*time.Second)},
+	{"write-timeout", "0s", "how long writing one response may take (0: --max-wait plus 15s); a streamed export moves it on as long as the reader keeps reading", durationSetter(func(c *Config) *time.Duration { return &c.WriteTimeout }, 0, time.Hour)},
 	{"shutdown-timeout", "30s", "how long SIGTERM waits for requests in flight", durationSetter(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, time.Second, 10*time.Minute)},
 	{"secret", "", "the installation secret that keys fingerprints and participant claims: 64 hex digits; default: made on first start (a file under --data, or kept in the PostgreSQL store); every instance of a deployment needs the same", func(c *Config, v string) error {
 		c.Secret = nil
@@ -329,6 +334,9 @@ func (l *Loader) Load() (Config, error) {
 		if c.Store != "sqlite" {
 			c.Workers = 4
 		}
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = c.MaxWait + 15*time.Second
 	}
 	if c.PollOutcomes == 0 && c.Journal != "sqlite" {
 		c.PollOutcomes = 100 * time.Millisecond

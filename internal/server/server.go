@@ -248,7 +248,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      s.cfg.MaxWait + 15*time.Second,
+		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
