@@ -11,6 +11,7 @@ import (
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/server"
+	"github.com/formd/formd/internal/webhooks"
 )
 
 func init() {
@@ -26,7 +27,7 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("formd forms "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "form definitions, YAML or JSON")
-	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
+	loader := config.NewLoader(fs, os.Getenv, append(config.StorageSettings, "webhook-allow")...)
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -41,24 +42,25 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd forms %s: -f FILE is required: name the YAML or JSON file of form definitions\n", sub)
 		return 2
 	}
+	cfg, err := loader.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "formd forms %s: %v\n", sub, err)
+		return 2
+	}
+	guard := webhooks.NewGuard(cfg.WebhookAllow)
 	if sub == "check" {
 		raw, err := os.ReadFile(*file)
 		if err != nil {
 			fmt.Fprintf(stderr, "formd forms check: %v\n", err)
 			return 1
 		}
-		forms, err := form.Parse(raw, *file)
+		forms, err := form.ParseChecked(raw, *file, guard.CheckURL)
 		if err != nil {
 			fmt.Fprintf(stderr, "formd forms check: %v\n", err)
 			return 1
 		}
 		fmt.Fprintf(stdout, "%d form(s) valid: %s\n", len(forms), ids(forms))
 		return 0
-	}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd forms apply: %v\n", err)
-		return 2
 	}
 	ctx := context.Background()
 	st, err := server.OpenStore(ctx, cfg)
@@ -67,7 +69,7 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	forms, err := server.ApplyFormsFile(ctx, st, *file)
+	forms, err := server.ApplyFormsFile(ctx, st, *file, guard.CheckURL)
 	if err != nil {
 		fmt.Fprintf(stderr, "formd forms apply: %v\n", err)
 		return 1

@@ -68,8 +68,15 @@ type Deps struct {
 	Auth    Auth
 	Redrive Redrive
 	Forget  Forget
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Deliveries are the outbox's records; Wake tells the dispatcher to
+	// look for work (nil: it finds it at its next poll).
+	Deliveries Deliveries
+	Wake       func()
+	// CheckURL checks webhook addresses of applied forms (the server's
+	// guard); nil checks their syntax only.
+	CheckURL func(string) error
+	Log      *slog.Logger
+	Now      func() time.Time
 }
 
 // Handler serves /v1/admin/.
@@ -98,6 +105,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /v1/admin/dead-letters", h.route(accounts.Read, false, h.deadLetters))
 	mux.Handle("POST /v1/admin/dead-letters/{form}/{key}/retry", h.route(accounts.Act, true, h.retry))
 	mux.Handle("POST /v1/admin/forget", h.route(accounts.Forget, false, h.forgetPerson))
+	h.registerDeliveries(mux)
 }
 
 // call is one admin request: who makes it and, for a form's route, the
@@ -206,7 +214,7 @@ func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request, c call) err
 	if err != nil {
 		return err
 	}
-	forms, err := form.Parse(raw, "request body")
+	forms, err := form.ParseChecked(raw, "request body", h.CheckURL)
 	if err != nil {
 		var de *form.DefinitionError
 		if errors.As(err, &de) {

@@ -10,7 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/mail"
 	"net/netip"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -18,7 +20,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/webhooks"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -63,6 +67,16 @@ type Config struct {
 	// that a waiting submission is never cut. A streamed export moves it
 	// on as it goes.
 	WriteTimeout time.Duration
+
+	// SMTP is the mail server e-mail deliveries go through (nil: none, and
+	// e-mail waits); SMTPFrom the sender.
+	SMTP     *email.Config
+	SMTPFrom mail.Address
+	// WebhookAllow lists private addresses webhooks may go to anyway
+	// (tests, receivers on the same network).
+	WebhookAllow []netip.Prefix
+	// PublicURL is where people reach this server, for links in e-mail.
+	PublicURL string
 
 	// Secret keys fingerprints, participant claims and derived keys; nil
 	// to use the installation's own (a file under Data, or the PostgreSQL
@@ -209,6 +223,44 @@ var settings = []setting{
 	{"poll-outcomes", "0s", "with several instances, how often a waiting request polls the store (0: only local notifications; set automatically for a nats journal)", durationSetter(func(c *Config) *time.Duration { return &c.PollOutcomes }, 0, 10*time.Second)},
 	{"write-timeout", "0s", "how long writing one response may take (0: --max-wait plus 15s); a streamed export moves it on as long as the reader keeps reading", durationSetter(func(c *Config) *time.Duration { return &c.WriteTimeout }, 0, time.Hour)},
 	{"shutdown-timeout", "30s", "how long SIGTERM waits for requests in flight", durationSetter(func(c *Config) *time.Duration { return &c.ShutdownTimeout }, time.Second, 10*time.Minute)},
+	{"smtp", "", "the SMTP server e-mail is sent through: smtp://user:pass@host:587 (STARTTLS when offered) or smtps://…:465 (TLS); without it, e-mail deliveries wait", func(c *Config, v string) error {
+		c.SMTP = nil
+		if v == "" {
+			return nil
+		}
+		sc, err := email.ParseURL(v)
+		if err != nil {
+			return err
+		}
+		c.SMTP = &sc
+		return nil
+	}},
+	{"smtp-from", "formd <formd@localhost>", "the sender of e-mail: an address, with a name if you like, such as 'Spring fair <fair@example.org>'", func(c *Config, v string) error {
+		a, err := email.ParseFrom(v)
+		if err != nil {
+			return err
+		}
+		c.SMTPFrom = a
+		return nil
+	}},
+	{"webhook-allow", "", "comma-separated addresses or CIDRs (such as 127.0.0.0/8,10.1.2.0/24) that webhooks may go to although they are private, loopback or link-local; without it such endpoints are refused", func(c *Config, v string) error {
+		p, err := webhooks.ParseAllow(v)
+		if err != nil {
+			return err
+		}
+		c.WebhookAllow = p
+		return nil
+	}},
+	{"public-url", "", "the address people reach this server at, such as https://forms.example.org, for links in e-mail (none when empty)", func(c *Config, v string) error {
+		if v != "" {
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("%q is not an http(s) URL such as https://forms.example.org", v)
+			}
+		}
+		c.PublicURL = strings.TrimRight(v, "/")
+		return nil
+	}},
 	{"secret", "", "the installation secret that keys fingerprints and participant claims: 64 hex digits; default: made on first start (a file under --data, or kept in the PostgreSQL store); every instance of a deployment needs the same", func(c *Config, v string) error {
 		c.Secret = nil
 		if v == "" {

@@ -34,8 +34,13 @@ type compiledField struct {
 
 // Compile checks a definition and prepares it for validation. A bad
 // definition gives a *DefinitionError naming the form, the field and what
-// would be valid.
-func Compile(d Definition) (*Form, error) {
+// would be valid. Webhook URLs are checked for their syntax only; see
+// CompileChecked.
+func Compile(d Definition) (*Form, error) { return CompileChecked(d, nil) }
+
+// CompileChecked is Compile with webhook URLs checked by checkURL (the
+// server's guard, which refuses private addresses unless allowed).
+func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	c := &compiler{form: d.ID}
 	f := &Form{Def: d, byName: map[string]int{}}
 	if d.ID == "" {
@@ -143,6 +148,7 @@ func Compile(d Definition) (*Form, error) {
 			c.add("", fmt.Sprintf("redirect %q is not valid: use an absolute http(s) URL or a path starting with /", r))
 		}
 	}
+	c.checkNotify(d.Notify, f, checkURL)
 	if len(c.probs) > 0 {
 		return nil, &DefinitionError{Problems: c.probs}
 	}

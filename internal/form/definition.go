@@ -77,6 +77,8 @@ type Definition struct {
 	Retention   *Duration  `yaml:"retention" json:"retention,omitempty"`
 	RateLimit   *RateLimit `yaml:"rate_limit" json:"rate_limit,omitempty"`
 	Redirect    string     `yaml:"redirect" json:"redirect,omitempty"`
+	// Notify names who hears of the form's entries: webhooks and e-mail.
+	Notify *Notify `yaml:"notify" json:"-"`
 	// UnknownFields says what happens to submitted fields the form does
 	// not define: kept under extra (the default) or refused.
 	UnknownFields string `yaml:"unknown_fields" json:"unknown_fields,omitempty"`

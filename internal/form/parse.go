@@ -66,7 +66,11 @@ func (e *DefinitionError) Error() string {
 // every value for sense, and returns the compiled forms or a
 // *DefinitionError that names every problem of the input at once, each
 // with its line. source names the input in errors (a file name, or "").
-func Parse(src []byte, source string) ([]*Form, error) {
+func Parse(src []byte, source string) ([]*Form, error) { return ParseChecked(src, source, nil) }
+
+// ParseChecked is Parse with webhook URLs checked by checkURL (see
+// CompileChecked).
+func ParseChecked(src []byte, source string, checkURL func(string) error) ([]*Form, error) {
 	docs, derr := decodeAll(src, source)
 	forms := make([]*Form, 0, len(docs))
 	seen := map[string]bool{}
@@ -80,7 +84,7 @@ func Parse(src []byte, source string) ([]*Form, error) {
 		if doc.undecodable {
 			continue // its values did not decode: compiling would only guess
 		}
-		f, err := Compile(d)
+		f, err := CompileChecked(d, checkURL)
 		if err != nil {
 			var de *DefinitionError
 			if !errors.As(err, &de) {
@@ -246,6 +250,19 @@ func decodeOne(n *yaml.Node) (decoded, []Problem, bool) {
 					}
 				}
 			}
+		}
+	}
+	if nt := mapValue(n, "notify"); nt != nil && nt.Kind == yaml.MappingNode {
+		probs = append(probs, checkKeys(nt, reflect.TypeFor[Notify](), id, "")...)
+		if ws := mapValue(nt, "webhooks"); ws != nil && ws.Kind == yaml.SequenceNode {
+			for _, w := range ws.Content {
+				if w.Kind == yaml.MappingNode {
+					probs = append(probs, checkKeys(w, reflect.TypeFor[Webhook](), id, "")...)
+				}
+			}
+		}
+		if e := mapValue(nt, "email"); e != nil && e.Kind == yaml.MappingNode {
+			probs = append(probs, checkKeys(e, reflect.TypeFor[EmailSetup](), id, "")...)
 		}
 	}
 	if s := mapValue(n, "spam"); s != nil && s.Kind == yaml.MappingNode {

@@ -60,9 +60,12 @@ type Options struct {
 	// Announce, if set, tells other instances about the outcomes of each
 	// settled batch, so their waiting requests wake at once.
 	Announce func([]store.Outcome)
-	Now      func() time.Time
-	Logger   *slog.Logger
-	Metrics  *Metrics
+	// Settled, if set, is called after each batch's outcomes are
+	// committed: their events are in the outbox (the deliveries' cue).
+	Settled func()
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Metrics *Metrics
 }
 
 func (o *Options) setDefaults() {
@@ -249,6 +252,9 @@ func (p *Processor) settle(ctx context.Context, entries []journal.Entry, outs []
 	}
 	if p.opts.Announce != nil {
 		p.opts.Announce(outs)
+	}
+	if p.opts.Settled != nil {
+		p.opts.Settled()
 	}
 	if err := p.src.Ack(context.WithoutCancel(ctx), seqs...); err != nil {
 		// The entries will be delivered again and replayed; nothing is lost.

@@ -81,3 +81,42 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(deadDesc, prometheus.GaugeValue, float64(len(dls)))
 }
+
+var (
+	outboxPendingDesc  = prometheus.NewDesc("formd_outbox_pending", "Deliveries (webhooks, e-mail) not yet made.", nil, nil)
+	outboxOldestDesc   = prometheus.NewDesc("formd_outbox_oldest_pending_seconds", "Age of the event of the oldest delivery not yet made; 0 when none waits.", nil, nil)
+	outboxFailedDesc   = prometheus.NewDesc("formd_outbox_failed", "Delivery dead letters: deliveries given up on after their retries, waiting for an owner's redelivery.", nil, nil)
+	outboxUnfannedDesc = prometheus.NewDesc("formd_outbox_unfanned_events", "Events not yet turned into deliveries.", nil, nil)
+)
+
+// outboxCollector reads the outbox's backlog at scrape time.
+type outboxCollector struct {
+	s interface {
+		DeliveryStats(ctx context.Context) (store.DeliveryStats, error)
+	}
+}
+
+func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- outboxPendingDesc
+	ch <- outboxOldestDesc
+	ch <- outboxFailedDesc
+	ch <- outboxUnfannedDesc
+}
+
+func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := c.s.DeliveryStats(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "outbox")
+		return
+	}
+	age := 0.0
+	if !st.OldestPending.IsZero() {
+		age = time.Since(st.OldestPending).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(outboxPendingDesc, prometheus.GaugeValue, float64(st.Pending))
+	ch <- prometheus.MustNewConstMetric(outboxOldestDesc, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(outboxFailedDesc, prometheus.GaugeValue, float64(st.Failed))
+	ch <- prometheus.MustNewConstMetric(outboxUnfannedDesc, prometheus.GaugeValue, float64(st.UnfannedEvents))
+}

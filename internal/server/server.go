@@ -27,9 +27,11 @@ import (
 	"github.com/formd/formd/internal/hosted"
 	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/processor"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/webhooks"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -47,9 +49,12 @@ type Server struct {
 	proc      *processor.Processor
 	notify    *processor.Notifier
 	retention *erasure.Retention
-	unlock    func() // releases the data directory's lock
-	handler   http.Handler
-	ready     atomic.Bool
+	outbox    *outbox.Dispatcher
+	// Guard checks webhook addresses, with --webhook-allow.
+	Guard   *webhooks.Guard
+	unlock  func() // releases the data directory's lock
+	handler http.Handler
+	ready   atomic.Bool
 	// Accounts are who may use the admin API and the console.
 	Accounts *accounts.Service
 	// NewAdminToken is the admin token issued on this start, to be
@@ -107,8 +112,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		return err
 	}
 	s.Hasher = form.NewHasher(secret)
+	s.Guard = webhooks.NewGuard(cfg.WebhookAllow)
 	if cfg.Forms != "" {
-		if _, err := ApplyFormsFile(ctx, s.Store, cfg.Forms); err != nil {
+		if _, err := ApplyFormsFile(ctx, s.Store, cfg.Forms, s.Guard.CheckURL); err != nil {
 			return fmt.Errorf("--forms %s (FORMD_FORMS): %w", cfg.Forms, err)
 		}
 	}
@@ -151,6 +157,10 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 			}
 		}
 	}
+	if err := s.openOutbox(reg); err != nil {
+		return err
+	}
+	procOpts.Settled = s.outbox.Wake
 	s.proc = processor.New(s.Journal, s.Store, s.notify, procOpts)
 	pruner, _ := s.Journal.(journal.Pruner)
 	s.retention = erasure.NewRetention(s.Forms, s.Store, pruner, time.Now, log, reg)
@@ -168,7 +178,8 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
-	admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget, Log: log}).Register(mux)
+	admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget, CheckURL: s.Guard.CheckURL,
+		Deliveries: s.Store, Wake: s.outbox.Wake, Log: log}).Register(mux)
 	pages.Register(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -231,6 +242,7 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	})
 	wg.Go(func() { s.Forms.Run(ctx, s.cfg.FormsRefresh) })
 	wg.Go(func() { s.retention.Run(ctx, s.cfg.RetentionEvery) })
+	wg.Go(func() { s.outbox.Run(ctx) })
 	s.ready.Store(true)
 	return wg.Wait
 }
@@ -378,15 +390,16 @@ func (s *Server) Forget(ctx context.Context, p erasure.Person, allow func(site s
 // Processor is the instance's processor, for replay.
 func (s *Server) Processor() *processor.Processor { return s.proc }
 
-// ApplyFormsFile reads definitions from path and stores them.
+// ApplyFormsFile reads definitions from path and stores them; checkURL
+// checks webhook addresses (the server's guard).
 func ApplyFormsFile(ctx context.Context, st interface {
 	PutForms(ctx context.Context, forms []store.FormRecord) error
-}, path string) ([]*form.Form, error) {
+}, path string, checkURL func(string) error) ([]*form.Form, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read forms: %w", err)
 	}
-	forms, err := form.Parse(raw, path)
+	forms, err := form.ParseChecked(raw, path, checkURL)
 	if err != nil {
 		return nil, err
 	}

@@ -222,6 +222,7 @@ type DeadLetter struct {
 // Store is what a store driver provides. Consumers depend on the handful of
 // methods they use, declared where they use them.
 type Store interface {
+	Outbox
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

@@ -25,6 +25,14 @@ func ValidateURL(raw string) error {
 	return defaultGuard.CheckURL(raw)
 }
 
+// CheckSyntax checks that raw is an absolute http or https URL with a
+// host, no fragment, no user:password and at most MaxURLLength bytes,
+// without judging its address (CheckURL does, with a guard).
+func CheckSyntax(raw string) error {
+	_, err := parseURL(raw)
+	return err
+}
+
 // CheckURL checks that raw is an absolute http or https URL with a host,
 // no fragment, no user:password and at most MaxURLLength bytes, and that
 // a host written as an address (or as localhost) is one this guard

@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"EraseOldData", testErase},
 		{"FindAndEraseAPerson", testFindErase},
 	}
+	tests = append(tests, outboxCases...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,76 @@
+package outbox
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/formd/formd/internal/export"
+	"github.com/formd/formd/internal/store"
+)
+
+// eventJSON is an event as a webhook carries it (DESIGN §4):
+// {"type","timestamp","data":{"id","form","site","key","status",
+// "received_at","receipt","data":{…}}}, with the fields the form does not
+// define under "extra". The same event always has the same body, so a
+// retry is the same message.
+type eventJSON struct {
+	Type      string    `json:"type"`
+	Timestamp string    `json:"timestamp"`
+	Data      entryJSON `json:"data"`
+}
+
+type entryJSON struct {
+	ID         string          `json:"id"`
+	Form       string          `json:"form"`
+	Site       string          `json:"site"`
+	Key        string          `json:"key"`
+	Status     string          `json:"status"`
+	ReceivedAt string          `json:"received_at"`
+	Receipt    string          `json:"receipt"`
+	Data       json.RawMessage `json:"data"`
+	Extra      json.RawMessage `json:"extra,omitempty"`
+}
+
+const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// eventBody renders an event with its entry as it is now (an entry whose
+// data was erased carries an empty data object).
+func (d *Dispatcher) eventBody(ctx context.Context, e store.Event) ([]byte, error) {
+	doc, err := d.entry(ctx, e.EntryID)
+	if err != nil {
+		return nil, err
+	}
+	data, extra := export.SplitExtra(doc.Data)
+	if len(data) == 0 {
+		data = json.RawMessage("{}")
+	}
+	return json.Marshal(eventJSON{
+		Type:      e.Type,
+		Timestamp: e.At.UTC().Format(timeFormat),
+		Data: entryJSON{ID: doc.ID, Form: doc.Form, Site: doc.Site, Key: doc.Key, Status: e.Status,
+			ReceivedAt: doc.ReceivedAt.UTC().Format(timeFormat), Receipt: hex.EncodeToString(doc.Fingerprint[:]), Data: data, Extra: extra},
+	})
+}
+
+// entry reads the entry of an event.
+func (d *Dispatcher) entry(ctx context.Context, id string) (store.EntryDoc, error) {
+	doc, ok, err := d.st.EntryDoc(ctx, id)
+	if err != nil {
+		return doc, fmt.Errorf("read entry %s: %w", id, err)
+	}
+	if !ok {
+		return doc, errors.New("read entry " + id + ": not in the store")
+	}
+	return doc, nil
+}
+
+// values decodes an entry's data by field name.
+func values(doc store.EntryDoc) map[string]json.RawMessage {
+	data, _ := export.SplitExtra(doc.Data)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(data, &m) // erased or odd data shows no values
+	return m
+}

@@ -1,0 +1,177 @@
+package outbox
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/formd/formd/internal/email"
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/store"
+)
+
+// errNoSMTP keeps e-mail deliveries waiting while no SMTP server is set.
+var errNoSMTP = errors.New("no SMTP server is set (--smtp): the e-mail waits")
+
+// statusWord is an event's status as the mails say it.
+func statusWord(e store.Event) string {
+	switch e.Type {
+	case store.EventPromoted:
+		return "promoted"
+	case store.EventCancelled:
+		return "cancelled"
+	}
+	return e.Status
+}
+
+// sendMail sends the owner's mail (one entry, or a digest of the group)
+// or the person's confirmation.
+func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.Delivery) outcome {
+	o := outcome{kind: "email"}
+	if d.mail == nil {
+		o.result, o.err = "deferred", errNoSMTP
+		return o
+	}
+	setup := f.Def.Notify.Email
+	if setup == nil {
+		o.result, o.err = "refused", errors.New("the form no longer sends e-mail")
+		return o
+	}
+	lang := setup.Lang
+	title := f.Def.Title.For(lang)
+	if title == "" {
+		title = f.ID()
+	}
+	first := group[0]
+	var msg email.Message
+	switch {
+	case first.Endpoint == endpointConfirm:
+		doc, err := d.entry(ctx, first.Event.EntryID)
+		if err != nil {
+			o.result, o.err = "retry", err
+			return o
+		}
+		addr := fieldText(values(doc)[setup.Confirm])
+		if addr == "" {
+			o.result, o.err = "refused", fmt.Errorf("the entry has no address in %s (erased, or left empty)", setup.Confirm)
+			return o
+		}
+		v := email.ConfirmationView{FormTitle: title, Status: statusWord(first.Event), ReceivedAt: doc.ReceivedAt,
+			Receipt: hex.EncodeToString(doc.Fingerprint[:]), Fields: fieldValues(f, lang, doc)}
+		if msg, o.err = d.render(email.Confirmation, lang, v); o.err != nil {
+			o.result = "refused"
+			return o
+		}
+		msg.To = []string{addr}
+		msg.MessageID = "<" + first.Event.ID() + ".confirm@formd>"
+	case len(group) > 1:
+		v := email.DigestView{FormID: f.ID(), FormTitle: title, Count: len(group), Start: first.Event.At, End: group[len(group)-1].Event.At,
+			ConsoleURL: d.consoleURL("forms", f.ID(), "submissions")}
+		for _, dl := range group {
+			doc, err := d.entry(ctx, dl.Event.EntryID)
+			if err != nil {
+				o.result, o.err = "retry", err
+				return o
+			}
+			if len(v.Entries) < email.MaxDigestRows {
+				v.Entries = append(v.Entries, email.DigestEntry{ID: doc.ID, ReceivedAt: doc.ReceivedAt, Status: statusWord(dl.Event), Fields: fieldValues(f, lang, doc)})
+			}
+		}
+		if msg, o.err = d.render(email.Digest, lang, v); o.err != nil {
+			o.result = "refused"
+			return o
+		}
+		msg.To = setup.To
+		msg.MessageID = "<" + first.Event.ID() + ".digest-" + fmt.Sprint(len(group)) + "@formd>"
+	default:
+		doc, err := d.entry(ctx, first.Event.EntryID)
+		if err != nil {
+			o.result, o.err = "retry", err
+			return o
+		}
+		v := email.EntryView{FormID: f.ID(), FormTitle: title, Status: statusWord(first.Event), ID: doc.ID, Key: doc.Key, ReceivedAt: doc.ReceivedAt,
+			Receipt: hex.EncodeToString(doc.Fingerprint[:]), Fields: fieldValues(f, lang, doc), ConsoleURL: d.consoleURL("forms", f.ID(), "submissions", doc.ID)}
+		if msg, o.err = d.render(email.Entry, lang, v); o.err != nil {
+			o.result = "refused"
+			return o
+		}
+		msg.To = setup.To
+		msg.MessageID = "<" + first.Event.ID() + ".owner@formd>"
+	}
+	msg.Headers = map[string]string{"X-Formd-Form": f.ID()}
+	start := d.opts.Now()
+	err := d.mail.Send(ctx, msg)
+	o.latency = d.opts.Now().Sub(start)
+	switch {
+	case err == nil:
+		o.result, o.status = "delivered", 250
+	case email.IsPermanent(err):
+		o.result, o.err = "refused", err
+	default:
+		o.result, o.err = "retry", err
+	}
+	var me *email.Error
+	if errors.As(err, &me) {
+		o.status = me.Code
+	}
+	if err != nil {
+		o.excerpt = err.Error()
+	}
+	return o
+}
+
+// render makes a message's subject and bodies.
+func (d *Dispatcher) render(k email.Kind, lang string, v any) (email.Message, error) {
+	subject, text, html, err := email.Render(k, lang, v, d.opts.Location)
+	if err != nil {
+		return email.Message{}, fmt.Errorf("render %s mail: %w", k, err)
+	}
+	return email.Message{Subject: subject, Text: text, HTML: html}, nil
+}
+
+// consoleURL links into the console, or is empty without its address.
+func (d *Dispatcher) consoleURL(parts ...string) string {
+	if d.opts.ConsoleURL == "" {
+		return ""
+	}
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.TrimRight(d.opts.ConsoleURL, "/") + "/admin/" + strings.Join(parts, "/")
+}
+
+// fieldValues lists an entry's values in the form's order with their
+// labels in the mail's language.
+func fieldValues(f *form.Form, lang string, doc store.EntryDoc) []email.FieldValue {
+	m := values(doc)
+	var out []email.FieldValue
+	for _, fd := range f.Fields() {
+		label := fd.Label.For(lang)
+		if label == "" {
+			label = fd.Name
+		}
+		var v any
+		if raw, ok := m[fd.Name]; ok {
+			v = raw
+		}
+		out = append(out, email.FieldValue{Label: label, Value: v})
+	}
+	return out
+}
+
+// fieldText is a JSON string value as text, "" for anything else.
+func fieldText(raw []byte) string {
+	s := string(raw)
+	if len(s) < 2 || s[0] != '"' {
+		return ""
+	}
+	var out string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return ""
+	}
+	return out
+}

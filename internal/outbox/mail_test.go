@@ -1,0 +1,201 @@
+package outbox_test
+
+import (
+	"context"
+	"io"
+	"mime"
+	"net"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"github.com/formd/formd/internal/email"
+	"github.com/formd/formd/internal/outbox"
+	"github.com/formd/formd/internal/store"
+)
+
+// smtpServer is a real SMTP server (go-smtp) on 127.0.0.1 that keeps what
+// it accepts.
+type smtpServer struct {
+	addr *net.TCPAddr
+	mu   sync.Mutex
+	got  []*mail.Message
+	to   [][]string
+}
+
+func startSMTP(t *testing.T) *smtpServer {
+	t.Helper()
+	ss := &smtpServer{}
+	s := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &smtpSession{ss: ss}, nil }))
+	s.Domain = "localhost"
+	s.AllowInsecureAuth = true
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.addr = l.Addr().(*net.TCPAddr)
+	go s.Serve(l) //nolint:errcheck // ends with Close
+	t.Cleanup(func() { s.Close() })
+	return ss
+}
+
+func (ss *smtpServer) messages() ([]*mail.Message, [][]string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return append([]*mail.Message(nil), ss.got...), append([][]string(nil), ss.to...)
+}
+
+type smtpSession struct {
+	ss *smtpServer
+	to []string
+}
+
+func (s *smtpSession) Mail(string, *smtp.MailOptions) error { return nil }
+func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.to = append(s.to, to)
+	return nil
+}
+func (s *smtpSession) Data(r io.Reader) error {
+	m, err := mail.ReadMessage(r)
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(m.Body)
+	m.Body = strings.NewReader(string(body))
+	s.ss.mu.Lock()
+	s.ss.got = append(s.ss.got, m)
+	s.ss.to = append(s.ss.to, s.to)
+	s.ss.mu.Unlock()
+	return nil
+}
+func (s *smtpSession) Reset()        { s.to = nil }
+func (s *smtpSession) Logout() error { return nil }
+
+// clock is a test clock the test moves on.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func subject(m *mail.Message) string {
+	s, _ := new(mime.WordDecoder).DecodeHeader(m.Header.Get("Subject"))
+	return s
+}
+
+// TestEmail: the owner gets a mail per entry, or one digest for a minute
+// with more than digest_over; the person gets a confirmation with the
+// receipt, in the form's language — all through the outbox.
+func TestEmail(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t)
+	mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Name: "Fair", Address: "fair@example.org"}, email.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
+	f := newFixture(t, `
+id: fair
+title: {en: Spring fair, zh: 春季集市}
+fields:
+  - {name: name, type: text, label: {en: Name, zh: 姓名}}
+  - {name: email, type: email, label: {en: E-mail, zh: 邮箱}}
+notify:
+  email: {to: [owner@example.org], confirm: email, digest_over: 3, lang: zh}
+`, mailer, outbox.Options{Now: clk.Now})
+	ctx := context.Background()
+	step := func() {
+		t.Helper()
+		if _, err := f.d.FanOutOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.d.SendOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.submit("fair", `{"name":"李雷","email":"lilei@example.org"}`, `{"name":"韩梅梅","email":"hmm@example.org"}`)
+	step()
+	waitFor(t, "two confirmations", func() bool { m, _ := srv.messages(); return len(m) == 2 })
+	msgs, to := srv.messages()
+	for i, m := range msgs {
+		if len(to[i]) != 1 || to[i][0] == "owner@example.org" {
+			t.Fatalf("a confirmation went to %v", to[i])
+		}
+		if !strings.Contains(subject(m), "春季集市") || !strings.HasPrefix(m.Header.Get("Message-Id"), "<evt_") {
+			t.Fatalf("confirmation %q %q", subject(m), m.Header.Get("Message-Id"))
+		}
+	}
+	// The owner's mail waits for the end of the minute.
+	clk.add(time.Minute)
+	step()
+	waitFor(t, "two owner mails", func() bool { m, _ := srv.messages(); return len(m) == 4 })
+	msgs, to = srv.messages()
+	for i := 2; i < 4; i++ {
+		if to[i][0] != "owner@example.org" || !strings.Contains(subject(msgs[i]), "春季集市") {
+			t.Fatalf("owner mail to %v: %q", to[i], subject(msgs[i]))
+		}
+	}
+	// A burst: more than digest_over in a minute is one digest.
+	var burst []string
+	for range 8 {
+		burst = append(burst, `{"name":"王","email":"w@example.org"}`)
+	}
+	f.submit("fair", burst...)
+	// A few sends at a time to the SMTP server: the rest wait a moment.
+	waitFor(t, "eight confirmations", func() bool {
+		step()
+		clk.add(300 * time.Millisecond)
+		m, _ := srv.messages()
+		return len(m) == 12
+	})
+	clk.add(time.Minute)
+	step()
+	waitFor(t, "the digest", func() bool { m, _ := srv.messages(); return len(m) == 13 })
+	time.Sleep(100 * time.Millisecond) // nothing more may come: the proof of one digest
+	msgs, to = srv.messages()
+	if len(msgs) != 13 || to[12][0] != "owner@example.org" || !strings.Contains(subject(msgs[12]), "8") {
+		t.Fatalf("after the burst: %d mails, last to %v, subject %q", len(msgs), to[len(to)-1], subject(msgs[len(msgs)-1]))
+	}
+	evs, _ := f.st.EventsAfter(ctx, 0, 100)
+	for _, e := range evs {
+		f.waitState(e.EntryID, store.DeliveryDelivered)
+	}
+}
+
+// TestEmailWaitsWithoutSMTP: with no SMTP server set, e-mail deliveries
+// stay pending (in the backlog), never dropped.
+func TestEmailWaitsWithoutSMTP(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, `
+id: fair
+fields: [{name: email, type: email}]
+notify:
+  email: {confirm: email}
+`, nil, outbox.Options{})
+	ctx := context.Background()
+	outs := f.submit("fair", `{"email":"ann@example.org"}`)
+	f.d.FanOutOnce(ctx)
+	f.d.SendOnce(ctx)
+	waitFor(t, "the deferral", func() bool {
+		ds, _ := f.deliveriesOf(outs[0].ID)
+		return len(ds) == 1 && strings.Contains(ds[0].LastError, "--smtp")
+	})
+	ds, as := f.deliveriesOf(outs[0].ID)
+	if ds[0].State != store.DeliveryPending || ds[0].Attempts != 0 || len(as) != 0 {
+		t.Fatalf("without SMTP: %+v %+v", ds, as)
+	}
+}

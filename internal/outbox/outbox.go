@@ -1,0 +1,581 @@
+// Package outbox delivers what happens to entries — webhooks to the
+// owner's systems, e-mail to the owner and to the person — to the same
+// standard as intake: nothing is silently not delivered, nothing is
+// delivered as two different events.
+//
+// Each decision that makes or changes an entry writes an event in the same
+// store transaction (package store). The dispatcher here fans every event
+// out to the endpoints of its form that want it (a delivery per event and
+// endpoint, added idempotently), then claims due deliveries with a lease
+// so that no two instances send one at the same time, sends them, and
+// records each attempt: delivered on a 2xx within the timeout; retried
+// with backoff and jitter for about three days (honouring Retry-After),
+// then a delivery dead letter; a 410 switches the endpoint off. A
+// delivery whose holder died is taken over when its lease runs out, so
+// every event arrives at least once, always with the same id (webhook-id,
+// the e-mail's Message-ID) for receivers to drop a repeat.
+//
+// One dead endpoint never slows intake (deliveries leave after the
+// decision, from a separate loop) nor other endpoints: each endpoint has a
+// few sends at a time and a circuit breaker that, after consecutive
+// failures, defers its deliveries without tying up a worker.
+package outbox
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/formd/formd/internal/email"
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/webhooks"
+)
+
+// Store is the part of the store the dispatcher uses.
+type Store interface {
+	EventsAfter(ctx context.Context, seq uint64, limit int) ([]store.Event, error)
+	FanOut(ctx context.Context, ds []store.NewDelivery, upTo uint64, now time.Time) error
+	FanOutCursor(ctx context.Context) (uint64, error)
+	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error)
+	FinishDelivery(ctx context.Context, f store.Finish, now time.Time) error
+	DisableEndpoint(ctx context.Context, endpoint, form, reason string, now time.Time) error
+	EntryDoc(ctx context.Context, id string) (store.EntryDoc, bool, error)
+}
+
+// Forms finds a form's current definition: deliveries go to the endpoints
+// it names when they are sent.
+type Forms interface {
+	Get(id string) *form.Form
+}
+
+// Webhooks sends one webhook attempt (webhooks.Sender).
+type Webhooks interface {
+	Send(ctx context.Context, req webhooks.Request) webhooks.Result
+}
+
+// Mailer sends one e-mail (email.Mailer); nil when no SMTP server is set,
+// and then e-mail deliveries wait.
+type Mailer interface {
+	Send(ctx context.Context, msg email.Message) error
+}
+
+// DefaultSchedule is the wait before each retry: about three days in all,
+// as the webhook services people use do; each is jittered by ±20 %.
+var DefaultSchedule = []time.Duration{
+	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour,
+	10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour,
+}
+
+// Options tune a dispatcher. Zero values take the defaults.
+type Options struct {
+	// Owner names this instance in leases. Default a random id.
+	Owner string
+	// Workers bounds the sends in progress. Default 16.
+	Workers int
+	// PerEndpoint bounds the sends in progress to one endpoint. Default 4.
+	PerEndpoint int
+	// Lease is how long a claimed delivery is this instance's; another
+	// takes it over after that. Default 2 minutes, well above a send's
+	// timeout.
+	Lease time.Duration
+	// Schedule is the wait before each retry; after the last, the
+	// delivery fails. Default DefaultSchedule.
+	Schedule []time.Duration
+	// BreakerAfter consecutive failures open an endpoint's breaker for
+	// BreakerOpen (doubling while it keeps failing, up to 10 minutes).
+	// Defaults 5 and 30s.
+	BreakerAfter int
+	BreakerOpen  time.Duration
+	// Poll is how often the loops look for work when nothing woke them.
+	// Default 1s.
+	Poll time.Duration
+	// ConsoleURL is the console's base URL for links in e-mail, such as
+	// https://forms.example.org; empty for none.
+	ConsoleURL string
+	// Location is the time zone of times in e-mail. Default UTC.
+	Location *time.Location
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Metrics  *Metrics
+}
+
+func (o *Options) setDefaults() {
+	if o.Owner == "" {
+		var b [8]byte
+		for i := range b {
+			b[i] = byte(rand.IntN(256))
+		}
+		o.Owner = "formd-" + hex.EncodeToString(b[:])
+	}
+	if o.Workers <= 0 {
+		o.Workers = 16
+	}
+	if o.PerEndpoint <= 0 {
+		o.PerEndpoint = 4
+	}
+	if o.Lease <= 0 {
+		o.Lease = 2 * time.Minute
+	}
+	if len(o.Schedule) == 0 {
+		o.Schedule = DefaultSchedule
+	}
+	if o.BreakerAfter <= 0 {
+		o.BreakerAfter = 5
+	}
+	if o.BreakerOpen <= 0 {
+		o.BreakerOpen = 30 * time.Second
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.Location == nil {
+		o.Location = time.UTC
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+}
+
+// Dispatcher fans events out and delivers them.
+type Dispatcher struct {
+	st    Store
+	forms Forms
+	hooks Webhooks
+	mail  Mailer
+	opts  Options
+
+	wake    chan struct{}
+	workers chan struct{}
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	busy     map[string]int // sends in progress per endpoint
+	breakers map[string]*breaker
+}
+
+// New makes a dispatcher; mail may be nil.
+func New(st Store, forms Forms, hooks Webhooks, mail Mailer, opts Options) *Dispatcher {
+	opts.setDefaults()
+	return &Dispatcher{st: st, forms: forms, hooks: hooks, mail: mail, opts: opts,
+		wake: make(chan struct{}, 1), workers: make(chan struct{}, opts.Workers),
+		busy: map[string]int{}, breakers: map[string]*breaker{}}
+}
+
+// Wake tells the dispatcher that events were written, so it need not wait
+// for its next poll.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run fans out and delivers until ctx ends, then waits for the sends in
+// progress. A delivery in progress when the process dies is taken over
+// when its lease runs out.
+func (d *Dispatcher) Run(ctx context.Context) {
+	defer d.wg.Wait()
+	t := time.NewTicker(d.opts.Poll)
+	defer t.Stop()
+	for {
+		fanned, err := d.FanOutOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.opts.Logger.Warn("outbox fan-out failed; it is tried again", "err", err)
+		}
+		started, err := d.SendOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.opts.Logger.Warn("outbox claim failed; it is tried again", "err", err)
+		}
+		if fanned > 0 || started > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// Endpoint ids: a webhook is named by its URL (its secret may rotate), the
+// owner's and the person's e-mail by kind; a breaker covers each, and the
+// SMTP server is one breaker for all e-mail.
+const (
+	endpointOwner   = "email:owner"
+	endpointConfirm = "email:confirm"
+	breakerSMTP     = "smtp"
+)
+
+// endpoints lists the endpoints of f that get an event of type typ.
+func endpoints(f *form.Form, typ string) []string {
+	n := f.Def.Notify
+	if n == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range n.Webhooks {
+		if w.Wants(typ) {
+			out = append(out, w.Endpoint())
+		}
+	}
+	if e := n.Email; e != nil {
+		if len(e.To) > 0 && (typ == store.EventStored || typ == store.EventWaitlisted) {
+			out = append(out, endpointOwner)
+		}
+		if e.Confirm != "" && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPromoted) {
+			out = append(out, endpointConfirm)
+		}
+	}
+	return out
+}
+
+// fanOutBatch bounds the events fanned out in one transaction.
+const fanOutBatch = 500
+
+// FanOutOnce adds the deliveries of the events not fanned out yet, to the
+// endpoints their forms name now, and says how many events it read.
+// Instances may run it at once: deliveries are added once.
+func (d *Dispatcher) FanOutOnce(ctx context.Context) (int, error) {
+	cursor, err := d.st.FanOutCursor(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("fan out: %w", err)
+	}
+	evs, err := d.st.EventsAfter(ctx, cursor, fanOutBatch)
+	if err != nil || len(evs) == 0 {
+		return 0, err
+	}
+	now := d.opts.Now()
+	// The owner's mail waits for the end of its minute, so that a minute's
+	// entries leave together: one mail each, or one digest past
+	// digest_over.
+	minuteEnd := now.Truncate(time.Minute).Add(time.Minute)
+	var ds []store.NewDelivery
+	for _, e := range evs {
+		f := d.forms.Get(e.Form)
+		if f == nil {
+			continue
+		}
+		for _, ep := range endpoints(f, e.Type) {
+			nd := store.NewDelivery{DeliveryKey: store.DeliveryKey{EventSeq: e.Seq, Endpoint: ep}, Form: e.Form, Site: e.Site}
+			if ep == endpointOwner {
+				nd.NextAt = minuteEnd
+			}
+			ds = append(ds, nd)
+		}
+	}
+	if err := d.st.FanOut(ctx, ds, evs[len(evs)-1].Seq, now); err != nil {
+		return 0, fmt.Errorf("fan out: %w", err)
+	}
+	return len(evs), nil
+}
+
+// SendOnce claims as many due deliveries as there are free workers and
+// starts sending them; it says how many it started. Deliveries to an
+// endpoint that has its sends in progress, or whose breaker is open, are
+// put back for later without an attempt. The owner's mail is claimed a
+// form's minute at a time and sent as one worker's job: one mail per
+// entry, or one digest when there are more than the form's digest_over.
+func (d *Dispatcher) SendOnce(ctx context.Context) (int, error) {
+	free := cap(d.workers) - len(d.workers)
+	if free == 0 || ctx.Err() != nil {
+		return 0, nil
+	}
+	now := d.opts.Now()
+	claimed, err := d.st.ClaimDeliveries(ctx, d.opts.Owner, now, d.opts.Lease, store.ClaimQuery{Limit: free, Except: endpointOwner})
+	if err != nil {
+		return 0, fmt.Errorf("claim deliveries: %w", err)
+	}
+	var groups [][]store.Delivery
+	for _, dl := range claimed {
+		groups = append(groups, []store.Delivery{dl})
+	}
+	if len(claimed) < free {
+		mail, err := d.st.ClaimDeliveries(ctx, d.opts.Owner, now, d.opts.Lease, store.ClaimQuery{Limit: maxOwnerMail, Endpoint: endpointOwner})
+		if err != nil {
+			return 0, fmt.Errorf("claim the owner's mail: %w", err)
+		}
+		if len(mail) > 0 {
+			groups = append(groups, mail)
+		}
+	}
+	started := 0
+	for _, group := range groups {
+		key := breakerKey(group[0].Endpoint)
+		if until, open := d.breakerOpen(key, now); open {
+			for _, dl := range group {
+				d.finish(ctx, store.Finish{DeliveryKey: dl.DeliveryKey, Owner: d.opts.Owner, State: store.DeliveryPending,
+					NextAt: until, Error: "the endpoint's circuit breaker is open after repeated failures"})
+			}
+			continue
+		}
+		if !d.take(key) {
+			for _, dl := range group {
+				d.finish(ctx, store.Finish{DeliveryKey: dl.DeliveryKey, Owner: d.opts.Owner, State: store.DeliveryPending,
+					NextAt: now.Add(250 * time.Millisecond), Error: dl.LastError})
+			}
+			continue
+		}
+		d.workers <- struct{}{}
+		started += len(group)
+		d.wg.Go(func() {
+			defer func() { <-d.workers; d.release(key) }()
+			if group[0].Endpoint == endpointOwner {
+				for _, g := range d.ownerMail(group) {
+					d.deliver(context.WithoutCancel(ctx), g)
+				}
+				return
+			}
+			d.deliver(context.WithoutCancel(ctx), group)
+		})
+	}
+	return started, nil
+}
+
+// maxOwnerMail bounds the owner's mail claimed at once: a minute's entries
+// of every form, in the thousands at a peak.
+const maxOwnerMail = 10000
+
+// ownerMail splits the owner's mail by form: a mail per entry, or one
+// digest for a form with more than its digest_over.
+func (d *Dispatcher) ownerMail(ds []store.Delivery) [][]store.Delivery {
+	byForm := map[string][]store.Delivery{}
+	var forms []string
+	for _, dl := range ds {
+		if _, seen := byForm[dl.Event.Form]; !seen {
+			forms = append(forms, dl.Event.Form)
+		}
+		byForm[dl.Event.Form] = append(byForm[dl.Event.Form], dl)
+	}
+	var out [][]store.Delivery
+	for _, f := range forms {
+		list := byForm[f]
+		over := form.DefaultDigestOver
+		if fm := d.forms.Get(f); fm != nil && fm.Def.Notify != nil && fm.Def.Notify.Email != nil && fm.Def.Notify.Email.DigestOver > 0 {
+			over = fm.Def.Notify.Email.DigestOver
+		}
+		if len(list) > over {
+			out = append(out, list)
+			continue
+		}
+		for _, dl := range list {
+			out = append(out, []store.Delivery{dl})
+		}
+	}
+	return out
+}
+
+func breakerKey(endpoint string) string {
+	if endpoint == endpointOwner || endpoint == endpointConfirm {
+		return breakerSMTP
+	}
+	return endpoint
+}
+
+// take reserves a send to an endpoint, within its limit.
+func (d *Dispatcher) take(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.busy[key] >= d.opts.PerEndpoint {
+		return false
+	}
+	d.busy[key]++
+	return true
+}
+
+func (d *Dispatcher) release(key string) {
+	d.mu.Lock()
+	d.busy[key]--
+	d.mu.Unlock()
+}
+
+// breaker is one endpoint's circuit breaker.
+type breaker struct {
+	failures  int
+	openUntil time.Time
+	period    time.Duration
+}
+
+// breakerOpen says whether an endpoint's breaker is open now, and until
+// when.
+func (d *Dispatcher) breakerOpen(key string, now time.Time) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b := d.breakers[key]
+	if b == nil || !now.Before(b.openUntil) {
+		return time.Time{}, false
+	}
+	return b.openUntil, true
+}
+
+// record feeds an attempt's result to the endpoint's breaker.
+func (d *Dispatcher) record(key string, ok bool, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b := d.breakers[key]
+	if b == nil {
+		b = &breaker{}
+		d.breakers[key] = b
+	}
+	if ok {
+		*b = breaker{}
+		return
+	}
+	b.failures++
+	if b.failures >= d.opts.BreakerAfter {
+		b.period = min(max(b.period*2, d.opts.BreakerOpen), 10*time.Minute)
+		b.openUntil = now.Add(b.period)
+		d.opts.Metrics.breakerOpened.Inc()
+	}
+}
+
+// finish records a delivery's attempt or deferral; a failure to record is
+// logged (the lease runs out and the delivery is tried again).
+func (d *Dispatcher) finish(ctx context.Context, f store.Finish) {
+	if err := d.st.FinishDelivery(ctx, f, d.opts.Now()); err != nil {
+		d.opts.Logger.Warn("outbox: delivery not recorded; it is sent again when its lease runs out", "endpoint", f.Endpoint, "event", f.EventSeq, "err", err)
+	}
+}
+
+// retryAt is when a delivery that failed its attempt-th attempt is tried
+// again, or false once the schedule is spent.
+func (d *Dispatcher) retryAt(attempt int, now time.Time, retryAfter time.Duration) (time.Time, bool) {
+	if attempt > len(d.opts.Schedule) {
+		return time.Time{}, false
+	}
+	wait := d.opts.Schedule[attempt-1]
+	wait += time.Duration((rand.Float64()*0.4 - 0.2) * float64(wait))
+	return now.Add(max(wait, retryAfter)), true
+}
+
+// outcome is what an attempt did, as the log and the metrics say it.
+type outcome struct {
+	kind       string // webhook | email
+	result     string // delivered | retry | gone | refused
+	status     int
+	latency    time.Duration
+	excerpt    string
+	retryAfter time.Duration
+	err        error
+}
+
+// deliver sends one group (one delivery, or the owner's digest) and
+// records the attempt for each of its deliveries.
+func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery) {
+	start := d.opts.Now()
+	o := d.attempt(ctx, group)
+	now := d.opts.Now()
+	if o.latency == 0 {
+		o.latency = now.Sub(start)
+	}
+	key := breakerKey(group[0].Endpoint)
+	if o.result != "deferred" {
+		d.record(key, o.result == "delivered", now)
+		d.opts.Metrics.observe(o, group[0].Endpoint)
+	}
+	for _, dl := range group {
+		f := store.Finish{DeliveryKey: dl.DeliveryKey, Owner: d.opts.Owner, Counted: true}
+		if o.result != "deferred" {
+			f.Attempt = store.Attempt{DeliveryKey: dl.DeliveryKey, At: start, Status: o.status, Latency: o.latency, Outcome: o.result, Excerpt: o.excerpt}
+		}
+		if o.err != nil {
+			f.Error = o.err.Error()
+		}
+		switch o.result {
+		case "delivered":
+			f.State = store.DeliveryDelivered
+		case "deferred":
+			f.State, f.NextAt, f.Counted = store.DeliveryPending, now.Add(time.Minute), false
+		case "gone":
+			f.State = store.DeliveryFailed
+			reason := fmt.Sprintf("the receiver answered 410 Gone at %s: formd stopped delivering to it; fix the URL in the form and enable the endpoint again", now.UTC().Format(time.RFC3339))
+			if err := d.st.DisableEndpoint(ctx, dl.Endpoint, dl.Event.Form, reason, now); err != nil {
+				d.opts.Logger.Warn("outbox: endpoint not disabled", "endpoint", dl.Endpoint, "err", err)
+			} else {
+				d.opts.Logger.Warn("outbox: an endpoint answered 410 Gone and is disabled", "form", dl.Event.Form, "endpoint", dl.Endpoint)
+			}
+		case "refused":
+			f.State = store.DeliveryFailed
+		default:
+			if at, ok := d.retryAt(dl.Attempts+1, now, o.retryAfter); ok {
+				f.State, f.NextAt = store.DeliveryPending, at
+			} else {
+				f.State = store.DeliveryFailed
+			}
+		}
+		if f.State == store.DeliveryFailed {
+			d.opts.Logger.Warn("outbox: a delivery failed for good and is a dead letter", "form", dl.Event.Form, "endpoint", dl.Endpoint,
+				"event", dl.Event.ID(), "attempts", dl.Attempts+1, "err", f.Error)
+		}
+		d.finish(ctx, f)
+	}
+}
+
+// attempt sends a group once.
+func (d *Dispatcher) attempt(ctx context.Context, group []store.Delivery) outcome {
+	dl := group[0]
+	f := d.forms.Get(dl.Event.Form)
+	if f == nil {
+		return outcome{result: "refused", err: errors.New("the form no longer exists")}
+	}
+	switch dl.Endpoint {
+	case endpointOwner, endpointConfirm:
+		return d.sendMail(ctx, f, group)
+	}
+	for _, w := range webhooksOf(f) {
+		if w.Endpoint() == dl.Endpoint {
+			return d.sendWebhook(ctx, f, dl, w)
+		}
+	}
+	return outcome{kind: "webhook", result: "refused", err: errors.New("the form no longer names this webhook")}
+}
+
+// sendWebhook posts one event, signed with every secret of the webhook.
+func (d *Dispatcher) sendWebhook(ctx context.Context, f *form.Form, dl store.Delivery, w form.Webhook) outcome {
+	body, err := d.eventBody(ctx, dl.Event)
+	if err != nil {
+		return outcome{kind: "webhook", result: "retry", err: err}
+	}
+	var secrets []webhooks.Secret
+	for _, s := range w.AllSecrets() {
+		if sec, err := webhooks.ParseSecret(s); err == nil {
+			secrets = append(secrets, sec)
+		}
+	}
+	r := d.hooks.Send(ctx, webhooks.Request{URL: w.URL, Secrets: secrets, ID: dl.Event.ID(), Timestamp: d.opts.Now(), Body: body})
+	o := outcome{kind: "webhook", status: r.Status, latency: r.Latency, excerpt: r.Excerpt, retryAfter: r.RetryAfter, err: r.Err}
+	switch r.Outcome {
+	case webhooks.Delivered:
+		o.result = "delivered"
+	case webhooks.Gone:
+		o.result = "gone"
+	case webhooks.Refused:
+		o.result = "refused"
+	default:
+		o.result = "retry"
+	}
+	if o.excerpt == "" && r.Err != nil {
+		o.excerpt = r.Err.Error()
+	}
+	return o
+}
+
+// webhooksOf lists a form's webhooks, none when it has no notify block.
+func webhooksOf(f *form.Form) []form.Webhook {
+	if f.Def.Notify == nil {
+		return nil
+	}
+	return f.Def.Notify.Webhooks
+}

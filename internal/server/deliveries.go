@@ -1,0 +1,34 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/formd/formd/internal/email"
+	"github.com/formd/formd/internal/outbox"
+	"github.com/formd/formd/internal/webhooks"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// openOutbox makes the dispatcher of deliveries: webhooks through the
+// guard (--webhook-allow), e-mail through --smtp when it is set.
+func (s *Server) openOutbox(reg *prometheus.Registry) error {
+	var mailer outbox.Mailer
+	if c := s.cfg.SMTP; c != nil {
+		m, err := email.NewMailer(*c, s.cfg.SMTPFrom, email.Options{})
+		if err != nil {
+			return fmt.Errorf("e-mail: %w", err)
+		}
+		mailer = m
+	}
+	for _, f := range s.Forms.All() {
+		if n := f.Def.Notify; n != nil && n.Email != nil && mailer == nil {
+			s.log.Warn("a form sends e-mail but no SMTP server is set: its e-mail waits in the outbox until --smtp is given", "form", f.ID())
+		}
+	}
+	sender := webhooks.NewSender(webhooks.Options{Guard: s.Guard})
+	s.outbox = outbox.New(s.Store, s.Forms, sender, mailer, outbox.Options{
+		ConsoleURL: s.cfg.PublicURL, Logger: s.log, Metrics: outbox.NewMetrics(reg),
+	})
+	reg.MustRegister(&outboxCollector{s: s.Store})
+	return nil
+}

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// The outbox: deliveries of events to endpoints (webhooks, e-mail). The
+// events are written with the decisions; a dispatcher fans each event out
+// to the endpoints that want it (AddDeliveries), claims due deliveries
+// with a lease so that no two instances send one at the same time
+// (ClaimDeliveries), and records each attempt (FinishDelivery). Every
+// delivery is sent at least once; receivers dedupe by the event's id.
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"   // to be sent, at NextAt
+	DeliveryDelivered = "delivered" // the endpoint took it
+	DeliveryFailed    = "failed"    // given up on: a delivery dead letter
+	DeliverySkipped   = "skipped"   // its endpoint was disabled (410 Gone)
+)
+
+// DeliveryKey names one delivery: an event to an endpoint.
+type DeliveryKey struct {
+	EventSeq uint64
+	Endpoint string
+}
+
+// NewDelivery is a delivery the fan-out adds, due at NextAt (zero: now).
+type NewDelivery struct {
+	DeliveryKey
+	Form, Site string
+	NextAt     time.Time
+}
+
+// ClaimQuery says which due deliveries to claim: at most Limit, to the
+// endpoint Endpoint only, or to any endpoint but Except.
+type ClaimQuery struct {
+	Limit    int
+	Endpoint string
+	Except   string
+}
+
+// Delivery is one delivery with its event.
+type Delivery struct {
+	DeliveryKey
+	Event      Event
+	State      string
+	Attempts   int
+	NextAt     time.Time
+	LastStatus int
+	LastError  string
+	UpdatedAt  time.Time
+}
+
+// Attempt is one try of a delivery, for its log.
+type Attempt struct {
+	DeliveryKey
+	At      time.Time
+	Status  int // HTTP status or SMTP reply code; 0 without an answer
+	Latency time.Duration
+	Outcome string // delivered | retry | gone | refused
+	Excerpt string // the start of the answer, or why there was none
+}
+
+// Finish is what an attempt (or a decision without one, such as a digest
+// folding a delivery into another) did to a delivery.
+type Finish struct {
+	DeliveryKey
+	// Owner is the lease holder; a delivery whose lease another instance
+	// took meanwhile is not changed (the attempt is logged all the same).
+	Owner string
+	// Attempt is logged when its At is set.
+	Attempt Attempt
+	// State is the delivery's state after it: pending again (NextAt set)
+	// or final.
+	State  string
+	NextAt time.Time
+	// Counted says the attempt counts against the delivery's attempts (a
+	// deferral by an open circuit breaker does not).
+	Counted bool
+	Error   string
+}
+
+// DeliverySelection picks deliveries to send again: one (Key), or those of
+// a form or a site whose events happened in a window, failed ones only or
+// all.
+type DeliverySelection struct {
+	Key          *DeliveryKey
+	Form, Site   string
+	Since, Until time.Time
+	FailedOnly   bool
+}
+
+// DeliveryStats describe the outbox for the metrics.
+type DeliveryStats struct {
+	Pending int64
+	// OldestPending is when the oldest pending delivery's event happened;
+	// zero when none is pending.
+	OldestPending time.Time
+	Failed        int64
+	// UnfannedEvents counts events not yet fanned out.
+	UnfannedEvents int64
+}
+
+// EntryDoc is an entry as a delivery describes it.
+type EntryDoc struct {
+	ID, Form, Site, Key string
+	Status              string
+	ReceivedAt          time.Time
+	Fingerprint         [32]byte
+	Data                []byte // nil once erased
+}
+
+// Outbox is what a store provides the dispatcher and the deliveries API.
+type Outbox interface {
+	// EventsAfter lists events after a position, in order.
+	EventsAfter(ctx context.Context, seq uint64, limit int) ([]Event, error)
+	// FanOut adds deliveries (an existing one is left as it is) and moves
+	// the fan-out cursor to upTo, if that is further, in one transaction.
+	FanOut(ctx context.Context, ds []NewDelivery, upTo uint64, now time.Time) error
+	// FanOutCursor is the position up to which events are fanned out.
+	FanOutCursor(ctx context.Context) (uint64, error)
+	// ClaimDeliveries leases the pending deliveries the query selects that
+	// are due at now to owner until now+lease, oldest due first, skipping
+	// those another owner holds; an expired lease is taken over.
+	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q ClaimQuery) ([]Delivery, error)
+	// FinishDelivery records an attempt and the delivery's new state.
+	FinishDelivery(ctx context.Context, f Finish, now time.Time) error
+	// Redeliver makes the selected deliveries pending again, due now, with
+	// their attempts counted from zero; it returns how many.
+	Redeliver(ctx context.Context, sel DeliverySelection, now time.Time) (int, error)
+	// DisableEndpoint switches an endpoint off (a 410 Gone) and skips its
+	// pending deliveries; EnableEndpoint switches it on again.
+	DisableEndpoint(ctx context.Context, endpoint, form, reason string, now time.Time) error
+	EnableEndpoint(ctx context.Context, endpoint string) error
+	// DisabledEndpoints lists the switched-off endpoints with why.
+	DisabledEndpoints(ctx context.Context) (map[string]string, error)
+	// EntryDoc reads an entry for a delivery.
+	EntryDoc(ctx context.Context, id string) (EntryDoc, bool, error)
+	// Deliveries lists the deliveries of an entry's events, with each
+	// one's attempts, oldest first.
+	Deliveries(ctx context.Context, entryID string) ([]Delivery, []Attempt, error)
+	// DeliveryStats counts the outbox for the metrics.
+	DeliveryStats(ctx context.Context) (DeliveryStats, error)
+}

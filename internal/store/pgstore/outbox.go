@@ -1,0 +1,270 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/store"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ store.Outbox = (*Store)(nil)
+
+// eventColumns reads an event joined as e.
+const eventColumns = `e.seq, e.entry_id, e.n, e.type, e.form, e.site, e.status, e.at`
+
+func eventDest(dst []any, e *store.Event, seq *int64) []any {
+	return append(dst, seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &e.At)
+}
+
+// EventsAfter lists events after a position, in order.
+func (s *Store) EventsAfter(ctx context.Context, seq uint64, limit int) ([]store.Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+eventColumns+` FROM events e WHERE e.seq > $1 ORDER BY e.seq LIMIT $2`, int64(seq), limit)
+	if err != nil {
+		return nil, classify("read events", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
+		var e store.Event
+		var seq int64
+		err := r.Scan(eventDest(nil, &e, &seq)...)
+		e.Seq = uint64(seq)
+		return e, err
+	})
+	if err != nil {
+		return nil, classify("read events", err)
+	}
+	return out, nil
+}
+
+// FanOut adds deliveries and moves the cursor, in one transaction;
+// instances fanning out at once add the same rows once.
+func (s *Store) FanOut(ctx context.Context, ds []store.NewDelivery, upTo uint64, now time.Time) error {
+	return s.inTx(ctx, "fan out", func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, d := range ds {
+			b.Queue(`INSERT INTO deliveries(event_seq, endpoint, form, site, state, next_at, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, CASE WHEN EXISTS (SELECT 1 FROM endpoints_disabled WHERE endpoint = $2) THEN 'skipped' ELSE 'pending' END, $6, $5, $5)
+				ON CONFLICT (event_seq, endpoint) DO NOTHING`, int64(d.EventSeq), d.Endpoint, d.Form, d.Site, micro(now), micro(dueAt(d.NextAt, now)))
+		}
+		b.Queue(`INSERT INTO meta(k, v) VALUES ('fanout', $1) ON CONFLICT (k) DO UPDATE SET v = greatest(meta.v, excluded.v)`, int64(upTo))
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// dueAt is a delivery's first due time: t, or now when t is zero.
+func dueAt(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return t
+}
+
+// FanOutCursor is the position up to which events are fanned out.
+func (s *Store) FanOutCursor(ctx context.Context) (uint64, error) {
+	var v int64
+	err := s.pool.QueryRow(ctx, `SELECT v FROM meta WHERE k = 'fanout'`).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, classify("read the fan-out cursor", err)
+	}
+	return uint64(v), nil
+}
+
+// deliveryColumns reads a delivery joined as d with its event e.
+const deliveryColumns = `d.event_seq, d.endpoint, d.state, d.attempts, d.next_at, d.last_status, d.last_error, d.updated_at, ` + eventColumns
+
+func scanDelivery(r pgx.CollectableRow) (store.Delivery, error) {
+	var d store.Delivery
+	var seq, evtSeq int64
+	err := r.Scan(eventDest([]any{&seq, &d.Endpoint, &d.State, &d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.UpdatedAt}, &d.Event, &evtSeq)...)
+	d.EventSeq, d.Event.Seq = uint64(seq), uint64(evtSeq)
+	return d, err
+}
+
+// ClaimDeliveries leases due deliveries to owner. FOR UPDATE SKIP LOCKED
+// lets instances claim at once without waiting on each other or claiming
+// one delivery twice; an expired lease (an instance that died) is taken
+// over.
+func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error) {
+	var out []store.Delivery
+	err := s.inTx(ctx, "claim deliveries", func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `WITH due AS (
+				SELECT event_seq, endpoint FROM deliveries WHERE state = 'pending' AND next_at <= $1 AND lease_until < $1
+					AND ($5 = '' OR endpoint = $5) AND endpoint <> $6
+				ORDER BY next_at LIMIT $2 FOR UPDATE SKIP LOCKED
+			), claimed AS (
+				UPDATE deliveries d SET lease_owner = $3, lease_until = $4 FROM due
+				WHERE d.event_seq = due.event_seq AND d.endpoint = due.endpoint RETURNING d.*
+			)
+			SELECT `+deliveryColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at`,
+			micro(now), q.Limit, owner, micro(now.Add(lease)), q.Endpoint, q.Except)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, scanDelivery)
+		return err
+	})
+	return out, err
+}
+
+// FinishDelivery logs an attempt and sets the delivery's new state, if
+// the lease is still the owner's.
+func (s *Store) FinishDelivery(ctx context.Context, f store.Finish, now time.Time) error {
+	return s.inTx(ctx, "finish delivery", func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		if a := f.Attempt; !a.At.IsZero() {
+			b.Queue(`INSERT INTO delivery_attempts(event_seq, endpoint, at, status, latency_us, outcome, excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+				int64(f.EventSeq), f.Endpoint, micro(a.At), a.Status, a.Latency.Microseconds(), a.Outcome, a.Excerpt)
+		}
+		counted := 0
+		if f.Counted {
+			counted = 1
+		}
+		b.Queue(`UPDATE deliveries SET state = $1, next_at = $2, attempts = attempts + $3, last_status = $4, last_error = $5,
+			lease_owner = '', lease_until = '-infinity', updated_at = $6 WHERE event_seq = $7 AND endpoint = $8 AND lease_owner = $9`,
+			f.State, micro(f.NextAt), counted, f.Attempt.Status, f.Error, micro(now), int64(f.EventSeq), f.Endpoint, f.Owner)
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// Redeliver makes the selected deliveries pending again.
+func (s *Store) Redeliver(ctx context.Context, sel store.DeliverySelection, now time.Time) (int, error) {
+	args := []any{micro(now)}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := []string{"true"}
+	if k := sel.Key; k != nil {
+		where = append(where, "d.event_seq = "+arg(int64(k.EventSeq))+" AND d.endpoint = "+arg(k.Endpoint))
+	}
+	if sel.Form != "" {
+		where = append(where, "d.form = "+arg(sel.Form))
+	}
+	if sel.Site != "" {
+		where = append(where, "d.site = "+arg(sel.Site))
+	}
+	if !sel.Since.IsZero() {
+		where = append(where, "e.at >= "+arg(sel.Since))
+	}
+	if !sel.Until.IsZero() {
+		where = append(where, "e.at < "+arg(sel.Until))
+	}
+	if sel.FailedOnly {
+		where = append(where, "d.state = 'failed'")
+	} else {
+		where = append(where, "d.state IN ('failed', 'delivered', 'skipped')")
+	}
+	var n int64
+	err := s.inTx(ctx, "redeliver", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE deliveries d SET state = 'pending', attempts = 0, next_at = $1, lease_owner = '', lease_until = '-infinity', updated_at = $1
+			FROM events e WHERE e.seq = d.event_seq AND `+strings.Join(where, " AND "), args...)
+		n = tag.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// DisableEndpoint switches an endpoint off and skips its pending
+// deliveries.
+func (s *Store) DisableEndpoint(ctx context.Context, endpoint, form, reason string, now time.Time) error {
+	return s.inTx(ctx, "disable endpoint", func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO endpoints_disabled(endpoint, form, reason, at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (endpoint) DO UPDATE SET reason = excluded.reason, at = excluded.at`, endpoint, form, reason, micro(now))
+		b.Queue(`UPDATE deliveries SET state = 'skipped', updated_at = $1 WHERE endpoint = $2 AND state = 'pending'`, micro(now), endpoint)
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// EnableEndpoint switches an endpoint on again.
+func (s *Store) EnableEndpoint(ctx context.Context, endpoint string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM endpoints_disabled WHERE endpoint = $1`, endpoint); err != nil {
+		return classify("enable endpoint", err)
+	}
+	return nil
+}
+
+// DisabledEndpoints lists the switched-off endpoints.
+func (s *Store) DisabledEndpoints(ctx context.Context) (map[string]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT endpoint, reason FROM endpoints_disabled`)
+	if err != nil {
+		return nil, classify("read disabled endpoints", err)
+	}
+	out := map[string]string{}
+	var e, r string
+	if _, err := pgx.ForEachRow(rows, []any{&e, &r}, func() error { out[e] = r; return nil }); err != nil {
+		return nil, classify("read disabled endpoints", err)
+	}
+	return out, nil
+}
+
+// EntryDoc reads an entry for a delivery.
+func (s *Store) EntryDoc(ctx context.Context, id string) (store.EntryDoc, bool, error) {
+	var d store.EntryDoc
+	var fp []byte
+	err := s.pool.QueryRow(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries WHERE id = $1`, id).
+		Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &d.ReceivedAt, &fp, &d.Data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, false, nil
+	}
+	if err != nil {
+		return d, false, classify("read entry", err)
+	}
+	copy(d.Fingerprint[:], fp)
+	return d, true, nil
+}
+
+// Deliveries lists the deliveries of an entry's events with their
+// attempts.
+func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Delivery, []store.Attempt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
+		WHERE e.entry_id = $1 ORDER BY d.event_seq, d.endpoint`, entryID)
+	if err != nil {
+		return nil, nil, classify("read deliveries", err)
+	}
+	ds, err := pgx.CollectRows(rows, scanDelivery)
+	if err != nil {
+		return nil, nil, classify("read deliveries", err)
+	}
+	rows, err = s.pool.Query(ctx, `SELECT a.event_seq, a.endpoint, a.at, a.status, a.latency_us, a.outcome, a.excerpt
+		FROM delivery_attempts a JOIN events e ON e.seq = a.event_seq WHERE e.entry_id = $1 ORDER BY a.at`, entryID)
+	if err != nil {
+		return nil, nil, classify("read delivery attempts", err)
+	}
+	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Attempt, error) {
+		var a store.Attempt
+		var seq, lat int64
+		err := r.Scan(&seq, &a.Endpoint, &a.At, &a.Status, &lat, &a.Outcome, &a.Excerpt)
+		a.EventSeq, a.Latency = uint64(seq), time.Duration(lat)*time.Microsecond
+		return a, err
+	})
+	if err != nil {
+		return nil, nil, classify("read delivery attempts", err)
+	}
+	return ds, as, nil
+}
+
+// DeliveryStats counts the outbox.
+func (s *Store) DeliveryStats(ctx context.Context) (store.DeliveryStats, error) {
+	var st store.DeliveryStats
+	var oldest *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM deliveries WHERE state = 'pending'),
+		(SELECT min(e.at) FROM deliveries d JOIN events e ON e.seq = d.event_seq WHERE d.state = 'pending'),
+		(SELECT count(*) FROM deliveries WHERE state = 'failed'),
+		(SELECT count(*) FROM events WHERE seq > coalesce((SELECT v FROM meta WHERE k = 'fanout'), 0))`).
+		Scan(&st.Pending, &oldest, &st.Failed, &st.UnfannedEvents)
+	if err != nil {
+		return st, classify("count deliveries", err)
+	}
+	if oldest != nil {
+		st.OldestPending = *oldest
+	}
+	return st, nil
+}

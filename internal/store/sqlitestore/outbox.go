@@ -1,0 +1,361 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/store"
+)
+
+var _ store.Outbox = (*Store)(nil)
+
+// eventColumns reads an event joined as e.
+const eventColumns = `e.seq, e.entry_id, e.n, e.type, e.form, e.site, e.status, e.at`
+
+func scanEvent(dst []any, e *store.Event, at *int64) []any {
+	return append(dst, &e.Seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, at)
+}
+
+// EventsAfter lists events after a position, in order.
+func (s *Store) EventsAfter(ctx context.Context, seq uint64, limit int) ([]store.Event, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+eventColumns+` FROM events e WHERE e.seq > ? ORDER BY e.seq LIMIT ?`, seq, limit)
+	if err != nil {
+		return nil, classify("read events", err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var at int64
+		if err := rows.Scan(scanEvent(nil, &e, &at)...); err != nil {
+			return nil, classify("read events", err)
+		}
+		e.At = time.UnixMicro(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read events", err)
+	}
+	return out, nil
+}
+
+// FanOut adds deliveries and moves the cursor, in one transaction.
+func (s *Store) FanOut(ctx context.Context, ds []store.NewDelivery, upTo uint64, now time.Time) error {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("fan out: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	for _, d := range ds {
+		// A delivery to a disabled endpoint is skipped at once.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries(event_seq, endpoint, form, site, state, next_at, created_at, updated_at)
+			VALUES (?1, ?2, ?3, ?4, CASE WHEN EXISTS (SELECT 1 FROM endpoints_disabled WHERE endpoint = ?2) THEN 'skipped' ELSE 'pending' END, ?6, ?5, ?5)
+			ON CONFLICT(event_seq, endpoint) DO NOTHING`,
+			d.EventSeq, d.Endpoint, d.Form, d.Site, now.UnixMicro(), dueAt(d.NextAt, now).UnixMicro()); err != nil {
+			return classify("fan out", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO meta(k, v) VALUES ('fanout', ?) ON CONFLICT(k) DO UPDATE SET v = max(v, excluded.v)`, upTo); err != nil {
+		return classify("fan out: cursor", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return classify("fan out: commit", err)
+	}
+	return nil
+}
+
+// dueAt is a delivery's first due time: t, or now when t is zero.
+func dueAt(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return t
+}
+
+// FanOutCursor is the position up to which events are fanned out.
+func (s *Store) FanOutCursor(ctx context.Context) (uint64, error) {
+	var v uint64
+	err := s.rdb.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'fanout'`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, classify("read the fan-out cursor", err)
+	}
+	return v, nil
+}
+
+// deliveryColumns reads a delivery joined as d with its event e.
+const deliveryColumns = `d.event_seq, d.endpoint, d.state, d.attempts, d.next_at, d.last_status, d.last_error, d.updated_at, ` + eventColumns
+
+func scanDelivery(sc interface{ Scan(...any) error }) (store.Delivery, error) {
+	var (
+		d                store.Delivery
+		next, upd, evtAt int64
+	)
+	dst := []any{&d.EventSeq, &d.Endpoint, &d.State, &d.Attempts, &next, &d.LastStatus, &d.LastError, &upd}
+	if err := sc.Scan(scanEvent(dst, &d.Event, &evtAt)...); err != nil {
+		return d, err
+	}
+	d.NextAt, d.UpdatedAt, d.Event.At = time.UnixMicro(next), time.UnixMicro(upd), time.UnixMicro(evtAt)
+	return d, nil
+}
+
+// ClaimDeliveries leases due deliveries to owner. The one write
+// connection serializes claims, so no two owners get the same delivery.
+func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, classify("claim deliveries: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET lease_owner = ?1, lease_until = ?2
+		WHERE (event_seq, endpoint) IN (SELECT event_seq, endpoint FROM deliveries
+			WHERE state = 'pending' AND next_at <= ?3 AND lease_until < ?3 AND (?5 = '' OR endpoint = ?5) AND endpoint != ?6
+			ORDER BY next_at LIMIT ?4)
+		RETURNING event_seq, endpoint`,
+		owner, now.Add(lease).UnixMicro(), now.UnixMicro(), q.Limit, q.Endpoint, q.Except)
+	if err != nil {
+		return nil, classify("claim deliveries", err)
+	}
+	var keys []any
+	for rows.Next() {
+		var seq uint64
+		var ep string
+		if err := rows.Scan(&seq, &ep); err != nil {
+			rows.Close()
+			return nil, classify("claim deliveries", err)
+		}
+		keys = append(keys, seq, ep)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify("claim deliveries", err)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
+		WHERE (d.event_seq, d.endpoint) IN (VALUES (?, ?)`+strings.Repeat(", (?, ?)", len(keys)/2-1)+`) ORDER BY d.next_at`, keys...)
+	if err != nil {
+		return nil, classify("claim deliveries", err)
+	}
+	var out []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			rows.Close()
+			return nil, classify("claim deliveries", err)
+		}
+		out = append(out, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, classify("claim deliveries", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, classify("claim deliveries: commit", err)
+	}
+	return out, nil
+}
+
+// FinishDelivery logs an attempt and sets the delivery's new state, if
+// the lease is still the owner's.
+func (s *Store) FinishDelivery(ctx context.Context, f store.Finish, now time.Time) error {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("finish delivery: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if a := f.Attempt; !a.At.IsZero() {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts(event_seq, endpoint, at, status, latency_us, outcome, excerpt) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			f.EventSeq, f.Endpoint, a.At.UnixMicro(), a.Status, a.Latency.Microseconds(), a.Outcome, a.Excerpt); err != nil {
+			return classify("finish delivery: log", err)
+		}
+	}
+	counted := 0
+	if f.Counted {
+		counted = 1
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = ?, next_at = ?, attempts = attempts + ?, last_status = ?, last_error = ?,
+		lease_owner = '', lease_until = 0, updated_at = ? WHERE event_seq = ? AND endpoint = ? AND lease_owner = ?`,
+		f.State, f.NextAt.UnixMicro(), counted, f.Attempt.Status, f.Error, now.UnixMicro(), f.EventSeq, f.Endpoint, f.Owner); err != nil {
+		return classify("finish delivery", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return classify("finish delivery: commit", err)
+	}
+	return nil
+}
+
+// Redeliver makes the selected deliveries pending again.
+func (s *Store) Redeliver(ctx context.Context, sel store.DeliverySelection, now time.Time) (int, error) {
+	where := []string{"1 = 1"}
+	var args []any
+	if k := sel.Key; k != nil {
+		where, args = append(where, "d.event_seq = ? AND d.endpoint = ?"), append(args, k.EventSeq, k.Endpoint)
+	}
+	if sel.Form != "" {
+		where, args = append(where, "d.form = ?"), append(args, sel.Form)
+	}
+	if sel.Site != "" {
+		where, args = append(where, "d.site = ?"), append(args, sel.Site)
+	}
+	if !sel.Since.IsZero() {
+		where, args = append(where, "e.at >= ?"), append(args, sel.Since.UnixMicro())
+	}
+	if !sel.Until.IsZero() {
+		where, args = append(where, "e.at < ?"), append(args, sel.Until.UnixMicro())
+	}
+	if sel.FailedOnly {
+		where = append(where, "d.state = 'failed'")
+	} else {
+		where = append(where, "d.state IN ('failed', 'delivered', 'skipped')")
+	}
+	args = append([]any{now.UnixMicro()}, args...)
+	res, err := s.wdb.ExecContext(ctx, `UPDATE deliveries SET state = 'pending', attempts = 0, next_at = ?1, lease_owner = '', lease_until = 0, updated_at = ?1
+		WHERE (event_seq, endpoint) IN (SELECT d.event_seq, d.endpoint FROM deliveries d JOIN events e ON e.seq = d.event_seq
+			WHERE `+strings.Join(where, " AND ")+`)`, args...)
+	if err != nil {
+		return 0, classify("redeliver", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// DisableEndpoint switches an endpoint off and skips its pending
+// deliveries.
+func (s *Store) DisableEndpoint(ctx context.Context, endpoint, form, reason string, now time.Time) error {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("disable endpoint: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, `INSERT INTO endpoints_disabled(endpoint, form, reason, at) VALUES (?, ?, ?, ?)
+		ON CONFLICT(endpoint) DO UPDATE SET reason = excluded.reason, at = excluded.at`, endpoint, form, reason, now.UnixMicro()); err != nil {
+		return classify("disable endpoint", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = 'skipped', updated_at = ? WHERE endpoint = ? AND state = 'pending'`, now.UnixMicro(), endpoint); err != nil {
+		return classify("disable endpoint", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return classify("disable endpoint: commit", err)
+	}
+	return nil
+}
+
+// EnableEndpoint switches an endpoint on again.
+func (s *Store) EnableEndpoint(ctx context.Context, endpoint string) error {
+	if _, err := s.wdb.ExecContext(ctx, `DELETE FROM endpoints_disabled WHERE endpoint = ?`, endpoint); err != nil {
+		return classify("enable endpoint", err)
+	}
+	return nil
+}
+
+// DisabledEndpoints lists the switched-off endpoints.
+func (s *Store) DisabledEndpoints(ctx context.Context) (map[string]string, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT endpoint, reason FROM endpoints_disabled`)
+	if err != nil {
+		return nil, classify("read disabled endpoints", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var e, r string
+		if err := rows.Scan(&e, &r); err != nil {
+			return nil, classify("read disabled endpoints", err)
+		}
+		out[e] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read disabled endpoints", err)
+	}
+	return out, nil
+}
+
+// EntryDoc reads an entry for a delivery.
+func (s *Store) EntryDoc(ctx context.Context, id string) (store.EntryDoc, bool, error) {
+	var (
+		d  store.EntryDoc
+		us int64
+		fp []byte
+	)
+	err := s.rdb.QueryRowContext(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries WHERE id = ?`, id).
+		Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &us, &fp, &d.Data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, false, nil
+	}
+	if err != nil {
+		return d, false, classify("read entry", err)
+	}
+	d.ReceivedAt = time.UnixMicro(us)
+	copy(d.Fingerprint[:], fp)
+	return d, true, nil
+}
+
+// Deliveries lists the deliveries of an entry's events with their
+// attempts.
+func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Delivery, []store.Attempt, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
+		WHERE e.entry_id = ? ORDER BY d.event_seq, d.endpoint`, entryID)
+	if err != nil {
+		return nil, nil, classify("read deliveries", err)
+	}
+	var ds []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			rows.Close()
+			return nil, nil, classify("read deliveries", err)
+		}
+		ds = append(ds, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, classify("read deliveries", err)
+	}
+	rows, err = s.rdb.QueryContext(ctx, `SELECT a.event_seq, a.endpoint, a.at, a.status, a.latency_us, a.outcome, a.excerpt
+		FROM delivery_attempts a JOIN events e ON e.seq = a.event_seq WHERE e.entry_id = ? ORDER BY a.at`, entryID)
+	if err != nil {
+		return nil, nil, classify("read delivery attempts", err)
+	}
+	defer rows.Close()
+	var as []store.Attempt
+	for rows.Next() {
+		var a store.Attempt
+		var at, lat int64
+		if err := rows.Scan(&a.EventSeq, &a.Endpoint, &at, &a.Status, &lat, &a.Outcome, &a.Excerpt); err != nil {
+			return nil, nil, classify("read delivery attempts", err)
+		}
+		a.At, a.Latency = time.UnixMicro(at), time.Duration(lat)*time.Microsecond
+		as = append(as, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, classify("read delivery attempts", err)
+	}
+	return ds, as, nil
+}
+
+// DeliveryStats counts the outbox.
+func (s *Store) DeliveryStats(ctx context.Context) (store.DeliveryStats, error) {
+	var (
+		st     store.DeliveryStats
+		oldest sql.NullInt64
+	)
+	err := s.rdb.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM deliveries WHERE state = 'pending'),
+		(SELECT min(e.at) FROM deliveries d JOIN events e ON e.seq = d.event_seq WHERE d.state = 'pending'),
+		(SELECT count(*) FROM deliveries WHERE state = 'failed'),
+		(SELECT count(*) FROM events WHERE seq > coalesce((SELECT v FROM meta WHERE k = 'fanout'), 0))`).
+		Scan(&st.Pending, &oldest, &st.Failed, &st.UnfannedEvents)
+	if err != nil {
+		return st, classify("count deliveries", err)
+	}
+	if oldest.Valid {
+		st.OldestPending = time.UnixMicro(oldest.Int64)
+	}
+	return st, nil
+}

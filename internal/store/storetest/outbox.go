@@ -1,0 +1,261 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+)
+
+// outboxCases are the outbox's rules, run by Run for every driver.
+var outboxCases = []struct {
+	name string
+	fn   func(*testing.T, store.Store)
+}{
+	{"OutboxFanOutOnce", testFanOut},
+	{"OutboxLeasesAndAttempts", testLeases},
+	{"OutboxRedeliverAndDisable", testRedeliver},
+	{"OutboxConcurrentClaimsNeverShare", testConcurrentClaims},
+}
+
+// someEvents decides n entries of form f and returns their events.
+func someEvents(t *testing.T, s store.Store, f string, n int) []store.Event {
+	t.Helper()
+	putForm(t, s, f, nil, "")
+	var subs []journal.Entry
+	for i := range n {
+		subs = append(subs, sub(f, fmt.Sprint("k", i), uint64(i+1)))
+	}
+	mustApply(t, s, subs...)
+	evs, err := s.EventsAfter(ctxT(t), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []store.Event
+	for _, e := range evs {
+		if e.Form == f {
+			out = append(out, e)
+		}
+	}
+	if len(out) != n {
+		t.Fatalf("%d events for %d entries", len(out), n)
+	}
+	return out
+}
+
+func fanOut(t *testing.T, s store.Store, evs []store.Event, now time.Time, endpoints ...string) {
+	t.Helper()
+	var ds []store.NewDelivery
+	for _, e := range evs {
+		for _, ep := range endpoints {
+			ds = append(ds, store.NewDelivery{DeliveryKey: store.DeliveryKey{EventSeq: e.Seq, Endpoint: ep}, Form: e.Form, Site: e.Site})
+		}
+	}
+	if err := s.FanOut(ctxT(t), ds, evs[len(evs)-1].Seq, now); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func claim(t *testing.T, s store.Store, owner string, now time.Time, limit int) []store.Delivery {
+	t.Helper()
+	ds, err := s.ClaimDeliveries(ctxT(t), owner, now, time.Minute, store.ClaimQuery{Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// testFanOut: fanning out twice adds each delivery once, and the cursor
+// only moves forward.
+func testFanOut(t *testing.T, s store.Store) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	evs := someEvents(t, s, "f", 3)
+	fanOut(t, s, evs, now, "webhook:a", "email:owner")
+	fanOut(t, s, evs, now, "webhook:a", "email:owner")
+	if err := s.FanOut(ctxT(t), nil, 1, now); err != nil { // an instance behind
+		t.Fatal(err)
+	}
+	if c, err := s.FanOutCursor(ctxT(t)); err != nil || c != evs[2].Seq {
+		t.Fatalf("cursor %d %v, want %d", c, err, evs[2].Seq)
+	}
+	mail, err := s.ClaimDeliveries(ctxT(t), "a", now, time.Minute, store.ClaimQuery{Limit: 100, Endpoint: "email:owner"})
+	if err != nil || len(mail) != 3 || mail[0].Endpoint != "email:owner" {
+		t.Fatalf("claim one endpoint: %+v %v", mail, err)
+	}
+	rest, err := s.ClaimDeliveries(ctxT(t), "a", now, time.Minute, store.ClaimQuery{Limit: 100, Except: "email:owner"})
+	if err != nil || len(rest) != 3 || rest[0].Endpoint != "webhook:a" {
+		t.Fatalf("claim all but one endpoint: %+v %v", rest, err)
+	}
+	// A delivery due later is not claimed before its time.
+	later := []store.NewDelivery{{DeliveryKey: store.DeliveryKey{EventSeq: evs[0].Seq, Endpoint: "webhook:later"}, Form: "f", Site: "site", NextAt: now.Add(time.Minute)}}
+	if err := s.FanOut(ctxT(t), later, evs[2].Seq, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, s, "a", now.Add(30*time.Second), 100); len(got) != 0 {
+		t.Fatalf("claimed before it was due: %+v", got)
+	}
+	st, err := s.DeliveryStats(ctxT(t))
+	if err != nil || st.Pending != 7 || st.UnfannedEvents != 0 || st.OldestPending.IsZero() {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+}
+
+// testLeases: a leased delivery is not claimed again until its lease
+// runs out; a finish under a lost lease changes nothing but the log; a
+// retry waits for its time; the log keeps every attempt.
+func testLeases(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	evs := someEvents(t, s, "f", 1)
+	fanOut(t, s, evs, now, "webhook:a")
+	a := claim(t, s, "instance-a", now, 10)
+	if len(a) != 1 || a[0].Event.EntryID != evs[0].EntryID || a[0].Event.Type != store.EventStored || a[0].State != store.DeliveryPending {
+		t.Fatalf("claim: %+v", a)
+	}
+	if b := claim(t, s, "instance-b", now.Add(time.Second), 10); len(b) != 0 {
+		t.Fatalf("claimed again under a live lease: %+v", b)
+	}
+	// instance-a died; its lease runs out and b takes the delivery over.
+	b := claim(t, s, "instance-b", now.Add(2*time.Minute), 10)
+	if len(b) != 1 {
+		t.Fatalf("an expired lease is not taken over: %+v", b)
+	}
+	key := b[0].DeliveryKey
+	stale := store.Finish{DeliveryKey: key, Owner: "instance-a", State: store.DeliveryDelivered, Counted: true,
+		Attempt: store.Attempt{DeliveryKey: key, At: now.Add(61 * time.Second), Status: 200, Outcome: "delivered", Excerpt: "late"}}
+	if err := s.FinishDelivery(ctx, stale, now.Add(61*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	retry := store.Finish{DeliveryKey: key, Owner: "instance-b", State: store.DeliveryPending, NextAt: now.Add(3 * time.Minute), Counted: true,
+		Error: "503", Attempt: store.Attempt{DeliveryKey: key, At: now.Add(2 * time.Minute), Status: 503, Latency: 3 * time.Millisecond, Outcome: "retry", Excerpt: "busy"}}
+	if err := s.FinishDelivery(ctx, retry, now.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(t, s, "instance-b", now.Add(150*time.Second), 10); len(c) != 0 {
+		t.Fatalf("claimed before its retry time: %+v", c)
+	}
+	c := claim(t, s, "instance-b", now.Add(3*time.Minute), 10)
+	if len(c) != 1 || c[0].Attempts != 1 || c[0].LastStatus != 503 {
+		t.Fatalf("the retry: %+v", c)
+	}
+	done := store.Finish{DeliveryKey: key, Owner: "instance-b", State: store.DeliveryDelivered, Counted: true,
+		Attempt: store.Attempt{DeliveryKey: key, At: now.Add(3 * time.Minute), Status: 204, Outcome: "delivered"}}
+	if err := s.FinishDelivery(ctx, done, now.Add(3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	ds, as, err := s.Deliveries(ctx, evs[0].EntryID)
+	if err != nil || len(ds) != 1 || ds[0].State != store.DeliveryDelivered || ds[0].Attempts != 2 {
+		t.Fatalf("deliveries of the entry: %+v %v", ds, err)
+	}
+	if len(as) != 3 || as[0].Excerpt != "late" || as[1].Status != 503 || as[1].Latency != 3*time.Millisecond || as[2].Outcome != "delivered" {
+		t.Fatalf("the log: %+v", as)
+	}
+	doc, ok, err := s.EntryDoc(ctx, evs[0].EntryID)
+	if err != nil || !ok || doc.Key != "k0" || doc.Site != "site" || len(doc.Data) == 0 || doc.Fingerprint == ([32]byte{}) {
+		t.Fatalf("entry doc: %+v %v %v", doc, ok, err)
+	}
+}
+
+// testRedeliver: redelivery makes delivered or failed deliveries pending
+// again, by key or by form and window; a disabled endpoint's pending and
+// future deliveries are skipped.
+func testRedeliver(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	evs := someEvents(t, s, "f", 2)
+	fanOut(t, s, evs, now, "webhook:a")
+	got := claim(t, s, "o", now, 10)
+	for i, d := range got {
+		state := store.DeliveryDelivered
+		if i == 0 {
+			state = store.DeliveryFailed
+		}
+		if err := s.FinishDelivery(ctx, store.Finish{DeliveryKey: d.DeliveryKey, Owner: "o", State: state, Counted: true}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := s.DeliveryStats(ctx); st.Failed != 1 || st.Pending != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if n, err := s.Redeliver(ctx, store.DeliverySelection{Form: "f", FailedOnly: true}, now); err != nil || n != 1 {
+		t.Fatalf("redeliver failed ones: %d %v", n, err)
+	}
+	if n, err := s.Redeliver(ctx, store.DeliverySelection{Form: "f", Since: now.Add(time.Hour)}, now); err != nil || n != 0 {
+		t.Fatalf("redeliver outside the window: %d %v", n, err)
+	}
+	k := got[1].DeliveryKey
+	if n, err := s.Redeliver(ctx, store.DeliverySelection{Key: &k}, now); err != nil || n != 1 {
+		t.Fatalf("redeliver one: %d %v", n, err)
+	}
+	again := claim(t, s, "o", now, 10)
+	if len(again) != 2 || again[0].Attempts != 0 {
+		t.Fatalf("redelivered: %+v", again)
+	}
+	if err := s.DisableEndpoint(ctx, "webhook:a", "f", "410 Gone", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishDelivery(ctx, store.Finish{DeliveryKey: again[0].DeliveryKey, Owner: "o", State: store.DeliveryPending, NextAt: now}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DisableEndpoint(ctx, "webhook:a", "f", "410 Gone", now); err != nil {
+		t.Fatal(err)
+	}
+	if c := claim(t, s, "o", now.Add(time.Hour), 10); len(c) != 0 {
+		t.Fatalf("a disabled endpoint's delivery was claimed: %+v", c)
+	}
+	more := someEvents(t, s, "g", 1)
+	fanOut(t, s, more, now, "webhook:a")
+	if c := claim(t, s, "o", now.Add(time.Hour), 10); len(c) != 0 {
+		t.Fatalf("a new delivery to a disabled endpoint: %+v", c)
+	}
+	if off, err := s.DisabledEndpoints(ctx); err != nil || off["webhook:a"] != "410 Gone" {
+		t.Fatalf("disabled: %v %v", off, err)
+	}
+	if err := s.EnableEndpoint(ctx, "webhook:a"); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := s.DisabledEndpoints(ctx); len(off) != 0 {
+		t.Fatalf("enabled again: %v", off)
+	}
+}
+
+// testConcurrentClaims: owners claiming at once never get the same
+// delivery.
+func testConcurrentClaims(t *testing.T, s store.Store) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	evs := someEvents(t, s, "f", 60)
+	fanOut(t, s, evs, now, "webhook:a", "webhook:b")
+	var mu sync.Mutex
+	seen := map[store.DeliveryKey]string{}
+	var wg sync.WaitGroup
+	for o := range 4 {
+		owner := fmt.Sprint("owner-", o)
+		wg.Go(func() {
+			for {
+				ds, err := s.ClaimDeliveries(ctxT(t), owner, now, time.Minute, store.ClaimQuery{Limit: 7})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(ds) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, d := range ds {
+					if prev, dup := seen[d.DeliveryKey]; dup {
+						t.Errorf("%v claimed by %s and %s", d.DeliveryKey, prev, owner)
+					}
+					seen[d.DeliveryKey] = owner
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != 120 {
+		t.Fatalf("%d deliveries claimed, want 120", len(seen))
+	}
+}
