@@ -18,6 +18,8 @@ func TestCLIErrors(t *testing.T) {
 	good := filepath.Join(dir, "good.yaml")
 	os.WriteFile(bad, []byte("id: fair\nfields: [{name: n, type: number, min: 5, max: 4}]\n"), 0o600)
 	os.WriteFile(good, []byte("id: fair\nfields: [{name: n, type: text}]\n"), 0o600)
+	hooked := filepath.Join(dir, "hooked.yaml")
+	os.WriteFile(hooked, []byte("id: hooked\nfields: [{name: n, type: text}]\nnotify: {webhooks: [{url: 'http://127.0.0.1:9/x', secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}]}\n"), 0o600)
 	cases := []struct {
 		args []string
 		code int
@@ -38,6 +40,16 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"export", "--data", filepath.Join(dir, "data"), "--form", "fair", "--format", "pdf"}, 2, `--format "pdf" is not known; use csv, jsonl, xlsx`},
 		{[]string{"export", "--data", filepath.Join(dir, "data"), "--form", "fair", "--format", "csv"}, 0, `"id","key","status","received_at","n","extra"`},
 		{[]string{"export", "--data", filepath.Join(dir, "data"), "--form", "fair", "--header", "title"}, 2, `--header "title" is not known; use names or labels`},
+		{[]string{"deliveries"}, 2, "formd deliveries log --entry ID"},
+		{[]string{"deliveries", "log", "--data", filepath.Join(dir, "data")}, 2, "--entry ID is required"},
+		{[]string{"deliveries", "log", "--data", filepath.Join(dir, "data"), "--entry", "nope"}, 0, "no deliveries for this entry"},
+		{[]string{"deliveries", "redeliver", "--data", filepath.Join(dir, "data")}, 2, "name what to redeliver"},
+		{[]string{"deliveries", "redeliver", "--data", filepath.Join(dir, "data"), "--form", "fair"}, 0, "0 deliveries will be sent again"},
+		{[]string{"deliveries", "disabled", "--data", filepath.Join(dir, "data")}, 0, "no endpoint is disabled"},
+		{[]string{"serve", "--smtp", "http://mail.example.org"}, 2, "--smtp"},
+		{[]string{"serve", "--webhook-allow", "not-an-address"}, 2, "webhook-allow"},
+		{[]string{"forms", "check", hooked}, 1, "notify.webhooks[0].url"},
+		{[]string{"forms", "check", "--webhook-allow", "127.0.0.0/8", hooked}, 0, "1 form(s) valid"},
 		{[]string{"replay", "--since", "yesterday"}, 2, `--since "yesterday" is not an RFC 3339 time`},
 		{[]string{"version"}, 0, "formd "},
 	}

@@ -54,12 +54,12 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "formd forms check: %v\n", err)
 			return 1
 		}
-		forms, err := form.ParseChecked(raw, *file, guard.CheckURL)
+		set, err := form.ParseSet(raw, *file, guard.CheckURL)
 		if err != nil {
 			fmt.Fprintf(stderr, "formd forms check: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "%d form(s) valid: %s\n", len(forms), ids(forms))
+		fmt.Fprintf(stdout, "%d form(s) valid: %s\n", len(set.Forms), ids(set))
 		return 0
 	}
 	ctx := context.Background()
@@ -69,19 +69,16 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	forms, err := server.ApplyFormsFile(ctx, st, *file, guard.CheckURL)
+	set, err := server.ApplyFormsFile(ctx, st, *file, guard.CheckURL)
 	if err != nil {
 		fmt.Fprintf(stderr, "formd forms apply: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "applied %d form(s): %s (running servers load them within a second)\n", len(forms), ids(forms))
+	fmt.Fprintf(stdout, "applied %d form(s): %s (running servers load them within a second)\n", len(set.Forms), ids(set))
 	return 0
 }
 
-func ids(forms []*form.Form) string {
-	out := make([]string, len(forms))
-	for i, f := range forms {
-		out[i] = f.ID()
-	}
-	return strings.Join(out, ", ")
+// ids lists a set's forms, and its sites' settings as @site.
+func ids(set form.Set) string {
+	return strings.Join(set.IDs(), ", ")
 }

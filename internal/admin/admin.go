@@ -42,6 +42,7 @@ type Store interface {
 // Forms is the server's form registry.
 type Forms interface {
 	Get(id string) *form.Form
+	Site(id string) *form.Site
 	All() []*form.Form
 	Refresh(ctx context.Context) error
 }
@@ -214,7 +215,7 @@ func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request, c call) err
 	if err != nil {
 		return err
 	}
-	forms, err := form.ParseChecked(raw, "request body", h.CheckURL)
+	set, err := form.ParseSet(raw, "request body", h.CheckURL)
 	if err != nil {
 		var de *form.DefinitionError
 		if errors.As(err, &de) {
@@ -223,9 +224,14 @@ func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request, c call) err
 		}
 		return err
 	}
-	ids := make([]string, len(forms))
-	for i, f := range forms {
-		ids[i] = f.ID()
+	for _, site := range set.Sites {
+		// A site's settings reach every form of the site: its owner's.
+		if !c.p.Can(accounts.EditForms, site.ID()) {
+			return fmt.Errorf("site %s: %w", site.ID(), accounts.ErrForbidden)
+		}
+	}
+	ids := set.IDs()
+	for _, f := range set.Forms {
 		// The new definition's site, and the present one's: an editor of
 		// one site may not move a form into, or take it from, another.
 		if !c.p.Can(accounts.EditForms, f.Def.Site) {
@@ -235,7 +241,7 @@ func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request, c call) err
 			return fmt.Errorf("form %s on site %s: %w", f.ID(), old.Def.Site, accounts.ErrForbidden)
 		}
 	}
-	if err := h.Store.PutForms(r.Context(), form.Records(forms)); err != nil {
+	if err := h.Store.PutForms(r.Context(), set.Records()); err != nil {
 		return fmt.Errorf("apply forms: %w", err)
 	}
 	if err := h.audit(r.Context(), c, "forms.apply", strings.Join(ids, ","), ""); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
 )
@@ -134,7 +135,7 @@ func (h *Handler) disabledEndpoints(w http.ResponseWriter, r *http.Request, c ca
 		return err
 	}
 	out := map[string]string{}
-	for _, ep := range formEndpoints(c) {
+	for _, ep := range h.formEndpoints(c) {
 		if reason, ok := off[ep]; ok {
 			out[ep] = reason
 		}
@@ -148,7 +149,7 @@ func (h *Handler) disabledEndpoints(w http.ResponseWriter, r *http.Request, c ca
 func (h *Handler) enableEndpoint(w http.ResponseWriter, r *http.Request, c call) error {
 	ep := r.PathValue("endpoint")
 	found := false
-	for _, e := range formEndpoints(c) {
+	for _, e := range h.formEndpoints(c) {
 		found = found || e == ep
 	}
 	if !found {
@@ -163,15 +164,21 @@ func (h *Handler) enableEndpoint(w http.ResponseWriter, r *http.Request, c call)
 	return writeJSON(w, http.StatusOK, map[string]any{"enabled": ep})
 }
 
-// formEndpoints lists the endpoint ids of the call's form.
-func formEndpoints(c call) []string {
-	n := c.form.Def.Notify
-	if n == nil {
-		return nil
+// formEndpoints lists the webhook endpoint ids of the call's form and of
+// its site.
+func (h *Handler) formEndpoints(c call) []string {
+	blocks := []*form.Notify{c.form.Def.Notify}
+	if site := h.Forms.Site(c.form.Def.Site); site != nil {
+		blocks = append(blocks, site.Def.Notify)
 	}
 	var out []string
-	for _, w := range n.Webhooks {
-		out = append(out, w.Endpoint())
+	for _, n := range blocks {
+		if n == nil {
+			continue
+		}
+		for _, w := range n.Webhooks {
+			out = append(out, w.Endpoint())
+		}
 	}
 	return out
 }

@@ -283,3 +283,35 @@ fields:
 		}
 	}
 }
+
+// TestSiteSettings: a document with site and notify and no id is a site's
+// settings; a mistake in one is named like a form's.
+func TestSiteSettings(t *testing.T) {
+	t.Parallel()
+	set, err := ParseSet([]byte(`
+site: club
+notify:
+  webhooks: [{url: "https://crm.example.org/hook", secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}]
+  email: {to: [owner@example.org]}
+---
+id: fair
+site: club
+fields: [{name: n, type: text}]
+`), "forms.yaml", nil)
+	if err != nil || len(set.Sites) != 1 || len(set.Forms) != 1 || set.Sites[0].ID() != "club" {
+		t.Fatalf("set %+v, %v", set, err)
+	}
+	if recs := set.Records(); len(recs) != 2 || recs[1].ID != "@club" || recs[1].Site != "club" {
+		t.Fatalf("records %+v", recs)
+	}
+	_, err = ParseSet([]byte(`
+site: club
+notify:
+  email: {confirm: email}
+---
+site: Bad Site
+`), "forms.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "confirm names a form's field") || !strings.Contains(err.Error(), `site "Bad Site" is not valid`) {
+		t.Fatalf("bad sites: %v", err)
+	}
+}

@@ -117,7 +117,7 @@ func (c *compiler) checkNotify(n *Notify, f *Form, checkURL func(string) error) 
 			c.add("", fmt.Sprintf("notify.email.to: %q is not an e-mail address such as owner@example.org", to))
 		}
 	}
-	if e.Confirm != "" {
+	if e.Confirm != "" && f != nil {
 		if i, ok := f.byName[e.Confirm]; !ok || f.fields[i].Type != TypeEmail {
 			c.add("", fmt.Sprintf("notify.email.confirm: %q is not an e-mail field of this form; name the field people give their address in", e.Confirm))
 		}

@@ -71,7 +71,48 @@ func Parse(src []byte, source string) ([]*Form, error) { return ParseChecked(src
 // ParseChecked is Parse with webhook URLs checked by checkURL (see
 // CompileChecked).
 func ParseChecked(src []byte, source string, checkURL func(string) error) ([]*Form, error) {
+	set, err := ParseSet(src, source, checkURL)
+	return set.Forms, err
+}
+
+// Set is what an input declares: forms, and sites' settings.
+type Set struct {
+	Forms []*Form
+	Sites []*Site
+}
+
+// IDs lists the forms' and sites' ids, sites as @site.
+func (s Set) IDs() []string {
+	var out []string
+	for _, f := range s.Forms {
+		out = append(out, f.ID())
+	}
+	for _, st := range s.Sites {
+		out = append(out, SiteRecordID(st.ID()))
+	}
+	return out
+}
+
+// ParseSet reads forms and sites' settings from an input, as Parse does.
+func ParseSet(src []byte, source string, checkURL func(string) error) (Set, error) {
 	docs, derr := decodeAll(src, source)
+	var set Set
+	seenSite := map[string]bool{}
+	for _, sd := range derr.sites {
+		if seenSite[sd.def.Site] {
+			derr.Problems = append(derr.Problems, Problem{Line: sd.node.Line, Msg: "site " + sd.def.Site + ": declared twice in this input"})
+			continue
+		}
+		seenSite[sd.def.Site] = true
+		site, probs := compileSite(sd.def, sd.source, checkURL)
+		for i := range probs {
+			probs[i].Line = sd.node.Line
+		}
+		derr.Problems = append(derr.Problems, probs...)
+		if site != nil {
+			set.Sites = append(set.Sites, site)
+		}
+	}
 	forms := make([]*Form, 0, len(docs))
 	seen := map[string]bool{}
 	for _, doc := range docs {
@@ -88,7 +129,7 @@ func ParseChecked(src []byte, source string, checkURL func(string) error) ([]*Fo
 		if err != nil {
 			var de *DefinitionError
 			if !errors.As(err, &de) {
-				return nil, err
+				return Set{}, err
 			}
 			for _, p := range de.Problems {
 				p.Line = doc.lineOf(p)
@@ -100,9 +141,10 @@ func ParseChecked(src []byte, source string, checkURL func(string) error) ([]*Fo
 	}
 	if len(derr.Problems) > 0 {
 		sort.SliceStable(derr.Problems, func(i, j int) bool { return derr.Problems[i].Line < derr.Problems[j].Line })
-		return nil, derr
+		return Set{}, derr.DefinitionError
 	}
-	return forms, nil
+	set.Forms = forms
+	return set, nil
 }
 
 // decoded is one form's definition as read, with its YAML node for the
@@ -145,7 +187,7 @@ func (d decoded) lineOf(p Problem) int {
 func Decode(src []byte, source string) ([]Definition, error) {
 	docs, derr := decodeAll(src, source)
 	if len(derr.Problems) > 0 {
-		return nil, derr
+		return nil, derr.DefinitionError
 	}
 	defs := make([]Definition, len(docs))
 	for i, d := range docs {
@@ -154,10 +196,24 @@ func Decode(src []byte, source string) ([]Definition, error) {
 	return defs, nil
 }
 
+// decodeErrors are the problems of an input, and the sites' settings it
+// declares beside its forms.
+type decodeErrors struct {
+	*DefinitionError
+	sites []decodedSite
+}
+
+// decodedSite is a site's settings as read.
+type decodedSite struct {
+	def    SiteDefinition
+	node   *yaml.Node
+	source []byte
+}
+
 // decodeAll reads every definition of the input, collecting every problem
 // of structure, keys and value types rather than stopping at the first.
-func decodeAll(src []byte, source string) ([]decoded, *DefinitionError) {
-	derr := &DefinitionError{Source: source}
+func decodeAll(src []byte, source string) ([]decoded, *decodeErrors) {
+	derr := &decodeErrors{DefinitionError: &DefinitionError{Source: source}}
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	var docs []decoded
 	for {
@@ -195,6 +251,14 @@ func decodeAll(src []byte, source string) ([]decoded, *DefinitionError) {
 			continue
 		}
 		for _, n := range nodes {
+			if n.Kind == yaml.MappingNode && isSiteDoc(n) {
+				sd, probs := decodeSite(n)
+				derr.Problems = append(derr.Problems, probs...)
+				if len(probs) == 0 {
+					derr.sites = append(derr.sites, sd)
+				}
+				continue
+			}
 			d, probs, ok := decodeOne(n)
 			derr.Problems = append(derr.Problems, probs...)
 			if ok {
@@ -202,10 +266,28 @@ func decodeAll(src []byte, source string) ([]decoded, *DefinitionError) {
 			}
 		}
 	}
-	if len(docs) == 0 && len(derr.Problems) == 0 {
+	if len(docs) == 0 && len(derr.sites) == 0 && len(derr.Problems) == 0 {
 		derr.Problems = append(derr.Problems, Problem{Msg: "no form definitions found"})
 	}
 	return docs, derr
+}
+
+// decodeSite reads a site's settings.
+func decodeSite(n *yaml.Node) (decodedSite, []Problem) {
+	sd := decodedSite{node: n}
+	probs := checkKeys(n, reflect.TypeFor[SiteDefinition](), "", "")
+	if nt := mapValue(n, "notify"); nt != nil && nt.Kind == yaml.MappingNode {
+		probs = append(probs, checkKeys(nt, reflect.TypeFor[Notify](), "", "")...)
+	}
+	if err := n.Decode(&sd.def); err != nil {
+		probs = append(probs, typeProblems(err, n, "")...)
+	}
+	src, err := yaml.Marshal(n)
+	if err != nil {
+		probs = append(probs, Problem{Line: n.Line, Msg: cleanYAMLError(err)})
+	}
+	sd.source = src
+	return sd, probs
 }
 
 // yamlLine is the line a YAML error names, or 0.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ type Registry struct {
 	src     Source
 	log     *slog.Logger
 	forms   atomic.Pointer[map[string]*Form]
+	sites   atomic.Pointer[map[string]*Site]
 	mu      sync.Mutex // serializes refreshes
 	version int64
 }
@@ -33,7 +35,14 @@ func NewRegistry(src Source, log *slog.Logger) *Registry {
 	r := &Registry{src: src, log: log}
 	empty := map[string]*Form{}
 	r.forms.Store(&empty)
+	noSites := map[string]*Site{}
+	r.sites.Store(&noSites)
 	return r
+}
+
+// Site returns a site's settings, or nil when it has none.
+func (r *Registry) Site(id string) *Site {
+	return (*r.sites.Load())[id]
 }
 
 // Get returns the form with this id, or nil.
@@ -70,7 +79,20 @@ func (r *Registry) Refresh(ctx context.Context) error {
 	for id, f := range *r.forms.Load() {
 		next[id] = f
 	}
+	nextSites := make(map[string]*Site, len(*r.sites.Load()))
+	for id, st := range *r.sites.Load() {
+		nextSites[id] = st
+	}
 	for _, rec := range recs {
+		if strings.HasPrefix(rec.ID, siteRecordPrefix) {
+			set, err := ParseSet(rec.Source, "stored site "+rec.ID, nil)
+			if err != nil || len(set.Sites) != 1 {
+				r.log.Error("stored site settings do not compile; keeping the previous version", "site", rec.ID, "err", err)
+				continue
+			}
+			nextSites[set.Sites[0].ID()] = set.Sites[0]
+			continue
+		}
 		forms, err := Parse(rec.Source, "stored form "+rec.ID)
 		if err != nil || len(forms) != 1 {
 			r.log.Error("stored form definition does not compile; keeping the previous version", "form", rec.ID, "err", err)
@@ -79,6 +101,7 @@ func (r *Registry) Refresh(ctx context.Context) error {
 		next[rec.ID] = forms[0]
 	}
 	r.forms.Store(&next)
+	r.sites.Store(&nextSites)
 	r.version = version
 	return nil
 }
@@ -97,6 +120,16 @@ func (r *Registry) Run(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
+}
+
+// Records turns a set into what the store keeps: each form, and each
+// site's settings under its SiteRecordID.
+func (s Set) Records() []store.FormRecord {
+	out := Records(s.Forms)
+	for _, st := range s.Sites {
+		out = append(out, store.FormRecord{ID: SiteRecordID(st.ID()), Site: st.ID(), Source: st.Source()})
+	}
+	return out
 }
 
 // Records turns compiled forms into what the store keeps.

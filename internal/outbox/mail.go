@@ -36,12 +36,12 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 		o.result, o.err = "deferred", errNoSMTP
 		return o
 	}
-	setup := f.Def.Notify.Email
-	if setup == nil {
+	setup := d.notifyOf(f)
+	if len(setup.to) == 0 && setup.confirm == "" {
 		o.result, o.err = "refused", errors.New("the form no longer sends e-mail")
 		return o
 	}
-	lang := setup.Lang
+	lang := setup.lang
 	title := f.Def.Title.For(lang)
 	if title == "" {
 		title = f.ID()
@@ -55,9 +55,9 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			o.result, o.err = "retry", err
 			return o
 		}
-		addr := fieldText(values(doc)[setup.Confirm])
+		addr := fieldText(values(doc)[setup.confirm])
 		if addr == "" {
-			o.result, o.err = "refused", fmt.Errorf("the entry has no address in %s (erased, or left empty)", setup.Confirm)
+			o.result, o.err = "refused", fmt.Errorf("the entry has no address in %s (erased, or left empty)", setup.confirm)
 			return o
 		}
 		v := email.ConfirmationView{FormTitle: title, Status: statusWord(first.Event), ReceivedAt: doc.ReceivedAt,
@@ -85,7 +85,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			o.result = "refused"
 			return o
 		}
-		msg.To = setup.To
+		msg.To = setup.to
 		msg.MessageID = "<" + first.Event.ID() + ".digest-" + fmt.Sprint(len(group)) + "@formd>"
 	default:
 		doc, err := d.entry(ctx, first.Event.EntryID)
@@ -99,7 +99,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			o.result = "refused"
 			return o
 		}
-		msg.To = setup.To
+		msg.To = setup.to
 		msg.MessageID = "<" + first.Event.ID() + ".owner@formd>"
 	}
 	msg.Headers = map[string]string{"X-Formd-Form": f.ID()}

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,10 +49,11 @@ type Store interface {
 	EntryDoc(ctx context.Context, id string) (store.EntryDoc, bool, error)
 }
 
-// Forms finds a form's current definition: deliveries go to the endpoints
-// it names when they are sent.
+// Forms finds a form's current definition and its site's settings:
+// deliveries go to the endpoints they name when they are sent.
 type Forms interface {
 	Get(id string) *form.Form
+	Site(id string) *form.Site
 }
 
 // Webhooks sends one webhook attempt (webhooks.Sender).
@@ -219,25 +221,58 @@ const (
 	breakerSMTP     = "smtp"
 )
 
-// endpoints lists the endpoints of f that get an event of type typ.
-func endpoints(f *form.Form, typ string) []string {
-	n := f.Def.Notify
-	if n == nil {
-		return nil
+// notify is who hears of a form's entries: its own notify block and its
+// site's, together.
+type notify struct {
+	webhooks   []form.Webhook
+	to         []string // the owner's addresses
+	confirm    string   // the field of the person's address
+	lang       string
+	digestOver int
+}
+
+// notifyOf merges a form's notify block with its site's.
+func (d *Dispatcher) notifyOf(f *form.Form) notify {
+	n := notify{digestOver: form.DefaultDigestOver}
+	blocks := []*form.Notify{f.Def.Notify}
+	if site := d.forms.Site(f.Def.Site); site != nil {
+		blocks = append(blocks, site.Def.Notify)
 	}
+	for i, b := range blocks {
+		if b == nil {
+			continue
+		}
+		n.webhooks = append(n.webhooks, b.Webhooks...)
+		if e := b.Email; e != nil {
+			for _, to := range e.To {
+				if !slices.Contains(n.to, to) {
+					n.to = append(n.to, to)
+				}
+			}
+			if i == 0 {
+				n.confirm, n.lang = e.Confirm, e.Lang
+				if e.DigestOver > 0 {
+					n.digestOver = e.DigestOver
+				}
+			}
+		}
+	}
+	return n
+}
+
+// endpoints lists the endpoints that get an event of type typ.
+func (n notify) endpoints(typ string) []string {
 	var out []string
-	for _, w := range n.Webhooks {
-		if w.Wants(typ) {
-			out = append(out, w.Endpoint())
+	for _, w := range n.webhooks {
+		if ep := w.Endpoint(); w.Wants(typ) && !slices.Contains(out, ep) {
+			out = append(out, ep)
 		}
 	}
-	if e := n.Email; e != nil {
-		if len(e.To) > 0 && (typ == store.EventStored || typ == store.EventWaitlisted) {
-			out = append(out, endpointOwner)
-		}
-		if e.Confirm != "" && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPromoted) {
-			out = append(out, endpointConfirm)
-		}
+	if len(n.to) > 0 && (typ == store.EventStored || typ == store.EventWaitlisted) {
+		out = append(out, endpointOwner)
+	}
+	if n.confirm != "" && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPromoted) {
+		out = append(out, endpointConfirm)
 	}
 	return out
 }
@@ -268,7 +303,7 @@ func (d *Dispatcher) FanOutOnce(ctx context.Context) (int, error) {
 		if f == nil {
 			continue
 		}
-		for _, ep := range endpoints(f, e.Type) {
+		for _, ep := range d.notifyOf(f).endpoints(e.Type) {
 			nd := store.NewDelivery{DeliveryKey: store.DeliveryKey{EventSeq: e.Seq, Endpoint: ep}, Form: e.Form, Site: e.Site}
 			if ep == endpointOwner {
 				nd.NextAt = minuteEnd
@@ -363,8 +398,8 @@ func (d *Dispatcher) ownerMail(ds []store.Delivery) [][]store.Delivery {
 	for _, f := range forms {
 		list := byForm[f]
 		over := form.DefaultDigestOver
-		if fm := d.forms.Get(f); fm != nil && fm.Def.Notify != nil && fm.Def.Notify.Email != nil && fm.Def.Notify.Email.DigestOver > 0 {
-			over = fm.Def.Notify.Email.DigestOver
+		if fm := d.forms.Get(f); fm != nil {
+			over = d.notifyOf(fm).digestOver
 		}
 		if len(list) > over {
 			out = append(out, list)
@@ -534,7 +569,7 @@ func (d *Dispatcher) attempt(ctx context.Context, group []store.Delivery) outcom
 	case endpointOwner, endpointConfirm:
 		return d.sendMail(ctx, f, group)
 	}
-	for _, w := range webhooksOf(f) {
+	for _, w := range d.notifyOf(f).webhooks {
 		if w.Endpoint() == dl.Endpoint {
 			return d.sendWebhook(ctx, f, dl, w)
 		}
@@ -570,12 +605,4 @@ func (d *Dispatcher) sendWebhook(ctx context.Context, f *form.Form, dl store.Del
 		o.excerpt = r.Err.Error()
 	}
 	return o
-}
-
-// webhooksOf lists a form's webhooks, none when it has no notify block.
-func webhooksOf(f *form.Form) []form.Webhook {
-	if f.Def.Notify == nil {
-		return nil
-	}
-	return f.Def.Notify.Webhooks
 }

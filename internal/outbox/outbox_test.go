@@ -133,11 +133,11 @@ func newFixture(t *testing.T, formsYAML string, mail outbox.Mailer, opts outbox.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	defs, err := form.ParseChecked([]byte(formsYAML), "test", webhooks.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}).CheckURL)
+	set, err := form.ParseSet([]byte(formsYAML), "test", webhooks.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}).CheckURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutForms(ctx, form.Records(defs)); err != nil {
+	if err := st.PutForms(ctx, set.Records()); err != nil {
 		t.Fatal(err)
 	}
 	reg := form.NewRegistry(st, slog.New(slog.DiscardHandler))
@@ -464,5 +464,35 @@ func TestPrivateAddressesAreRefused(t *testing.T) {
 	})
 	if r.calls.Load() != 0 {
 		t.Fatal("the loopback endpoint was called")
+	}
+}
+
+// TestSiteWebhooks: a site's webhooks get the events of every form of
+// the site, beside the form's own; one URL named by both gets each event
+// once.
+func TestSiteWebhooks(t *testing.T) {
+	t.Parallel()
+	site := newReceiver(t, nil)
+	own := newReceiver(t, nil)
+	f := newFixture(t, fmt.Sprintf(`
+site: default
+notify:
+  webhooks: [{url: %q, secret: %s}]
+---
+id: fair
+fields: [{name: name, type: text}]
+notify:
+  webhooks: [{url: %q, secret: %s}, {url: %q, secret: %s}]
+---
+id: plain
+fields: [{name: name, type: text}]
+`, site.srv.URL, secret, own.srv.URL, secret, site.srv.URL, secret), nil, outbox.Options{})
+	f.run()
+	f.submit("fair", `{"name":"Ann"}`)
+	f.submit("plain", `{"name":"Bo"}`)
+	waitFor(t, "the site's two and the form's one", func() bool { return len(site.deliveries()) == 2 && len(own.deliveries()) == 1 })
+	time.Sleep(50 * time.Millisecond) // nothing more may come
+	if len(site.deliveries()) != 2 {
+		t.Fatalf("the site's endpoint got %d deliveries, want one per event", len(site.deliveries()))
 	}
 }

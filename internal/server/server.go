@@ -394,17 +394,17 @@ func (s *Server) Processor() *processor.Processor { return s.proc }
 // checks webhook addresses (the server's guard).
 func ApplyFormsFile(ctx context.Context, st interface {
 	PutForms(ctx context.Context, forms []store.FormRecord) error
-}, path string, checkURL func(string) error) ([]*form.Form, error) {
+}, path string, checkURL func(string) error) (form.Set, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read forms: %w", err)
+		return form.Set{}, fmt.Errorf("read forms: %w", err)
 	}
-	forms, err := form.ParseChecked(raw, path, checkURL)
+	set, err := form.ParseSet(raw, path, checkURL)
 	if err != nil {
-		return nil, err
+		return form.Set{}, err
 	}
-	if err := st.PutForms(ctx, form.Records(forms)); err != nil {
-		return nil, fmt.Errorf("apply forms from %s: %w", path, err)
+	if err := st.PutForms(ctx, set.Records()); err != nil {
+		return form.Set{}, fmt.Errorf("apply forms from %s: %w", path, err)
 	}
-	return forms, nil
+	return set, nil
 }
