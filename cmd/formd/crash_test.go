@@ -185,7 +185,7 @@ type proc struct {
 	logs *bytes.Buffer
 }
 
-func startFormd(t *testing.T, bin, data, forms string) *proc {
+func startFormd(t *testing.T, bin, data, forms string, extra ...string) *proc {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -194,7 +194,7 @@ func startFormd(t *testing.T, bin, data, forms string) *proc {
 	addr := ln.Addr().String()
 	ln.Close()
 	logs := &bytes.Buffer{}
-	cmd := exec.Command(bin, "serve", "--data", data, "--addr", addr, "--forms", forms, "--rate-limit", "off", "--log-level", "warn")
+	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", addr, "--forms", forms, "--rate-limit", "off", "--log-level", "warn"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,10 @@ func submit(c *http.Client, base, key string, person int) int {
 }
 
 // backlog reads formd_journal_backlog from /metrics; -1 when unreadable.
-func backlog(c *http.Client, base string) int {
+func backlog(c *http.Client, base string) int { return metric(c, base, "formd_journal_backlog") }
+
+// metric reads a gauge without labels from /metrics; -1 when unreadable.
+func metric(c *http.Client, base, name string) int {
 	resp, err := c.Get(base + "/metrics")
 	if err != nil {
 		return -1
@@ -260,7 +263,7 @@ func backlog(c *http.Client, base string) int {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "formd_journal_backlog "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				return -1

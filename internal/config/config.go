@@ -75,6 +75,9 @@ type Config struct {
 	// WebhookAllow lists private addresses webhooks may go to anyway
 	// (tests, receivers on the same network).
 	WebhookAllow []netip.Prefix
+	// DeliveryLease is how long an instance holds a delivery it claimed;
+	// another takes it over after that.
+	DeliveryLease time.Duration
 	// PublicURL is where people reach this server, for links in e-mail.
 	PublicURL string
 
@@ -251,6 +254,7 @@ var settings = []setting{
 		c.WebhookAllow = p
 		return nil
 	}},
+	{"delivery-lease", "2m", "how long an instance holds a webhook or e-mail delivery it is sending; after that (the instance died) another sends it. Keep it well above a send's timeout (15s)", durationSetter(func(c *Config) *time.Duration { return &c.DeliveryLease }, 2*time.Second, time.Hour)},
 	{"public-url", "", "the address people reach this server at, such as https://forms.example.org, for links in e-mail (none when empty)", func(c *Config, v string) error {
 		if v != "" {
 			u, err := url.Parse(v)

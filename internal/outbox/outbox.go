@@ -40,9 +40,7 @@ import (
 
 // Store is the part of the store the dispatcher uses.
 type Store interface {
-	EventsAfter(ctx context.Context, seq uint64, limit int) ([]store.Event, error)
-	FanOut(ctx context.Context, ds []store.NewDelivery, upTo uint64, now time.Time) error
-	FanOutCursor(ctx context.Context) (uint64, error)
+	FanOut(ctx context.Context, limit int, now time.Time, plan func([]store.Event) []store.NewDelivery) (int, error)
 	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error)
 	FinishDelivery(ctx context.Context, f store.Finish, now time.Time) error
 	DisableEndpoint(ctx context.Context, endpoint, form, reason string, now time.Time) error
@@ -163,7 +161,7 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 
 	mu       sync.Mutex
-	busy     map[string]int // sends in progress per endpoint
+	slots    map[string]chan struct{} // sends in progress per endpoint
 	breakers map[string]*breaker
 }
 
@@ -172,7 +170,7 @@ func New(st Store, forms Forms, hooks Webhooks, mail Mailer, opts Options) *Disp
 	opts.setDefaults()
 	return &Dispatcher{st: st, forms: forms, hooks: hooks, mail: mail, opts: opts,
 		wake: make(chan struct{}, 1), workers: make(chan struct{}, opts.Workers),
-		busy: map[string]int{}, breakers: map[string]*breaker{}}
+		slots: map[string]chan struct{}{}, breakers: map[string]*breaker{}}
 }
 
 // Wake tells the dispatcher that events were written, so it need not wait
@@ -280,56 +278,55 @@ func (n notify) endpoints(typ string) []string {
 // fanOutBatch bounds the events fanned out in one transaction.
 const fanOutBatch = 500
 
-// FanOutOnce adds the deliveries of the events not fanned out yet, to the
-// endpoints their forms name now, and says how many events it read.
-// Instances may run it at once: deliveries are added once.
+// FanOutOnce adds the deliveries of events not fanned out yet, to the
+// endpoints their forms name now, and says how many events it took.
+// Instances may run it at once: each takes other events.
 func (d *Dispatcher) FanOutOnce(ctx context.Context) (int, error) {
-	cursor, err := d.st.FanOutCursor(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("fan out: %w", err)
-	}
-	evs, err := d.st.EventsAfter(ctx, cursor, fanOutBatch)
-	if err != nil || len(evs) == 0 {
-		return 0, err
-	}
 	now := d.opts.Now()
 	// The owner's mail waits for the end of its minute, so that a minute's
 	// entries leave together: one mail each, or one digest past
 	// digest_over.
 	minuteEnd := now.Truncate(time.Minute).Add(time.Minute)
-	var ds []store.NewDelivery
-	for _, e := range evs {
-		f := d.forms.Get(e.Form)
-		if f == nil {
-			continue
-		}
-		for _, ep := range d.notifyOf(f).endpoints(e.Type) {
-			nd := store.NewDelivery{DeliveryKey: store.DeliveryKey{EventSeq: e.Seq, Endpoint: ep}, Form: e.Form, Site: e.Site}
-			if ep == endpointOwner {
-				nd.NextAt = minuteEnd
+	n, err := d.st.FanOut(ctx, fanOutBatch, now, func(evs []store.Event) []store.NewDelivery {
+		var ds []store.NewDelivery
+		for _, e := range evs {
+			f := d.forms.Get(e.Form)
+			if f == nil {
+				continue
 			}
-			ds = append(ds, nd)
+			for _, ep := range d.notifyOf(f).endpoints(e.Type) {
+				nd := store.NewDelivery{DeliveryKey: store.DeliveryKey{EventSeq: e.Seq, Endpoint: ep}, Form: e.Form, Site: e.Site}
+				if ep == endpointOwner {
+					nd.NextAt = minuteEnd
+				}
+				ds = append(ds, nd)
+			}
 		}
-	}
-	if err := d.st.FanOut(ctx, ds, evs[len(evs)-1].Seq, now); err != nil {
+		return ds
+	})
+	if err != nil {
 		return 0, fmt.Errorf("fan out: %w", err)
 	}
-	return len(evs), nil
+	return n, nil
 }
 
 // SendOnce claims as many due deliveries as there are free workers and
-// starts sending them; it says how many it started. Deliveries to an
-// endpoint that has its sends in progress, or whose breaker is open, are
-// put back for later without an attempt. The owner's mail is claimed a
-// form's minute at a time and sent as one worker's job: one mail per
-// entry, or one digest when there are more than the form's digest_over.
+// starts sending them; it says how many it started. An endpoint gets at
+// most PerEndpoint sends at a time: the claim takes no more of one
+// endpoint, and none of an endpoint whose sends are all in progress or
+// whose breaker is open (they stay due, in the store, for a later claim).
+// The owner's mail is claimed a form's minute at a time and sent as one
+// worker's job: one mail per entry, or one digest when there are more
+// than the form's digest_over.
 func (d *Dispatcher) SendOnce(ctx context.Context) (int, error) {
 	free := cap(d.workers) - len(d.workers)
 	if free == 0 || ctx.Err() != nil {
 		return 0, nil
 	}
 	now := d.opts.Now()
-	claimed, err := d.st.ClaimDeliveries(ctx, d.opts.Owner, now, d.opts.Lease, store.ClaimQuery{Limit: free, Except: endpointOwner})
+	exclude := d.saturated(now)
+	claimed, err := d.st.ClaimDeliveries(ctx, d.opts.Owner, now, d.opts.Lease,
+		store.ClaimQuery{Limit: free, PerEndpoint: d.opts.PerEndpoint, Except: endpointOwner, Exclude: exclude})
 	if err != nil {
 		return 0, fmt.Errorf("claim deliveries: %w", err)
 	}
@@ -337,7 +334,7 @@ func (d *Dispatcher) SendOnce(ctx context.Context) (int, error) {
 	for _, dl := range claimed {
 		groups = append(groups, []store.Delivery{dl})
 	}
-	if len(claimed) < free {
+	if len(claimed) < free && !slices.Contains(exclude, breakerSMTP) {
 		mail, err := d.st.ClaimDeliveries(ctx, d.opts.Owner, now, d.opts.Lease, store.ClaimQuery{Limit: maxOwnerMail, Endpoint: endpointOwner})
 		if err != nil {
 			return 0, fmt.Errorf("claim the owner's mail: %w", err)
@@ -346,37 +343,67 @@ func (d *Dispatcher) SendOnce(ctx context.Context) (int, error) {
 			groups = append(groups, mail)
 		}
 	}
-	started := 0
 	for _, group := range groups {
 		key := breakerKey(group[0].Endpoint)
-		if until, open := d.breakerOpen(key, now); open {
-			for _, dl := range group {
-				d.finish(ctx, store.Finish{DeliveryKey: dl.DeliveryKey, Owner: d.opts.Owner, State: store.DeliveryPending,
-					NextAt: until, Error: "the endpoint's circuit breaker is open after repeated failures"})
-			}
-			continue
-		}
-		if !d.take(key) {
-			for _, dl := range group {
-				d.finish(ctx, store.Finish{DeliveryKey: dl.DeliveryKey, Owner: d.opts.Owner, State: store.DeliveryPending,
-					NextAt: now.Add(250 * time.Millisecond), Error: dl.LastError})
-			}
-			continue
-		}
+		slot := d.slot(key)
 		d.workers <- struct{}{}
-		started += len(group)
 		d.wg.Go(func() {
-			defer func() { <-d.workers; d.release(key) }()
+			// A freed worker or endpoint may let the next claim through.
+			defer d.Wake()
+			defer func() { <-d.workers }()
+			// At most PerEndpoint were claimed for a free endpoint: the
+			// wait is for sends of this claim only.
+			slot <- struct{}{}
+			defer func() { <-slot }()
+			ctx := context.WithoutCancel(ctx)
 			if group[0].Endpoint == endpointOwner {
 				for _, g := range d.ownerMail(group) {
-					d.deliver(context.WithoutCancel(ctx), g)
+					d.deliver(ctx, g)
 				}
 				return
 			}
-			d.deliver(context.WithoutCancel(ctx), group)
+			d.deliver(ctx, group)
 		})
 	}
-	return started, nil
+	return len(claimed), nil
+}
+
+// slot is an endpoint's semaphore of PerEndpoint sends.
+func (d *Dispatcher) slot(key string) chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.slots[key]
+	if !ok {
+		s = make(chan struct{}, d.opts.PerEndpoint)
+		d.slots[key] = s
+	}
+	return s
+}
+
+// saturated lists the endpoints not to claim for now: all their sends in
+// progress, or their breaker open. E-mail endpoints are listed by the
+// SMTP breaker's key and their own ids.
+func (d *Dispatcher) saturated(now time.Time) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	add := func(key string) {
+		if key == breakerSMTP {
+			out = append(out, endpointConfirm, endpointOwner)
+		}
+		out = append(out, key)
+	}
+	for key, s := range d.slots {
+		if len(s) >= cap(s) {
+			add(key)
+		}
+	}
+	for key, b := range d.breakers {
+		if now.Before(b.openUntil) && !slices.Contains(out, key) {
+			add(key)
+		}
+	}
+	return out
 }
 
 // maxOwnerMail bounds the owner's mail claimed at once: a minute's entries
@@ -419,40 +446,11 @@ func breakerKey(endpoint string) string {
 	return endpoint
 }
 
-// take reserves a send to an endpoint, within its limit.
-func (d *Dispatcher) take(key string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.busy[key] >= d.opts.PerEndpoint {
-		return false
-	}
-	d.busy[key]++
-	return true
-}
-
-func (d *Dispatcher) release(key string) {
-	d.mu.Lock()
-	d.busy[key]--
-	d.mu.Unlock()
-}
-
 // breaker is one endpoint's circuit breaker.
 type breaker struct {
 	failures  int
 	openUntil time.Time
 	period    time.Duration
-}
-
-// breakerOpen says whether an endpoint's breaker is open now, and until
-// when.
-func (d *Dispatcher) breakerOpen(key string, now time.Time) (time.Time, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	b := d.breakers[key]
-	if b == nil || !now.Before(b.openUntil) {
-		return time.Time{}, false
-	}
-	return b.openUntil, true
 }
 
 // record feeds an attempt's result to the endpoint's breaker.

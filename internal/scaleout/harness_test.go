@@ -109,8 +109,13 @@ type deployment struct {
 }
 
 func newDeployment(t testing.TB, journalURL, storeURL string, capacity int, extra ...string) deployment {
+	return newDeploymentOf(t, journalURL, storeURL, formYAML(capacity), extra...)
+}
+
+// newDeploymentOf is newDeployment with the forms given.
+func newDeploymentOf(t testing.TB, journalURL, storeURL, formsYAML string, extra ...string) deployment {
 	forms := filepath.Join(t.TempDir(), "forms.yaml")
-	if err := os.WriteFile(forms, []byte(formYAML(capacity)), 0o600); err != nil {
+	if err := os.WriteFile(forms, []byte(formsYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d := deployment{journal: journalURL, store: storeURL, stream: natstest.Name("SCALE"), forms: forms, extra: extra}
@@ -253,6 +258,10 @@ type answer struct {
 	// status the client was told: stored, waitlisted, processing (202),
 	// duplicate-entry, capacity-reached.
 	status string
+	// as is the key the answer's status document names when it is not
+	// this one: a resend of a live entry's content is answered as that
+	// entry.
+	as string
 	// first is when the first attempt started, done when the definitive
 	// answer came.
 	first, done time.Time
@@ -329,12 +338,13 @@ func (c *client) submit(ctx context.Context, s submission) answer {
 		retryAfter := time.Duration(0)
 		if askFirst {
 			c.stats.statusQs.Add(1)
-			code, doc, err := c.status(ctx, base, s.key)
+			code, doc, docKey, err := c.status(ctx, base, s.key)
 			switch {
 			case err != nil:
 				c.stats.netErrs.Add(1)
 			case code == http.StatusOK:
 				a.acked, a.status, a.done = true, doc, time.Now()
+				a.as = otherKey(docKey, s.key)
 				c.stats.acked.Add(1)
 				return a
 			case code == http.StatusNotFound:
@@ -345,7 +355,7 @@ func (c *client) submit(ctx context.Context, s submission) answer {
 			backoff = min(backoff*2, 2*time.Second)
 			continue
 		}
-		code, hdr, doc, err := c.post(ctx, base, s.key, body)
+		code, hdr, doc, docKey, err := c.post(ctx, base, s.key, body)
 		if err != nil {
 			// The request may or may not have been journaled.
 			c.stats.netErrs.Add(1)
@@ -358,6 +368,7 @@ func (c *client) submit(ctx context.Context, s submission) answer {
 		switch {
 		case code == http.StatusCreated || code == http.StatusOK || code == http.StatusAccepted || code == http.StatusConflict:
 			a.acked, a.status, a.done = true, doc, time.Now()
+			a.as = otherKey(docKey, s.key)
 			c.stats.acked.Add(1)
 			return a
 		case code == http.StatusTooManyRequests || code >= 500:
@@ -367,7 +378,7 @@ func (c *client) submit(ctx context.Context, s submission) answer {
 			sleep(ctx, max(retryAfter, jitter(backoff)))
 			backoff = min(backoff*2, 2*time.Second)
 		default:
-			a.status = fmt.Sprintf("unexpected %d: %s", code, doc)
+			a.status = fmt.Sprintf("unexpected %d from %s: %s", code, base, doc)
 			a.done = time.Now()
 			return a
 		}
@@ -375,10 +386,18 @@ func (c *client) submit(ctx context.Context, s submission) answer {
 	return a
 }
 
-func (c *client) post(ctx context.Context, base, key string, body []byte) (int, http.Header, string, error) {
+// otherKey is docKey when it names another key than key, else "".
+func otherKey(docKey, key string) string {
+	if docKey == key {
+		return ""
+	}
+	return docKey
+}
+
+func (c *client) post(ctx context.Context, base, key string, body []byte) (int, http.Header, string, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/forms/"+formID+"/submissions", bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, "", err
+		return 0, nil, "", "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
@@ -389,16 +408,17 @@ func (c *client) post(ctx context.Context, base, key string, body []byte) (int, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, "", err
+		return 0, nil, "", "", err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, nil, "", err
+		return 0, nil, "", "", err
 	}
 	var doc struct {
 		Status string `json:"status"`
 		Code   string `json:"code"`
+		Key    string `json:"key"`
 	}
 	_ = json.Unmarshal(raw, &doc)
 	s := doc.Status
@@ -408,24 +428,25 @@ func (c *client) post(ctx context.Context, base, key string, body []byte) (int, 
 	if s == "" {
 		s = string(raw)
 	}
-	return resp.StatusCode, resp.Header, s, nil
+	return resp.StatusCode, resp.Header, s, doc.Key, nil
 }
 
-func (c *client) status(ctx context.Context, base, key string) (int, string, error) {
+func (c *client) status(ctx context.Context, base, key string) (int, string, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/forms/"+formID+"/submissions/"+key, nil)
 	if err != nil {
-		return 0, "", err
+		return 0, "", "", err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, "", "", err
 	}
 	defer resp.Body.Close()
 	var doc struct {
 		Status string `json:"status"`
+		Key    string `json:"key"`
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&doc)
-	return resp.StatusCode, doc.Status, nil
+	return resp.StatusCode, doc.Status, doc.Key, nil
 }
 
 func jitter(d time.Duration) time.Duration { return d/2 + time.Duration(rand.Int64N(int64(d/2)+1)) }
@@ -577,6 +598,14 @@ func (ck checker) verify(t testing.TB, answers []answer, rows map[string]storeRo
 		if !ok {
 			lost = append(lost, a.key)
 			continue
+		}
+		if a.as != "" {
+			// A resend answered as the entry it repeats: that entry is
+			// what the client was told about.
+			if r, ok = rows[a.as]; !ok {
+				lost = append(lost, a.key+" (answered as "+a.as+")")
+				continue
+			}
 		}
 		told := map[string]string{"duplicate-entry": "duplicate", "capacity-reached": "rejected"}[a.status]
 		if told == "" {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/formd/formd/internal/email"
@@ -11,7 +12,7 @@ import (
 
 // openOutbox makes the dispatcher of deliveries: webhooks through the
 // guard (--webhook-allow), e-mail through --smtp when it is set.
-func (s *Server) openOutbox(reg *prometheus.Registry) error {
+func (s *Server) openOutbox(ctx context.Context, reg *prometheus.Registry) error {
 	var mailer outbox.Mailer
 	if c := s.cfg.SMTP; c != nil {
 		m, err := email.NewMailer(*c, s.cfg.SMTPFrom, email.Options{})
@@ -25,9 +26,16 @@ func (s *Server) openOutbox(reg *prometheus.Registry) error {
 			s.log.Warn("a form sends e-mail but no SMTP server is set: its e-mail waits in the outbox until --smtp is given", "form", f.ID())
 		}
 	}
+	if s.cfg.Store == "sqlite" {
+		// One server holds the data directory: leases left by a crash
+		// are this instance's, and need not wait to run out.
+		if _, err := s.Store.ReleaseLeases(ctx); err != nil {
+			return fmt.Errorf("release the outbox's leases: %w", err)
+		}
+	}
 	sender := webhooks.NewSender(webhooks.Options{Guard: s.Guard})
 	s.outbox = outbox.New(s.Store, s.Forms, sender, mailer, outbox.Options{
-		ConsoleURL: s.cfg.PublicURL, Logger: s.log, Metrics: outbox.NewMetrics(reg),
+		Lease: s.cfg.DeliveryLease, ConsoleURL: s.cfg.PublicURL, Logger: s.log, Metrics: outbox.NewMetrics(reg),
 	})
 	reg.MustRegister(&outboxCollector{s: s.Store})
 	return nil

@@ -157,7 +157,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 			}
 		}
 	}
-	if err := s.openOutbox(reg); err != nil {
+	if err := s.openOutbox(ctx, reg); err != nil {
 		return err
 	}
 	procOpts.Settled = s.outbox.Wake

@@ -33,12 +33,16 @@ type NewDelivery struct {
 	NextAt     time.Time
 }
 
-// ClaimQuery says which due deliveries to claim: at most Limit, to the
-// endpoint Endpoint only, or to any endpoint but Except.
+// ClaimQuery says which due deliveries to claim: at most Limit, and at
+// most PerEndpoint to one endpoint (0: no cap); to the endpoint Endpoint
+// only, or to any endpoint but Except and those listed in Exclude (busy,
+// or their circuit breaker open).
 type ClaimQuery struct {
-	Limit    int
-	Endpoint string
-	Except   string
+	Limit       int
+	PerEndpoint int
+	Endpoint    string
+	Except      string
+	Exclude     []string
 }
 
 // Delivery is one delivery with its event.
@@ -99,7 +103,7 @@ type DeliveryStats struct {
 	// zero when none is pending.
 	OldestPending time.Time
 	Failed        int64
-	// UnfannedEvents counts events not yet fanned out.
+	// UnfannedEvents counts events not yet turned into deliveries.
 	UnfannedEvents int64
 }
 
@@ -114,17 +118,21 @@ type EntryDoc struct {
 
 // Outbox is what a store provides the dispatcher and the deliveries API.
 type Outbox interface {
-	// EventsAfter lists events after a position, in order.
-	EventsAfter(ctx context.Context, seq uint64, limit int) ([]Event, error)
-	// FanOut adds deliveries (an existing one is left as it is) and moves
-	// the fan-out cursor to upTo, if that is further, in one transaction.
-	FanOut(ctx context.Context, ds []NewDelivery, upTo uint64, now time.Time) error
-	// FanOutCursor is the position up to which events are fanned out.
-	FanOutCursor(ctx context.Context) (uint64, error)
+	// FanOut takes up to limit events not fanned out yet, oldest first
+	// (skipping those another instance is taking), asks plan for their
+	// deliveries, adds them (an existing one is left as it is) and marks
+	// the events fanned out, in one transaction. It says how many events
+	// it took. Events are marked rather than passed by a cursor, because
+	// concurrent transactions commit their events out of sequence order.
+	FanOut(ctx context.Context, limit int, now time.Time, plan func([]Event) []NewDelivery) (int, error)
 	// ClaimDeliveries leases the pending deliveries the query selects that
 	// are due at now to owner until now+lease, oldest due first, skipping
 	// those another owner holds; an expired lease is taken over.
 	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q ClaimQuery) ([]Delivery, error)
+	// ReleaseLeases frees every lease: for a single instance starting up
+	// (the embedded store, whose data directory one server holds), whose
+	// leases from before a crash would otherwise wait to run out.
+	ReleaseLeases(ctx context.Context) (int, error)
 	// FinishDelivery records an attempt and the delivery's new state.
 	FinishDelivery(ctx context.Context, f Finish, now time.Time) error
 	// Redeliver makes the selected deliveries pending again, due now, with

@@ -20,38 +20,44 @@ func eventDest(dst []any, e *store.Event, seq *int64) []any {
 	return append(dst, seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &e.At)
 }
 
-// EventsAfter lists events after a position, in order.
-func (s *Store) EventsAfter(ctx context.Context, seq uint64, limit int) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+eventColumns+` FROM events e WHERE e.seq > $1 ORDER BY e.seq LIMIT $2`, int64(seq), limit)
-	if err != nil {
-		return nil, classify("read events", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
-		var e store.Event
-		var seq int64
-		err := r.Scan(eventDest(nil, &e, &seq)...)
-		e.Seq = uint64(seq)
-		return e, err
-	})
-	if err != nil {
-		return nil, classify("read events", err)
-	}
-	return out, nil
-}
-
-// FanOut adds deliveries and moves the cursor, in one transaction;
-// instances fanning out at once add the same rows once.
-func (s *Store) FanOut(ctx context.Context, ds []store.NewDelivery, upTo uint64, now time.Time) error {
-	return s.inTx(ctx, "fan out", func(tx pgx.Tx) error {
+// FanOut takes unfanned events, adds their deliveries and marks them, in
+// one transaction. FOR UPDATE SKIP LOCKED lets instances fan out at once,
+// each taking other events.
+func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func([]store.Event) []store.NewDelivery) (int, error) {
+	n := 0
+	err := s.inTx(ctx, "fan out", func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+eventColumns+` FROM events e WHERE NOT e.fanned ORDER BY e.seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+		if err != nil {
+			return err
+		}
+		evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
+			var e store.Event
+			var seq int64
+			err := r.Scan(eventDest(nil, &e, &seq)...)
+			e.Seq = uint64(seq)
+			return e, err
+		})
+		if err != nil || len(evs) == 0 {
+			return err
+		}
 		b := &pgx.Batch{}
-		for _, d := range ds {
+		for _, d := range plan(evs) {
 			b.Queue(`INSERT INTO deliveries(event_seq, endpoint, form, site, state, next_at, created_at, updated_at)
 				VALUES ($1, $2, $3, $4, CASE WHEN EXISTS (SELECT 1 FROM endpoints_disabled WHERE endpoint = $2) THEN 'skipped' ELSE 'pending' END, $6, $5, $5)
 				ON CONFLICT (event_seq, endpoint) DO NOTHING`, int64(d.EventSeq), d.Endpoint, d.Form, d.Site, micro(now), micro(dueAt(d.NextAt, now)))
 		}
-		b.Queue(`INSERT INTO meta(k, v) VALUES ('fanout', $1) ON CONFLICT (k) DO UPDATE SET v = greatest(meta.v, excluded.v)`, int64(upTo))
+		seqs := make([]int64, len(evs))
+		for i, e := range evs {
+			seqs[i] = int64(e.Seq)
+		}
+		b.Queue(`UPDATE events SET fanned = true WHERE seq = ANY($1)`, seqs)
+		n = len(evs)
 		return tx.SendBatch(ctx, b).Close()
 	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // dueAt is a delivery's first due time: t, or now when t is zero.
@@ -60,19 +66,6 @@ func dueAt(t, now time.Time) time.Time {
 		return now
 	}
 	return t
-}
-
-// FanOutCursor is the position up to which events are fanned out.
-func (s *Store) FanOutCursor(ctx context.Context) (uint64, error) {
-	var v int64
-	err := s.pool.QueryRow(ctx, `SELECT v FROM meta WHERE k = 'fanout'`).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, classify("read the fan-out cursor", err)
-	}
-	return uint64(v), nil
 }
 
 // deliveryColumns reads a delivery joined as d with its event e.
@@ -93,16 +86,33 @@ func scanDelivery(r pgx.CollectableRow) (store.Delivery, error) {
 func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error) {
 	var out []store.Delivery
 	err := s.inTx(ctx, "claim deliveries", func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `WITH due AS (
-				SELECT event_seq, endpoint FROM deliveries WHERE state = 'pending' AND next_at <= $1 AND lease_until < $1
-					AND ($5 = '' OR endpoint = $5) AND endpoint <> $6
-				ORDER BY next_at LIMIT $2 FOR UPDATE SKIP LOCKED
+		perEndpoint := q.PerEndpoint
+		if perEndpoint <= 0 {
+			perEndpoint = q.Limit
+		}
+		exclude := q.Exclude
+		if exclude == nil {
+			exclude = []string{}
+		}
+		// The due deliveries, oldest first, at most PerEndpoint of each
+		// endpoint; those another instance is claiming are skipped.
+		rows, err := tx.Query(ctx, `WITH cand AS (
+				SELECT event_seq, endpoint, next_at FROM deliveries
+				WHERE state = 'pending' AND next_at <= $1 AND lease_until < $1
+					AND ($5 = '' OR endpoint = $5) AND endpoint <> $6 AND NOT (endpoint = ANY($8))
+				ORDER BY next_at LIMIT 5000
+			), ranked AS (
+				SELECT event_seq, endpoint, next_at, row_number() OVER (PARTITION BY endpoint ORDER BY next_at) AS rn FROM cand
+			), due AS (
+				SELECT d.event_seq, d.endpoint FROM deliveries d JOIN ranked r ON r.event_seq = d.event_seq AND r.endpoint = d.endpoint
+				WHERE r.rn <= $7 AND d.state = 'pending' AND d.lease_until < $1
+				ORDER BY r.next_at LIMIT $2 FOR UPDATE OF d SKIP LOCKED
 			), claimed AS (
 				UPDATE deliveries d SET lease_owner = $3, lease_until = $4 FROM due
 				WHERE d.event_seq = due.event_seq AND d.endpoint = due.endpoint RETURNING d.*
 			)
 			SELECT `+deliveryColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at`,
-			micro(now), q.Limit, owner, micro(now.Add(lease)), q.Endpoint, q.Except)
+			micro(now), q.Limit, owner, micro(now.Add(lease)), q.Endpoint, q.Except, perEndpoint, exclude)
 		if err != nil {
 			return err
 		}
@@ -110,6 +120,15 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		return err
 	})
 	return out, err
+}
+
+// ReleaseLeases frees every lease.
+func (s *Store) ReleaseLeases(ctx context.Context) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET lease_owner = '', lease_until = '-infinity' WHERE lease_owner <> ''`)
+	if err != nil {
+		return 0, classify("release leases", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // FinishDelivery logs an attempt and sets the delivery's new state, if
@@ -258,7 +277,7 @@ func (s *Store) DeliveryStats(ctx context.Context) (store.DeliveryStats, error) 
 		(SELECT count(*) FROM deliveries WHERE state = 'pending'),
 		(SELECT min(e.at) FROM deliveries d JOIN events e ON e.seq = d.event_seq WHERE d.state = 'pending'),
 		(SELECT count(*) FROM deliveries WHERE state = 'failed'),
-		(SELECT count(*) FROM events WHERE seq > coalesce((SELECT v FROM meta WHERE k = 'fanout'), 0))`).
+		(SELECT count(*) FROM events WHERE NOT fanned)`).
 		Scan(&st.Pending, &oldest, &st.Failed, &st.UnfannedEvents)
 	if err != nil {
 		return st, classify("count deliveries", err)

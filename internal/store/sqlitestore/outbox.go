@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,52 +20,52 @@ func scanEvent(dst []any, e *store.Event, at *int64) []any {
 	return append(dst, &e.Seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, at)
 }
 
-// EventsAfter lists events after a position, in order.
-func (s *Store) EventsAfter(ctx context.Context, seq uint64, limit int) ([]store.Event, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+eventColumns+` FROM events e WHERE e.seq > ? ORDER BY e.seq LIMIT ?`, seq, limit)
+// FanOut takes unfanned events, adds their deliveries and marks them, in
+// one transaction (the one write connection serializes fan-outs).
+func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func([]store.Event) []store.NewDelivery) (int, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, classify("read events", err)
+		return 0, classify("fan out: begin", err)
 	}
-	defer rows.Close()
-	var out []store.Event
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM events e WHERE e.fanned = 0 ORDER BY e.seq LIMIT ?`, limit)
+	if err != nil {
+		return 0, classify("fan out", err)
+	}
+	var evs []store.Event
 	for rows.Next() {
 		var e store.Event
 		var at int64
 		if err := rows.Scan(scanEvent(nil, &e, &at)...); err != nil {
-			return nil, classify("read events", err)
+			rows.Close()
+			return 0, classify("fan out", err)
 		}
 		e.At = time.UnixMicro(at)
-		out = append(out, e)
+		evs = append(evs, e)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, classify("read events", err)
+		return 0, classify("fan out", err)
 	}
-	return out, nil
-}
-
-// FanOut adds deliveries and moves the cursor, in one transaction.
-func (s *Store) FanOut(ctx context.Context, ds []store.NewDelivery, upTo uint64, now time.Time) error {
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
-		return classify("fan out: begin", err)
+	if len(evs) == 0 {
+		return 0, nil
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	for _, d := range ds {
+	for _, d := range plan(evs) {
 		// A delivery to a disabled endpoint is skipped at once.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries(event_seq, endpoint, form, site, state, next_at, created_at, updated_at)
 			VALUES (?1, ?2, ?3, ?4, CASE WHEN EXISTS (SELECT 1 FROM endpoints_disabled WHERE endpoint = ?2) THEN 'skipped' ELSE 'pending' END, ?6, ?5, ?5)
 			ON CONFLICT(event_seq, endpoint) DO NOTHING`,
 			d.EventSeq, d.Endpoint, d.Form, d.Site, now.UnixMicro(), dueAt(d.NextAt, now).UnixMicro()); err != nil {
-			return classify("fan out", err)
+			return 0, classify("fan out", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO meta(k, v) VALUES ('fanout', ?) ON CONFLICT(k) DO UPDATE SET v = max(v, excluded.v)`, upTo); err != nil {
-		return classify("fan out: cursor", err)
+	if _, err := tx.ExecContext(ctx, `UPDATE events SET fanned = 1 WHERE fanned = 0 AND seq <= ?`, evs[len(evs)-1].Seq); err != nil {
+		return 0, classify("fan out: mark", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return classify("fan out: commit", err)
+		return 0, classify("fan out: commit", err)
 	}
-	return nil
+	return len(evs), nil
 }
 
 // dueAt is a delivery's first due time: t, or now when t is zero.
@@ -73,19 +74,6 @@ func dueAt(t, now time.Time) time.Time {
 		return now
 	}
 	return t
-}
-
-// FanOutCursor is the position up to which events are fanned out.
-func (s *Store) FanOutCursor(ctx context.Context) (uint64, error) {
-	var v uint64
-	err := s.rdb.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'fanout'`).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, classify("read the fan-out cursor", err)
-	}
-	return v, nil
 }
 
 // deliveryColumns reads a delivery joined as d with its event e.
@@ -112,12 +100,27 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		return nil, classify("claim deliveries: begin", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	// The due deliveries, oldest first, at most PerEndpoint of each
+	// endpoint, so that a long backlog of one endpoint neither crowds out
+	// the others nor is claimed faster than it can be sent.
+	perEndpoint := q.PerEndpoint
+	if perEndpoint <= 0 {
+		perEndpoint = q.Limit
+	}
+	args := []any{owner, now.Add(lease).UnixMicro(), now.UnixMicro(), q.Limit, q.Endpoint, q.Except, perEndpoint}
+	exclude := ""
+	for _, e := range q.Exclude {
+		args = append(args, e)
+		exclude += fmt.Sprintf(" AND endpoint != ?%d", len(args))
+	}
 	rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET lease_owner = ?1, lease_until = ?2
-		WHERE (event_seq, endpoint) IN (SELECT event_seq, endpoint FROM deliveries
-			WHERE state = 'pending' AND next_at <= ?3 AND lease_until < ?3 AND (?5 = '' OR endpoint = ?5) AND endpoint != ?6
-			ORDER BY next_at LIMIT ?4)
-		RETURNING event_seq, endpoint`,
-		owner, now.Add(lease).UnixMicro(), now.UnixMicro(), q.Limit, q.Endpoint, q.Except)
+		WHERE (event_seq, endpoint) IN (SELECT event_seq, endpoint FROM (
+			SELECT event_seq, endpoint, next_at, row_number() OVER (PARTITION BY endpoint ORDER BY next_at) AS rn FROM (
+				SELECT event_seq, endpoint, next_at FROM deliveries
+				WHERE state = 'pending' AND next_at <= ?3 AND lease_until < ?3 AND (?5 = '' OR endpoint = ?5) AND endpoint != ?6`+exclude+`
+				ORDER BY next_at LIMIT 5000))
+			WHERE rn <= ?7 ORDER BY next_at LIMIT ?4)
+		RETURNING event_seq, endpoint`, args...)
 	if err != nil {
 		return nil, classify("claim deliveries", err)
 	}
@@ -160,6 +163,16 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		return nil, classify("claim deliveries: commit", err)
 	}
 	return out, nil
+}
+
+// ReleaseLeases frees every lease.
+func (s *Store) ReleaseLeases(ctx context.Context) (int, error) {
+	res, err := s.wdb.ExecContext(ctx, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner != ''`)
+	if err != nil {
+		return 0, classify("release leases", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
 }
 
 // FinishDelivery logs an attempt and sets the delivery's new state, if
@@ -349,7 +362,7 @@ func (s *Store) DeliveryStats(ctx context.Context) (store.DeliveryStats, error) 
 		(SELECT count(*) FROM deliveries WHERE state = 'pending'),
 		(SELECT min(e.at) FROM deliveries d JOIN events e ON e.seq = d.event_seq WHERE d.state = 'pending'),
 		(SELECT count(*) FROM deliveries WHERE state = 'failed'),
-		(SELECT count(*) FROM events WHERE seq > coalesce((SELECT v FROM meta WHERE k = 'fanout'), 0))`).
+		(SELECT count(*) FROM events WHERE fanned = 0)`).
 		Scan(&st.Pending, &oldest, &st.Failed, &st.UnfannedEvents)
 	if err != nil {
 		return st, classify("count deliveries", err)

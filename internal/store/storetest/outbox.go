@@ -16,13 +16,15 @@ var outboxCases = []struct {
 	fn   func(*testing.T, store.Store)
 }{
 	{"OutboxFanOutOnce", testFanOut},
+	{"OutboxClaimPerEndpoint", testClaimPerEndpoint},
 	{"OutboxLeasesAndAttempts", testLeases},
 	{"OutboxRedeliverAndDisable", testRedeliver},
 	{"OutboxConcurrentClaimsNeverShare", testConcurrentClaims},
+	{"OutboxConcurrentFanOutTakesEachOnce", testConcurrentFanOut},
 }
 
-// someEvents decides n entries of form f and returns their events.
-func someEvents(t *testing.T, s store.Store, f string, n int) []store.Event {
+// someEvents decides n entries of form f, which writes their events.
+func someEvents(t *testing.T, s store.Store, f string, n int) {
 	t.Helper()
 	putForm(t, s, f, nil, "")
 	var subs []journal.Entry
@@ -30,32 +32,30 @@ func someEvents(t *testing.T, s store.Store, f string, n int) []store.Event {
 		subs = append(subs, sub(f, fmt.Sprint("k", i), uint64(i+1)))
 	}
 	mustApply(t, s, subs...)
-	evs, err := s.EventsAfter(ctxT(t), 0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []store.Event
-	for _, e := range evs {
-		if e.Form == f {
-			out = append(out, e)
-		}
-	}
-	if len(out) != n {
-		t.Fatalf("%d events for %d entries", len(out), n)
-	}
-	return out
 }
 
-func fanOut(t *testing.T, s store.Store, evs []store.Event, now time.Time, endpoints ...string) {
+// fanOut fans every unfanned event out to the endpoints and returns the
+// events.
+func fanOut(t *testing.T, s store.Store, now time.Time, endpoints ...string) []store.Event {
 	t.Helper()
-	var ds []store.NewDelivery
-	for _, e := range evs {
-		for _, ep := range endpoints {
-			ds = append(ds, store.NewDelivery{DeliveryKey: store.DeliveryKey{EventSeq: e.Seq, Endpoint: ep}, Form: e.Form, Site: e.Site})
+	var evs []store.Event
+	for {
+		n, err := s.FanOut(ctxT(t), 1000, now, func(batch []store.Event) []store.NewDelivery {
+			evs = append(evs, batch...)
+			var ds []store.NewDelivery
+			for _, e := range batch {
+				for _, ep := range endpoints {
+					ds = append(ds, store.NewDelivery{DeliveryKey: store.DeliveryKey{EventSeq: e.Seq, Endpoint: ep}, Form: e.Form, Site: e.Site})
+				}
+			}
+			return ds
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := s.FanOut(ctxT(t), ds, evs[len(evs)-1].Seq, now); err != nil {
-		t.Fatal(err)
+		if n == 0 {
+			return evs
+		}
 	}
 }
 
@@ -68,18 +68,17 @@ func claim(t *testing.T, s store.Store, owner string, now time.Time, limit int) 
 	return ds
 }
 
-// testFanOut: fanning out twice adds each delivery once, and the cursor
-// only moves forward.
+// testFanOut: every event is fanned out once; its deliveries are added
+// once; a delivery due later waits.
 func testFanOut(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	evs := someEvents(t, s, "f", 3)
-	fanOut(t, s, evs, now, "webhook:a", "email:owner")
-	fanOut(t, s, evs, now, "webhook:a", "email:owner")
-	if err := s.FanOut(ctxT(t), nil, 1, now); err != nil { // an instance behind
-		t.Fatal(err)
+	someEvents(t, s, "f", 3)
+	evs := fanOut(t, s, now, "webhook:a", "email:owner")
+	if len(evs) != 3 || evs[0].Type != store.EventStored || evs[0].Seq >= evs[1].Seq {
+		t.Fatalf("events %+v", evs)
 	}
-	if c, err := s.FanOutCursor(ctxT(t)); err != nil || c != evs[2].Seq {
-		t.Fatalf("cursor %d %v, want %d", c, err, evs[2].Seq)
+	if again := fanOut(t, s, now, "webhook:a"); len(again) != 0 {
+		t.Fatalf("events fanned out twice: %+v", again)
 	}
 	mail, err := s.ClaimDeliveries(ctxT(t), "a", now, time.Minute, store.ClaimQuery{Limit: 100, Endpoint: "email:owner"})
 	if err != nil || len(mail) != 3 || mail[0].Endpoint != "email:owner" {
@@ -90,8 +89,10 @@ func testFanOut(t *testing.T, s store.Store) {
 		t.Fatalf("claim all but one endpoint: %+v %v", rest, err)
 	}
 	// A delivery due later is not claimed before its time.
-	later := []store.NewDelivery{{DeliveryKey: store.DeliveryKey{EventSeq: evs[0].Seq, Endpoint: "webhook:later"}, Form: "f", Site: "site", NextAt: now.Add(time.Minute)}}
-	if err := s.FanOut(ctxT(t), later, evs[2].Seq, now); err != nil {
+	someEvents(t, s, "g", 1)
+	if _, err := s.FanOut(ctxT(t), 10, now, func(batch []store.Event) []store.NewDelivery {
+		return []store.NewDelivery{{DeliveryKey: store.DeliveryKey{EventSeq: batch[0].Seq, Endpoint: "webhook:later"}, Form: "g", Site: "site", NextAt: now.Add(time.Minute)}}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if got := claim(t, s, "a", now.Add(30*time.Second), 100); len(got) != 0 {
@@ -103,14 +104,43 @@ func testFanOut(t *testing.T, s store.Store) {
 	}
 }
 
+// testClaimPerEndpoint: one claim takes at most PerEndpoint of one
+// endpoint, and none of an excluded one, so a long backlog of one endpoint
+// does not crowd out the others.
+func testClaimPerEndpoint(t *testing.T, s store.Store) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	someEvents(t, s, "f", 10)
+	fanOut(t, s, now, "webhook:slow", "webhook:fast")
+	ds, err := s.ClaimDeliveries(ctxT(t), "o", now, time.Minute, store.ClaimQuery{Limit: 100, PerEndpoint: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, d := range ds {
+		per[d.Endpoint]++
+	}
+	if per["webhook:slow"] != 3 || per["webhook:fast"] != 3 {
+		t.Fatalf("per endpoint: %v", per)
+	}
+	ds, err = s.ClaimDeliveries(ctxT(t), "o", now, time.Minute, store.ClaimQuery{Limit: 100, Exclude: []string{"webhook:slow"}})
+	if err != nil || len(ds) != 7 {
+		t.Fatalf("claim excluding one: %d %v, want the other's 7", len(ds), err)
+	}
+	for _, d := range ds {
+		if d.Endpoint == "webhook:slow" {
+			t.Fatalf("an excluded endpoint's delivery was claimed: %+v", d)
+		}
+	}
+}
+
 // testLeases: a leased delivery is not claimed again until its lease
 // runs out; a finish under a lost lease changes nothing but the log; a
 // retry waits for its time; the log keeps every attempt.
 func testLeases(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	evs := someEvents(t, s, "f", 1)
-	fanOut(t, s, evs, now, "webhook:a")
+	someEvents(t, s, "f", 1)
+	evs := fanOut(t, s, now, "webhook:a")
 	a := claim(t, s, "instance-a", now, 10)
 	if len(a) != 1 || a[0].Event.EntryID != evs[0].EntryID || a[0].Event.Type != store.EventStored || a[0].State != store.DeliveryPending {
 		t.Fatalf("claim: %+v", a)
@@ -118,7 +148,14 @@ func testLeases(t *testing.T, s store.Store) {
 	if b := claim(t, s, "instance-b", now.Add(time.Second), 10); len(b) != 0 {
 		t.Fatalf("claimed again under a live lease: %+v", b)
 	}
-	// instance-a died; its lease runs out and b takes the delivery over.
+	// A single instance starting again frees its old leases at once.
+	if n, err := s.ReleaseLeases(ctx); err != nil || n != 1 {
+		t.Fatalf("release leases: %d %v", n, err)
+	}
+	if again := claim(t, s, "instance-a2", now.Add(time.Second), 10); len(again) != 1 {
+		t.Fatalf("after releasing: %+v", again)
+	}
+	// instance-a2 died; its lease runs out and b takes the delivery over.
 	b := claim(t, s, "instance-b", now.Add(2*time.Minute), 10)
 	if len(b) != 1 {
 		t.Fatalf("an expired lease is not taken over: %+v", b)
@@ -165,8 +202,8 @@ func testLeases(t *testing.T, s store.Store) {
 func testRedeliver(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	evs := someEvents(t, s, "f", 2)
-	fanOut(t, s, evs, now, "webhook:a")
+	someEvents(t, s, "f", 2)
+	fanOut(t, s, now, "webhook:a")
 	got := claim(t, s, "o", now, 10)
 	for i, d := range got {
 		state := store.DeliveryDelivered
@@ -206,8 +243,8 @@ func testRedeliver(t *testing.T, s store.Store) {
 	if c := claim(t, s, "o", now.Add(time.Hour), 10); len(c) != 0 {
 		t.Fatalf("a disabled endpoint's delivery was claimed: %+v", c)
 	}
-	more := someEvents(t, s, "g", 1)
-	fanOut(t, s, more, now, "webhook:a")
+	someEvents(t, s, "g", 1)
+	fanOut(t, s, now, "webhook:a")
 	if c := claim(t, s, "o", now.Add(time.Hour), 10); len(c) != 0 {
 		t.Fatalf("a new delivery to a disabled endpoint: %+v", c)
 	}
@@ -226,8 +263,8 @@ func testRedeliver(t *testing.T, s store.Store) {
 // delivery.
 func testConcurrentClaims(t *testing.T, s store.Store) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	evs := someEvents(t, s, "f", 60)
-	fanOut(t, s, evs, now, "webhook:a", "webhook:b")
+	someEvents(t, s, "f", 60)
+	fanOut(t, s, now, "webhook:a", "webhook:b")
 	var mu sync.Mutex
 	seen := map[store.DeliveryKey]string{}
 	var wg sync.WaitGroup
@@ -257,5 +294,44 @@ func testConcurrentClaims(t *testing.T, s store.Store) {
 	wg.Wait()
 	if len(seen) != 120 {
 		t.Fatalf("%d deliveries claimed, want 120", len(seen))
+	}
+}
+
+// testConcurrentFanOut: fan-outs running at once take every event once.
+func testConcurrentFanOut(t *testing.T, s store.Store) {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	someEvents(t, s, "f", 200)
+	var mu sync.Mutex
+	seen := map[uint64]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				n, err := s.FanOut(ctxT(t), 7, now, func(batch []store.Event) []store.NewDelivery {
+					mu.Lock()
+					for _, e := range batch {
+						seen[e.Seq]++
+					}
+					mu.Unlock()
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != 200 {
+		t.Fatalf("%d events fanned out, want 200", len(seen))
+	}
+	for seq, n := range seen {
+		if n != 1 {
+			t.Fatalf("event %d fanned out %d times", seq, n)
+		}
 	}
 }

@@ -13,9 +13,11 @@ CREATE TABLE events (
 	site     text        NOT NULL,
 	status   text        NOT NULL,    -- the entry's status after the event
 	at       timestamptz NOT NULL,
+	fanned   boolean     NOT NULL DEFAULT false, -- once its deliveries are added
 	UNIQUE (entry_id, type, n)
 );
 CREATE INDEX events_form ON events(form, seq);
+CREATE INDEX events_unfanned ON events(seq) WHERE NOT fanned;
 
 CREATE TABLE deliveries (
 	event_seq   bigint      NOT NULL,

@@ -11,9 +11,11 @@ CREATE TABLE events (
 	site     TEXT    NOT NULL,
 	status   TEXT    NOT NULL,      -- the entry's status after the event
 	at       INTEGER NOT NULL,      -- Unix microseconds
+	fanned   INTEGER NOT NULL DEFAULT 0, -- 1 once its deliveries are added
 	UNIQUE (entry_id, type, n)
 );
 CREATE INDEX events_form ON events(form, seq);
+CREATE INDEX events_unfanned ON events(seq) WHERE fanned = 0;
 
 -- One row per (event, endpoint): its state and next attempt. An endpoint
 -- is a webhook URL or an e-mail recipient kind of the form or its site.
