@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"Tokens", testTokens},
 		{"EraseOldData", testErase},
 		{"FindAndEraseAPerson", testFindErase},
+		{"ConsoleReads", testConsole},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
