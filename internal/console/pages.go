@@ -278,16 +278,18 @@ type column struct {
 
 // submissionsView is the submissions page.
 type submissionsView struct {
-	Form      *form.Form
-	Sel       admin.Selection
-	Page      admin.EntryPage
-	Columns   []column
-	Cells     [][]string // per row, the shown fields' values
-	Statuses  []string
-	Status    string
-	Query     url.Values // the selection, for the export and next links
-	NextQuery string
-	Export    string
+	Form     *form.Form
+	Sel      admin.Selection
+	Page     admin.EntryPage
+	Columns  []column
+	Cells    [][]string // per row, the shown fields' values
+	Statuses []string
+	Status   string
+	Query    url.Values // the selection, with the columns chosen
+	// Next is the next page's URL ("" on the last); Export the export
+	// URL of each format, for the selection shown.
+	Next      string
+	Export    map[string]string
 	Searched  bool
 	ShownCols int
 }
@@ -343,12 +345,16 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) er
 			nq[k] = vs
 		}
 		nq.Set("before", strconv.FormatUint(pg.Next.Seq, 10)+":"+pg.Next.ID)
-		v.NextQuery = nq.Encode()
+		v.Next = "/admin/forms/" + url.PathEscape(f.ID()) + "/submissions?" + nq.Encode()
 	}
-	ex := sel.Values()
-	ex.Set("header", "labels")
-	ex.Set("lang", p.L.Tag)
-	v.Export = ex.Encode()
+	v.Export = map[string]string{}
+	for _, format := range []string{"csv", "xlsx", "jsonl"} {
+		ex := sel.Values()
+		ex.Set("format", format)
+		ex.Set("header", "labels")
+		ex.Set("lang", p.L.Tag)
+		v.Export[format] = "/v1/admin/forms/" + url.PathEscape(f.ID()) + "/export?" + ex.Encode()
+	}
 	p.Nav, p.Title, p.Data = "forms", title(f, p.L), v
 	h.render(w, http.StatusOK, "submissions", p)
 	return nil
@@ -734,7 +740,7 @@ func (h *Handler) auditPage(w http.ResponseWriter, r *http.Request, p page) erro
 		if f.Form != "" {
 			nq.Set("form", f.Form)
 		}
-		next = nq.Encode()
+		next = "/admin/audit?" + nq.Encode()
 	}
 	p.Nav, p.Title = "audit", p.L.T["nav.audit"]
 	p.Data = map[string]any{"Entries": list, "Next": next, "Form": f.Form}

@@ -105,8 +105,9 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Row, error) {
 		row := store.Row{Form: q.Form}
 		var seq int64
-		err := r.Scan(&seq, &row.ID, &row.Key, &row.Status, &row.ReceivedAt, &row.Data)
-		row.Seq = uint64(seq)
+		var data []byte // NULL once erased
+		err := r.Scan(&seq, &row.ID, &row.Key, &row.Status, &row.ReceivedAt, &data)
+		row.Seq, row.Data = uint64(seq), data
 		return row, err
 	})
 	if err != nil {
@@ -126,17 +127,18 @@ func (s *Store) Entry(ctx context.Context, form, id string) (store.EntryDetail, 
 		seq    int64
 		fp     []byte
 		sameAs *string
+		data   []byte // NULL once erased
 	)
 	err := s.pool.QueryRow(ctx, `SELECT seq, id, key, status, received_at, data, site, decision, fingerprint, decided_at, same_as
 		FROM entries WHERE form = $1 AND id = $2`, form, id).
-		Scan(&seq, &d.ID, &d.Key, &d.Status, &d.ReceivedAt, &d.Data, &d.Site, &d.Decision, &fp, &d.DecidedAt, &sameAs)
+		Scan(&seq, &d.ID, &d.Key, &d.Status, &d.ReceivedAt, &data, &d.Site, &d.Decision, &fp, &d.DecidedAt, &sameAs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, fmt.Errorf("read entry %s/%s: %w", form, id, store.ErrNotFound)
 	}
 	if err != nil {
 		return d, classify("read entry", err)
 	}
-	d.Seq = uint64(seq)
+	d.Seq, d.Data = uint64(seq), data
 	copy(d.Receipt[:], fp)
 	if sameAs != nil {
 		d.SameAs = *sameAs

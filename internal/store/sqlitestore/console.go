@@ -130,9 +130,11 @@ func scanRows(rows *sql.Rows, form string) ([]store.Row, error) {
 	for rows.Next() {
 		r := store.Row{Form: form}
 		var us int64
-		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &r.Data); err != nil {
+		var data []byte // NULL once erased
+		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
 			return nil, err
 		}
+		r.Data = data
 		r.ReceivedAt = time.UnixMicro(us)
 		out = append(out, r)
 	}
@@ -146,10 +148,11 @@ func (s *Store) Entry(ctx context.Context, form, id string) (store.EntryDetail, 
 		rec, dec int64
 		fp       []byte
 		sameAs   sql.NullString
+		data     []byte // NULL once erased
 	)
 	err := s.rdb.QueryRowContext(ctx, `SELECT seq, id, key, status, received_at, data, site, decision, fingerprint, decided_at, same_as
 		FROM entries WHERE form = ? AND id = ?`, form, id).
-		Scan(&d.Seq, &d.ID, &d.Key, &d.Status, &rec, &d.Data, &d.Site, &d.Decision, &fp, &dec, &sameAs)
+		Scan(&d.Seq, &d.ID, &d.Key, &d.Status, &rec, &data, &d.Site, &d.Decision, &fp, &dec, &sameAs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("read entry %s/%s: %w", form, id, store.ErrNotFound)
 	}
@@ -157,6 +160,7 @@ func (s *Store) Entry(ctx context.Context, form, id string) (store.EntryDetail, 
 		return d, classify("read entry", err)
 	}
 	d.ReceivedAt, d.DecidedAt = time.UnixMicro(rec), time.UnixMicro(dec)
+	d.Data = data
 	copy(d.Receipt[:], fp)
 	d.SameAs = sameAs.String
 	return d, nil

@@ -109,6 +109,17 @@ func testConsole(t *testing.T, s store.Store) {
 		t.Fatalf("unreceived: %+v %v", lost, err)
 	}
 
+	// An erased entry still lists and reads, without its data.
+	if n, err := s.EraseEntries(ctx, []string{out[1].ID}); err != nil || n != 1 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	if d, err := s.Entry(ctx, "f", out[1].ID); err != nil || d.Data != nil || d.Key != "k1" {
+		t.Fatalf("an erased entry's detail: %+v %v", d, err)
+	}
+	if rows, err := s.Entries(ctx, store.EntryQuery{Form: "f"}); err != nil || len(rows) != 6 {
+		t.Fatalf("entries with an erased one: %d %v", len(rows), err)
+	}
+
 	// Every decision above wrote its event.
 	if missing, err := s.EntriesWithoutEvent(ctx, "", 10); err != nil || len(missing) != 0 {
 		t.Fatalf("entries without event: %+v %v", missing, err)
