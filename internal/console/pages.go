@@ -332,6 +332,9 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) er
 				cells = append(cells, vals[c.Name])
 			}
 		}
+		if len(row.Data) == 0 && len(cells) > 0 {
+			cells[0] = p.L.T["sub.erased"]
+		}
 		v.Cells = append(v.Cells, cells)
 	}
 	sq := sel.Values()
