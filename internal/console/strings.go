@@ -54,7 +54,7 @@ var enStrings = map[string]string{
 	"done.set-up": "formd is set up. Welcome.", "done.signed-out": "You are signed out.",
 	"proof.title": "Proof", "proof.journal-vs-store": "Journal and store",
 	"proof.summary":  "%s received (journaled, acknowledged to the submitter) · %s decided · %s still being processed.",
-	"proof.received": "Received (journal)", "proof.decided": "Decided (store)", "proof.journal-holds": "Held by the journal",
+	"proof.received": "Received", "proof.decided": "Decided (store)", "proof.journal-holds": "Held by the journal",
 	"proof.backlog": "Journal backlog (all forms)", "proof.oldest": "Oldest pending", "proof.run-audit": "Run the audit",
 	"proof.audit-help": "The audit reads every journal entry of this form and checks its outcome in the store, then checks that every entry has its first event (formd audit).",
 	"proof.recent":     "Recent runs", "proof.dead-letters": "Dead letters", "proof.reason": "Reason", "proof.attempts": "Attempts", "proof.when": "When",
