@@ -147,6 +147,21 @@ func TestPagesAndActions(t *testing.T) {
 	if !strings.Contains(body, "entry.cancel") {
 		t.Errorf("the audit log lacks the cancel:\n%.3000s", body)
 	}
+	// Close now, then a definition with a mistake: refused with the
+	// problem by line, the text kept; then a good one is saved.
+	b.do("GET", "/admin/forms/fair-a", nil)
+	if code, body := b.do("POST", "/admin/forms/fair-a/close", url.Values{}); code != 200 || !strings.Contains(body, "The form is closed.") || !strings.Contains(body, "Open now") {
+		t.Fatalf("close now: %d %.2000s", code, body)
+	}
+	bad := "id: fair-a\nsite: a\nfields:\n  - {name: name, type: txt}\n"
+	code, body = b.do("POST", "/admin/forms/fair-a/edit", url.Values{"definition": {bad}})
+	if code != 422 || !strings.Contains(body, `type &#34;txt&#34; is not valid`) || !strings.Contains(body, "line 4") || !strings.Contains(body, "type: txt") {
+		t.Fatalf("a bad definition: %d %.3000s", code, body)
+	}
+	good := "id: fair-a\nsite: a\ntitle: Fair A\nfields:\n  - {name: name, type: text, required: true}\n  - {name: phone, type: phone, region: CN, required: true}\nunique: [[phone]]\ncapacity: 2\nwhen_full: waitlist\n"
+	if code, body := b.do("POST", "/admin/forms/fair-a/edit", url.Values{"definition": {good}}); code != 200 || !strings.Contains(body, "The definition was saved.") || !strings.Contains(body, "1 of 2 taken") {
+		t.Fatalf("a good definition: %d %.3000s", code, body)
+	}
 	// A change without the CSRF token is refused.
 	b.csrf = "wrong"
 	if code, _ := b.do("POST", "/admin/forms/fair-a/close", url.Values{}); code != 403 {

@@ -634,11 +634,7 @@ func (h *Handler) accountsPage(w http.ResponseWriter, r *http.Request, p page) e
 }
 
 func sitesOf(s string) []string {
-	var out []string
-	for _, x := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, x)
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 func (h *Handler) addAccount(w http.ResponseWriter, r *http.Request, p page) error {
