@@ -78,7 +78,7 @@ func deliveriesCmd(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer st.Close()
-		log, err := admin.DeliveryLog(ctx, st, *entry)
+		log, err := (&admin.StoreDeliveries{Store: st, Now: time.Now}).ForEntry(ctx, *entry)
 		if err != nil {
 			return fail(1, "%v", err)
 		}
@@ -86,12 +86,13 @@ func deliveriesCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "no deliveries for this entry (its form sends no webhooks or e-mail, or the entry is not decided yet)")
 		}
 		for _, d := range log {
-			fmt.Fprintf(stdout, "%s  %s  event %d (%s)  %s\n", d.EventID, d.Endpoint, d.EventSeq, d.Type, d.State)
+			fmt.Fprintf(stdout, "%s  %s  event %d (%s)  %s\n", d.EventID, d.Endpoint, d.EventSeq, d.EventType, d.State)
 			for _, a := range d.Attempts {
-				fmt.Fprintf(stdout, "    %s  %-9s status %3d  %7.1f ms  %s\n", a.At.Format(time.RFC3339), a.Outcome, a.Status, a.LatencyMS, a.Excerpt)
+				fmt.Fprintf(stdout, "    %s  %-9s status %3d  %7.1f ms  %s\n", a.At.Format(time.RFC3339), a.Outcome, a.Status,
+					float64(a.Latency)/float64(time.Millisecond), a.Excerpt)
 			}
-			if d.NextAt != nil {
-				fmt.Fprintf(stdout, "    next attempt at %s  %s\n", d.NextAt.Format(time.RFC3339), d.LastError)
+			if !d.NextAt.IsZero() {
+				fmt.Fprintf(stdout, "    next attempt at %s\n", d.NextAt.Format(time.RFC3339))
 			}
 		}
 		return 0

@@ -50,4 +50,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintln(w, "\nThe owner's console is at http://ADDR/admin/ on a running server (the first")
+	fmt.Fprintln(w, "start prints a one-time setup link for the first account); the JSON admin API")
+	fmt.Fprintln(w, "is under /v1/admin/, described at /v1/admin/openapi.json.")
 }

@@ -7,20 +7,20 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
 	"time"
 
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/replay"
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/store"
 )
 
 func init() {
 	commands["replay"] = command{"decide journal entries again (by form, site, time window); changes nothing already stored", replayCmd}
-	commands["audit"] = command{"check that every journal entry has an outcome in the store", auditCmd}
+	commands["audit"] = command{"check that every journal entry has an outcome in the store, and every entry its first event", auditCmd}
 }
 
 // windowFlags are the journal filter flags replay and audit share.
@@ -38,22 +38,11 @@ func addWindowFlags(fs *flag.FlagSet) windowFlags {
 }
 
 func (w windowFlags) filter() (journal.Filter, error) {
-	f := journal.Filter{Form: *w.form, Site: *w.site}
-	for _, t := range []struct {
-		name string
-		v    string
-		dst  *time.Time
-	}{{"since", *w.since, &f.Since}, {"until", *w.until, &f.Until}} {
-		if t.v == "" {
-			continue
-		}
-		ts, err := time.Parse(time.RFC3339, t.v)
-		if err != nil {
-			return f, fmt.Errorf("--%s %q is not an RFC 3339 time such as 2027-03-01T09:00:00+08:00", t.name, t.v)
-		}
-		*t.dst = ts
+	since, until, err := replay.ParseWindow(*w.since, *w.until)
+	if err != nil {
+		return journal.Filter{}, fmt.Errorf("--%w", err)
 	}
-	return f, nil
+	return journal.Filter{Form: *w.form, Site: *w.site, Since: since, Until: until}, nil
 }
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
@@ -61,6 +50,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	win := addWindowFlags(fs)
 	retryDead := fs.Bool("retry-dead", false, "also retry entries that were dead-lettered")
+	dryRun := fs.Bool("dry-run", false, "only say what would be restored; change nothing")
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -85,49 +75,20 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer st.Close()
 	defer j.Close()
-	counts := map[string]int{}
-	observe := func(o store.Outcome) {
-		if o.Replayed {
-			counts["unchanged"]++
-		} else {
-			counts["restored as "+o.Decision]++
-		}
+	newProc := func(observe func(store.Outcome)) replay.Processor {
+		return processor.New(j, st, processor.NewNotifier(), processor.Options{Logger: log, Observe: observe, MaxAttempts: 1})
 	}
-	proc := processor.New(j, st, processor.NewNotifier(), processor.Options{Logger: log, Observe: observe, MaxAttempts: 1})
-	var batch []journal.Entry
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := proc.Process(ctx, batch)
-		batch = batch[:0]
-		if err == nil {
-			err = ctx.Err()
-		}
-		return err
+	r, err := replay.Run(ctx, j, st, newProc, replay.Options{Filter: filter, RetryDead: *retryDead, DryRun: *dryRun})
+	if r.DryRun {
+		fmt.Fprintf(stdout, "dry run: read %d journal entries; nothing was changed\n", r.Read)
+	} else {
+		fmt.Fprintf(stdout, "read %d journal entries\n", r.Read)
 	}
-	read := 0
-	err = j.Read(ctx, filter, func(e journal.Entry) error {
-		read++
-		if *retryDead {
-			if _, err := st.ForgetDeadLetter(ctx, e.Form, e.Key); err != nil {
-				return err
-			}
-		}
-		e.Deliveries = 1
-		batch = append(batch, e)
-		if len(batch) >= 512 {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
+	for _, k := range r.Keys() {
+		fmt.Fprintf(stdout, "  %-32s %d\n", k, r.Counts[k])
 	}
-	fmt.Fprintf(stdout, "read %d journal entries\n", read)
-	printCounts(stdout, counts)
 	if err != nil {
-		fmt.Fprintf(stderr, "formd replay: stopped: %v\n", err)
+		fmt.Fprintf(stderr, "formd replay: %v\n", err)
 		return 1
 	}
 	return 0
@@ -159,47 +120,34 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer st.Close()
 	defer j.Close()
-	counts := map[string]int{}
-	read, missing := 0, 0
-	err = j.Read(ctx, filter, func(e journal.Entry) error {
-		read++
-		o, ok, err := st.Outcome(ctx, e.Form, e.Key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			missing++
-			if missing <= 20 {
-				fmt.Fprintf(stdout, "no outcome: form %s seq %d received %s\n", e.Form, e.Seq, e.ReceivedAt.UTC().Format(time.RFC3339))
-			}
-			return nil
-		}
-		if o.ID != e.ID {
-			counts["id differs from journal"]++
-		}
-		counts[o.Status]++
-		return nil
-	})
+	r, err := replay.Audit(ctx, j, st, filter, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "formd audit: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "journal entries: %d, with an outcome: %d, without: %d\n", read, read-missing, missing)
-	printCounts(stdout, counts)
-	if missing > 0 {
+	for _, e := range r.MissingSamples {
+		fmt.Fprintf(stdout, "no outcome: form %s seq %d received %s\n", e.Form, e.Seq, e.ReceivedAt.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(stdout, "journal entries: %d, with an outcome: %d, without: %d\n", r.Journaled, r.Decided, r.Missing)
+	for _, k := range r.Keys() {
+		fmt.Fprintf(stdout, "  %-28s %d\n", k, r.Statuses[k])
+	}
+	if r.IDMismatch > 0 {
+		fmt.Fprintf(stdout, "  %-28s %d\n", "id differs from journal", r.IDMismatch)
+	}
+	for _, e := range r.WithoutEvent {
+		fmt.Fprintf(stdout, "no first event: form %s entry %s (seq %d)\n", e.Form, e.ID, e.Seq)
+	}
+	more := ""
+	if r.WithoutEventMore {
+		more = " (and more)"
+	}
+	fmt.Fprintf(stdout, "entries without their first event: %d%s\n", len(r.WithoutEvent), more)
+	if r.Missing > 0 {
 		fmt.Fprintln(stdout, "entries without an outcome are decided when a server runs, or now with 'formd replay'")
+	}
+	if !r.OK() {
 		return 1
 	}
 	return 0
-}
-
-func printCounts(w io.Writer, counts map[string]int) {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %-28s %d\n", k, counts[k])
-	}
 }

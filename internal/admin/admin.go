@@ -23,7 +23,9 @@ import (
 	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
+	"github.com/formd/formd/internal/replay"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -37,6 +39,7 @@ type Store interface {
 	Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error)
 	DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error)
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
+	ConsoleReads
 }
 
 // Forms is the server's form registry.
@@ -69,21 +72,34 @@ type Deps struct {
 	Auth    Auth
 	Redrive Redrive
 	Forget  Forget
-	// Deliveries are the outbox's records; Wake tells the dispatcher to
-	// look for work (nil: it finds it at its next poll).
-	Deliveries Deliveries
-	Wake       func()
+	Log     *slog.Logger
+	Now     func() time.Time
 	// CheckURL checks webhook addresses of applied forms (the server's
 	// guard); nil checks their syntax only.
 	CheckURL func(string) error
-	Log      *slog.Logger
-	Now      func() time.Time
+
+	// The console's: the journal's reads and its per-form counts (nil
+	// for a journal that cannot count), accounts and tokens, and
+	// processors for a replay.
+	Journal      Journal
+	Counter      journal.FormCounter
+	Accounts     AccountAdmin
+	NewProcessor replay.NewProcessor
+	// Outbox is the store's deliveries (webhooks and e-mail), nil for
+	// none; Wake tells the dispatcher to look for work after a
+	// redelivery (nil: it finds it at its next poll).
+	Outbox OutboxStore
+	Wake   func()
+	// Deliveries are an entry's deliveries as the console shows them;
+	// New makes them from Outbox when it is nil.
+	Deliveries Deliveries
 }
 
 // Handler serves /v1/admin/.
 type Handler struct {
 	Deps
 	maxBody int64
+	jobs    jobs
 }
 
 // New makes the handler.
@@ -91,11 +107,20 @@ func New(d Deps) *Handler {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.Deliveries == nil && d.Outbox != nil {
+		d.Deliveries = &StoreDeliveries{Store: d.Outbox, Forms: d.Forms, Now: d.Now, Wake: d.Wake}
+	}
 	return &Handler{Deps: d, maxBody: 4 << 20}
 }
 
+// Mux is where routes are registered: an *http.ServeMux, or a recorder
+// that lists them (the OpenAPI test).
+type Mux interface {
+	Handle(pattern string, handler http.Handler)
+}
+
 // Register adds the admin routes to mux.
-func (h *Handler) Register(mux *http.ServeMux) {
+func (h *Handler) Register(mux Mux) {
 	mux.Handle("GET /v1/admin/forms", h.route(accounts.Read, false, h.listForms))
 	mux.Handle("PUT /v1/admin/forms", h.route(accounts.EditForms, false, h.applyForms))
 	mux.Handle("GET /v1/admin/forms/{form}/export", h.route(accounts.Read, true, h.export))
@@ -106,6 +131,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /v1/admin/dead-letters", h.route(accounts.Read, false, h.deadLetters))
 	mux.Handle("POST /v1/admin/dead-letters/{form}/{key}/retry", h.route(accounts.Act, true, h.retry))
 	mux.Handle("POST /v1/admin/forget", h.route(accounts.Forget, false, h.forgetPerson))
+	h.registerConsole(mux)
 	h.registerDeliveries(mux)
 }
 
@@ -154,12 +180,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, action accounts.
 	}
 	c := call{p: p}
 	if perForm {
-		c.form = h.Forms.Get(r.PathValue("form"))
-		if c.form == nil || !p.Can(accounts.Read, c.form.Def.Site) {
-			return problem.New(problem.CodeFormNotFound, "")
-		}
-		if !p.Can(action, c.form.Def.Site) {
-			return accounts.ErrForbidden
+		if c.form, err = h.Authorize(p, r.PathValue("form"), action); err != nil {
+			return err
 		}
 	} else if !p.Can(action, firstSite(p)) {
 		return accounts.ErrForbidden
@@ -215,40 +237,9 @@ func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request, c call) err
 	if err != nil {
 		return err
 	}
-	set, err := form.ParseSet(raw, "request body", h.CheckURL)
+	ids, err := h.ApplyForms(r.Context(), c.p, raw)
 	if err != nil {
-		var de *form.DefinitionError
-		if errors.As(err, &de) {
-			p := problem.New(problem.CodeInvalidDefinition, de.Error())
-			return p
-		}
 		return err
-	}
-	for _, site := range set.Sites {
-		// A site's settings reach every form of the site: its owner's.
-		if !c.p.Can(accounts.EditForms, site.ID()) {
-			return fmt.Errorf("site %s: %w", site.ID(), accounts.ErrForbidden)
-		}
-	}
-	ids := set.IDs()
-	for _, f := range set.Forms {
-		// The new definition's site, and the present one's: an editor of
-		// one site may not move a form into, or take it from, another.
-		if !c.p.Can(accounts.EditForms, f.Def.Site) {
-			return fmt.Errorf("form %s on site %s: %w", f.ID(), f.Def.Site, accounts.ErrForbidden)
-		}
-		if old := h.Forms.Get(f.ID()); old != nil && !c.p.Can(accounts.EditForms, old.Def.Site) {
-			return fmt.Errorf("form %s on site %s: %w", f.ID(), old.Def.Site, accounts.ErrForbidden)
-		}
-	}
-	if err := h.Store.PutForms(r.Context(), set.Records()); err != nil {
-		return fmt.Errorf("apply forms: %w", err)
-	}
-	if err := h.audit(r.Context(), c, "forms.apply", strings.Join(ids, ","), ""); err != nil {
-		return err
-	}
-	if err := h.Forms.Refresh(r.Context()); err != nil {
-		h.Log.Warn("forms applied; local refresh failed, the next periodic refresh will load them", "err", err)
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"applied": ids})
 }
@@ -266,6 +257,13 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, c call) error {
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, f.ID(), format))
 	w.Header().Set("Cache-Control", "no-store")
 	opts := export.Options{Labels: r.URL.Query().Get("header") == "labels", Lang: r.URL.Query().Get("lang")}
+	sel, err := h.ParseSelection(f, r.URL.Query())
+	if err != nil {
+		return err
+	}
+	if !sel.All() {
+		opts.Rows = h.SelectionRows(f, sel)
+	}
 	if err := export.Write(r.Context(), h.Store, f, format, &slowReaderWriter{w: w, rc: http.NewResponseController(w)}, opts); err != nil {
 		// The status line is gone; cut the body short so it is not taken as whole.
 		h.Log.Error("export failed midway", "form", f.ID(), "err", err)
@@ -363,11 +361,8 @@ func parseCursor(s string) (store.Cursor, error) {
 
 func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, c call) error {
 	id := r.PathValue("id")
-	promoted, err := h.Store.Cancel(r.Context(), c.form.ID(), id)
+	promoted, err := h.Cancel(r.Context(), c.p, c.form, id)
 	if err != nil {
-		return err
-	}
-	if err := h.audit(r.Context(), c, "entry.cancel", id, promotedDetail(promoted)); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"cancelled": id, "promoted": nonNil(promoted)})
@@ -377,11 +372,8 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, c call) error {
 // its place freed and the waitlist promoted.
 func (h *Handler) markSpam(w http.ResponseWriter, r *http.Request, c call) error {
 	id := r.PathValue("id")
-	promoted, err := h.Store.MarkSpam(r.Context(), c.form.ID(), id)
+	promoted, err := h.MarkSpam(r.Context(), c.p, c.form, id)
 	if err != nil {
-		return err
-	}
-	if err := h.audit(r.Context(), c, "entry.spam", id, promotedDetail(promoted)); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"spam": id, "promoted": nonNil(promoted)})
@@ -391,11 +383,8 @@ func (h *Handler) markSpam(w http.ResponseWriter, r *http.Request, c call) error
 // decided again as a real one.
 func (h *Handler) notSpam(w http.ResponseWriter, r *http.Request, c call) error {
 	id := r.PathValue("id")
-	o, err := h.Store.NotSpam(r.Context(), c.form.ID(), id)
+	o, err := h.NotSpam(r.Context(), c.p, c.form, id)
 	if err != nil {
-		return err
-	}
-	if err := h.audit(r.Context(), c, "entry.not-spam", id, "decided "+o.Status); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": o.Status})
@@ -431,18 +420,8 @@ func (h *Handler) deadLetters(w http.ResponseWriter, r *http.Request, c call) er
 }
 
 func (h *Handler) retry(w http.ResponseWriter, r *http.Request, c call) error {
-	formID, key := c.form.ID(), r.PathValue("key")
-	ok, err := h.Store.ForgetDeadLetter(r.Context(), formID, key)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return problem.New(problem.CodeEntryNotFound, "no dead letter for this form and key")
-	}
-	if err := h.audit(r.Context(), c, "dead-letter.retry", key, ""); err != nil {
-		return err
-	}
-	if err := h.Redrive(r.Context(), formID, key); err != nil {
+	key := r.PathValue("key")
+	if err := h.RetryDeadLetter(r.Context(), c.p, c.form, key); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"retried": key})
@@ -476,20 +455,9 @@ func (h *Handler) forgetPerson(w http.ResponseWriter, r *http.Request, c call) e
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
 		return problem.New(problem.CodeInvalidRequest, `send a JSON object such as {"email": "ann@example.org"} or {"phone": "+8613800138000"}`)
 	}
-	allow := func(site string) bool { return c.p.Can(accounts.Forget, site) }
-	rep, err := h.Forget(r.Context(), erasure.Person{Email: req.Email, Phone: req.Phone, Region: req.Region}, allow, req.DryRun)
-	var ie *erasure.InputError
-	if errors.As(err, &ie) {
-		return problem.New(problem.CodeInvalidRequest, ie.Error())
-	}
+	rep, err := h.ForgetPerson(r.Context(), c.p, erasure.Person{Email: req.Email, Phone: req.Phone, Region: req.Region}, req.DryRun)
 	if err != nil {
 		return err
-	}
-	if !req.DryRun {
-		// The log says whom by kind only: it must not keep what was erased.
-		if err := h.audit(r.Context(), c, "person.forget", rep.What, rep.Detail()); err != nil {
-			return err
-		}
 	}
 	return writeJSON(w, http.StatusOK, forgetAnswer{What: rep.What, Entries: len(rep.Entries), Forms: rep.Forms(), Erased: rep.Erased,
 		Pending: len(rep.Pending), DryRun: req.DryRun, JournalKept: rep.JournalKept})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
@@ -12,108 +13,163 @@ import (
 	"github.com/formd/formd/internal/store"
 )
 
-// Deliveries is the part of the store the deliveries API uses.
-type Deliveries interface {
+// OutboxStore is the part of the store the deliveries API uses.
+type OutboxStore interface {
 	Deliveries(ctx context.Context, entryID string) ([]store.Delivery, []store.Attempt, error)
 	Redeliver(ctx context.Context, sel store.DeliverySelection, now time.Time) (int, error)
 	DisabledEndpoints(ctx context.Context) (map[string]string, error)
 	EnableEndpoint(ctx context.Context, endpoint string) error
 }
 
-// registerDeliveries adds the routes of webhook and e-mail deliveries.
-func (h *Handler) registerDeliveries(mux *http.ServeMux) {
-	mux.Handle("GET /v1/admin/forms/{form}/entries/{id}/deliveries", h.route(accounts.Read, true, h.entryDeliveries))
-	mux.Handle("POST /v1/admin/forms/{form}/deliveries/redeliver", h.route(accounts.Act, true, h.redeliver))
-	mux.Handle("GET /v1/admin/forms/{form}/endpoints/disabled", h.route(accounts.Read, true, h.disabledEndpoints))
-	mux.Handle("POST /v1/admin/forms/{form}/endpoints/{endpoint}/enable", h.route(accounts.Act, true, h.enableEndpoint))
+// registerDeliveries adds the routes of webhook and e-mail deliveries
+// beyond an entry's (which are in its detail, and redelivered from it).
+func (h *Handler) registerDeliveries(mux Mux) {
+	mux.Handle("POST /v1/admin/forms/{form}/deliveries/redeliver", h.route(accounts.Act, true, h.withOutbox(h.redeliverWindow)))
+	mux.Handle("GET /v1/admin/forms/{form}/endpoints/disabled", h.route(accounts.Read, true, h.withOutbox(h.disabledEndpoints)))
+	mux.Handle("POST /v1/admin/forms/{form}/endpoints/{endpoint}/enable", h.route(accounts.Act, true, h.withOutbox(h.enableEndpoint)))
 }
 
-// DeliveryJSON is one delivery of an entry's event with its attempts: the
-// delivery log.
-type DeliveryJSON struct {
-	EventID   string        `json:"event_id"`
-	EventSeq  uint64        `json:"event_seq"`
-	Type      string        `json:"type"`
-	Endpoint  string        `json:"endpoint"`
-	State     string        `json:"state"`
-	Attempts  []AttemptJSON `json:"attempts"`
-	NextAt    *time.Time    `json:"next_at,omitempty"`
-	LastError string        `json:"last_error,omitempty"`
+// withOutbox answers errNoDeliveries where nothing delivers (a store
+// without the outbox's tables).
+func (h *Handler) withOutbox(fn func(http.ResponseWriter, *http.Request, call) error) func(http.ResponseWriter, *http.Request, call) error {
+	return func(w http.ResponseWriter, r *http.Request, c call) error {
+		if h.Outbox == nil {
+			return errNoDeliveries
+		}
+		return fn(w, r, c)
+	}
 }
 
-// AttemptJSON is one attempt of a delivery.
-type AttemptJSON struct {
-	At        time.Time `json:"at"`
-	Status    int       `json:"status"`
-	LatencyMS float64   `json:"latency_ms"`
-	Outcome   string    `json:"outcome"`
-	Excerpt   string    `json:"excerpt,omitempty"`
+// StoreDeliveries are an entry's deliveries read from the outbox's
+// tables: the console's Deliveries, and formd deliveries log's.
+type StoreDeliveries struct {
+	Store OutboxStore
+	Forms interface {
+		Get(id string) *form.Form
+		Site(id string) *form.Site
+	}
+	Now  func() time.Time
+	Wake func()
 }
 
-// DeliveryLog reads the delivery log of an entry, for the API and the
-// console alike.
-func DeliveryLog(ctx context.Context, st Deliveries, entryID string) ([]DeliveryJSON, error) {
-	ds, as, err := st.Deliveries(ctx, entryID)
+var _ Deliveries = (*StoreDeliveries)(nil)
+
+// ForEntry lists the deliveries of an entry's events with their attempts.
+func (s *StoreDeliveries) ForEntry(ctx context.Context, entryID string) ([]DeliveryView, error) {
+	ds, as, err := s.Store.Deliveries(ctx, entryID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DeliveryJSON, len(ds))
+	out := make([]DeliveryView, len(ds))
 	for i, d := range ds {
-		out[i] = DeliveryJSON{EventID: d.Event.ID(), EventSeq: d.EventSeq, Type: d.Event.Type, Endpoint: d.Endpoint, State: d.State,
-			Attempts: []AttemptJSON{}, LastError: d.LastError}
+		v := DeliveryView{EventSeq: d.EventSeq, EventID: d.Event.ID(), EventType: d.Event.Type, Endpoint: d.Endpoint,
+			Target: s.target(d.Event.Form, d.Endpoint), State: d.State}
 		if d.State == store.DeliveryPending {
-			next := d.NextAt.UTC()
-			out[i].NextAt = &next
+			v.NextAt = d.NextAt
 		}
 		for _, a := range as {
 			if a.DeliveryKey == d.DeliveryKey {
-				out[i].Attempts = append(out[i].Attempts, AttemptJSON{At: a.At.UTC(), Status: a.Status,
-					LatencyMS: float64(a.Latency.Microseconds()) / 1000, Outcome: a.Outcome, Excerpt: a.Excerpt})
+				v.Attempts = append(v.Attempts, AttemptView{At: a.At, Status: a.Status, Latency: a.Latency, Outcome: a.Outcome, Excerpt: a.Excerpt})
 			}
 		}
+		out[i] = v
 	}
 	return out, nil
 }
 
-// entryDeliveries is GET …/entries/{id}/deliveries: the delivery log of
-// the entry's events.
-func (h *Handler) entryDeliveries(w http.ResponseWriter, r *http.Request, _ call) error {
-	log, err := DeliveryLog(r.Context(), h.Deliveries, r.PathValue("id"))
+// Redeliver sends one delivery again, due now.
+func (s *StoreDeliveries) Redeliver(ctx context.Context, eventSeq uint64, endpoint string) error {
+	n, err := s.Store.Redeliver(ctx, store.DeliverySelection{Key: &store.DeliveryKey{EventSeq: eventSeq, Endpoint: endpoint}}, s.Now())
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"deliveries": log})
+	if n == 0 {
+		return problem.New(problem.CodeEntryNotFound, "no delivery of this event to this endpoint, or it is being sent now")
+	}
+	if s.Wake != nil {
+		s.Wake()
+	}
+	return nil
 }
 
-// redeliverRequest selects deliveries to send again: one (event_seq and
-// endpoint), or the form's in a window of event times, failed only or all.
+// target says where a delivery goes, for people: a webhook's scheme, host
+// and path (never its query, which may hold a token), or whose mail.
+func (s *StoreDeliveries) target(formID, endpoint string) string {
+	switch endpoint {
+	case "email:owner":
+		return "e-mail to the owner"
+	case "email:confirm":
+		return "e-mail to the person"
+	}
+	if s.Forms == nil {
+		return endpoint
+	}
+	for _, w := range notifyWebhooks(s.Forms, formID) {
+		if w.Endpoint() == endpoint {
+			if u, err := url.Parse(w.URL); err == nil {
+				return u.Scheme + "://" + u.Host + u.Path
+			}
+		}
+	}
+	return endpoint
+}
+
+// notifyWebhooks lists a form's webhooks and its site's.
+func notifyWebhooks(forms interface {
+	Get(id string) *form.Form
+	Site(id string) *form.Site
+}, formID string) []form.Webhook {
+	f := forms.Get(formID)
+	if f == nil {
+		return nil
+	}
+	blocks := []*form.Notify{f.Def.Notify}
+	if site := forms.Site(f.Def.Site); site != nil {
+		blocks = append(blocks, site.Def.Notify)
+	}
+	var out []form.Webhook
+	for _, n := range blocks {
+		if n != nil {
+			out = append(out, n.Webhooks...)
+		}
+	}
+	return out
+}
+
+// notifies says whether a form (or its site) sends webhooks or e-mail.
+func notifies(forms interface {
+	Get(id string) *form.Form
+	Site(id string) *form.Site
+}, f *form.Form) bool {
+	if n := f.Def.Notify; n != nil && (len(n.Webhooks) > 0 || n.Email != nil) {
+		return true
+	}
+	site := forms.Site(f.Def.Site)
+	return site != nil && site.Def.Notify != nil && (len(site.Def.Notify.Webhooks) > 0 || site.Def.Notify.Email != nil)
+}
+
+// redeliverRequest selects a form's deliveries to send again by the time
+// of their events, failed ones only (the default) or all.
 type redeliverRequest struct {
-	EventSeq   uint64    `json:"event_seq"`
-	Endpoint   string    `json:"endpoint"`
 	Since      time.Time `json:"since"`
 	Until      time.Time `json:"until"`
 	FailedOnly *bool     `json:"failed_only"`
 }
 
-// redeliver is POST …/forms/{form}/deliveries/redeliver.
-func (h *Handler) redeliver(w http.ResponseWriter, r *http.Request, c call) error {
+// redeliverWindow is POST …/forms/{form}/deliveries/redeliver: bulk
+// redelivery of a form's deliveries (one is redelivered from its entry).
+func (h *Handler) redeliverWindow(w http.ResponseWriter, r *http.Request, c call) error {
 	var req redeliverRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
-		return problem.New(problem.CodeInvalidRequest, `send {"event_seq": 12, "endpoint": "webhook:…"} for one delivery, or {"since": "2027-03-01T00:00:00Z", "until": "…", "failed_only": true}`)
+		return problem.New(problem.CodeInvalidRequest, `send {"since": "2027-03-01T00:00:00Z", "until": "…", "failed_only": true}; all fields may be left out`)
 	}
 	sel := store.DeliverySelection{Form: c.form.ID(), Since: req.Since, Until: req.Until, FailedOnly: req.FailedOnly == nil || *req.FailedOnly}
-	if req.EventSeq != 0 || req.Endpoint != "" {
-		if req.EventSeq == 0 || req.Endpoint == "" {
-			return problem.New(problem.CodeInvalidRequest, "one delivery needs both event_seq and endpoint")
-		}
-		sel.Key = &store.DeliveryKey{EventSeq: req.EventSeq, Endpoint: req.Endpoint}
-		sel.FailedOnly = false
-	}
-	n, err := h.Deliveries.Redeliver(r.Context(), sel, h.Now())
+	n, err := h.Outbox.Redeliver(r.Context(), sel, h.Now())
 	if err != nil {
 		return err
 	}
-	if err := h.audit(r.Context(), c, "deliveries.redeliver", req.Endpoint, redeliverDetail(sel, n)); err != nil {
+	detail, _ := json.Marshal(map[string]any{"since": req.Since, "until": req.Until, "failed_only": sel.FailedOnly, "redelivered": n})
+	if err := h.audit(r.Context(), c, "deliveries.redeliver", c.form.ID(), string(detail)); err != nil {
 		return err
 	}
 	if h.Wake != nil {
@@ -122,22 +178,17 @@ func (h *Handler) redeliver(w http.ResponseWriter, r *http.Request, c call) erro
 	return writeJSON(w, http.StatusOK, map[string]any{"redelivered": n})
 }
 
-func redeliverDetail(sel store.DeliverySelection, n int) string {
-	b, _ := json.Marshal(map[string]any{"selected": sel, "redelivered": n})
-	return string(b)
-}
-
 // disabledEndpoints is GET …/forms/{form}/endpoints/disabled: the form's
 // endpoints that answered 410 Gone, with why.
 func (h *Handler) disabledEndpoints(w http.ResponseWriter, r *http.Request, c call) error {
-	off, err := h.Deliveries.DisabledEndpoints(r.Context())
+	off, err := h.Outbox.DisabledEndpoints(r.Context())
 	if err != nil {
 		return err
 	}
 	out := map[string]string{}
-	for _, ep := range h.formEndpoints(c) {
-		if reason, ok := off[ep]; ok {
-			out[ep] = reason
+	for _, wh := range notifyWebhooks(h.Forms, c.form.ID()) {
+		if reason, ok := off[wh.Endpoint()]; ok {
+			out[wh.Endpoint()] = reason
 		}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"disabled": out})
@@ -149,36 +200,17 @@ func (h *Handler) disabledEndpoints(w http.ResponseWriter, r *http.Request, c ca
 func (h *Handler) enableEndpoint(w http.ResponseWriter, r *http.Request, c call) error {
 	ep := r.PathValue("endpoint")
 	found := false
-	for _, e := range h.formEndpoints(c) {
-		found = found || e == ep
+	for _, wh := range notifyWebhooks(h.Forms, c.form.ID()) {
+		found = found || wh.Endpoint() == ep
 	}
 	if !found {
 		return problem.New(problem.CodeNotFound, "this form has no such endpoint")
 	}
-	if err := h.Deliveries.EnableEndpoint(r.Context(), ep); err != nil {
+	if err := h.Outbox.EnableEndpoint(r.Context(), ep); err != nil {
 		return err
 	}
 	if err := h.audit(r.Context(), c, "endpoint.enable", ep, ""); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"enabled": ep})
-}
-
-// formEndpoints lists the webhook endpoint ids of the call's form and of
-// its site.
-func (h *Handler) formEndpoints(c call) []string {
-	blocks := []*form.Notify{c.form.Def.Notify}
-	if site := h.Forms.Site(c.form.Def.Site); site != nil {
-		blocks = append(blocks, site.Def.Notify)
-	}
-	var out []string
-	for _, n := range blocks {
-		if n == nil {
-			continue
-		}
-		for _, w := range n.Webhooks {
-			out = append(out, w.Endpoint())
-		}
-	}
-	return out
 }

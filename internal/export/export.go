@@ -150,6 +150,10 @@ func values(r store.Row) (map[string]json.RawMessage, json.RawMessage, error) {
 	return m, extra, nil
 }
 
+// CellText is a value as one cell of text, as the table formats write
+// it (the console's table too).
+func CellText(raw json.RawMessage) string { return text(raw) }
+
 // text is a value as one cell of text.
 func text(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {

@@ -572,15 +572,30 @@ func (h *Handler) rateLimitScaled(r *http.Request, f *form.Form, now time.Time, 
 // clientIP is the TCP peer, or, behind a trusted proxy, the nearest
 // untrusted address in X-Forwarded-For.
 func (h *Handler) clientIP(r *http.Request) string {
+	return ClientIP(r, h.cfg.TrustedProxies)
+}
+
+// ClientIP is the address a request came from: the TCP peer, or, when the
+// peer is one of the trusted proxies, the nearest untrusted address in
+// X-Forwarded-For. The console's sign-in limit counts by it too.
+func ClientIP(r *http.Request, trusted []netip.Prefix) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	if len(h.cfg.TrustedProxies) == 0 {
+	if len(trusted) == 0 {
 		return host
 	}
+	isTrusted := func(a netip.Addr) bool {
+		for _, p := range trusted {
+			if p.Contains(a.Unmap()) {
+				return true
+			}
+		}
+		return false
+	}
 	addr, err := netip.ParseAddr(host)
-	if err != nil || !h.trusted(addr) {
+	if err != nil || !isTrusted(addr) {
 		return host
 	}
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
@@ -589,20 +604,11 @@ func (h *Handler) clientIP(r *http.Request) string {
 		if err != nil {
 			break
 		}
-		if !h.trusted(a) {
+		if !isTrusted(a) {
 			return a.String()
 		}
 	}
 	return host
-}
-
-func (h *Handler) trusted(a netip.Addr) bool {
-	for _, p := range h.cfg.TrustedProxies {
-		if p.Contains(a.Unmap()) {
-			return true
-		}
-	}
-	return false
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -125,3 +125,19 @@ type Forgetter interface {
 type Writability interface {
 	Writable(ctx context.Context) error
 }
+
+// FormCount is what a journal holds of one form: its entries, and those
+// of them not yet acknowledged (being processed).
+type FormCount struct {
+	Entries int64
+	// Pending may count, for a journal that only knows an
+	// acknowledgement floor (natsjournal), entries above the floor that
+	// were acknowledged out of order: it is at most that many.
+	Pending int64
+}
+
+// FormCounter is a journal that counts one form's entries, for the
+// console's live counts (received, processing).
+type FormCounter interface {
+	CountForm(ctx context.Context, form string) (FormCount, error)
+}

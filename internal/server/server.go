@@ -22,6 +22,7 @@ import (
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/console"
 	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/hosted"
@@ -30,6 +31,7 @@ import (
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/replay"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/webhooks"
 	"github.com/prometheus/client_golang/prometheus"
@@ -178,8 +180,12 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
-	admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget, CheckURL: s.Guard.CheckURL,
-		Deliveries: s.Store, Wake: s.outbox.Wake, Log: log}).Register(mux)
+	counter, _ := s.Journal.(journal.FormCounter)
+	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
+		CheckURL: s.Guard.CheckURL, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
+		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor})
+	adm.Register(mux)
+	console.New(adm, s.Accounts, s.cfg.TrustedProxies, log).Register(mux)
 	pages.Register(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -385,6 +391,12 @@ func (s *Server) redrive(ctx context.Context, formID, key string) error {
 func (s *Server) Forget(ctx context.Context, p erasure.Person, allow func(site string) bool, dryRun bool) (erasure.Report, error) {
 	fg, _ := s.Journal.(journal.Forgetter)
 	return erasure.Forget(ctx, s.Store, fg, p, allow, dryRun)
+}
+
+// replayProcessor is a processor for one replay, whose outcomes observe
+// counts; requests waiting for a key it decides wake as usual.
+func (s *Server) replayProcessor(observe func(store.Outcome)) replay.Processor {
+	return processor.New(s.Journal, s.Store, s.notify, processor.Options{Logger: s.log, Observe: observe, MaxAttempts: 1})
 }
 
 // Processor is the instance's processor, for replay.

@@ -294,5 +294,80 @@ type Store interface {
 	// TokenValid says whether some stored token has this hash, and marks it
 	// used.
 	TokenValid(ctx context.Context, hash []byte) (bool, error)
+	ConsoleStore
 	Close() error
+}
+
+// The owner's console reads below: counts, the entries-per-minute chart,
+// search, one entry's detail, the arrival rate and the outbox audit. They
+// are reads only, bounded (a LIMIT, a time window or a scan bound on top of
+// every scan), and served by indexes of migration 0011.
+
+// StatusCounts are a form's entries by status (stored, waitlisted,
+// duplicate, rejected, spam, dead-lettered, cancelled).
+type StatusCounts map[string]int64
+
+// MinuteCount is how many of a form's entries were received in one minute.
+type MinuteCount struct {
+	Minute time.Time
+	N      int64
+}
+
+// EntryDetail is one entry as its detail view shows it.
+type EntryDetail struct {
+	Row
+	Site string
+	// Decision is the first decision (or the one an owner's not-spam or
+	// spam made); Row.Status is where the entry is now.
+	Decision  string
+	Receipt   [32]byte // the fingerprint the submitter was given
+	DecidedAt time.Time
+	// SameAs is the entry a resend under a new key was answered as.
+	SameAs string
+}
+
+// ArrivalHour is one hour of a form's arrival rate: what devices reported
+// (by the hour the server first heard of a key) and what the server
+// received (by the hour it received it).
+type ArrivalHour struct {
+	Hour time.Time
+	// Started counts keys devices reported pressed; Reached those of them
+	// the store has an entry for (any outcome).
+	Started, Reached int64
+	// Received counts entries the server received (from any client);
+	// Stored those of them decided stored or waitlisted.
+	Received, Stored int64
+}
+
+// MaxSearchScan bounds how many entries one search request reads.
+const MaxSearchScan = 20000
+
+// ConsoleStore is what the console and the admin API read beyond the
+// decisions.
+type ConsoleStore interface {
+	// CountByStatus counts a form's entries by status.
+	CountByStatus(ctx context.Context, form string) (StatusCounts, error)
+	// EntriesPerMinute counts a form's entries received in [since, until)
+	// by minute, oldest first; minutes without entries are left out.
+	EntriesPerMinute(ctx context.Context, form string, since, until time.Time) ([]MinuteCount, error)
+	// SearchEntries is Entries that keeps only entries whose data holds
+	// one of the needles, reading at most maxScan entries (at most
+	// MaxSearchScan) past q.Before. next is where to go on: the last match
+	// of a full page, or the last entry read when the scan bound was hit
+	// first; zero when every entry was read.
+	SearchEntries(ctx context.Context, q EntryQuery, needles [][]byte, maxScan int) (rows []Row, next Cursor, err error)
+	// Entry reads one entry of a form; ErrNotFound.
+	Entry(ctx context.Context, form, id string) (EntryDetail, error)
+	// ArrivalStats gives a form's arrival rate by hour in [since, until),
+	// oldest first; hours with nothing are left out.
+	ArrivalStats(ctx context.Context, form string, since, until time.Time) ([]ArrivalHour, error)
+	// UnreceivedArrivals lists up to limit keys devices reported pressed
+	// in [since, until) (server time of the first report) that the store
+	// has no entry for, oldest first.
+	UnreceivedArrivals(ctx context.Context, form string, since, until time.Time, limit int) ([]Arrival, error)
+	// EntriesWithoutEvent lists up to limit entries of a form ("" for
+	// every form) that a decision made (stored, waitlisted, spam, or
+	// cancelled since) but whose first event is missing: the outbox rule
+	// says the decision writes it in the same transaction.
+	EntriesWithoutEvent(ctx context.Context, form string, limit int) ([]EntryRef, error)
 }

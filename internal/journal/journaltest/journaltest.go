@@ -49,6 +49,10 @@ func Run(t *testing.T, newJournal Opener) {
 		t.Parallel()
 		testForgetter(t, newJournal(t))
 	})
+	t.Run("FormCounter", func(t *testing.T) {
+		t.Parallel()
+		testFormCounter(t, newJournal(t))
+	})
 }
 
 // testForgetter: a journal that can forget an entry does so only once it
@@ -525,5 +529,50 @@ func testFetchWaits(t *testing.T, open func() journal.Journal) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a waiting fetch was not woken by an append")
+	}
+}
+
+// testFormCounter: a journal that counts a form's entries counts each
+// once, pending until acknowledged (in flight too), and no other form's.
+func testFormCounter(t *testing.T, open func() journal.Journal) {
+	j := open()
+	defer j.Close()
+	fc, ok := j.(journal.FormCounter)
+	if !ok {
+		t.Skip("this driver cannot count a form's entries")
+	}
+	ctx := ctxT(t)
+	for _, e := range []journal.Entry{NewEntry("f", "a"), NewEntry("f", "b"), NewEntry("g", "c"), NewEntry("f", "c")} {
+		mustAppend(t, j, e)
+	}
+	count := func() journal.FormCount {
+		t.Helper()
+		c, err := fc.CountForm(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := count(); c != (journal.FormCount{Entries: 3, Pending: 3}) {
+		t.Fatalf("appended: %+v, want 3 entries, 3 pending", c)
+	}
+	got := fetchN(t, j, 4)
+	if c := count(); c != (journal.FormCount{Entries: 3, Pending: 3}) {
+		t.Fatalf("in flight: %+v, want 3 entries, 3 pending", c)
+	}
+	for _, e := range got {
+		if err := j.Ack(ctx, e.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c := count(); c != (journal.FormCount{Entries: 3}); c = count() {
+		if time.Now().After(deadline) {
+			t.Fatalf("acknowledged: %+v, want 3 entries, none pending", c)
+		}
+		time.Sleep(20 * time.Millisecond) // acks reach a remote server asynchronously
+	}
+	if c, err := fc.CountForm(ctx, "none"); err != nil || c != (journal.FormCount{}) {
+		t.Fatalf("a form without entries: %+v %v", c, err)
 	}
 }

@@ -544,9 +544,11 @@ func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, e
 	for rows.Next() {
 		r := store.Row{Form: q.Form}
 		var us int64
-		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &r.Data); err != nil {
+		var data []byte // NULL once erased
+		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
 			return nil, classify("list entries", err)
 		}
+		r.Data = data
 		r.ReceivedAt = time.UnixMicro(us)
 		out = append(out, r)
 	}

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"Tokens", testTokens},
 		{"EraseOldData", testErase},
 		{"FindAndEraseAPerson", testFindErase},
+		{"ConsoleReads", testConsole},
 	}
 	tests = append(tests, outboxCases...)
 	for _, tc := range tests {

@@ -1,0 +1,251 @@
+// Package console is the owner's web console at /admin/: server-rendered
+// pages (html/template, embedded, English and Simplified Chinese) that
+// work without JavaScript, enhanced by one small script that refreshes
+// live counts. Every page reads, and every button acts, through the same
+// Go code as the JSON admin API (package admin): scope checks, actions and
+// the audit log live there once.
+//
+// Sessions are accounts.Service's: an HttpOnly, SameSite=Lax cookie
+// (Secure under TLS), a CSRF token in every form that changes anything,
+// the sign-in rate limit, and sign-out.
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/admin"
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/intake"
+	"github.com/formd/formd/internal/problem"
+)
+
+// Sessions is the sign-in side of accounts.Service.
+type Sessions interface {
+	Authenticate(r *http.Request) (accounts.Principal, error)
+	CheckCSRF(r *http.Request, p accounts.Principal) error
+	Login(ctx context.Context, email, password, ip string) (accounts.Account, error)
+	IssueSession(w http.ResponseWriter, r *http.Request, a accounts.Account) (accounts.Principal, error)
+	ClearSession(w http.ResponseWriter, r *http.Request) error
+	Setup(ctx context.Context, code, email, password string) (accounts.Account, error)
+}
+
+// Handler serves /admin/.
+type Handler struct {
+	adm      *admin.Handler
+	sessions Sessions
+	trusted  []netip.Prefix
+	log      *slog.Logger
+}
+
+// New makes the console on the admin API's service code.
+func New(adm *admin.Handler, sessions Sessions, trustedProxies []netip.Prefix, log *slog.Logger) *Handler {
+	return &Handler{adm: adm, sessions: sessions, trusted: trustedProxies, log: log}
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+var templates = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
+
+// Register adds the console's routes to mux.
+func (h *Handler) Register(mux *http.ServeMux) {
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/static/", staticHeaders(http.FileServerFS(static))))
+	mux.HandleFunc("GET /admin/{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/admin/forms", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /admin/login", h.loginPage)
+	mux.HandleFunc("POST /admin/login", h.login)
+	mux.HandleFunc("POST /admin/logout", h.logout)
+	mux.HandleFunc("GET /admin/setup", h.setupPage)
+	mux.HandleFunc("POST /admin/setup", h.setup)
+	for _, rt := range []struct {
+		pattern string
+		fn      func(w http.ResponseWriter, r *http.Request, p page) error
+	}{
+		{"GET /admin/forms", h.forms},
+		{"GET /admin/forms/{form}", h.formPage},
+		{"GET /admin/forms/{form}/card", h.card},
+		{"POST /admin/forms/{form}/open", h.openClose(true)},
+		{"POST /admin/forms/{form}/close", h.openClose(false)},
+		{"GET /admin/forms/{form}/edit", h.editPage},
+		{"POST /admin/forms/{form}/edit", h.edit},
+		{"GET /admin/forms/{form}/submissions", h.submissions},
+		{"GET /admin/forms/{form}/entries/{id}", h.entry},
+		{"POST /admin/forms/{form}/entries/{id}/{action}", h.entryAction},
+		{"POST /admin/forms/{form}/dead-letters/{key}/retry", h.retry},
+		{"GET /admin/forms/{form}/proof", h.proof},
+		{"POST /admin/forms/{form}/audit", h.startAudit},
+		{"GET /admin/replay", h.replayPage},
+		{"POST /admin/replay", h.startReplay},
+		{"GET /admin/jobs/{id}", h.job},
+		{"GET /admin/forget", h.forgetPage},
+		{"POST /admin/forget", h.forget},
+		{"GET /admin/accounts", h.accountsPage},
+		{"POST /admin/accounts", h.addAccount},
+		{"POST /admin/accounts/{id}/{action}", h.accountAction},
+		{"POST /admin/tokens", h.createToken},
+		{"POST /admin/tokens/{id}/revoke", h.revokeToken},
+		{"GET /admin/audit", h.auditPage},
+	} {
+		mux.Handle(rt.pattern, h.signedIn(rt.fn))
+	}
+	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
+		h.errorPage(w, r, page{L: pickLang(w, r)}, problem.New(problem.CodeNotFound, ""))
+	})
+}
+
+func staticHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// page is what every page template gets: who is signed in, the language,
+// the CSRF token for its forms, and the page's own data.
+type page struct {
+	L     lang
+	P     accounts.Principal
+	Nav   string // the menu entry that is current
+	Title string
+	Flash string // what the last action did
+	Error string // why the last action failed
+	Path  string // the request's path and query, for the language switch
+	// Promoted are the entries an action promoted from the waitlist.
+	Promoted []string
+	Data     any
+}
+
+// CSRF is the session's token for the page's forms.
+func (p page) CSRF() string { return p.P.CSRFToken }
+
+// Can says whether the signed-in principal may do action on a site; pages
+// show only the buttons it may press.
+func (p page) Can(action string, site string) bool {
+	a := map[string]accounts.Action{"read": accounts.Read, "act": accounts.Act, "edit": accounts.EditForms,
+		"forget": accounts.Forget, "manage": accounts.ManageAccounts}[action]
+	return p.P.Can(a, site)
+}
+
+// CanAnywhere says whether the principal may do action on some site.
+func (p page) CanAnywhere(action string) bool {
+	if p.P.EverySite() {
+		return p.Can(action, "")
+	}
+	for _, s := range p.P.Sites {
+		if p.Can(action, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// signedIn authenticates a console request (the session cookie), checks
+// the CSRF token of a change, and renders what the handler returns: a
+// page, a redirect, or an error page.
+func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, p page) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pg := page{L: pickLang(w, r), Path: r.URL.RequestURI()}
+		p, err := h.sessions.Authenticate(r)
+		if errors.Is(err, accounts.ErrUnauthenticated) {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/admin/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			h.errorPage(w, r, pg, err)
+			return
+		}
+		if err != nil {
+			h.errorPage(w, r, pg, err)
+			return
+		}
+		pg.P = p
+		if r.Method == http.MethodPost {
+			if err := h.sessions.CheckCSRF(r, p); err != nil {
+				h.errorPage(w, r, pg, err)
+				return
+			}
+		}
+		q := r.URL.Query()
+		pg.Flash = q.Get("done")
+		if pr := q.Get("promoted"); pr != "" {
+			pg.Promoted = strings.Split(pr, ",")
+		}
+		if err := fn(w, r, pg); err != nil {
+			h.errorPage(w, r, pg, err)
+		}
+	})
+}
+
+// render executes a page into a buffer first, so a failure answers 500
+// instead of half a page.
+func (h *Handler) render(w http.ResponseWriter, status int, name string, p page) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, p); err != nil {
+		h.log.Error("render console page", "template", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("Vary", "Accept-Language, Cookie")
+	hdr.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; object-src 'none'; form-action 'self'; frame-ancestors 'none'")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Referrer-Policy", "same-origin")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client may be gone
+}
+
+// errorPage answers an error as a page, with the problem's status.
+func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, p page, err error) {
+	pr := problem.From(err)
+	problem.Log(h.log, r, err, pr)
+	if pr.RetryAfter > 0 {
+		w.Header().Set("Retry-After", itoa(pr.RetryAfter))
+	}
+	p.Title = p.L.T["error."+pr.Code]
+	if p.Title == "" {
+		p.Title = pr.Title
+	}
+	p.Data = map[string]any{"Status": pr.Status, "Code": pr.Code, "Detail": pr.Detail}
+	h.render(w, pr.Status, "error", p)
+}
+
+// back redirects to a page of the console after an action, with what it
+// did (or why it failed) for the next page to say.
+func back(w http.ResponseWriter, r *http.Request, to, done string) error {
+	if done != "" {
+		sep := "?"
+		if strings.Contains(to, "?") {
+			sep = "&"
+		}
+		to += sep + "done=" + url.QueryEscape(done)
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// formOf finds the request's form for the principal and action (not
+// found outside its sites, forbidden beyond its role).
+func (h *Handler) formOf(r *http.Request, p page, action accounts.Action) (*form.Form, error) {
+	return h.adm.Authorize(p.P, r.PathValue("form"), action)
+}
+
+func (h *Handler) clientIP(r *http.Request) string { return intake.ClientIP(r, h.trusted) }

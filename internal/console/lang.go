@@ -1,0 +1,187 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/admin"
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/store"
+)
+
+// lang is a language the console speaks: its tag and its strings.
+type lang struct {
+	Tag string
+	T   map[string]string
+}
+
+// Other is the language the switch offers.
+func (l lang) Other() lang {
+	if l.Tag == "en" {
+		return chinese
+	}
+	return english
+}
+
+var (
+	english = lang{Tag: "en", T: enStrings}
+	chinese = lang{Tag: "zh-CN", T: zhStrings}
+)
+
+// langCookie keeps the language a person chose with the switch.
+const langCookie = "formd_lang"
+
+// pickLang chooses English or Simplified Chinese: ?lang= (remembered in a
+// cookie), the cookie, then Accept-Language, then English.
+func pickLang(w http.ResponseWriter, r *http.Request) lang {
+	pick := func(s string) (lang, bool) {
+		switch s = strings.ToLower(strings.TrimSpace(s)); {
+		case s == "zh" || strings.HasPrefix(s, "zh-"):
+			return chinese, true
+		case s == "en" || strings.HasPrefix(s, "en-"):
+			return english, true
+		}
+		return lang{}, false
+	}
+	if l, ok := pick(r.URL.Query().Get("lang")); ok {
+		http.SetCookie(w, &http.Cookie{Name: langCookie, Value: l.Tag, Path: "/admin/", MaxAge: 365 * 24 * 3600, SameSite: http.SameSiteLaxMode, HttpOnly: true})
+		return l
+	}
+	if c, err := r.Cookie(langCookie); err == nil {
+		if l, ok := pick(c.Value); ok {
+			return l
+		}
+	}
+	best, bestQ := english, 0.0
+	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				continue
+			}
+			q = f
+		}
+		if l, ok := pick(tag); ok && q > bestQ {
+			best, bestQ = l, q
+		}
+	}
+	return best
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"t": func(l lang, key string, args ...any) string {
+		s, ok := l.T[key]
+		if !ok {
+			s = enStrings[key]
+			if s == "" {
+				s = key
+			}
+		}
+		if len(args) > 0 {
+			return fmt.Sprintf(s, args...)
+		}
+		return s
+	},
+	"text": func(t form.Text, l lang) string { return t.For(l.Tag) },
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
+	},
+	"whenp": func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04") + " UTC"
+	},
+	"local": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02T15:04")
+	},
+	"hhmm": func(t time.Time) string { return t.UTC().Format("15:04") },
+	"hour": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:00") + " UTC" },
+	"num":  func(n any) string { return group(fmt.Sprint(n)) },
+	"pct": func(a, b int64) string {
+		if b == 0 {
+			return "—"
+		}
+		return strconv.FormatFloat(100*float64(a)/float64(b), 'f', 1, 64) + " %"
+	},
+	"ago": func(t time.Time, now time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return now.Sub(t).Round(time.Second).String()
+	},
+	"hex":       func(b [32]byte) string { return fmt.Sprintf("%x", b[:]) },
+	"cursor":    func(c store.Cursor) string { return strconv.FormatUint(c.Seq, 10) + ":" + c.ID },
+	"hasPrefix": strings.HasPrefix,
+	"join":      strings.Join,
+	"pretty": func(raw json.RawMessage) string {
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			return string(raw)
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		return string(b)
+	},
+	"add":   func(a, b int) int { return a + b },
+	"minus": func(a, b int64) int64 { return a - b },
+	"deref": func(p *int) int {
+		if p == nil {
+			return 0
+		}
+		return *p
+	},
+	"chartMax": func(c admin.Chart) int64 { return max(c.Peak.N, 1) },
+	// barHeight is a bar's height in the chart's 100 units, at least 2 so
+	// a minute with one entry shows.
+	"barHeight": func(n, peak int64) int { return max(int(n*96/peak), 2) },
+	"sub":       func(a, b int) int { return a - b },
+	"mul":       func(a, b int) int { return a * b },
+	"div": func(a, b int) int {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	},
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	},
+}
+
+// group writes digit groups with thin spaces: 1 000 000.
+func group(s string) string {
+	if len(s) <= 4 || strings.ContainsAny(s, ".-") {
+		return s
+	}
+	var b strings.Builder
+	pre := len(s) % 3
+	if pre > 0 {
+		b.WriteString(s[:pre])
+	}
+	for i := pre; i < len(s); i += 3 {
+		if b.Len() > 0 {
+			b.WriteString("\u202f")
+		}
+		b.WriteString(s[i : i+3])
+	}
+	return b.String()
+}
