@@ -4,7 +4,10 @@
 //
 // The Journal interface is the contract every driver meets (sqlitejournal,
 // natsjournal); journaltest checks it. Intake and processor each depend only
-// on the few methods they call.
+// on the few methods they call. What a driver may lack is a small interface
+// of its own below (Pruner, Forgetter, Writability, FormCounter, OutcomeBus,
+// LaxDurability), found by a type assertion to that interface and checked
+// by journaltest on every driver that has it.
 package journal
 
 import (
@@ -140,4 +143,30 @@ type FormCount struct {
 // console's live counts (received, processing).
 type FormCounter interface {
 	CountForm(ctx context.Context, form string) (FormCount, error)
+}
+
+// OutcomeBus is a journal that can also carry announcements of decided
+// outcomes to every instance of a deployment (natsjournal), so that a
+// request waiting on one instance learns of an outcome decided on another
+// at once instead of at its next poll of the store. Announcements are at
+// most once and never journaled: a lost one costs only that wait, since
+// the poll still finds the outcome.
+type OutcomeBus interface {
+	// PublishOutcomes announces data (the encoded outcomes) to every
+	// subscriber, this instance's included.
+	PublishOutcomes(data []byte) error
+	// SubscribeOutcomes calls fn with every announcement until stop is
+	// called.
+	SubscribeOutcomes(fn func(data []byte)) (stop func(), err error)
+}
+
+// LaxDurability is a journal whose durability depends on settings outside
+// formd (natsjournal: the stream's replicas, the servers' fsync), checked
+// when it opens. A journal without it makes its appends durable by itself
+// (sqlitejournal: fsync).
+type LaxDurability interface {
+	// LaxDurability lists, one sentence each, what makes acknowledged
+	// entries losable and what setting would fix it; empty when nothing
+	// does. The server exports each as a metric to alert on.
+	LaxDurability() []string
 }

@@ -41,8 +41,9 @@ import (
 )
 
 var (
-	_ journal.Journal   = (*Journal)(nil)
-	_ journal.Forgetter = (*Journal)(nil)
+	_ journal.Journal       = (*Journal)(nil)
+	_ journal.Forgetter     = (*Journal)(nil)
+	_ journal.LaxDurability = (*Journal)(nil)
 )
 
 // Options configure the journal. Zero values take the defaults.
