@@ -85,6 +85,16 @@ type Stats struct {
 // survives kill -9 and, for drivers that fsync, power loss. (form, key) is
 // unique: appending it again writes nothing and reports the first entry.
 //
+// An async Append (sync false, for a form with durability async) returns
+// once the entry is queued, before it is durable: a crash, or a write that
+// fails (the driver logs it), loses it. Until then the journal that took it
+// answers for its key as if it were written: Lookup finds it (with Seq 0
+// until it is written) and an Append of the key, async or sync, reports it
+// as the first entry, so that a status request or a retry of the key is
+// answered as the original. Other instances sharing the journal find it
+// once it is written. Close writes what is queued (natsjournal waits for
+// it up to its publish timeout).
+//
 // Fetch hands out entries for processing, each until it is acknowledged
 // with Ack; Nak asks for a redelivery after a delay. An entry that is neither
 // is delivered again after the driver's redelivery timeout or on restart, so
@@ -94,7 +104,8 @@ type Journal interface {
 	Fetch(ctx context.Context, max int) ([]Entry, error)
 	Ack(ctx context.Context, seqs ...uint64) error
 	Nak(ctx context.Context, seq uint64, delay time.Duration) error
-	// Lookup finds the entry for (form, key).
+	// Lookup finds the entry for (form, key), an async append queued on
+	// this journal included.
 	Lookup(ctx context.Context, form, key string) (Entry, bool, error)
 	// Pending lists delivered entries that have stayed unacknowledged since
 	// before the given time, oldest first, for the reconciler.

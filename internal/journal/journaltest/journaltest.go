@@ -39,6 +39,8 @@ func Run(t *testing.T, newJournal Opener) {
 		{"ReopenRedeliversUnacked", testReopen},
 		{"ClosedRefusesAppends", testClosed},
 		{"FetchWaitsForAppend", testFetchWaits},
+		{"AsyncAppend", testAsyncAppend},
+		{"AsyncAppendsSurviveClose", testAsyncAppendsSurviveClose},
 		// Capabilities a driver may lack: each case skips, naming the
 		// interface, on a driver without it.
 		{"Pruner", testPruner},

@@ -14,7 +14,7 @@ import (
 
 // Append publishes the entry. In sync mode it returns once the stream has
 // stored it (on a quorum of replicas) or found (form, key) there already;
-// otherwise once it is handed to the connection.
+// otherwise once it is handed to the connection (see appendAsync).
 func (j *Journal) Append(ctx context.Context, e journal.Entry, sync bool) (journal.Appended, error) {
 	if j.isClosed() {
 		return journal.Appended{}, journal.ErrClosed
@@ -30,16 +30,12 @@ func (j *Journal) Append(ctx context.Context, e journal.Entry, sync bool) (journ
 		return journal.Appended{}, fmt.Errorf("append %s: %w", e.Form, err)
 	}
 	msg := &nats.Msg{Subject: j.subject(e.Site, e.Form, e.Key), Data: body, Header: nats.Header{}}
-	msgID := token(e.Form) + "." + keyHash(e.Key)
-	if !sync {
-		if _, err := j.js.PublishMsgAsync(msg, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(j.opts.Stream)); err != nil {
-			return journal.Appended{}, j.publishError(e, err)
-		}
-		return journal.Appended{Entry: e}, nil
-	}
 	pctx, cancel := context.WithTimeout(ctx, j.opts.PublishTimeout)
 	defer cancel()
-	ack, err := j.js.PublishMsg(pctx, msg, jetstream.WithMsgID(msgID), jetstream.WithExpectStream(j.opts.Stream))
+	if !sync {
+		return j.appendAsync(pctx, e, msg)
+	}
+	ack, err := j.js.PublishMsg(pctx, msg, jetstream.WithMsgID(msgID(e.Form, e.Key)), jetstream.WithExpectStream(j.opts.Stream))
 	switch {
 	case err == nil && !ack.Duplicate:
 		e.Seq = ack.Sequence
@@ -66,6 +62,44 @@ func (j *Journal) Append(ctx context.Context, e journal.Entry, sync bool) (journ
 	default:
 		return journal.Appended{}, j.publishError(e, err)
 	}
+}
+
+// appendAsync hands the entry to the connection without waiting for the
+// stream, unless (form, key) is journaled already or queued here: then it
+// reports that first entry, so that a retry is answered as the original.
+// Until the stream answers for it, the entry waits in queued, where Lookup
+// finds it; other instances find it once the stream has it. The lookup
+// costs a round trip to the server, but not the stream's replication and
+// fsync that a sync append waits for.
+func (j *Journal) appendAsync(ctx context.Context, e journal.Entry, msg *nats.Msg) (journal.Appended, error) {
+	first, found, err := j.Lookup(ctx, e.Form, e.Key)
+	if err != nil {
+		return journal.Appended{}, fmt.Errorf("append %s: %w", e.Form, err)
+	}
+	if found {
+		return journal.Appended{Entry: first, Duplicate: true}, nil
+	}
+	id := msgID(e.Form, e.Key)
+	j.queuedMu.Lock()
+	if q, ok := j.queued[id]; ok {
+		j.queuedMu.Unlock()
+		return journal.Appended{Entry: q, Duplicate: true}, nil
+	}
+	j.queued[id] = e
+	j.queuedMu.Unlock()
+	if _, err := j.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(j.opts.Stream)); err != nil {
+		j.unqueue(id)
+		return journal.Appended{}, j.publishError(e, err)
+	}
+	return journal.Appended{Entry: e}, nil
+}
+
+// unqueue forgets an async append once the stream has answered for it,
+// or its publish failed.
+func (j *Journal) unqueue(id string) {
+	j.queuedMu.Lock()
+	delete(j.queued, id)
+	j.queuedMu.Unlock()
 }
 
 // first reads the entry already in the stream for e's (form, key), by its
@@ -129,11 +163,18 @@ func (j *Journal) publishError(e journal.Entry, err error) error {
 	}
 }
 
-// Lookup reads the entry for (form, key): the last (and only) message on
-// its subject. The site is not known here, so the subject has a wildcard
-// for it; the stream keeps one message per (site, form, key) and a form
-// belongs to one site.
+// Lookup reads the entry for (form, key): an async append of this
+// instance that the stream has not answered for yet (with Seq 0), else the
+// last (and only) message on its subject. The site is not known here, so
+// the subject has a wildcard for it; the stream keeps one message per
+// (site, form, key) and a form belongs to one site.
 func (j *Journal) Lookup(ctx context.Context, form, key string) (journal.Entry, bool, error) {
+	j.queuedMu.Lock()
+	q, queued := j.queued[msgID(form, key)]
+	j.queuedMu.Unlock()
+	if queued && q.Form == form && q.Key == key {
+		return q, true, nil
+	}
 	subj := j.prefix + ".*." + token(form) + "." + keyHash(key)
 	raw, err := j.stream.GetLastMsgForSubject(ctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {

@@ -39,6 +39,10 @@ func keyHash(key string) string {
 	return hex.EncodeToString(h[:16])
 }
 
+// msgID names (form, key) in a message's Nats-Msg-Id, for the server's
+// duplicate window, and in the async appends awaiting the stream.
+func msgID(form, key string) string { return token(form) + "." + keyHash(key) }
+
 func (j *Journal) subject(site, form, key string) string {
 	return j.prefix + "." + token(site) + "." + token(form) + "." + keyHash(key)
 }

@@ -21,6 +21,9 @@ func (j *Journal) Forget(ctx context.Context, form, key string) error {
 	if err != nil || !found {
 		return err
 	}
+	if e.Seq == 0 {
+		return journal.ErrPending // an async append not yet in the stream
+	}
 	info, err := j.cons.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("forget journal entry: %w: %w", journal.ErrUnavailable, err)

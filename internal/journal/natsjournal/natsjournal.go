@@ -165,6 +165,12 @@ type Journal struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight map[uint64]*flight
+
+	// queued are async appends the stream has not answered for yet, by
+	// msgID: until it does, this instance finds them by Lookup and reports
+	// them to an append of their key, as if they were written.
+	queuedMu sync.Mutex
+	queued   map[string]journal.Entry
 }
 
 // Open connects, creates or updates the stream and the consumer, checks
@@ -198,10 +204,21 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		prefix:   subjectPrefix(opts.Stream),
 		slots:    make(chan struct{}, opts.QueueSize),
 		inflight: map[uint64]*flight{},
+		queued:   map[string]journal.Entry{},
 	}
 	j.js, err = jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(opts.QueueSize),
+		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
+			j.unqueue(m.Header.Get(jetstream.MsgIDHeader))
+		}),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+			j.unqueue(m.Header.Get(jetstream.MsgIDHeader))
+			if isPerSubjectLimit(err) {
+				// Another instance journaled the key meanwhile; its entry
+				// is the one that stands.
+				opts.Logger.Info("asynchronous journal append of a key already journaled; the first entry stands", "subject", m.Subject)
+				return
+			}
 			opts.Logger.Error("asynchronous journal append failed; the entry is not journaled", "subject", m.Subject, "err", err)
 		}))
 	if err != nil {
