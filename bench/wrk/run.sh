@@ -10,11 +10,18 @@
 # /proc), which is far less sensitive to other load on the machine.
 #
 # Usage: bench/wrk/run.sh [ROUNDS] [SECONDS]    (defaults 3 and 20)
+#   CONNS="500 3000"
+#   SERVERS="ceiling formd"  any of: ceiling; formd (every default: the
+#     embedded fast path decides at append); formd-processor (the same,
+#     --decide-at-append=false: every entry through the processor);
+#     formd-base (the binary at $FORMD_BASE, such as an earlier commit's
+#     build, with every default), for a before/after in one run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
 SECS=${2:-20}
 CONNS=${CONNS:-"500 3000"}
+SERVERS=${SERVERS:-"ceiling formd"}
 OUT=$(mktemp -d)
 trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$OUT"' EXIT
 
@@ -35,10 +42,13 @@ run_one() {
     ceiling)
       "$OUT/ceiling" -addr "127.0.0.1:$port" & pid=$!
       ;;
-    formd)
+    formd | formd-processor | formd-base)
+      local bin="$OUT/formd" extra=()
+      [ "$name" = formd-processor ] && extra=(--decide-at-append=false)
+      [ "$name" = formd-base ] && bin=${FORMD_BASE:?set FORMD_BASE to a formd binary}
       rm -rf "$OUT/data"
-      "$OUT/formd" serve --data "$OUT/data" --addr "127.0.0.1:$port" --forms bench/wrk/bench.yaml \
-        --log-level warn >"$OUT/formd.log" 2>&1 & pid=$!
+      "$bin" serve --data "$OUT/data" --addr "127.0.0.1:$port" --forms bench/wrk/bench.yaml \
+        --log-level warn "${extra[@]}" >"$OUT/formd.log" 2>&1 & pid=$!
       ;;
   esac
   url="http://127.0.0.1:$port/v1/forms/bench/submissions"
@@ -65,8 +75,9 @@ run_one() {
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), ${ROUNDS} rounds of ${SECS}s"
 for conns in $CONNS; do
   for r in $(seq 1 "$ROUNDS"); do
-    run_one ceiling "$conns"
-    run_one formd "$conns"
+    for name in $SERVERS; do
+      run_one "$name" "$conns"
+    done
   done
 done
 
@@ -75,14 +86,19 @@ echo
 echo "| server | connections | req/s (median) | p50 ms | p99 ms | server CPU µs/req |"
 echo "|---|---:|---:|---:|---:|---:|"
 for conns in $CONNS; do
-  for name in ceiling formd; do
+  for name in $SERVERS; do
     sel() { awk -v n="$name" -v c="$conns" -v k="$1" '$1==n && $2==c {print $k}' "$OUT/results" | median; }
     echo "| $name | $conns | $(sel 3) | $(sel 4) | $(sel 5) | $(sel 6) |"
   done
 done
 echo
-for conns in $CONNS; do
-  c=$(awk -v c="$conns" '$1=="ceiling" && $2==c {print $3}' "$OUT/results" | median)
-  f=$(awk -v c="$conns" '$1=="formd" && $2==c {print $3}' "$OUT/results" | median)
-  echo "formd / ceiling at $conns connections: $(awk -v f="$f" -v c="$c" 'BEGIN {printf "%.0f%%", 100*f/c}')"
-done
+case " $SERVERS " in *" ceiling "*)
+  for conns in $CONNS; do
+    c=$(awk -v c="$conns" '$1=="ceiling" && $2==c {print $3}' "$OUT/results" | median)
+    for name in $SERVERS; do
+      [ "$name" = ceiling ] && continue
+      f=$(awk -v n="$name" -v c="$conns" '$1==n && $2==c {print $3}' "$OUT/results" | median)
+      echo "$name / ceiling at $conns connections: $(awk -v f="$f" -v c="$c" 'BEGIN {printf "%.2f", f/c}')"
+    done
+  done
+esac

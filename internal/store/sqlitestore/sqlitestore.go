@@ -184,8 +184,12 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.holder, `SELECT e.id, e.key, e.decision, e.received_at, e.fingerprint FROM claims c JOIN entries e ON e.id = c.entry_id
 			WHERE c.form = ? AND c.claim = ?`},
 		{&st.sameAs, `UPDATE entries SET same_as = ? WHERE id = ?`},
-		{&st.event, `INSERT INTO events(entry_id, n, type, form, site, status, at)
-			SELECT ?1, coalesce(max(n), 0) + 1, ?2, ?3, ?4, ?5, ?6 FROM events WHERE entry_id = ?1 AND type = ?2`},
+		// A decision's event is its entry's first (the entry row was just
+		// inserted): n is 1. INSERT … SELECT max(n) FROM events would cost
+		// SQLite a temporary table per row, as it reads the table it
+		// writes: more than the rest of the decision.
+		{&st.event, `INSERT INTO events(entry_id, n, type, form, site, status, at) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT(entry_id, type, n) DO NOTHING`},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
