@@ -421,11 +421,13 @@ func (d *Dispatcher) send(ctx context.Context, job []store.Delivery, claimedAt t
 		}
 		return
 	}
-	stopAt := claimedAt.Add(d.opts.Lease - 2*d.opts.SendTimeout)
+	// No attempt starts that could still run when the lease ends (with a
+	// lease shorter than that, after half of it); the first always goes.
+	stopAt := claimedAt.Add(max(d.opts.Lease-2*d.opts.SendTimeout, d.opts.Lease/2))
 	for i, dl := range job {
 		now := d.opts.Now()
 		open, until := d.breakerOpen(key, now)
-		if ctx.Err() != nil || open || now.After(stopAt) {
+		if ctx.Err() != nil || open || (i > 0 && now.After(stopAt)) {
 			next := now
 			if open {
 				next = until
