@@ -175,11 +175,19 @@ func PageSize(limit int) int {
 }
 
 // Cursor marks a place in a form's entries for keyset paging: the journal
-// position, then the id for entries that share one.
+// position, then the id for entries that share one. Entries can share a
+// position: the store keeps the position each journal gave, and two
+// journals number from 1 each (instances with embedded journals deciding
+// into one PostgreSQL store, or a journal begun again). The id is unique,
+// so (Seq, ID) orders every entry once and a page never skips or repeats
+// one.
 type Cursor struct {
 	Seq uint64
 	ID  string
 }
+
+// ExportPage is how many entries Export reads in one query.
+const ExportPage = 500
 
 // Row is one entry as exported.
 type Row struct {
@@ -256,8 +264,11 @@ type Store interface {
 	Forms(ctx context.Context, after int64) ([]FormRecord, int64, error)
 	// Capacities reports places per form.
 	Capacities(ctx context.Context) (map[string]Capacity, error)
-	// Export calls fn for each entry of a form in arrival order, reading a
-	// page at a time so memory stays constant.
+	// Export calls fn for each entry of a form in arrival order, reading
+	// ExportPage entries at a time so memory stays constant. The order is
+	// that of a Cursor: by journal position, then by id, so that entries
+	// sharing a position (decided from two journals, or from a journal
+	// begun again) are each exported once, whatever page they fall on.
 	Export(ctx context.Context, form string, fn func(Row) error) error
 	// DeadLetters lists dead letters, oldest first.
 	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)

@@ -736,13 +736,14 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	return out, nil
 }
 
-// Export streams a form's entries in arrival order, 500 at a time, each
-// page its own query so no transaction stays open while fn works.
+// Export streams a form's entries in arrival order, a page at a time by
+// (seq, id) keyset, each page its own query so no transaction stays open
+// while fn works.
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
 	afterSeq, afterID := int64(-1), ""
 	for {
 		rows, err := s.pool.Query(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
-			WHERE form = $1 AND (seq, id) > ($2, $3) ORDER BY seq, id LIMIT 500`, form, afterSeq, afterID)
+			WHERE form = $1 AND (seq, id) > ($2, $3) ORDER BY seq, id LIMIT $4`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
 			return classify("export", err)
 		}
@@ -763,7 +764,7 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 			}
 			afterSeq, afterID = int64(r.Seq), r.ID
 		}
-		if len(page) < 500 {
+		if len(page) < store.ExportPage {
 			return nil
 		}
 	}

@@ -823,42 +823,27 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 	return out, nil
 }
 
-// Export streams a form's entries in arrival order, 500 at a time.
+// Export streams a form's entries in arrival order, a page at a time, by
+// (seq, id) keyset: entries sharing a seq may straddle two pages.
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
-	var after int64 = -1
+	afterSeq, afterID := int64(-1), ""
 	for {
-		n := 0
 		rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
-			WHERE form = ? AND seq > ? ORDER BY seq LIMIT 500`, form, after)
+			WHERE form = ? AND (seq, id) > (?, ?) ORDER BY seq, id LIMIT ?`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
 			return classify("export", err)
 		}
-		var page []store.Row
-		for rows.Next() {
-			var r store.Row
-			var us int64
-			var data []byte // NULL once retention erased it
-			if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
-				rows.Close()
-				return classify("export", err)
-			}
-			r.Form = form
-			r.ReceivedAt = time.UnixMicro(us)
-			r.Data = data
-			page = append(page, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		page, err := scanRows(rows, form)
+		if err != nil {
 			return classify("export", err)
 		}
 		for _, r := range page {
 			if err := fn(r); err != nil {
 				return err
 			}
-			after = int64(r.Seq)
-			n++
+			afterSeq, afterID = int64(r.Seq), r.ID
 		}
-		if n < 500 {
+		if len(page) < store.ExportPage {
 			return nil
 		}
 	}

@@ -3,6 +3,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -47,6 +48,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"CapacityGrowthPromotes", testGrowth},
 		{"CancelErrors", testCancelErrors},
 		{"ExportPages", testExport},
+		{"EntryPagesSharedSeqs", testEntryPagesSharedSeqs},
 		{"Tokens", testTokens},
 		{"EraseOldData", testErase},
 		{"FindAndEraseAPerson", testFindErase},
@@ -491,28 +493,100 @@ func testCancelErrors(t *testing.T, s store.Store) {
 	}
 }
 
-func testExport(t *testing.T, s store.Store) {
-	putForm(t, s, "f", nil, "")
-	const n = 1203
+// sharedSeqs makes n entries of form f whose journal positions come three
+// to a seq, as entries from two journals do (see store.Cursor), in an
+// order where neither the order of deciding nor the ids alone give the
+// arrival order: they are decided last first, and within a seq the ids
+// sort as neither. It decides them and returns them in (seq, id) order.
+func sharedSeqs(t *testing.T, s store.Store, f string, n int) []journal.Entry {
+	t.Helper()
+	putForm(t, s, f, nil, "")
 	batch := make([]journal.Entry, 0, n)
 	for i := range n {
-		// Inserted in reverse arrival order; export is in arrival order.
-		batch = append(batch, sub("f", fmt.Sprint(i), uint64(n-i)))
+		j := n - 1 - i
+		e := sub(f, fmt.Sprint("k", j), uint64(j/3+1))
+		e.ID = fmt.Sprintf("%s-%c-%05d", f, "bac"[j%3], j)
+		batch = append(batch, e)
 	}
 	mustApply(t, s, batch...)
-	mustApply(t, s, sub("other", "x", 5000))
-	var last uint64
-	count := 0
-	err := s.Export(ctxT(t), "f", func(r store.Row) error {
-		if r.Seq <= last || r.Form != "f" || len(r.Data) == 0 || r.ReceivedAt.IsZero() || r.ID == "" {
-			return fmt.Errorf("row %+v after seq %d", r, last)
+	slices.SortFunc(batch, func(a, b journal.Entry) int {
+		if a.Seq != b.Seq {
+			return cmp.Compare(a.Seq, b.Seq)
 		}
-		last = r.Seq
-		count++
+		return strings.Compare(a.ID, b.ID)
+	})
+	return batch
+}
+
+func ids(es []journal.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// testExport: every entry of the form once, in (seq, id) order, also when
+// entries sharing a seq straddle a page (the boundaries after ExportPage
+// and 2*ExportPage rows fall inside a group of three).
+func testExport(t *testing.T, s store.Store) {
+	want := ids(sharedSeqs(t, s, "f", 2*store.ExportPage+4))
+	mustApply(t, s, sub("other", "x", 5), sub("other", "y", uint64(store.ExportPage/3)))
+	var got []string
+	err := s.Export(ctxT(t), "f", func(r store.Row) error {
+		if r.Form != "f" || len(r.Data) == 0 || r.ReceivedAt.IsZero() || r.Key == "" {
+			return fmt.Errorf("row %+v", r)
+		}
+		got = append(got, r.ID)
 		return nil
 	})
-	if err != nil || count != n {
-		t.Fatalf("exported %d of %d: %v", count, n, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		seen := map[string]int{}
+		for _, id := range got {
+			seen[id]++
+		}
+		var twice, missing []string
+		for _, id := range want {
+			switch seen[id] {
+			case 0:
+				missing = append(missing, id)
+			case 1:
+			default:
+				twice = append(twice, id)
+			}
+		}
+		t.Fatalf("exported %d of %d entries; missing %v, twice %v (or out of (seq, id) order)", len(got), len(want), missing, twice)
+	}
+}
+
+// testEntryPagesSharedSeqs: pages of one and of two entries, newest first,
+// go through entries that share a seq without skipping or repeating one.
+func testEntryPagesSharedSeqs(t *testing.T, s store.Store) {
+	want := ids(sharedSeqs(t, s, "f", 8))
+	slices.Reverse(want)
+	for _, limit := range []int{1, 2, 3} {
+		var got []string
+		q := store.EntryQuery{Form: "f", Limit: limit}
+		for range 20 {
+			page, err := s.Entries(ctxT(t), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page {
+				got = append(got, r.ID)
+			}
+			if len(page) < limit {
+				break
+			}
+			last := page[len(page)-1]
+			q.Before = store.Cursor{Seq: last.Seq, ID: last.ID}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("pages of %d: %v, want %v", limit, got, want)
+		}
 	}
 }
 
