@@ -236,8 +236,15 @@ type Store interface {
 	// committed.
 	Apply(ctx context.Context, subs []journal.Entry) ([]Outcome, error)
 	// DeadLetter records that the processor gave up on a submission: its
-	// key gets the outcome dead-lettered, and the reason is kept. If the key
-	// was decided meanwhile, that outcome is returned, Replayed.
+	// key gets the outcome dead-lettered, and the reason is kept. It never
+	// records an entry twice and never refuses one, because an error would
+	// leave the processor (and the journal's own dead-lettering) retrying
+	// the entry forever: if the key was decided meanwhile or dead-lettered
+	// before, that outcome is returned, Replayed, and the first reason
+	// stays. An entry whose id another key's entry holds (ids are unique,
+	// so Apply refuses it) cannot have a row of its own: the outcome of the
+	// entry holding the id is returned, Replayed, and the journal keeps the
+	// entry, which an audit lists as missing.
 	DeadLetter(ctx context.Context, e journal.Entry, reason string, attempts int) (Outcome, error)
 	// Outcome reads the outcome of (form, key); false when undecided.
 	Outcome(ctx context.Context, form, key string) (Outcome, bool, error)

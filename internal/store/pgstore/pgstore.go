@@ -288,7 +288,9 @@ func (s *Store) Outcome(ctx context.Context, form, key string) (store.Outcome, b
 }
 
 // DeadLetter gives the key the outcome dead-lettered and keeps the reason,
-// in one statement; a key decided meanwhile keeps its outcome.
+// in one statement. An entry already in (its key decided, or its id
+// another key's) keeps its outcome, which is returned Replayed (see
+// store.Store).
 func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error) {
 	var o store.Outcome
 	err := s.inTx(ctx, "dead-letter", func(tx pgx.Tx) error {
@@ -317,14 +319,27 @@ func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string
 				Status: store.StatusDeadLettered, ReceivedAt: micro(sub.ReceivedAt), Fingerprint: sub.Fingerprint}
 			return nil
 		}
-		var found bool
-		o, found, err = outcome(ctx, tx, sub.Form, sub.Key)
-		if err == nil && !found {
-			return fmt.Errorf("entry id %s is already used for another key", sub.ID)
-		}
-		o.Replayed = true
+		o, err = earlierOutcome(ctx, tx, sub)
 		return err
 	})
+	return o, err
+}
+
+// earlierOutcome is the outcome that kept a dead letter out: its key's,
+// or else that of the entry holding its id.
+func earlierOutcome(ctx context.Context, q queryer, sub journal.Entry) (store.Outcome, error) {
+	form, key := sub.Form, sub.Key
+	o, ok, err := outcome(ctx, q, form, key)
+	if err == nil && !ok {
+		err = q.QueryRow(ctx, `SELECT form, key FROM entries WHERE id = $1`, sub.ID).Scan(&form, &key)
+		if err == nil {
+			o, ok, err = outcome(ctx, q, form, key)
+		}
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("no entry has key %s/%s or id %s", sub.Form, sub.Key, sub.ID)
+	}
+	o.Replayed = true
 	return o, err
 }
 

@@ -375,6 +375,8 @@ func (s *Store) Outcome(ctx context.Context, form, key string) (store.Outcome, b
 }
 
 // DeadLetter gives the key the outcome dead-lettered and keeps the reason.
+// An entry already in (its key decided, or its id another key's) keeps
+// its outcome, which is returned Replayed (see store.Store).
 func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error) {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -383,17 +385,16 @@ func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	now := s.now().UnixMicro()
 	res, err := tx.ExecContext(ctx, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
-		VALUES (?, ?, ?, ?, ?, 'dead-lettered', 'dead-lettered', ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`,
+		VALUES (?, ?, ?, ?, ?, 'dead-lettered', 'dead-lettered', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		sub.ID, sub.Seq, sub.Form, sub.Site, sub.Key, sub.ReceivedAt.UnixMicro(), now, sub.Fingerprint[:], strings.Join(sub.Claims, ","), []byte(sub.Data))
 	if err != nil {
 		return store.Outcome{}, classify("dead-letter: insert entry", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		o, _, err := outcome(ctx, tx, sub.Form, sub.Key)
+		o, err := earlierOutcome(ctx, tx, sub)
 		if err != nil {
 			return o, classify("dead-letter: read earlier outcome", err)
 		}
-		o.Replayed = true
 		return o, nil
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO dead_letters(entry_id, form, key, seq, reason, attempts, at) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -406,6 +407,24 @@ func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string
 	}
 	return store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: store.StatusDeadLettered,
 		Status: store.StatusDeadLettered, ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}, nil
+}
+
+// earlierOutcome is the outcome that kept a dead letter out: its key's,
+// or else that of the entry holding its id.
+func earlierOutcome(ctx context.Context, q queryer, sub journal.Entry) (store.Outcome, error) {
+	form, key := sub.Form, sub.Key
+	o, ok, err := outcome(ctx, q, form, key)
+	if err == nil && !ok {
+		err = q.QueryRowContext(ctx, `SELECT form, key FROM entries WHERE id = ?`, sub.ID).Scan(&form, &key)
+		if err == nil {
+			o, ok, err = outcome(ctx, q, form, key)
+		}
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("no entry has key %s/%s or id %s", sub.Form, sub.Key, sub.ID)
+	}
+	o.Replayed = true
+	return o, err
 }
 
 // DeadLetters lists dead letters, oldest first.

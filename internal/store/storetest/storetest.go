@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"Spam", testSpam},
 		{"ConcurrentNoOversell", testConcurrent},
 		{"DeadLetters", testDeadLetters},
+		{"DeadLetterReplays", testDeadLetterReplays},
 		{"FormsAndVersions", testForms},
 		{"CapacityGrowthPromotes", testGrowth},
 		{"CancelErrors", testCancelErrors},
@@ -430,6 +431,59 @@ func testDeadLetters(t *testing.T, s store.Store) {
 	}
 	if ok, err := s.ForgetDeadLetter(ctxT(t), "f", "good"); ok || err != nil {
 		t.Fatalf("forgetting a stored entry must do nothing: %v %v", ok, err)
+	}
+}
+
+// testDeadLetterReplays: recording a dead letter again (the processor
+// after a crash, or the journal and the processor both) gives back the
+// first outcome, never a second record and never an error, also for an
+// entry whose id another key's entry holds, which no decision can store.
+func testDeadLetterReplays(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", nil, "")
+	bad := sub("f", "bad", 1, "p1")
+	first, err := s.DeadLetter(ctx, bad, "cannot decode", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.DeadLetter(ctx, bad, "still cannot decode", 7)
+	if err != nil || !again.Replayed || again.ID != first.ID || again.Key != "bad" || again.Decision != store.StatusDeadLettered ||
+		again.Status != store.StatusDeadLettered || !again.ReceivedAt.Equal(first.ReceivedAt) || again.Fingerprint != first.Fingerprint {
+		t.Fatalf("dead-lettering again: %+v %v, want %+v replayed", again, err, first)
+	}
+	held := mustApply(t, s, sub("f", "held", 2, "p2"))[0]
+
+	// Journal entries reusing the id of a stored entry, of a dead letter,
+	// and of an entry of another form: the store refuses to decide them
+	// (not as unavailable: they fail on their own and are dead-lettered).
+	reuse := func(id, form, key string, seq uint64) journal.Entry {
+		e := sub(form, key, seq)
+		e.ID = id
+		return e
+	}
+	for _, tc := range []struct {
+		name  string
+		entry journal.Entry
+		want  store.Outcome
+	}{
+		{"a stored entry's id", reuse(held.ID, "f", "other-1", 3), held},
+		{"a dead letter's id", reuse(first.ID, "f", "other-2", 4), first},
+		{"an id of another form", reuse(held.ID, "g", "other-3", 5), held},
+	} {
+		if _, err := s.Apply(ctx, []journal.Entry{tc.entry}); err == nil || errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("deciding an entry that reuses %s = %v, want an error of the entry's own", tc.name, err)
+		}
+		o, err := s.DeadLetter(ctx, tc.entry, "reused id", 5)
+		if err != nil || !o.Replayed || o.ID != tc.want.ID || o.Form != tc.want.Form || o.Key != tc.want.Key || o.Status != tc.want.Status {
+			t.Fatalf("dead-lettering an entry that reuses %s: %+v %v, want %+v replayed", tc.name, o, err, tc.want)
+		}
+		if _, ok, err := s.Outcome(ctx, tc.entry.Form, tc.entry.Key); ok || err != nil {
+			t.Fatalf("an entry reusing %s got an outcome of its own (%v)", tc.name, err)
+		}
+	}
+	dls, err := s.DeadLetters(ctx, 10)
+	if err != nil || len(dls) != 1 || dls[0].ID != first.ID || dls[0].Reason != "cannot decode" || dls[0].Attempts != 5 {
+		t.Fatalf("dead letters %+v %v, want only the first record", dls, err)
 	}
 }
 
