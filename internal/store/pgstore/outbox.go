@@ -94,24 +94,25 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		if exclude == nil {
 			exclude = []string{}
 		}
-		// The due deliveries, oldest first, at most PerEndpoint of each
-		// endpoint; those another instance is claiming are skipped.
+		// The due deliveries, oldest first and then in event order, at
+		// most PerEndpoint of each endpoint; those another instance is
+		// claiming are skipped.
 		rows, err := tx.Query(ctx, `WITH cand AS (
 				SELECT event_seq, endpoint, next_at FROM deliveries
 				WHERE state = 'pending' AND next_at <= $1 AND lease_until < $1
 					AND ($5 = '' OR endpoint = $5) AND endpoint <> $6 AND NOT (endpoint = ANY($8))
-				ORDER BY next_at LIMIT 5000
+				ORDER BY next_at, event_seq, endpoint LIMIT 5000
 			), ranked AS (
-				SELECT event_seq, endpoint, next_at, row_number() OVER (PARTITION BY endpoint ORDER BY next_at) AS rn FROM cand
+				SELECT event_seq, endpoint, next_at, row_number() OVER (PARTITION BY endpoint ORDER BY next_at, event_seq) AS rn FROM cand
 			), due AS (
 				SELECT d.event_seq, d.endpoint FROM deliveries d JOIN ranked r ON r.event_seq = d.event_seq AND r.endpoint = d.endpoint
 				WHERE r.rn <= $7 AND d.state = 'pending' AND d.lease_until < $1
-				ORDER BY r.next_at LIMIT $2 FOR UPDATE OF d SKIP LOCKED
+				ORDER BY r.next_at, r.event_seq, r.endpoint LIMIT $2 FOR UPDATE OF d SKIP LOCKED
 			), claimed AS (
 				UPDATE deliveries d SET lease_owner = $3, lease_until = $4 FROM due
 				WHERE d.event_seq = due.event_seq AND d.endpoint = due.endpoint RETURNING d.*
 			)
-			SELECT `+deliveryColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at`,
+			SELECT `+deliveryColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at, d.event_seq, d.endpoint`,
 			micro(now), q.Limit, owner, micro(now.Add(lease)), q.Endpoint, q.Except, perEndpoint, exclude)
 		if err != nil {
 			return err

@@ -100,9 +100,10 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		return nil, classify("claim deliveries: begin", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	// The due deliveries, oldest first, at most PerEndpoint of each
-	// endpoint, so that a long backlog of one endpoint neither crowds out
-	// the others nor is claimed faster than it can be sent.
+	// The due deliveries, oldest first and then in event order, at most
+	// PerEndpoint of each endpoint, so that a long backlog of one endpoint
+	// neither crowds out the others nor is claimed faster than it can be
+	// sent.
 	perEndpoint := q.PerEndpoint
 	if perEndpoint <= 0 {
 		perEndpoint = q.Limit
@@ -115,11 +116,11 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 	}
 	rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET lease_owner = ?1, lease_until = ?2
 		WHERE (event_seq, endpoint) IN (SELECT event_seq, endpoint FROM (
-			SELECT event_seq, endpoint, next_at, row_number() OVER (PARTITION BY endpoint ORDER BY next_at) AS rn FROM (
+			SELECT event_seq, endpoint, next_at, row_number() OVER (PARTITION BY endpoint ORDER BY next_at, event_seq) AS rn FROM (
 				SELECT event_seq, endpoint, next_at FROM deliveries
 				WHERE state = 'pending' AND next_at <= ?3 AND lease_until < ?3 AND (?5 = '' OR endpoint = ?5) AND endpoint != ?6`+exclude+`
-				ORDER BY next_at LIMIT 5000))
-			WHERE rn <= ?7 ORDER BY next_at LIMIT ?4)
+				ORDER BY next_at, event_seq, endpoint LIMIT 5000))
+			WHERE rn <= ?7 ORDER BY next_at, event_seq, endpoint LIMIT ?4)
 		RETURNING event_seq, endpoint`, args...)
 	if err != nil {
 		return nil, classify("claim deliveries", err)
@@ -142,7 +143,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		return nil, nil
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
-		WHERE (d.event_seq, d.endpoint) IN (VALUES (?, ?)`+strings.Repeat(", (?, ?)", len(keys)/2-1)+`) ORDER BY d.next_at`, keys...)
+		WHERE (d.event_seq, d.endpoint) IN (VALUES (?, ?)`+strings.Repeat(", (?, ?)", len(keys)/2-1)+`) ORDER BY d.next_at, d.event_seq, d.endpoint`, keys...)
 	if err != nil {
 		return nil, classify("claim deliveries", err)
 	}
