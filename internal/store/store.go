@@ -9,7 +9,8 @@
 //     most one live entry (stored or waitlisted); a second is a duplicate;
 //   - no oversell: stored entries never exceed the form's capacity; when it
 //     is taken the entry is waitlisted or rejected as the form says, and the
-//     waitlist is promoted in arrival (journal) order when places free up;
+//     waitlist is promoted in arrival (journal) order when places free up,
+//     entries sharing a journal position by id (the order of Cursor);
 //   - one transaction per decision: an entry, its claims and its capacity
 //     change commit together or not at all.
 //

@@ -409,7 +409,7 @@ func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
 		if was == store.StatusStored {
 			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)
 		}
-		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1) p`, form).QueryRow(func(r pgx.Row) error {
+		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1, $2) p`, form, micro(s.now())).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&promoted)
 		})
 		return tx.SendBatch(ctx, b).Close()
@@ -545,7 +545,7 @@ func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error)
 		if was == store.StatusStored {
 			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)
 		}
-		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1) p`, form).QueryRow(func(r pgx.Row) error {
+		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1, $2) p`, form, micro(s.now())).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&promoted)
 		})
 		return tx.SendBatch(ctx, b).Close()
@@ -628,7 +628,7 @@ func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
 			b.Queue(`INSERT INTO capacity(form, capacity, when_full, taken) VALUES ($1, $2, $3, 0)
 				ON CONFLICT (form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full`,
 				f.ID, limit, whenFull)
-			b.Queue(`SELECT count(*) FROM formd_promote($1)`, f.ID)
+			b.Queue(`SELECT count(*) FROM formd_promote($1, $2)`, f.ID, now)
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})

@@ -24,7 +24,12 @@ func TestMain(m *testing.M) {
 
 func open(t *testing.T, u string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: u})
+	return openClocked(t, u, nil)
+}
+
+func openClocked(t *testing.T, u string, now func() time.Time) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: u, Now: now})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -32,16 +37,16 @@ func open(t *testing.T, u string) *pgstore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) func() store.Store {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		u := pgtest.URL(t)
-		return func() store.Store { return open(t, u) }
+		return func() store.Store { return openClocked(t, u, now) }
 	})
 }
 
 func TestAccounts(t *testing.T) {
-	storetest.RunAccounts(t, func(t *testing.T) func() store.Store {
+	storetest.RunAccounts(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		u := pgtest.URL(t)
-		return func() store.Store { return open(t, u) }
+		return func() store.Store { return openClocked(t, u, now) }
 	})
 }
 

@@ -702,12 +702,12 @@ func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, er
 }
 
 // promote moves the oldest waitlisted entries into free places, one guarded
-// place at a time.
+// place at a time, in (seq, id) order (see store.Cursor).
 func promote(ctx context.Context, tx *sql.Tx, form string, now time.Time) ([]string, error) {
 	var promoted []string
 	for {
 		var id string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE form = ? AND status = 'waitlisted' ORDER BY seq LIMIT 1`, form).Scan(&id)
+		err := tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE form = ? AND status = 'waitlisted' ORDER BY seq, id LIMIT 1`, form).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return promoted, nil
 		}

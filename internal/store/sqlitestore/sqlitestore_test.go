@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
@@ -16,10 +17,10 @@ func TestMain(m *testing.M) {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) func() store.Store {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		path := filepath.Join(t.TempDir(), "store.db")
 		return func() store.Store {
-			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
+			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
 			if err != nil {
 				t.Fatalf("open: %v", err)
 			}
@@ -29,10 +30,10 @@ func TestConformance(t *testing.T) {
 }
 
 func TestAccounts(t *testing.T) {
-	storetest.RunAccounts(t, func(t *testing.T) func() store.Store {
+	storetest.RunAccounts(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		path := filepath.Join(t.TempDir(), "store.db")
 		return func() store.Store {
-			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
+			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
 			if err != nil {
 				t.Fatalf("open: %v", err)
 			}

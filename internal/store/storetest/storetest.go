@@ -20,8 +20,9 @@ import (
 )
 
 // Opener returns a function that opens the store on one fresh database;
-// each call opens that same database again.
-type Opener func(t *testing.T) func() store.Store
+// each call opens that same database again. now is the store's clock (its
+// Options.Now); nil for the time of day.
+type Opener func(t *testing.T, now func() time.Time) func() store.Store
 
 // Run runs the suite.
 func Run(t *testing.T, newStore Opener) {
@@ -41,6 +42,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"Settings", testSettings},
 		{"CapacityReject", testReject},
 		{"CapacityWaitlistInArrivalOrder", testWaitlist},
+		{"WaitlistSharedSeqsByID", testWaitlistSharedSeqs},
 		{"Spam", testSpam},
 		{"ConcurrentNoOversell", testConcurrent},
 		{"DeadLetters", testDeadLetters},
@@ -59,15 +61,32 @@ func Run(t *testing.T, newStore Opener) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			open := newStore(t)
+			open := newStore(t, nil)
 			s := open()
 			t.Cleanup(func() { s.Close() })
 			tc.fn(t, s)
 		})
 	}
+	// Cases about the times a store records run on a clock that moves
+	// only when told.
+	clocked := []struct {
+		name string
+		fn   func(*testing.T, store.Store, *testClock)
+	}{
+		{"EventTimesFromTheStoreClock", testEventTimes},
+	}
+	for _, tc := range clocked {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &testClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+			s := newStore(t, clock.Now)()
+			t.Cleanup(func() { s.Close() })
+			tc.fn(t, s, clock)
+		})
+	}
 	t.Run("Reopen", func(t *testing.T) {
 		t.Parallel()
-		open := newStore(t)
+		open := newStore(t, nil)
 		s := open()
 		putForm(t, s, "f", intp(1), store.StatusWaitlisted)
 		mustApply(t, s, sub("f", "a", 1, "p1"))
@@ -316,6 +335,74 @@ func testWaitlist(t *testing.T, s store.Store) {
 	}
 	if c := caps["f"]; c.Taken != 1 || c.Waitlisted != 0 || c.Left() != 0 {
 		t.Fatalf("capacity %+v", c)
+	}
+}
+
+// testWaitlistSharedSeqs: waitlisted entries sharing a seq are promoted
+// by id, whatever the order they were decided in (see store.Cursor).
+func testWaitlistSharedSeqs(t *testing.T, s store.Store) {
+	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+	first := mustApply(t, s, sub("f", "a", 1, "pa"))[0]
+	for _, k := range []string{"z", "x", "y", "early"} {
+		e := sub("f", k, 7, "p"+k)
+		e.ID = "w-" + k
+		if k == "early" {
+			e.Seq = 5
+		}
+		if o := mustApply(t, s, e)[0]; o.Status != store.StatusWaitlisted {
+			t.Fatalf("%s: %+v, want waitlisted", k, o)
+		}
+	}
+	want := []string{"w-early", "w-x", "w-y", "w-z"}
+	var got []string
+	cancel := first.ID
+	for range want {
+		promoted, err := s.Cancel(ctxT(t), "f", cancel)
+		if err != nil || len(promoted) != 1 {
+			t.Fatalf("cancel %s: promoted %v, %v", cancel, promoted, err)
+		}
+		got = append(got, promoted[0])
+		cancel = promoted[0]
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("promoted %v, want %v", got, want)
+	}
+}
+
+// testEventTimes: every event takes its time from the store's clock, the
+// promotions a cancel or a larger capacity makes included.
+func testEventTimes(t *testing.T, s store.Store, clock *testClock) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+	decided := clock.Now()
+	out := mustApply(t, s, sub("f", "a", 1, "pa"), sub("f", "b", 2, "pb"), sub("f", "c", 3, "pc"))
+	clock.Advance(time.Hour)
+	cancelled := clock.Now()
+	if _, err := s.Cancel(ctx, "f", out[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	grown := clock.Now()
+	putForm(t, s, "f", intp(2), store.StatusWaitlisted)
+	for _, tc := range []struct {
+		id   string
+		want []time.Time
+	}{
+		{out[0].ID, []time.Time{decided, cancelled}},
+		{out[1].ID, []time.Time{decided, cancelled}},
+		{out[2].ID, []time.Time{decided, grown}},
+	} {
+		evs, err := s.History(ctx, tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []time.Time
+		for _, e := range evs {
+			got = append(got, e.At.UTC())
+		}
+		if !slices.EqualFunc(got, tc.want, time.Time.Equal) {
+			t.Errorf("event times of %s: %v, want %v (history %+v)", tc.id, got, tc.want, evs)
+		}
 	}
 }
 
