@@ -6,7 +6,8 @@
 //   - once per key: (form, key) is decided once; deciding it again returns
 //     the first outcome, marked Replayed;
 //   - once per participant: a claim (form, unique-set token) is held by at
-//     most one live entry (stored or waitlisted); a second is a duplicate;
+//     most one live entry (stored or waitlisted); a second is a duplicate
+//     (a token an entry lists twice is claimed once);
 //   - no oversell: stored entries never exceed the form's capacity; when it
 //     is taken the entry is waitlisted or rejected as the form says, and the
 //     waitlist is promoted in arrival (journal) order when places free up,

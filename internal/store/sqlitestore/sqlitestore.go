@@ -262,7 +262,10 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 // guarded place, then the waitlist or a rejection. The decision of a new
 // submission, and of a submission an owner marks as not spam.
 func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []string) (store.Outcome, error) {
-	for _, c := range claims {
+	for i, c := range claims {
+		if slices.Contains(claims[:i], c) {
+			continue // listed twice: one participant, claimed already
+		}
 		res, err := st.claim.ExecContext(ctx, o.Form, c, o.ID)
 		if err != nil {
 			return o, fmt.Errorf("claim: %w", err)

@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"ReplayInsideOneBatch", testReplayInBatch},
 		{"DuplicateParticipant", testDuplicate},
 		{"ResendOfALiveEntry", testResend},
+		{"TokenListedTwice", testTokenTwice},
 		{"EventsWithEveryChange", testEvents},
 		{"SpamAndNotSpam", testSpamReclassify},
 		{"EntryPages", testEntryPages},
@@ -263,6 +264,29 @@ func testResend(t *testing.T, s store.Store) {
 		if o.SameAs == nil || o.SameAs.ID != first.ID {
 			t.Fatalf("the resend read again: %+v, want it answered as %s", o, first.ID)
 		}
+	}
+}
+
+// testTokenTwice: an entry whose claims list one token twice (a form that
+// names the same unique set twice) is one participant, stored, not a
+// duplicate of itself; so is a spam entry decided again as not spam.
+func testTokenTwice(t *testing.T, s store.Store) {
+	putForm(t, s, "f", nil, "")
+	o := mustApply(t, s, sub("f", "a", 1, "p", "q", "p"))[0]
+	if o.Status != store.StatusStored || o.SameAs != nil {
+		t.Fatalf("claims listing p twice: %+v (same as %+v), want stored", o, o.SameAs)
+	}
+	if o := mustApply(t, s, sub("f", "b", 2, "p"))[0]; o.Status != store.StatusDuplicate {
+		t.Fatalf("the participant again: %+v, want a duplicate", o)
+	}
+	spam := sub("f", "c", 3, "r", "r")
+	spam.Spam = true
+	sp := mustApply(t, s, spam)[0]
+	if o, err := s.NotSpam(ctxT(t), "f", sp.ID); err != nil || o.Status != store.StatusStored || o.SameAs != nil {
+		t.Fatalf("not spam with r listed twice: %+v %v, want stored", o, err)
+	}
+	if got := history(t, s, sp.ID); !slices.Equal(got, []string{"spam:spam", "stored:stored"}) {
+		t.Fatalf("history of the entry not spam: %v", got)
 	}
 }
 
