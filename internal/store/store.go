@@ -279,13 +279,14 @@ type Store interface {
 	// sharing a position (decided from two journals, or from a journal
 	// begun again) are each exported once, whatever page they fall on.
 	Export(ctx context.Context, form string, fn func(Row) error) error
-	// DeadLetters lists dead letters, oldest first.
+	// DeadLetters lists dead letters, oldest first (by id among equals).
 	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
 	// ForgetDeadLetter removes a dead-lettered outcome so that the journal
 	// entry can be processed again. False if (form, key) is not dead-lettered.
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
 	// Erase removes the submitted data of up to limit entries of a form
-	// received before the cutoff, and everything derived from it that
+	// received before the cutoff, oldest first (by id among equals), and
+	// everything derived from it that
 	// could identify the person: the participant claims (which frees the
 	// participant). The rest of each row stays (id, key, status, the
 	// keyed receipt) so that a retry is still answered and the audit trail
@@ -294,7 +295,7 @@ type Store interface {
 	Erase(ctx context.Context, form string, before time.Time, limit int) (int, error)
 	// FindEntries lists up to limit entries, of any form, whose data
 	// holds one of the needles (byte strings such as a JSON-encoded
-	// e-mail address), oldest first.
+	// e-mail address), oldest first (by id among equals).
 	FindEntries(ctx context.Context, needles [][]byte, limit int) ([]EntryRef, error)
 	// EraseEntries erases the entries with these ids as Erase does, and
 	// returns how many still had data.

@@ -704,10 +704,11 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 }
 
 // Erase removes the data and claims of old entries of a form, oldest
-// first. Rows another instance is erasing are skipped, not waited for.
+// first (by id among equals). Rows another instance is erasing are
+// skipped, not waited for.
 func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
 	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = $1 AND received_at < $2 AND data IS NOT NULL
-		ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED`, form, before, limit)
+		ORDER BY received_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`, form, before, limit)
 }
 
 // EraseEntries erases the entries with these ids.

@@ -436,7 +436,7 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter,
 		limit = 100
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at FROM dead_letters d
-		JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at LIMIT ?`, limit)
+		JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at, d.entry_id LIMIT ?`, limit)
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}
@@ -872,9 +872,10 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 }
 
 // Erase removes the data and claims of old entries of a form, oldest
-// first, then truncates the WAL so no copy of a page stays there.
+// first (by id among equals), then truncates the WAL so no copy of a page
+// stays there.
 func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
-	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at LIMIT ?`,
+	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at, id LIMIT ?`,
 		form, before.UnixMicro(), limit)
 }
 
@@ -949,7 +950,7 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	}
 	args = append(args, limit)
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, site, form, key, seq FROM entries WHERE data IS NOT NULL AND (`+
-		strings.Join(conds, " OR ")+`) ORDER BY received_at LIMIT ?`, args...)
+		strings.Join(conds, " OR ")+`) ORDER BY received_at, id LIMIT ?`, args...)
 	if err != nil {
 		return nil, classify("find entries", err)
 	}

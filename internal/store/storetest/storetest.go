@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"Tokens", testTokens},
 		{"EraseOldData", testErase},
 		{"FindAndEraseAPerson", testFindErase},
+		{"SameTimeByID", testSameTimeByID},
 		{"ConsoleReads", testConsole},
 	}
 	tests = append(tests, outboxCases...)
@@ -75,6 +76,7 @@ func Run(t *testing.T, newStore Opener) {
 		fn   func(*testing.T, store.Store, *testClock)
 	}{
 		{"EventTimesFromTheStoreClock", testEventTimes},
+		{"DeadLettersSameTimeByID", testDeadLettersSameTime},
 	}
 	for _, tc := range clocked {
 		t.Run(tc.name, func(t *testing.T) {
@@ -883,6 +885,53 @@ func testFindErase(t *testing.T, s store.Store) {
 	}
 	if o := mustApply(t, s, sub("f", "c2", 5, "bo-claim"))[0]; o.Status != store.StatusDuplicate {
 		t.Fatalf("another person's claim was released: %+v", o)
+	}
+}
+
+// testSameTimeByID: entries received at the same instant are found and
+// erased oldest first by id, whatever the order they were decided in.
+func testSameTimeByID(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", nil, "")
+	at := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
+	for _, k := range []string{"c", "a", "b"} {
+		e := sub("f", k, 1, "p"+k)
+		e.ID = "same-" + k
+		e.ReceivedAt = at
+		e.Data = []byte(`{"x":"needle"}`)
+		mustApply(t, s, e)
+	}
+	found, err := s.FindEntries(ctx, [][]byte{[]byte("needle")}, 2)
+	if err != nil || len(found) != 2 || found[0].ID != "same-a" || found[1].ID != "same-b" {
+		t.Fatalf("found %+v %v, want same-a and same-b", found, err)
+	}
+	if n, err := s.Erase(ctx, "f", at.Add(time.Second), 1); err != nil || n != 1 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	found, err = s.FindEntries(ctx, [][]byte{[]byte("needle")}, 10)
+	if err != nil || len(found) != 2 || found[0].ID != "same-b" || found[1].ID != "same-c" {
+		t.Fatalf("after erasing one: %+v %v, want same-a erased", found, err)
+	}
+}
+
+// testDeadLettersSameTime: dead letters recorded at the same time are
+// listed by id.
+func testDeadLettersSameTime(t *testing.T, s store.Store, _ *testClock) {
+	putForm(t, s, "f", nil, "")
+	for _, k := range []string{"c", "a", "b"} {
+		e := sub("f", k, 1)
+		e.ID = "dl-" + k
+		if _, err := s.DeadLetter(ctxT(t), e, "bad", 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dls, err := s.DeadLetters(ctxT(t), 10)
+	var got []string
+	for _, d := range dls {
+		got = append(got, d.ID)
+	}
+	if err != nil || !slices.Equal(got, []string{"dl-a", "dl-b", "dl-c"}) {
+		t.Fatalf("dead letters %v %v, want dl-a, dl-b, dl-c", got, err)
 	}
 }
 
