@@ -230,7 +230,8 @@ type DeadLetter struct {
 }
 
 // Store is what a store driver provides. Consumers depend on the handful of
-// methods they use, declared where they use them.
+// methods they use, declared where they use them. A limit below 1 takes
+// or lists nothing (DeadLetters' alone means its default).
 type Store interface {
 	Outbox
 	// Apply decides each submission, in order, in one transaction, and

@@ -24,6 +24,9 @@ func eventDest(dst []any, e *store.Event, seq *int64) []any {
 // one transaction. FOR UPDATE SKIP LOCKED lets instances fan out at once,
 // each taking other events.
 func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func([]store.Event) []store.NewDelivery) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
 	n := 0
 	err := s.inTx(ctx, "fan out", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+eventColumns+` FROM events e WHERE NOT e.fanned ORDER BY e.seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
@@ -84,6 +87,9 @@ func scanDelivery(r pgx.CollectableRow) (store.Delivery, error) {
 // one delivery twice; an expired lease (an instance that died) is taken
 // over.
 func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error) {
+	if q.Limit < 1 {
+		return nil, nil
+	}
 	var out []store.Delivery
 	err := s.inTx(ctx, "claim deliveries", func(tx pgx.Tx) error {
 		perEndpoint := q.PerEndpoint

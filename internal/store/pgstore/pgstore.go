@@ -707,6 +707,9 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 // first (by id among equals). Rows another instance is erasing are
 // skipped, not waited for.
 func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
 	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = $1 AND received_at < $2 AND data IS NOT NULL
 		ORDER BY received_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`, form, before, limit)
 }
@@ -730,7 +733,7 @@ func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (i
 
 // FindEntries lists entries whose data holds one of the needles.
 func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([]store.EntryRef, error) {
-	if len(needles) == 0 {
+	if len(needles) == 0 || limit < 1 {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, site, form, key, seq FROM entries

@@ -23,6 +23,9 @@ func scanEvent(dst []any, e *store.Event, at *int64) []any {
 // FanOut takes unfanned events, adds their deliveries and marks them, in
 // one transaction (the one write connection serializes fan-outs).
 func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func([]store.Event) []store.NewDelivery) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, classify("fan out: begin", err)
@@ -95,6 +98,9 @@ func scanDelivery(sc interface{ Scan(...any) error }) (store.Delivery, error) {
 // ClaimDeliveries leases due deliveries to owner. The one write
 // connection serializes claims, so no two owners get the same delivery.
 func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error) {
+	if q.Limit < 1 {
+		return nil, nil
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, classify("claim deliveries: begin", err)

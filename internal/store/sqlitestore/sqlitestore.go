@@ -875,6 +875,9 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 // first (by id among equals), then truncates the WAL so no copy of a page
 // stays there.
 func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
 	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at, id LIMIT ?`,
 		form, before.UnixMicro(), limit)
 }
@@ -939,7 +942,7 @@ func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (i
 
 // FindEntries lists entries whose data holds one of the needles.
 func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([]store.EntryRef, error) {
-	if len(needles) == 0 {
+	if len(needles) == 0 || limit < 1 {
 		return nil, nil
 	}
 	conds := make([]string, len(needles))

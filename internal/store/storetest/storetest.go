@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"EraseOldData", testErase},
 		{"FindAndEraseAPerson", testFindErase},
 		{"SameTimeByID", testSameTimeByID},
+		{"LimitsBelowOneTakeNothing", testLimitsBelowOne},
 		{"ConsoleReads", testConsole},
 	}
 	tests = append(tests, outboxCases...)
@@ -911,6 +912,48 @@ func testSameTimeByID(t *testing.T, s store.Store) {
 	found, err = s.FindEntries(ctx, [][]byte{[]byte("needle")}, 10)
 	if err != nil || len(found) != 2 || found[0].ID != "same-b" || found[1].ID != "same-c" {
 		t.Fatalf("after erasing one: %+v %v, want same-a erased", found, err)
+	}
+}
+
+// testLimitsBelowOne: a limit of 0 or less takes or lists nothing and is
+// no error, whatever the database makes of a negative LIMIT.
+func testLimitsBelowOne(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", nil, "")
+	old := sub("f", "a", 1, "pa")
+	old.ReceivedAt = time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+	old.Data = []byte(`{"x":"needle"}`)
+	mustApply(t, s, old)
+	now := time.Now().UTC()
+	if err := s.RecordArrivals(ctx, "f", []store.Arrival{{Key: "never-came", StartedAt: now}}, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{0, -1} {
+		if n, err := s.FanOut(ctx, limit, now, func([]store.Event) []store.NewDelivery { return nil }); n != 0 || err != nil {
+			t.Errorf("FanOut(%d) = %d, %v", limit, n, err)
+		}
+		if ds, err := s.ClaimDeliveries(ctx, "o", now, time.Minute, store.ClaimQuery{Limit: limit}); len(ds) != 0 || err != nil {
+			t.Errorf("ClaimDeliveries(%d) = %v, %v", limit, ds, err)
+		}
+		if n, err := s.Erase(ctx, "f", now, limit); n != 0 || err != nil {
+			t.Errorf("Erase(%d) = %d, %v", limit, n, err)
+		}
+		if found, err := s.FindEntries(ctx, [][]byte{[]byte("needle")}, limit); len(found) != 0 || err != nil {
+			t.Errorf("FindEntries(%d) = %v, %v", limit, found, err)
+		}
+		if as, err := s.UnreceivedArrivals(ctx, "f", now.Add(-time.Hour), now.Add(time.Hour), limit); len(as) != 0 || err != nil {
+			t.Errorf("UnreceivedArrivals(%d) = %v, %v", limit, as, err)
+		}
+		if refs, err := s.EntriesWithoutEvent(ctx, "", limit); len(refs) != 0 || err != nil {
+			t.Errorf("EntriesWithoutEvent(%d) = %v, %v", limit, refs, err)
+		}
+	}
+	// Nothing was taken: the event waits, the data stays.
+	if st, err := s.DeliveryStats(ctx); err != nil || st.UnfannedEvents != 1 {
+		t.Errorf("stats %+v %v, want the one event unfanned", st, err)
+	}
+	if found, err := s.FindEntries(ctx, [][]byte{[]byte("needle")}, 10); len(found) != 1 || err != nil {
+		t.Errorf("the entry's data after erasing nothing: %v %v", found, err)
 	}
 }
 
