@@ -20,14 +20,13 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/migrate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,8 +34,10 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
+// schema is the store's migrations, applied by package migrate.
+//
 //go:embed migrations/*.sql
-var migrations embed.FS
+var schema embed.FS
 
 // Options configure the store.
 type Options struct {
@@ -73,52 +74,31 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s := &Store{pool: pool, now: opts.Now}
-	if err := s.migrate(ctx); err != nil {
+	if err := migrate.Apply(ctx, migrations{pool}, dialect, schema, "migrations"); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open store %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+		return nil, fmt.Errorf("open store %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, classify("schema", err))
 	}
-	return s, nil
+	return &Store{pool: pool, now: opts.Now}, nil
 }
 
-// migrate applies the embedded migrations not yet recorded, all in one
-// transaction under an advisory lock, so instances starting together do
-// not race.
-func (s *Store) migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	sort.Strings(names)
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`); err != nil {
-			return classify("migrate: lock", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`); err != nil {
-			return classify("migrate", err)
-		}
-		for _, name := range names {
-			base := strings.TrimPrefix(name, "migrations/")
-			v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-			if err != nil {
-				return fmt.Errorf("migrate: bad migration name %s", name)
-			}
-			tag, err := tx.Exec(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`, v)
-			if err != nil {
-				return classify("migrate "+base, err)
-			}
-			if tag.RowsAffected() == 0 {
-				continue // applied before
-			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return fmt.Errorf("migrate %s: %w", base, err)
-			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return classify("migrate "+base, err)
-			}
-		}
-		return nil
+// dialect is how the PostgreSQL store's migrations are recorded (package
+// migrate): each transaction takes an advisory lock of the schema first,
+// so that instances starting together migrate one at a time.
+var dialect = migrate.Dialect{
+	Lock:        `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`,
+	CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`,
+	Record:      `INSERT INTO schema_migrations(version, applied_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`,
+}
+
+// migrations runs package migrate's transactions on the pool.
+type migrations struct{ pool *pgxpool.Pool }
+
+func (m migrations) InTx(ctx context.Context, fn func(migrate.Exec) error) error {
+	return pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
+		return fn(func(ctx context.Context, q string, args ...any) (int64, error) {
+			tag, err := tx.Exec(ctx, q, args...)
+			return tag.RowsAffected(), err
+		})
 	})
 }
 

@@ -10,23 +10,23 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/migrate"
 	"github.com/mattn/go-sqlite3"
 )
 
 var _ store.Store = (*Store)(nil)
 
+// schema is the store's migrations, applied by package migrate.
+//
 //go:embed migrations/*.sql
-var migrations embed.FS
+var schema embed.FS
 
 // Options configure the store.
 type Options struct {
@@ -57,7 +57,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := migrate(ctx, wdb); err != nil {
+	if err := migrate.Apply(ctx, migrations{wdb}, dialect, schema, "migrations"); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
 	}
@@ -75,48 +75,30 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return &Store{wdb: wdb, rdb: rdb, now: opts.Now, hot: hot}, nil
 }
 
-// migrate applies the embedded migrations not yet recorded, each in its own
-// transaction.
-func migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migrate: bad migration name %s", name)
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		if err := applyMigration(ctx, db, v, string(body)); err != nil {
-			return fmt.Errorf("migrate %s: %w", base, err)
-		}
-	}
-	return nil
+// dialect is how the embedded store's migrations are recorded (package
+// migrate); one write connection means no lock is needed.
+var dialect = migrate.Dialect{
+	CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
+	Record: `INSERT INTO schema_migrations(version, applied_at)
+		VALUES (?, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) ON CONFLICT DO NOTHING`,
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, version int, body string) error {
-	tx, err := db.BeginTx(ctx, nil)
+// migrations runs package migrate's transactions on the write connection.
+type migrations struct{ db *sql.DB }
+
+func (m migrations) InTx(ctx context.Context, fn func(migrate.Exec) error) error {
+	tx, err := m.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	res, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, version, time.Now().UnixMicro())
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // applied before
-	}
-	if _, err := tx.ExecContext(ctx, body); err != nil {
+	if err := fn(func(ctx context.Context, q string, args ...any) (int64, error) {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}); err != nil {
 		return err
 	}
 	return tx.Commit()
