@@ -67,10 +67,10 @@ func OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
 		if err := dataDir(cfg); err != nil {
 			return nil, err
 		}
-		return sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(cfg.Data, "store.db")})
+		return sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(cfg.Data, "store.db"), Readers: cfg.SQLiteReaders})
 	}
 	if strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://") {
-		return pgstore.Open(ctx, pgstore.Options{URL: cfg.Store})
+		return pgstore.Open(ctx, pgstore.Options{URL: cfg.Store, MaxConns: cfg.PostgresMaxConns})
 	}
 	return nil, fmt.Errorf("store %q is not supported by this build", cfg.Store)
 }

@@ -171,7 +171,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	// intake hands them plain posts that need a fix.
 	var in *intake.Handler
 	status := func(ctx context.Context, form, key string) (string, bool, error) { return in.Status(ctx, form, key) }
-	places := store.NewPlacesCache(s.Store, time.Now, time.Second)
+	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
 	pages := hosted.New(s.Forms, places, status, time.Now, log)
 	in = intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,

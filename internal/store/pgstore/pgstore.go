@@ -20,6 +20,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,10 @@ type Options struct {
 	// URL is the database, postgres://user@host:port/db?sslmode=...; pgx
 	// settings such as pool_max_conns and search_path may be given in it.
 	URL string
+	// MaxConns bounds the pool (the server takes it from the setting
+	// postgres-max-conns); pool_max_conns in the URL takes precedence,
+	// and 0 leaves it to pgx (the larger of 4 and the CPUs).
+	MaxConns int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -64,8 +69,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: parse URL: %w", err)
 	}
-	if !strings.Contains(opts.URL, "pool_max_conns") {
-		cfg.MaxConns = 16
+	if opts.MaxConns > 0 && !strings.Contains(opts.URL, "pool_max_conns") {
+		cfg.MaxConns = int32(min(opts.MaxConns, math.MaxInt32))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second

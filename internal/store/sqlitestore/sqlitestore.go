@@ -10,6 +10,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +32,9 @@ var schema embed.FS
 // Options configure the store.
 type Options struct {
 	Path string
+	// Readers is the size of the pool of read connections (the server
+	// takes it from the setting sqlite-readers); 0 for one per CPU.
+	Readers int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -53,6 +57,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Readers <= 0 {
+		opts.Readers = runtime.GOMAXPROCS(0)
+	}
 	wdb, err := sqlitedb.OpenWriter(opts.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -61,7 +68,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
 	}
-	rdb, err := sqlitedb.OpenReader(opts.Path, 8)
+	rdb, err := sqlitedb.OpenReader(opts.Path, opts.Readers)
 	if err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
