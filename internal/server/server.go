@@ -405,7 +405,7 @@ func (s *Server) Processor() *processor.Processor { return s.proc }
 // ApplyFormsFile reads definitions from path and stores them; checkURL
 // checks webhook addresses (the server's guard).
 func ApplyFormsFile(ctx context.Context, st interface {
-	PutForms(ctx context.Context, forms []store.FormRecord) error
+	PutForms(ctx context.Context, forms []form.Record) error
 }, path string, checkURL func(string) error) (form.Set, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

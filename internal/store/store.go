@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 )
 
@@ -117,20 +118,6 @@ type Original struct {
 	Key        string
 	Decision   string
 	ReceivedAt time.Time
-}
-
-// FormRecord is a form definition as the store keeps it.
-type FormRecord struct {
-	ID     string
-	Site   string
-	Source []byte // the definition as YAML, parsed again by package form
-	// Capacity is nil for no limit.
-	Capacity *int
-	WhenFull string
-	// Version increases with every change to any form, so that servers can
-	// ask for what changed since the version they have.
-	Version   int64
-	UpdatedAt time.Time
 }
 
 // Capacity is a form's places: the limit (nil for none), how many are
@@ -269,9 +256,9 @@ type Store interface {
 	NotSpam(ctx context.Context, form, id string) (Outcome, error)
 	// PutForms creates or replaces form definitions and their capacity
 	// settings; when places grow, waitlisted entries are promoted.
-	PutForms(ctx context.Context, forms []FormRecord) error
+	PutForms(ctx context.Context, forms []form.Record) error
 	// Forms returns the forms changed after version, and the newest version.
-	Forms(ctx context.Context, after int64) ([]FormRecord, int64, error)
+	Forms(ctx context.Context, after int64) ([]form.Record, int64, error)
 	// Capacities reports places per form.
 	Capacities(ctx context.Context) (map[string]Capacity, error)
 	// Export calls fn for each entry of a form in arrival order, reading

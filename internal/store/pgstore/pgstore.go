@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/migrate"
@@ -589,7 +590,7 @@ func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, er
 // PutForms upserts definitions and capacity settings in one transaction.
 // The version counter's row lock orders concurrent calls, so versions
 // follow commit order and a reader never skips one.
-func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
+func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 	return s.inTx(ctx, "put forms", func(tx pgx.Tx) error {
 		var version int64
 		if err := tx.QueryRow(ctx, `UPDATE meta SET v = v + 1 WHERE k = 'forms_version' RETURNING v`).Scan(&version); err != nil {
@@ -621,7 +622,7 @@ func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
 
 // Forms returns the forms changed after version, up to the newest version
 // committed when it looked.
-func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int64, error) {
+func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, error) {
 	var latest int64
 	if err := s.pool.QueryRow(ctx, `SELECT v FROM meta WHERE k = 'forms_version'`).Scan(&latest); err != nil {
 		return nil, 0, classify("read forms version", err)
@@ -634,9 +635,9 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int
 	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.FormRecord, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (form.Record, error) {
 		var (
-			f        store.FormRecord
+			f        form.Record
 			limit    *int32
 			whenFull *string
 		)

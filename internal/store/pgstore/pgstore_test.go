@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore"
@@ -88,7 +89,7 @@ func TestInstancesNoOversell(t *testing.T) {
 		defer stores[i].Close()
 	}
 	limit := capacity
-	if err := stores[0].PutForms(context.Background(), []store.FormRecord{{ID: "f", Site: "s", Source: []byte("id: f"), Capacity: &limit, WhenFull: "waitlist"}}); err != nil {
+	if err := stores[0].PutForms(context.Background(), []form.Record{{ID: "f", Site: "s", Source: []byte("id: f"), Capacity: &limit, WhenFull: "waitlist"}}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
@@ -724,7 +725,7 @@ func promote(ctx context.Context, tx *sql.Tx, form string, now time.Time) ([]str
 }
 
 // PutForms upserts definitions and capacity settings in one transaction.
-func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
+func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return classify("put forms: begin", err)
@@ -765,7 +766,7 @@ func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
 }
 
 // Forms returns the forms changed after version.
-func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int64, error) {
+func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, error) {
 	var latest int64
 	if err := s.rdb.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'forms_version'`).Scan(&latest); err != nil {
 		return nil, 0, classify("read forms version", err)
@@ -779,10 +780,10 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int
 		return nil, 0, classify("read forms", err)
 	}
 	defer rows.Close()
-	var out []store.FormRecord
+	var out []form.Record
 	for rows.Next() {
 		var (
-			f        store.FormRecord
+			f        form.Record
 			us       int64
 			limit    sql.NullInt64
 			whenFull sql.NullString

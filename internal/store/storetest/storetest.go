@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 )
@@ -141,7 +142,7 @@ func putForm(t *testing.T, s store.Store, id string, capacity *int, whenFull str
 	if whenFull == store.StatusWaitlisted {
 		wf = "waitlist"
 	}
-	if err := s.PutForms(ctxT(t), []store.FormRecord{{ID: id, Site: "site", Source: []byte("id: " + id), Capacity: capacity, WhenFull: wf}}); err != nil {
+	if err := s.PutForms(ctxT(t), []form.Record{{ID: id, Site: "site", Source: []byte("id: " + id), Capacity: capacity, WhenFull: wf}}); err != nil {
 		t.Fatalf("put form: %v", err)
 	}
 }
