@@ -390,6 +390,14 @@ func TestAsyncForm(t *testing.T) {
 	if resp, body := send(t, client, h.URL, req{method: "GET", path: "/v1/forms/telemetry/submissions/e1"}); resp.StatusCode != 200 {
 		t.Fatalf("status right after the 202: %d %s", resp.StatusCode, body)
 	}
+	// A retry is answered as the original, under its id, not as a new
+	// submission.
+	var first, again struct{ ID string }
+	retry, retryBody := send(t, client, h.URL, jsonReq("telemetry", "e1", `{"event":"click"}`))
+	if json.Unmarshal(body, &first) != nil || json.Unmarshal(retryBody, &again) != nil || first.ID == "" || again.ID != first.ID ||
+		retry.Header.Get("Idempotent-Replayed") != "true" && retry.StatusCode != 202 {
+		t.Fatalf("retry of an async key: %d %s, first %s", retry.StatusCode, retryBody, body)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, body = send(t, client, h.URL, req{method: "GET", path: "/v1/forms/telemetry/submissions/e1"})

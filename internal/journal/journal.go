@@ -4,7 +4,10 @@
 //
 // The Journal interface is the contract every driver meets (sqlitejournal,
 // natsjournal); journaltest checks it. Intake and processor each depend only
-// on the few methods they call.
+// on the few methods they call. What a driver may lack is a small interface
+// of its own below (Pruner, Forgetter, Writability, FormCounter, OutcomeBus,
+// LaxDurability), found by a type assertion to that interface and checked
+// by journaltest on every driver that has it.
 package journal
 
 import (
@@ -82,6 +85,16 @@ type Stats struct {
 // survives kill -9 and, for drivers that fsync, power loss. (form, key) is
 // unique: appending it again writes nothing and reports the first entry.
 //
+// An async Append (sync false, for a form with durability async) returns
+// once the entry is queued, before it is durable: a crash, or a write that
+// fails (the driver logs it), loses it. Until then the journal that took it
+// answers for its key as if it were written: Lookup finds it (with Seq 0
+// until it is written) and an Append of the key, async or sync, reports it
+// as the first entry, so that a status request or a retry of the key is
+// answered as the original. Other instances sharing the journal find it
+// once it is written. Close writes what is queued (natsjournal waits for
+// it up to its publish timeout).
+//
 // Fetch hands out entries for processing, each until it is acknowledged
 // with Ack; Nak asks for a redelivery after a delay. An entry that is neither
 // is delivered again after the driver's redelivery timeout or on restart, so
@@ -91,7 +104,8 @@ type Journal interface {
 	Fetch(ctx context.Context, max int) ([]Entry, error)
 	Ack(ctx context.Context, seqs ...uint64) error
 	Nak(ctx context.Context, seq uint64, delay time.Duration) error
-	// Lookup finds the entry for (form, key).
+	// Lookup finds the entry for (form, key), an async append queued on
+	// this journal included.
 	Lookup(ctx context.Context, form, key string) (Entry, bool, error)
 	// Pending lists delivered entries that have stayed unacknowledged since
 	// before the given time, oldest first, for the reconciler.
@@ -140,4 +154,30 @@ type FormCount struct {
 // console's live counts (received, processing).
 type FormCounter interface {
 	CountForm(ctx context.Context, form string) (FormCount, error)
+}
+
+// OutcomeBus is a journal that can also carry announcements of decided
+// outcomes to every instance of a deployment (natsjournal), so that a
+// request waiting on one instance learns of an outcome decided on another
+// at once instead of at its next poll of the store. Announcements are at
+// most once and never journaled: a lost one costs only that wait, since
+// the poll still finds the outcome.
+type OutcomeBus interface {
+	// PublishOutcomes announces data (the encoded outcomes) to every
+	// subscriber, this instance's included.
+	PublishOutcomes(data []byte) error
+	// SubscribeOutcomes calls fn with every announcement until stop is
+	// called.
+	SubscribeOutcomes(fn func(data []byte)) (stop func(), err error)
+}
+
+// LaxDurability is a journal whose durability depends on settings outside
+// formd (natsjournal: the stream's replicas, the servers' fsync), checked
+// when it opens. A journal without it makes its appends durable by itself
+// (sqlitejournal: fsync).
+type LaxDurability interface {
+	// LaxDurability lists, one sentence each, what makes acknowledged
+	// entries losable and what setting would fix it; empty when nothing
+	// does. The server exports each as a metric to alert on.
+	LaxDurability() []string
 }

@@ -38,8 +38,8 @@ const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
 // eventBody renders an event with its entry as it is now (an entry whose
 // data was erased carries an empty data object).
-func (d *Dispatcher) eventBody(ctx context.Context, e store.Event) ([]byte, error) {
-	doc, err := d.entry(ctx, e.EntryID)
+func (d *Dispatcher) eventBody(ctx context.Context, e store.Event, docs entryDocs) ([]byte, error) {
+	doc, err := d.entry(ctx, docs, e.EntryID)
 	if err != nil {
 		return nil, err
 	}
@@ -55,12 +55,33 @@ func (d *Dispatcher) eventBody(ctx context.Context, e store.Event) ([]byte, erro
 	})
 }
 
-// entry reads the entry of an event.
-func (d *Dispatcher) entry(ctx context.Context, id string) (store.EntryDoc, error) {
-	doc, ok, err := d.st.EntryDoc(ctx, id)
-	if err != nil {
-		return doc, fmt.Errorf("read entry %s: %w", id, err)
+// entryDocs are the entries of a job's events, read at once.
+type entryDocs map[string]store.EntryDoc
+
+// load reads the entries of deliveries' events in one query; on an error
+// it reads none, and each delivery reads its own (and says why it failed).
+func (d *Dispatcher) load(ctx context.Context, ds []store.Delivery) entryDocs {
+	ids := make([]string, 0, len(ds))
+	for _, dl := range ds {
+		ids = append(ids, dl.Event.EntryID)
 	}
+	docs, err := d.st.EntryDocs(ctx, ids)
+	if err != nil {
+		return nil
+	}
+	return docs
+}
+
+// entry is the entry of an event: from docs, or read now.
+func (d *Dispatcher) entry(ctx context.Context, docs entryDocs, id string) (store.EntryDoc, error) {
+	if doc, ok := docs[id]; ok {
+		return doc, nil
+	}
+	read, err := d.st.EntryDocs(ctx, []string{id})
+	if err != nil {
+		return store.EntryDoc{}, fmt.Errorf("read entry %s: %w", id, err)
+	}
+	doc, ok := read[id]
 	if !ok {
 		return doc, errors.New("read entry " + id + ": not in the store")
 	}

@@ -30,7 +30,7 @@ func statusWord(e store.Event) string {
 
 // sendMail sends the owner's mail (one entry, or a digest of the group)
 // or the person's confirmation.
-func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.Delivery) outcome {
+func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.Delivery, docs entryDocs) outcome {
 	o := outcome{kind: "email"}
 	if d.mail == nil {
 		o.result, o.err = "deferred", errNoSMTP
@@ -50,7 +50,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 	var msg email.Message
 	switch {
 	case first.Endpoint == endpointConfirm:
-		doc, err := d.entry(ctx, first.Event.EntryID)
+		doc, err := d.entry(ctx, docs, first.Event.EntryID)
 		if err != nil {
 			o.result, o.err = "retry", err
 			return o
@@ -72,7 +72,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 		v := email.DigestView{FormID: f.ID(), FormTitle: title, Count: len(group), Start: first.Event.At, End: group[len(group)-1].Event.At,
 			ConsoleURL: d.consoleURL("forms", f.ID(), "submissions")}
 		for _, dl := range group {
-			doc, err := d.entry(ctx, dl.Event.EntryID)
+			doc, err := d.entry(ctx, docs, dl.Event.EntryID)
 			if err != nil {
 				o.result, o.err = "retry", err
 				return o
@@ -88,7 +88,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 		msg.To = setup.to
 		msg.MessageID = "<" + first.Event.ID() + ".digest-" + fmt.Sprint(len(group)) + "@formd>"
 	default:
-		doc, err := d.entry(ctx, first.Event.EntryID)
+		doc, err := d.entry(ctx, docs, first.Event.EntryID)
 		if err != nil {
 			o.result, o.err = "retry", err
 			return o

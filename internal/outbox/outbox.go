@@ -42,9 +42,9 @@ import (
 type Store interface {
 	FanOut(ctx context.Context, limit int, now time.Time, plan func([]store.Event) []store.NewDelivery) (int, error)
 	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error)
-	FinishDelivery(ctx context.Context, f store.Finish, now time.Time) error
+	FinishDeliveries(ctx context.Context, fs []store.Finish, now time.Time) error
 	DisableEndpoint(ctx context.Context, endpoint, form, reason string, now time.Time) error
-	EntryDoc(ctx context.Context, id string) (store.EntryDoc, bool, error)
+	EntryDocs(ctx context.Context, ids []string) (map[string]store.EntryDoc, error)
 }
 
 // Forms finds a form's current definition and its site's settings:
@@ -80,6 +80,16 @@ type Options struct {
 	Workers int
 	// PerEndpoint bounds the sends in progress to one endpoint. Default 4.
 	PerEndpoint int
+	// Batch is how many deliveries to one endpoint a worker takes at once
+	// and sends one after another: a busy outbox claims, reads entries
+	// and records attempts for many deliveries at a time. At most
+	// Workers×Batch deliveries are claimed and not yet sent. Default 32.
+	Batch int
+	// SendTimeout is the longest one attempt takes (the webhook sender's
+	// timeout). A worker stops taking deliveries of its batch when its
+	// lease would run out before one more attempt ends, and gives the rest
+	// back. Default 15s.
+	SendTimeout time.Duration
 	// Lease is how long a claimed delivery is this instance's; another
 	// takes it over after that. Default 2 minutes, well above a send's
 	// timeout.
@@ -118,6 +128,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.PerEndpoint <= 0 {
 		o.PerEndpoint = 4
+	}
+	if o.Batch <= 0 {
+		o.Batch = 32
+	}
+	if o.SendTimeout <= 0 {
+		o.SendTimeout = webhooks.DefaultTimeout
 	}
 	if o.Lease <= 0 {
 		o.Lease = 2 * time.Minute
@@ -163,6 +179,14 @@ type Dispatcher struct {
 	mu       sync.Mutex
 	slots    map[string]chan struct{} // sends in progress per endpoint
 	breakers map[string]*breaker
+	claimed  map[string]int // deliveries claimed and not yet sent, per endpoint
+	inFlight int            // their sum
+
+	// Finished deliveries wait here for the next commit; one sender at a
+	// time commits everything waiting (group commit).
+	fmu      sync.Mutex
+	finished []store.Finish
+	flushing bool
 }
 
 // New makes a dispatcher; mail may be nil.
@@ -170,7 +194,7 @@ func New(st Store, forms Forms, hooks Webhooks, mail Mailer, opts Options) *Disp
 	opts.setDefaults()
 	return &Dispatcher{st: st, forms: forms, hooks: hooks, mail: mail, opts: opts,
 		wake: make(chan struct{}, 1), workers: make(chan struct{}, opts.Workers),
-		slots: map[string]chan struct{}{}, breakers: map[string]*breaker{}}
+		slots: map[string]chan struct{}{}, breakers: map[string]*breaker{}, claimed: map[string]int{}}
 }
 
 // Wake tells the dispatcher that events were written, so it need not wait
@@ -310,62 +334,123 @@ func (d *Dispatcher) FanOutOnce(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// SendOnce claims as many due deliveries as there are free workers and
-// starts sending them; it says how many it started. An endpoint gets at
-// most PerEndpoint sends at a time: the claim takes no more of one
-// endpoint, and none of an endpoint whose sends are all in progress or
+// SendOnce claims due deliveries, as many as the workers have room for,
+// and starts sending them; it says how many it started. An endpoint gets
+// at most PerEndpoint sends at a time, each of a batch of its deliveries
+// sent one after another: the claim takes no more of one endpoint than
+// PerEndpoint batches, and none of an endpoint with that many waiting or
 // whose breaker is open (they stay due, in the store, for a later claim).
 // The owner's mail is claimed a form's minute at a time and sent as one
 // worker's job: one mail per entry, or one digest when there are more
 // than the form's digest_over.
 func (d *Dispatcher) SendOnce(ctx context.Context) (int, error) {
-	free := cap(d.workers) - len(d.workers)
-	if free == 0 || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return 0, nil
 	}
 	now := d.opts.Now()
-	exclude := d.saturated(now)
+	budget, exclude := d.room(now)
+	if budget <= 0 {
+		return 0, nil
+	}
 	claimed, err := d.st.ClaimDeliveries(ctx, d.opts.Owner, now, d.opts.Lease,
-		store.ClaimQuery{Limit: free, PerEndpoint: d.opts.PerEndpoint, Except: endpointOwner, Exclude: exclude})
+		store.ClaimQuery{Limit: budget, PerEndpoint: d.opts.PerEndpoint * d.opts.Batch, Except: endpointOwner, Exclude: exclude})
 	if err != nil {
 		return 0, fmt.Errorf("claim deliveries: %w", err)
 	}
-	var groups [][]store.Delivery
-	for _, dl := range claimed {
-		groups = append(groups, []store.Delivery{dl})
-	}
-	if len(claimed) < free && !slices.Contains(exclude, breakerSMTP) {
+	jobs := d.batches(claimed)
+	if len(claimed) < budget && !slices.Contains(exclude, breakerSMTP) {
 		mail, err := d.st.ClaimDeliveries(ctx, d.opts.Owner, now, d.opts.Lease, store.ClaimQuery{Limit: maxOwnerMail, Endpoint: endpointOwner})
 		if err != nil {
 			return 0, fmt.Errorf("claim the owner's mail: %w", err)
 		}
 		if len(mail) > 0 {
-			groups = append(groups, mail)
+			jobs = append(jobs, mail)
 		}
 	}
-	for _, group := range groups {
-		key := breakerKey(group[0].Endpoint)
-		slot := d.slot(key)
-		d.workers <- struct{}{}
-		d.wg.Go(func() {
-			// A freed worker or endpoint may let the next claim through.
-			defer d.Wake()
-			defer func() { <-d.workers }()
-			// At most PerEndpoint were claimed for a free endpoint: the
-			// wait is for sends of this claim only.
-			slot <- struct{}{}
-			defer func() { <-slot }()
-			ctx := context.WithoutCancel(ctx)
-			if group[0].Endpoint == endpointOwner {
-				for _, g := range d.ownerMail(group) {
-					d.deliver(ctx, g)
-				}
-				return
-			}
-			d.deliver(ctx, group)
-		})
+	for _, job := range jobs {
+		d.hold(job[0].Endpoint, len(job))
+		d.wg.Go(func() { d.send(ctx, job, now) })
 	}
 	return len(claimed), nil
+}
+
+// batches splits claimed deliveries into one worker's jobs: each one
+// endpoint's, at most Batch long, spread over the endpoint's PerEndpoint
+// sends so that a short backlog is not sent by one of them alone.
+func (d *Dispatcher) batches(ds []store.Delivery) [][]store.Delivery {
+	byEndpoint := map[string][]store.Delivery{}
+	var order []string
+	for _, dl := range ds {
+		if _, seen := byEndpoint[dl.Endpoint]; !seen {
+			order = append(order, dl.Endpoint)
+		}
+		byEndpoint[dl.Endpoint] = append(byEndpoint[dl.Endpoint], dl)
+	}
+	var jobs [][]store.Delivery
+	for _, ep := range order {
+		list := byEndpoint[ep]
+		size := min(d.opts.Batch, (len(list)+d.opts.PerEndpoint-1)/d.opts.PerEndpoint)
+		for len(list) > 0 {
+			n := min(size, len(list))
+			jobs = append(jobs, list[:n:n])
+			list = list[n:]
+		}
+	}
+	return jobs
+}
+
+// send sends one job: the owner's mail of a minute, or a batch of one
+// endpoint's deliveries, one after another. It stops early, giving the
+// rest back due at once (or when the breaker closes), when the dispatcher
+// stops, the endpoint's breaker opens, or the lease would run out before
+// another attempt could end.
+func (d *Dispatcher) send(ctx context.Context, job []store.Delivery, claimedAt time.Time) {
+	key := breakerKey(job[0].Endpoint)
+	defer d.Wake() // a freed worker or endpoint may let the next claim through
+	defer d.hold(job[0].Endpoint, -len(job))
+	slot := d.slot(key)
+	slot <- struct{}{}
+	defer func() { <-slot }()
+	d.workers <- struct{}{}
+	defer func() { <-d.workers }()
+	sendCtx := context.WithoutCancel(ctx)
+	docs := d.load(sendCtx, job)
+	if job[0].Endpoint == endpointOwner {
+		for _, g := range d.ownerMail(job) {
+			d.deliver(sendCtx, g, docs)
+		}
+		return
+	}
+	stopAt := claimedAt.Add(d.opts.Lease - 2*d.opts.SendTimeout)
+	for i, dl := range job {
+		now := d.opts.Now()
+		open, until := d.breakerOpen(key, now)
+		if ctx.Err() != nil || open || now.After(stopAt) {
+			next := now
+			if open {
+				next = until
+			}
+			var back []store.Finish
+			for _, rest := range job[i:] {
+				back = append(back, store.Finish{DeliveryKey: rest.DeliveryKey, Owner: d.opts.Owner, State: store.DeliveryPending, NextAt: next})
+			}
+			d.finish(sendCtx, back...)
+			return
+		}
+		d.deliver(sendCtx, []store.Delivery{dl}, docs)
+	}
+}
+
+// hold counts n more (or, negative, fewer) deliveries of an endpoint as
+// claimed and not yet sent.
+func (d *Dispatcher) hold(endpoint string, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.claimed[endpoint] += n
+	d.inFlight += n
+	if d.claimed[endpoint] <= 0 {
+		delete(d.claimed, endpoint)
+	}
 }
 
 // slot is an endpoint's semaphore of PerEndpoint sends.
@@ -380,30 +465,40 @@ func (d *Dispatcher) slot(key string) chan struct{} {
 	return s
 }
 
-// saturated lists the endpoints not to claim for now: all their sends in
-// progress, or their breaker open. E-mail endpoints are listed by the
-// SMTP breaker's key and their own ids.
-func (d *Dispatcher) saturated(now time.Time) []string {
+// room says how many deliveries the next claim may take, and which
+// endpoints not to claim for now: those with PerEndpoint batches waiting,
+// or whose breaker is open. E-mail endpoints are listed by the SMTP
+// breaker's key and their own ids.
+func (d *Dispatcher) room(now time.Time) (int, []string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []string
 	add := func(key string) {
+		if slices.Contains(out, key) {
+			return
+		}
 		if key == breakerSMTP {
 			out = append(out, endpointConfirm, endpointOwner)
 		}
 		out = append(out, key)
 	}
-	for key, s := range d.slots {
-		if len(s) >= cap(s) {
-			add(key)
+	for ep, n := range d.claimed {
+		if n >= d.opts.PerEndpoint*d.opts.Batch {
+			add(ep)
 		}
 	}
 	for key, b := range d.breakers {
-		if now.Before(b.openUntil) && !slices.Contains(out, key) {
+		if now.Before(b.openUntil) {
 			add(key)
 		}
 	}
-	return out
+	budget := d.opts.Workers*d.opts.Batch - d.inFlight
+	if d.inFlight > 0 && budget < d.opts.Batch {
+		// Wait for a batch's room: claims of a few at a time would cost
+		// a transaction each for little.
+		budget = 0
+	}
+	return budget, out
 }
 
 // maxOwnerMail bounds the owner's mail claimed at once: a minute's entries
@@ -474,12 +569,40 @@ func (d *Dispatcher) record(key string, ok bool, now time.Time) {
 	}
 }
 
-// finish records a delivery's attempt or deferral; a failure to record is
-// logged (the lease runs out and the delivery is tried again).
-func (d *Dispatcher) finish(ctx context.Context, f store.Finish) {
-	if err := d.st.FinishDelivery(ctx, f, d.opts.Now()); err != nil {
-		d.opts.Logger.Warn("outbox: delivery not recorded; it is sent again when its lease runs out", "endpoint", f.Endpoint, "event", f.EventSeq, "err", err)
+// breakerOpen says whether an endpoint's breaker is open, and until when.
+func (d *Dispatcher) breakerOpen(key string, now time.Time) (bool, time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b := d.breakers[key]; b != nil && now.Before(b.openUntil) {
+		return true, b.openUntil
 	}
+	return false, time.Time{}
+}
+
+// finish records deliveries' attempts or deferrals. What senders finish
+// while a commit is under way waits for the next, which the sender that
+// made the first commits: a busy outbox commits once for many
+// deliveries. A failure to record is logged (the lease runs out and the
+// delivery is sent again, with the same id).
+func (d *Dispatcher) finish(ctx context.Context, fs ...store.Finish) {
+	d.fmu.Lock()
+	d.finished = append(d.finished, fs...)
+	if d.flushing {
+		d.fmu.Unlock()
+		return
+	}
+	d.flushing = true
+	for len(d.finished) > 0 {
+		batch := d.finished
+		d.finished = nil
+		d.fmu.Unlock()
+		if err := d.st.FinishDeliveries(ctx, batch, d.opts.Now()); err != nil {
+			d.opts.Logger.Warn("outbox: deliveries not recorded; they are sent again when their leases run out", "deliveries", len(batch), "err", err)
+		}
+		d.fmu.Lock()
+	}
+	d.flushing = false
+	d.fmu.Unlock()
 }
 
 // retryAt is when a delivery that failed its attempt-th attempt is tried
@@ -506,9 +629,9 @@ type outcome struct {
 
 // deliver sends one group (one delivery, or the owner's digest) and
 // records the attempt for each of its deliveries.
-func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery) {
+func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs entryDocs) {
 	start := d.opts.Now()
-	o := d.attempt(ctx, group)
+	o := d.attempt(ctx, group, docs)
 	now := d.opts.Now()
 	if o.latency == 0 {
 		o.latency = now.Sub(start)
@@ -518,6 +641,7 @@ func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery) {
 		d.record(key, o.result == "delivered", now)
 		d.opts.Metrics.observe(o, group[0].Endpoint)
 	}
+	fs := make([]store.Finish, 0, len(group))
 	for _, dl := range group {
 		f := store.Finish{DeliveryKey: dl.DeliveryKey, Owner: d.opts.Owner, Counted: true}
 		if o.result != "deferred" {
@@ -552,12 +676,13 @@ func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery) {
 			d.opts.Logger.Warn("outbox: a delivery failed for good and is a dead letter", "form", dl.Event.Form, "endpoint", dl.Endpoint,
 				"event", dl.Event.ID(), "attempts", dl.Attempts+1, "err", f.Error)
 		}
-		d.finish(ctx, f)
+		fs = append(fs, f)
 	}
+	d.finish(ctx, fs...)
 }
 
 // attempt sends a group once.
-func (d *Dispatcher) attempt(ctx context.Context, group []store.Delivery) outcome {
+func (d *Dispatcher) attempt(ctx context.Context, group []store.Delivery, docs entryDocs) outcome {
 	dl := group[0]
 	f := d.forms.Get(dl.Event.Form)
 	if f == nil {
@@ -565,19 +690,19 @@ func (d *Dispatcher) attempt(ctx context.Context, group []store.Delivery) outcom
 	}
 	switch dl.Endpoint {
 	case endpointOwner, endpointConfirm:
-		return d.sendMail(ctx, f, group)
+		return d.sendMail(ctx, f, group, docs)
 	}
 	for _, w := range d.notifyOf(f).webhooks {
 		if w.Endpoint() == dl.Endpoint {
-			return d.sendWebhook(ctx, f, dl, w)
+			return d.sendWebhook(ctx, f, dl, w, docs)
 		}
 	}
 	return outcome{kind: "webhook", result: "refused", err: errors.New("the form no longer names this webhook")}
 }
 
 // sendWebhook posts one event, signed with every secret of the webhook.
-func (d *Dispatcher) sendWebhook(ctx context.Context, f *form.Form, dl store.Delivery, w form.Webhook) outcome {
-	body, err := d.eventBody(ctx, dl.Event)
+func (d *Dispatcher) sendWebhook(ctx context.Context, f *form.Form, dl store.Delivery, w form.Webhook, docs entryDocs) outcome {
+	body, err := d.eventBody(ctx, dl.Event, docs)
 	if err != nil {
 		return outcome{kind: "webhook", result: "retry", err: err}
 	}

@@ -45,7 +45,7 @@ func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(st.Backlog))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(lastSeqDesc, prometheus.GaugeValue, float64(st.LastSeq))
-	if l, ok := c.j.(interface{ LaxDurability() []string }); ok {
+	if l, ok := c.j.(journal.LaxDurability); ok {
 		for _, reason := range l.LaxDurability() {
 			ch <- prometheus.MustNewConstMetric(laxDesc, prometheus.GaugeValue, 1, reason)
 		}

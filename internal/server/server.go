@@ -148,7 +148,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		ReconcileEvery: cfg.ReconcileEvery, StaleAfter: cfg.StaleAfter,
 		Logger: log, Metrics: processor.NewMetrics(reg),
 	}
-	if bus, ok := s.Journal.(outcomeBus); ok {
+	if bus, ok := s.Journal.(journal.OutcomeBus); ok {
 		procOpts.Announce = func(outs []store.Outcome) {
 			data, err := json.Marshal(outs)
 			if err == nil {
@@ -206,16 +206,9 @@ func reg() *prometheus.Registry { return prometheus.NewRegistry() }
 // Handler is the instance's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// outcomeBus is a journal that can also announce outcomes to every
-// instance (natsjournal); requests waiting anywhere then wake at once.
-type outcomeBus interface {
-	PublishOutcomes(data []byte) error
-	SubscribeOutcomes(fn func(data []byte)) (stop func(), err error)
-}
-
 // listenForOutcomes feeds outcomes decided on other instances to this
 // instance's waiting requests until ctx ends.
-func (s *Server) listenForOutcomes(ctx context.Context, bus outcomeBus) {
+func (s *Server) listenForOutcomes(ctx context.Context, bus journal.OutcomeBus) {
 	stop, err := bus.SubscribeOutcomes(func(data []byte) {
 		var outs []store.Outcome
 		if err := json.Unmarshal(data, &outs); err != nil {
@@ -238,7 +231,7 @@ func (s *Server) listenForOutcomes(ctx context.Context, bus outcomeBus) {
 // until ctx ends; the returned function waits for it to finish.
 func (s *Server) Start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
-	if bus, ok := s.Journal.(outcomeBus); ok {
+	if bus, ok := s.Journal.(journal.OutcomeBus); ok {
 		wg.Go(func() { s.listenForOutcomes(ctx, bus) })
 	}
 	wg.Go(func() {

@@ -9,7 +9,7 @@ import (
 // events are written with the decisions; a dispatcher fans each event out
 // to the endpoints that want it (AddDeliveries), claims due deliveries
 // with a lease so that no two instances send one at the same time
-// (ClaimDeliveries), and records each attempt (FinishDelivery). Every
+// (ClaimDeliveries), and records each attempt (FinishDeliveries). Every
 // delivery is sent at least once; receivers dedupe by the event's id.
 
 // Delivery states.
@@ -136,8 +136,10 @@ type Outbox interface {
 	// (the embedded store, whose data directory one server holds), whose
 	// leases from before a crash would otherwise wait to run out.
 	ReleaseLeases(ctx context.Context) (int, error)
-	// FinishDelivery records an attempt and the delivery's new state.
-	FinishDelivery(ctx context.Context, f Finish, now time.Time) error
+	// FinishDeliveries records attempts and the deliveries' new states, in
+	// one transaction (a dispatcher gathers what its senders finished, so
+	// that a busy outbox commits once for many deliveries).
+	FinishDeliveries(ctx context.Context, fs []Finish, now time.Time) error
 	// Redeliver makes the selected deliveries pending again, due now, with
 	// their attempts counted from zero; it returns how many.
 	Redeliver(ctx context.Context, sel DeliverySelection, now time.Time) (int, error)
@@ -147,8 +149,9 @@ type Outbox interface {
 	EnableEndpoint(ctx context.Context, endpoint string) error
 	// DisabledEndpoints lists the switched-off endpoints with why.
 	DisabledEndpoints(ctx context.Context) (map[string]string, error)
-	// EntryDoc reads an entry for a delivery.
-	EntryDoc(ctx context.Context, id string) (EntryDoc, bool, error)
+	// EntryDocs reads entries for deliveries, by id; an id not in the
+	// store is left out.
+	EntryDocs(ctx context.Context, ids []string) (map[string]EntryDoc, error)
 	// Deliveries lists the deliveries of an entry's events, with each
 	// one's attempts, oldest first.
 	Deliveries(ctx context.Context, entryID string) ([]Delivery, []Attempt, error)

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,16 @@ func Run(t *testing.T, newJournal Opener) {
 		{"ReopenRedeliversUnacked", testReopen},
 		{"ClosedRefusesAppends", testClosed},
 		{"FetchWaitsForAppend", testFetchWaits},
+		{"AsyncAppend", testAsyncAppend},
+		{"AsyncAppendsSurviveClose", testAsyncAppendsSurviveClose},
+		// Capabilities a driver may lack: each case skips, naming the
+		// interface, on a driver without it.
+		{"Pruner", testPruner},
+		{"Forgetter", testForgetter},
+		{"Writability", testWritability},
+		{"FormCounter", testFormCounter},
+		{"OutcomeBus", testOutcomeBus},
+		{"LaxDurability", testLaxDurability},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,14 +56,17 @@ func Run(t *testing.T, newJournal Opener) {
 			tc.fn(t, newJournal(t))
 		})
 	}
-	t.Run("Forgetter", func(t *testing.T) {
-		t.Parallel()
-		testForgetter(t, newJournal(t))
-	})
-	t.Run("FormCounter", func(t *testing.T) {
-		t.Parallel()
-		testFormCounter(t, newJournal(t))
-	})
+}
+
+// capability returns j as the capability C, or skips the test, naming C,
+// when the driver does not have it.
+func capability[C any](t *testing.T, j journal.Journal) C {
+	t.Helper()
+	c, ok := j.(C)
+	if !ok {
+		t.Skipf("%T has no %v", j, reflect.TypeFor[C]())
+	}
+	return c
 }
 
 // testForgetter: a journal that can forget an entry does so only once it
@@ -61,10 +75,7 @@ func Run(t *testing.T, newJournal Opener) {
 func testForgetter(t *testing.T, open func() journal.Journal) {
 	j := open()
 	defer j.Close()
-	fg, ok := j.(journal.Forgetter)
-	if !ok {
-		t.Skip("this driver cannot forget entries")
-	}
+	fg := capability[journal.Forgetter](t, j)
 	ctx := ctxT(t)
 	e := NewEntry("f", "forget-me")
 	keep := NewEntry("f", "keep-me")
@@ -537,10 +548,7 @@ func testFetchWaits(t *testing.T, open func() journal.Journal) {
 func testFormCounter(t *testing.T, open func() journal.Journal) {
 	j := open()
 	defer j.Close()
-	fc, ok := j.(journal.FormCounter)
-	if !ok {
-		t.Skip("this driver cannot count a form's entries")
-	}
+	fc := capability[journal.FormCounter](t, j)
 	ctx := ctxT(t)
 	for _, e := range []journal.Entry{NewEntry("f", "a"), NewEntry("f", "b"), NewEntry("g", "c"), NewEntry("f", "c")} {
 		mustAppend(t, j, e)

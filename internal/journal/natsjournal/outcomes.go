@@ -3,8 +3,11 @@ package natsjournal
 import (
 	"fmt"
 
+	"github.com/formd/formd/internal/journal"
 	"github.com/nats-io/nats.go"
 )
+
+var _ journal.OutcomeBus = (*Journal)(nil)
 
 // outcomeSubject is where instances announce decisions. It is outside the
 // stream's subjects (prefix.>): announcements are core NATS, at most once,

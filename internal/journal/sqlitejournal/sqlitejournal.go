@@ -262,17 +262,17 @@ func (j *Journal) closeDBs() {
 
 // Append queues the entry for the writer. In sync mode it returns once the
 // entry is committed and fsync'd (or found already there); otherwise it
-// returns at once, before anything is durable.
+// returns at once, before anything is durable, unless the key is queued or
+// committed already: then it reports that first entry.
 func (j *Journal) Append(ctx context.Context, e journal.Entry, sync bool) (journal.Appended, error) {
 	req := &appendReq{e: e}
 	if sync {
 		req.done = make(chan appendRes, 1)
 	} else {
-		j.queuedMu.Lock()
-		if _, dup := j.queued[queuedKey{e.Form, e.Key}]; !dup {
-			j.queued[queuedKey{e.Form, e.Key}] = e
+		first, dup, err := j.queueAsync(ctx, e)
+		if err != nil || dup {
+			return journal.Appended{Entry: first, Duplicate: dup}, err
 		}
-		j.queuedMu.Unlock()
 	}
 	j.closeMu.RLock()
 	if j.closing {
@@ -331,6 +331,31 @@ func (j *Journal) writeLoop() {
 			j.saveWatermark()
 		}
 	}
+}
+
+// queueAsync records an async append in queued, or finds the entry
+// queued or committed for its key. The writer's insert alone keeps (form,
+// key) unique; the lookup is there so that a retry is answered as the
+// original, as it is for a sync append.
+func (j *Journal) queueAsync(ctx context.Context, e journal.Entry) (journal.Entry, bool, error) {
+	j.closeMu.RLock()
+	closing := j.closing
+	j.closeMu.RUnlock()
+	if closing {
+		return journal.Entry{}, false, journal.ErrClosed
+	}
+	first, found, err := j.Lookup(ctx, e.Form, e.Key)
+	if err != nil || found {
+		return first, found, err
+	}
+	k := queuedKey{e.Form, e.Key}
+	j.queuedMu.Lock()
+	defer j.queuedMu.Unlock()
+	if q, ok := j.queued[k]; ok {
+		return q, true, nil
+	}
+	j.queued[k] = e
+	return journal.Entry{}, false, nil
 }
 
 // unqueue forgets an async append once it is committed (or refused).
@@ -718,7 +743,7 @@ func (j *Journal) Forget(ctx context.Context, form, key string) error {
 }
 
 // Lookup finds the entry for (form, key), including an async append still
-// waiting for the writer.
+// waiting for the writer (with Seq 0).
 func (j *Journal) Lookup(ctx context.Context, form, key string) (journal.Entry, bool, error) {
 	j.queuedMu.Lock()
 	q, ok := j.queued[queuedKey{form, key}]

@@ -68,7 +68,7 @@ func Read(fsys fs.FS, dir string) ([]Migration, error) {
 		num, _, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("read migrations: %w: %s; name each file NNNN_what.sql with a number of its own, such as 0012_promote.sql", ErrBadName, base)
+			return nil, fmt.Errorf("read migrations: %w: %s; name each file NNNN_what.sql with a number of its own, such as 0013_promote.sql", ErrBadName, base)
 		}
 		body, err := fs.ReadFile(fsys, name)
 		if err != nil {

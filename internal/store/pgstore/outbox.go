@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -100,20 +99,27 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		if exclude == nil {
 			exclude = []string{}
 		}
-		// The due deliveries, oldest first and then in event order, at
-		// most PerEndpoint of each endpoint; those another instance is
-		// claiming are skipped.
-		rows, err := tx.Query(ctx, `WITH cand AS (
-				SELECT event_seq, endpoint, next_at FROM deliveries
-				WHERE state = 'pending' AND next_at <= $1 AND lease_until < $1
-					AND ($5 = '' OR endpoint = $5) AND endpoint <> $6 AND NOT (endpoint = ANY($8))
-				ORDER BY next_at, event_seq, endpoint LIMIT 5000
-			), ranked AS (
-				SELECT event_seq, endpoint, next_at, row_number() OVER (PARTITION BY endpoint ORDER BY next_at, event_seq) AS rn FROM cand
+		// The endpoints with pending deliveries, by a loose scan of the
+		// index deliveries_pending (endpoint, next_at); each one's oldest
+		// due, at most PerEndpoint; of those the oldest, at most Limit,
+		// skipping what another instance is claiming. Among deliveries
+		// due at the same time, event order decides. The cost follows
+		// what is claimed and the endpoints, not the backlog.
+		rows, err := tx.Query(ctx, `WITH RECURSIVE eps(endpoint) AS (
+				(SELECT endpoint FROM deliveries WHERE state = 'pending' ORDER BY endpoint LIMIT 1)
+				UNION ALL
+				SELECT (SELECT d.endpoint FROM deliveries d WHERE d.state = 'pending' AND d.endpoint > eps.endpoint ORDER BY d.endpoint LIMIT 1)
+				FROM eps WHERE eps.endpoint IS NOT NULL
+			), cand AS (
+				SELECT c.event_seq, c.endpoint, c.next_at FROM eps CROSS JOIN LATERAL (
+					SELECT event_seq, endpoint, next_at FROM deliveries
+					WHERE state = 'pending' AND endpoint = eps.endpoint AND next_at <= $1 AND lease_until < $1
+					ORDER BY next_at, event_seq LIMIT $7) c
+				WHERE eps.endpoint IS NOT NULL AND ($5 = '' OR eps.endpoint = $5) AND eps.endpoint <> $6 AND NOT (eps.endpoint = ANY($8))
 			), due AS (
-				SELECT d.event_seq, d.endpoint FROM deliveries d JOIN ranked r ON r.event_seq = d.event_seq AND r.endpoint = d.endpoint
-				WHERE r.rn <= $7 AND d.state = 'pending' AND d.lease_until < $1
-				ORDER BY r.next_at, r.event_seq, r.endpoint LIMIT $2 FOR UPDATE OF d SKIP LOCKED
+				SELECT d.event_seq, d.endpoint FROM deliveries d JOIN cand c ON c.event_seq = d.event_seq AND c.endpoint = d.endpoint
+				WHERE d.state = 'pending' AND d.lease_until < $1
+				ORDER BY c.next_at, c.event_seq, c.endpoint LIMIT $2 FOR UPDATE OF d SKIP LOCKED
 			), claimed AS (
 				UPDATE deliveries d SET lease_owner = $3, lease_until = $4 FROM due
 				WHERE d.event_seq = due.event_seq AND d.endpoint = due.endpoint RETURNING d.*
@@ -138,22 +144,27 @@ func (s *Store) ReleaseLeases(ctx context.Context) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// FinishDelivery logs an attempt and sets the delivery's new state, if
-// the lease is still the owner's.
-func (s *Store) FinishDelivery(ctx context.Context, f store.Finish, now time.Time) error {
-	return s.inTx(ctx, "finish delivery", func(tx pgx.Tx) error {
+// FinishDeliveries logs attempts and sets the deliveries' new states,
+// each only if its lease is still the owner's.
+func (s *Store) FinishDeliveries(ctx context.Context, fs []store.Finish, now time.Time) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, "finish deliveries", func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		if a := f.Attempt; !a.At.IsZero() {
-			b.Queue(`INSERT INTO delivery_attempts(event_seq, endpoint, at, status, latency_us, outcome, excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-				int64(f.EventSeq), f.Endpoint, micro(a.At), a.Status, a.Latency.Microseconds(), a.Outcome, a.Excerpt)
+		for _, f := range fs {
+			if a := f.Attempt; !a.At.IsZero() {
+				b.Queue(`INSERT INTO delivery_attempts(event_seq, endpoint, at, status, latency_us, outcome, excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+					int64(f.EventSeq), f.Endpoint, micro(a.At), a.Status, a.Latency.Microseconds(), a.Outcome, a.Excerpt)
+			}
+			counted := 0
+			if f.Counted {
+				counted = 1
+			}
+			b.Queue(`UPDATE deliveries SET state = $1, next_at = $2, attempts = attempts + $3, last_status = $4, last_error = $5,
+				lease_owner = '', lease_until = '-infinity', updated_at = $6 WHERE event_seq = $7 AND endpoint = $8 AND lease_owner = $9`,
+				f.State, micro(f.NextAt), counted, f.Attempt.Status, f.Error, micro(now), int64(f.EventSeq), f.Endpoint, f.Owner)
 		}
-		counted := 0
-		if f.Counted {
-			counted = 1
-		}
-		b.Queue(`UPDATE deliveries SET state = $1, next_at = $2, attempts = attempts + $3, last_status = $4, last_error = $5,
-			lease_owner = '', lease_until = '-infinity', updated_at = $6 WHERE event_seq = $7 AND endpoint = $8 AND lease_owner = $9`,
-			f.State, micro(f.NextAt), counted, f.Attempt.Status, f.Error, micro(now), int64(f.EventSeq), f.Endpoint, f.Owner)
 		return tx.SendBatch(ctx, b).Close()
 	})
 }
@@ -230,20 +241,27 @@ func (s *Store) DisabledEndpoints(ctx context.Context) (map[string]string, error
 	return out, nil
 }
 
-// EntryDoc reads an entry for a delivery.
-func (s *Store) EntryDoc(ctx context.Context, id string) (store.EntryDoc, bool, error) {
-	var d store.EntryDoc
-	var fp []byte
-	err := s.pool.QueryRow(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries WHERE id = $1`, id).
-		Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &d.ReceivedAt, &fp, &d.Data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return d, false, nil
-	}
+// EntryDocs reads entries for deliveries.
+func (s *Store) EntryDocs(ctx context.Context, ids []string) (map[string]store.EntryDoc, error) {
+	out := make(map[string]store.EntryDoc, len(ids))
+	rows, err := s.pool.Query(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries WHERE id = ANY($1)`, ids)
 	if err != nil {
-		return d, false, classify("read entry", err)
+		return nil, classify("read entries", err)
 	}
-	copy(d.Fingerprint[:], fp)
-	return d, true, nil
+	defer rows.Close()
+	for rows.Next() {
+		var d store.EntryDoc
+		var fp []byte
+		if err := rows.Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &d.ReceivedAt, &fp, &d.Data); err != nil {
+			return nil, classify("read entries", err)
+		}
+		copy(d.Fingerprint[:], fp)
+		out[d.ID] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read entries", err)
+	}
+	return out, nil
 }
 
 // Deliveries lists the deliveries of an entry's events with their

@@ -1,10 +1,10 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,12 +53,16 @@ func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func(
 	if len(evs) == 0 {
 		return 0, nil
 	}
+	// A delivery to a disabled endpoint is skipped at once.
+	add, err := tx.PrepareContext(ctx, `INSERT INTO deliveries(event_seq, endpoint, form, site, state, next_at, created_at, updated_at)
+		VALUES (?1, ?2, ?3, ?4, CASE WHEN EXISTS (SELECT 1 FROM endpoints_disabled WHERE endpoint = ?2) THEN 'skipped' ELSE 'pending' END, ?6, ?5, ?5)
+		ON CONFLICT(event_seq, endpoint) DO NOTHING`)
+	if err != nil {
+		return 0, classify("fan out: prepare", err)
+	}
+	defer add.Close()
 	for _, d := range plan(evs) {
-		// A delivery to a disabled endpoint is skipped at once.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries(event_seq, endpoint, form, site, state, next_at, created_at, updated_at)
-			VALUES (?1, ?2, ?3, ?4, CASE WHEN EXISTS (SELECT 1 FROM endpoints_disabled WHERE endpoint = ?2) THEN 'skipped' ELSE 'pending' END, ?6, ?5, ?5)
-			ON CONFLICT(event_seq, endpoint) DO NOTHING`,
-			d.EventSeq, d.Endpoint, d.Form, d.Site, now.UnixMicro(), dueAt(d.NextAt, now).UnixMicro()); err != nil {
+		if _, err := add.ExecContext(ctx, d.EventSeq, d.Endpoint, d.Form, d.Site, now.UnixMicro(), dueAt(d.NextAt, now).UnixMicro()); err != nil {
 			return 0, classify("fan out", err)
 		}
 	}
@@ -97,74 +101,98 @@ func scanDelivery(sc interface{ Scan(...any) error }) (store.Delivery, error) {
 
 // ClaimDeliveries leases due deliveries to owner. The one write
 // connection serializes claims, so no two owners get the same delivery.
+//
+// It reads the due deliveries endpoint by endpoint through the partial
+// index deliveries_pending (endpoint, next_at): the endpoints with pending
+// deliveries by a loose scan of the index, then each one's oldest due,
+// at most PerEndpoint, skipping leased ones; then leases the oldest due
+// of them all (in event order among equals), at most Limit. Its cost
+// follows the deliveries claimed and the endpoints, not the backlog: a
+// long backlog of one endpoint neither crowds out the others nor slows
+// the claim.
 func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error) {
-	if q.Limit < 1 {
+	if q.Limit <= 0 {
 		return nil, nil
+	}
+	perEndpoint := q.PerEndpoint
+	if perEndpoint <= 0 {
+		perEndpoint = q.Limit
 	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, classify("claim deliveries: begin", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	// The due deliveries, oldest first and then in event order, at most
-	// PerEndpoint of each endpoint, so that a long backlog of one endpoint
-	// neither crowds out the others nor is claimed faster than it can be
-	// sent.
-	perEndpoint := q.PerEndpoint
-	if perEndpoint <= 0 {
-		perEndpoint = q.Limit
+	var endpoints []string
+	if q.Endpoint != "" {
+		endpoints = []string{q.Endpoint}
+	} else {
+		rows, err := tx.QueryContext(ctx, `WITH RECURSIVE eps(endpoint) AS (
+				SELECT min(endpoint) FROM deliveries WHERE state = 'pending'
+				UNION ALL
+				SELECT (SELECT min(endpoint) FROM deliveries WHERE state = 'pending' AND endpoint > eps.endpoint) FROM eps WHERE eps.endpoint IS NOT NULL
+			) SELECT endpoint FROM eps WHERE endpoint IS NOT NULL`)
+		if err != nil {
+			return nil, classify("claim deliveries: endpoints", err)
+		}
+		for rows.Next() {
+			var ep string
+			if err := rows.Scan(&ep); err != nil {
+				rows.Close()
+				return nil, classify("claim deliveries: endpoints", err)
+			}
+			if ep != q.Except && !slices.Contains(q.Exclude, ep) {
+				endpoints = append(endpoints, ep)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, classify("claim deliveries: endpoints", err)
+		}
 	}
-	args := []any{owner, now.Add(lease).UnixMicro(), now.UnixMicro(), q.Limit, q.Endpoint, q.Except, perEndpoint}
-	exclude := ""
-	for _, e := range q.Exclude {
-		args = append(args, e)
-		exclude += fmt.Sprintf(" AND endpoint != ?%d", len(args))
-	}
-	rows, err := tx.QueryContext(ctx, `UPDATE deliveries SET lease_owner = ?1, lease_until = ?2
-		WHERE (event_seq, endpoint) IN (SELECT event_seq, endpoint FROM (
-			SELECT event_seq, endpoint, next_at, row_number() OVER (PARTITION BY endpoint ORDER BY next_at, event_seq) AS rn FROM (
-				SELECT event_seq, endpoint, next_at FROM deliveries
-				WHERE state = 'pending' AND next_at <= ?3 AND lease_until < ?3 AND (?5 = '' OR endpoint = ?5) AND endpoint != ?6`+exclude+`
-				ORDER BY next_at, event_seq, endpoint LIMIT 5000))
-			WHERE rn <= ?7 ORDER BY next_at, event_seq, endpoint LIMIT ?4)
-		RETURNING event_seq, endpoint`, args...)
+	due, err := tx.PrepareContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
+		WHERE d.state = 'pending' AND d.endpoint = ? AND d.next_at <= ? AND d.lease_until < ? ORDER BY d.next_at, d.event_seq LIMIT ?`)
 	if err != nil {
-		return nil, classify("claim deliveries", err)
+		return nil, classify("claim deliveries: prepare", err)
 	}
-	var keys []any
-	for rows.Next() {
-		var seq uint64
-		var ep string
-		if err := rows.Scan(&seq, &ep); err != nil {
-			rows.Close()
+	defer due.Close()
+	var out []store.Delivery
+	for _, ep := range endpoints {
+		rows, err := due.QueryContext(ctx, ep, now.UnixMicro(), now.UnixMicro(), perEndpoint)
+		if err != nil {
 			return nil, classify("claim deliveries", err)
 		}
-		keys = append(keys, seq, ep)
+		for rows.Next() {
+			d, err := scanDelivery(rows)
+			if err != nil {
+				rows.Close()
+				return nil, classify("claim deliveries", err)
+			}
+			out = append(out, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, classify("claim deliveries", err)
+		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, classify("claim deliveries", err)
-	}
-	if len(keys) == 0 {
+	if len(out) == 0 {
 		return nil, nil
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
-		WHERE (d.event_seq, d.endpoint) IN (VALUES (?, ?)`+strings.Repeat(", (?, ?)", len(keys)/2-1)+`) ORDER BY d.next_at, d.event_seq, d.endpoint`, keys...)
+	// The oldest due first, and among those due together (a fan-out makes
+	// them so) in event order.
+	slices.SortFunc(out, func(a, b store.Delivery) int {
+		return cmp.Or(a.NextAt.Compare(b.NextAt), cmp.Compare(a.EventSeq, b.EventSeq), strings.Compare(a.Endpoint, b.Endpoint))
+	})
+	out = out[:min(len(out), q.Limit)]
+	take, err := tx.PrepareContext(ctx, `UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE event_seq = ? AND endpoint = ?`)
 	if err != nil {
-		return nil, classify("claim deliveries", err)
+		return nil, classify("claim deliveries: prepare", err)
 	}
-	var out []store.Delivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			rows.Close()
+	defer take.Close()
+	for _, d := range out {
+		if _, err := take.ExecContext(ctx, owner, now.Add(lease).UnixMicro(), d.EventSeq, d.Endpoint); err != nil {
 			return nil, classify("claim deliveries", err)
 		}
-		out = append(out, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, classify("claim deliveries", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, classify("claim deliveries: commit", err)
@@ -182,31 +210,44 @@ func (s *Store) ReleaseLeases(ctx context.Context) (int, error) {
 	return int(n), nil
 }
 
-// FinishDelivery logs an attempt and sets the delivery's new state, if
-// the lease is still the owner's.
-func (s *Store) FinishDelivery(ctx context.Context, f store.Finish, now time.Time) error {
+// FinishDeliveries logs attempts and sets the deliveries' new states,
+// each only if its lease is still the owner's.
+func (s *Store) FinishDeliveries(ctx context.Context, fs []store.Finish, now time.Time) error {
+	if len(fs) == 0 {
+		return nil
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		return classify("finish delivery: begin", err)
+		return classify("finish deliveries: begin", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if a := f.Attempt; !a.At.IsZero() {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO delivery_attempts(event_seq, endpoint, at, status, latency_us, outcome, excerpt) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			f.EventSeq, f.Endpoint, a.At.UnixMicro(), a.Status, a.Latency.Microseconds(), a.Outcome, a.Excerpt); err != nil {
-			return classify("finish delivery: log", err)
+	logAttempt, err := tx.PrepareContext(ctx, `INSERT INTO delivery_attempts(event_seq, endpoint, at, status, latency_us, outcome, excerpt) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return classify("finish deliveries: prepare", err)
+	}
+	defer logAttempt.Close()
+	update, err := tx.PrepareContext(ctx, `UPDATE deliveries SET state = ?, next_at = ?, attempts = attempts + ?, last_status = ?, last_error = ?,
+		lease_owner = '', lease_until = 0, updated_at = ? WHERE event_seq = ? AND endpoint = ? AND lease_owner = ?`)
+	if err != nil {
+		return classify("finish deliveries: prepare", err)
+	}
+	defer update.Close()
+	for _, f := range fs {
+		if a := f.Attempt; !a.At.IsZero() {
+			if _, err := logAttempt.ExecContext(ctx, f.EventSeq, f.Endpoint, a.At.UnixMicro(), a.Status, a.Latency.Microseconds(), a.Outcome, a.Excerpt); err != nil {
+				return classify("finish deliveries: log", err)
+			}
+		}
+		counted := 0
+		if f.Counted {
+			counted = 1
+		}
+		if _, err := update.ExecContext(ctx, f.State, f.NextAt.UnixMicro(), counted, f.Attempt.Status, f.Error, now.UnixMicro(), f.EventSeq, f.Endpoint, f.Owner); err != nil {
+			return classify("finish deliveries", err)
 		}
 	}
-	counted := 0
-	if f.Counted {
-		counted = 1
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = ?, next_at = ?, attempts = attempts + ?, last_status = ?, last_error = ?,
-		lease_owner = '', lease_until = 0, updated_at = ? WHERE event_seq = ? AND endpoint = ? AND lease_owner = ?`,
-		f.State, f.NextAt.UnixMicro(), counted, f.Attempt.Status, f.Error, now.UnixMicro(), f.EventSeq, f.Endpoint, f.Owner); err != nil {
-		return classify("finish delivery", err)
-	}
 	if err := tx.Commit(); err != nil {
-		return classify("finish delivery: commit", err)
+		return classify("finish deliveries: commit", err)
 	}
 	return nil
 }
@@ -296,24 +337,41 @@ func (s *Store) DisabledEndpoints(ctx context.Context) (map[string]string, error
 	return out, nil
 }
 
-// EntryDoc reads an entry for a delivery.
-func (s *Store) EntryDoc(ctx context.Context, id string) (store.EntryDoc, bool, error) {
-	var (
-		d  store.EntryDoc
-		us int64
-		fp []byte
-	)
-	err := s.rdb.QueryRowContext(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries WHERE id = ?`, id).
-		Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &us, &fp, &d.Data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return d, false, nil
+// EntryDocs reads entries for deliveries.
+func (s *Store) EntryDocs(ctx context.Context, ids []string) (map[string]store.EntryDoc, error) {
+	out := make(map[string]store.EntryDoc, len(ids))
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.rdb.QueryContext(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries
+			WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, classify("read entries", err)
+		}
+		for rows.Next() {
+			var (
+				d  store.EntryDoc
+				us int64
+				fp []byte
+			)
+			if err := rows.Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &us, &fp, &d.Data); err != nil {
+				rows.Close()
+				return nil, classify("read entries", err)
+			}
+			d.ReceivedAt = time.UnixMicro(us)
+			copy(d.Fingerprint[:], fp)
+			out[d.ID] = d
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, classify("read entries", err)
+		}
 	}
-	if err != nil {
-		return d, false, classify("read entry", err)
-	}
-	d.ReceivedAt = time.UnixMicro(us)
-	copy(d.Fingerprint[:], fp)
-	return d, true, nil
+	return out, nil
 }
 
 // Deliveries lists the deliveries of an entry's events with their

@@ -104,8 +104,8 @@ func TestOpensAStoreOfTheOldMigrations(t *testing.T) {
 	if err := db.QueryRow(`SELECT group_concat(version, ',') FROM (SELECT version FROM schema_migrations ORDER BY version)`).Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != "1,2,3,10,11,14" {
-		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 14 added", versions)
+	if versions != "1,2,3,10,11,12,15" {
+		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12 and 15 added", versions)
 	}
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_retention'`).Scan(&n); err != nil || n != 1 {

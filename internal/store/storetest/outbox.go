@@ -163,6 +163,7 @@ func testClaimEventOrder(t *testing.T, s store.Store) {
 			if len(ds) == 0 {
 				break
 			}
+			var done []store.Finish
 			for i, d := range ds {
 				if i > 0 && ds[i-1].EventSeq > d.EventSeq {
 					t.Fatalf("%+v: one claim returned %v after %v", q, d.DeliveryKey, ds[i-1].DeliveryKey)
@@ -171,9 +172,10 @@ func testClaimEventOrder(t *testing.T, s store.Store) {
 					t.Fatalf("%+v: %s got event %d (%s) before event %d (%s)", q, d.Endpoint, d.EventSeq, d.Event.Type, want.Seq, want.Type)
 				}
 				next[d.Endpoint]++
-				if err := s.FinishDelivery(ctx, store.Finish{DeliveryKey: d.DeliveryKey, Owner: "o", State: store.DeliveryDelivered}, now); err != nil {
-					t.Fatal(err)
-				}
+				done = append(done, store.Finish{DeliveryKey: d.DeliveryKey, Owner: "o", State: store.DeliveryDelivered})
+			}
+			if err := s.FinishDeliveries(ctx, done, now); err != nil {
+				t.Fatal(err)
 			}
 		}
 		for _, ep := range []string{"webhook:a", "webhook:b", "webhook:c"} {
@@ -214,12 +216,12 @@ func testLeases(t *testing.T, s store.Store) {
 	key := b[0].DeliveryKey
 	stale := store.Finish{DeliveryKey: key, Owner: "instance-a", State: store.DeliveryDelivered, Counted: true,
 		Attempt: store.Attempt{DeliveryKey: key, At: now.Add(61 * time.Second), Status: 200, Outcome: "delivered", Excerpt: "late"}}
-	if err := s.FinishDelivery(ctx, stale, now.Add(61*time.Second)); err != nil {
+	if err := s.FinishDeliveries(ctx, []store.Finish{stale}, now.Add(61*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	retry := store.Finish{DeliveryKey: key, Owner: "instance-b", State: store.DeliveryPending, NextAt: now.Add(3 * time.Minute), Counted: true,
 		Error: "503", Attempt: store.Attempt{DeliveryKey: key, At: now.Add(2 * time.Minute), Status: 503, Latency: 3 * time.Millisecond, Outcome: "retry", Excerpt: "busy"}}
-	if err := s.FinishDelivery(ctx, retry, now.Add(2*time.Minute)); err != nil {
+	if err := s.FinishDeliveries(ctx, []store.Finish{retry}, now.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if c := claim(t, s, "instance-b", now.Add(150*time.Second), 10); len(c) != 0 {
@@ -231,7 +233,7 @@ func testLeases(t *testing.T, s store.Store) {
 	}
 	done := store.Finish{DeliveryKey: key, Owner: "instance-b", State: store.DeliveryDelivered, Counted: true,
 		Attempt: store.Attempt{DeliveryKey: key, At: now.Add(3 * time.Minute), Status: 204, Outcome: "delivered"}}
-	if err := s.FinishDelivery(ctx, done, now.Add(3*time.Minute)); err != nil {
+	if err := s.FinishDeliveries(ctx, []store.Finish{done}, now.Add(3*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	ds, as, err := s.Deliveries(ctx, evs[0].EntryID)
@@ -241,9 +243,10 @@ func testLeases(t *testing.T, s store.Store) {
 	if len(as) != 3 || as[0].Excerpt != "late" || as[1].Status != 503 || as[1].Latency != 3*time.Millisecond || as[2].Outcome != "delivered" {
 		t.Fatalf("the log: %+v", as)
 	}
-	doc, ok, err := s.EntryDoc(ctx, evs[0].EntryID)
-	if err != nil || !ok || doc.Key != "k0" || doc.Site != "site" || len(doc.Data) == 0 || doc.Fingerprint == ([32]byte{}) {
-		t.Fatalf("entry doc: %+v %v %v", doc, ok, err)
+	docs, err := s.EntryDocs(ctx, []string{evs[0].EntryID, "no-such-entry"})
+	doc, ok := docs[evs[0].EntryID]
+	if err != nil || !ok || len(docs) != 1 || doc.ID != evs[0].EntryID || doc.Key != "k0" || doc.Site != "site" || len(doc.Data) == 0 || doc.Fingerprint == ([32]byte{}) {
+		t.Fatalf("entry docs: %+v %v", docs, err)
 	}
 }
 
@@ -256,14 +259,17 @@ func testRedeliver(t *testing.T, s store.Store) {
 	someEvents(t, s, "f", 2)
 	fanOut(t, s, now, "webhook:a")
 	got := claim(t, s, "o", now, 10)
+	var fs []store.Finish
 	for i, d := range got {
 		state := store.DeliveryDelivered
 		if i == 0 {
 			state = store.DeliveryFailed
 		}
-		if err := s.FinishDelivery(ctx, store.Finish{DeliveryKey: d.DeliveryKey, Owner: "o", State: state, Counted: true}, now); err != nil {
-			t.Fatal(err)
-		}
+		fs = append(fs, store.Finish{DeliveryKey: d.DeliveryKey, Owner: "o", State: state, Counted: true})
+	}
+	// Several finishes commit together.
+	if err := s.FinishDeliveries(ctx, fs, now); err != nil {
+		t.Fatal(err)
 	}
 	if st, _ := s.DeliveryStats(ctx); st.Failed != 1 || st.Pending != 0 {
 		t.Fatalf("stats %+v", st)
@@ -285,7 +291,7 @@ func testRedeliver(t *testing.T, s store.Store) {
 	if err := s.DisableEndpoint(ctx, "webhook:a", "f", "410 Gone", now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishDelivery(ctx, store.Finish{DeliveryKey: again[0].DeliveryKey, Owner: "o", State: store.DeliveryPending, NextAt: now}, now); err != nil {
+	if err := s.FinishDeliveries(ctx, []store.Finish{{DeliveryKey: again[0].DeliveryKey, Owner: "o", State: store.DeliveryPending, NextAt: now}}, now); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DisableEndpoint(ctx, "webhook:a", "f", "410 Gone", now); err != nil {

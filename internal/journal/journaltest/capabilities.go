@@ -1,0 +1,222 @@
+package journaltest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+)
+
+// testPruner: a journal that prunes deletes a form's entries received
+// before the cutoff once they are acknowledged, at most limit a call, and
+// nothing else: not a newer entry, not another form's, not one still in
+// flight.
+func testPruner(t *testing.T, open func() journal.Journal) {
+	j := open()
+	defer closeJ(t, j)
+	p := capability[journal.Pruner](t, j)
+	ctx := ctxT(t)
+	cutoff := time.Now().Add(-time.Hour)
+	old := func(form, key string) journal.Entry {
+		e := NewEntry(form, key)
+		e.ReceivedAt = cutoff.Add(-time.Hour).UTC().Truncate(time.Microsecond)
+		return e
+	}
+	for _, e := range []journal.Entry{old("f", "old-1"), old("f", "old-2"), NewEntry("f", "new"), old("g", "old"), old("f", "held")} {
+		mustAppend(t, j, e)
+	}
+	got := fetchN(t, j, 5)
+	if got[4].Key != "held" {
+		t.Fatalf("delivered %s last, want held", got[4].Key)
+	}
+	for _, e := range got[:4] {
+		if err := j.Ack(ctx, e.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An acknowledgement may reach what the journal prunes by a moment
+	// later (sqlitejournal saves its floor every second).
+	deadline := time.Now().Add(10 * time.Second)
+	for pruned := 0; pruned < 2; {
+		n, err := p.Prune(ctx, "f", cutoff, 1)
+		if err != nil {
+			t.Fatalf("prune: %v", err)
+		}
+		if n > 1 {
+			t.Fatalf("pruned %d entries with a limit of 1", n)
+		}
+		pruned += n
+		if n == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("pruned %d of the 2 old, acknowledged entries", pruned)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if n, err := p.Prune(ctx, "f", cutoff, 10); err != nil || n != 0 {
+		t.Fatalf("prune again: %d, %v; want nothing left to prune", n, err)
+	}
+	for _, c := range []struct {
+		form, key string
+		kept      bool
+	}{{"f", "old-1", false}, {"f", "old-2", false}, {"f", "new", true}, {"g", "old", true}, {"f", "held", true}} {
+		if _, found, err := j.Lookup(ctx, c.form, c.key); err != nil || found != c.kept {
+			t.Errorf("lookup %s/%s after prune: found %v, %v; want %v", c.form, c.key, found, err, c.kept)
+		}
+	}
+	var keys []string
+	if err := j.Read(ctx, journal.Filter{}, func(e journal.Entry) error {
+		keys = append(keys, e.Form+"/"+e.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(keys) != "[f/new g/old f/held]" {
+		t.Fatalf("read after prune: %v", keys)
+	}
+	if err := j.Ack(ctx, got[4].Seq); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testWritability: a healthy journal says it can take appends, before and
+// after one, and its check leaves nothing behind; a closed one says it
+// cannot.
+func testWritability(t *testing.T, open func() journal.Journal) {
+	j := open()
+	closed := false
+	defer func() {
+		if !closed {
+			closeJ(t, j)
+		}
+	}()
+	w := capability[journal.Writability](t, j)
+	ctx := ctxT(t)
+	if err := w.Writable(ctx); err != nil {
+		t.Fatalf("a new journal: %v", err)
+	}
+	mustAppend(t, j, NewEntry("f", "a"))
+	if err := w.Writable(ctx); err != nil {
+		t.Fatalf("after an append: %v", err)
+	}
+	n := 0
+	if err := j.Read(ctx, journal.Filter{}, func(journal.Entry) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("read after the checks: %d entries, %v; want the one appended", n, err)
+	}
+	closeJ(t, j)
+	closed = true
+	if err := w.Writable(ctx); !errors.Is(err, journal.ErrUnavailable) && !errors.Is(err, journal.ErrClosed) {
+		t.Fatalf("a closed journal: %v, want ErrUnavailable or ErrClosed", err)
+	}
+}
+
+// testOutcomeBus: an announcement reaches every subscriber, this
+// journal's own included, byte for byte; a stopped subscription gets no
+// more while the others still do.
+func testOutcomeBus(t *testing.T, open func() journal.Journal) {
+	j := open()
+	defer closeJ(t, j)
+	bus := capability[journal.OutcomeBus](t, j)
+	subscribe := func() (<-chan []byte, func()) {
+		t.Helper()
+		ch := make(chan []byte, 64)
+		stop, err := bus.SubscribeOutcomes(func(data []byte) {
+			select {
+			case ch <- bytes.Clone(data):
+			default:
+			}
+		})
+		if err != nil {
+			t.Fatalf("subscribe: %v", err)
+		}
+		return ch, stop
+	}
+	a, stopA := subscribe()
+	b, stopB := subscribe()
+	defer stopB()
+	// Announcements are at most once: announce again until each
+	// subscriber has one.
+	announce := func(msg string, to ...<-chan []byte) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for _, ch := range to {
+			for got := false; !got; {
+				if err := bus.PublishOutcomes([]byte(msg)); err != nil {
+					t.Fatalf("announce: %v", err)
+				}
+				timeout := time.After(100 * time.Millisecond)
+			drain:
+				for {
+					select {
+					case data := <-ch:
+						if string(data) == msg {
+							got = true
+							break drain
+						}
+					case <-timeout:
+						break drain
+					}
+				}
+				if !got && time.Now().After(deadline) {
+					t.Fatalf("announcement %s never arrived", msg)
+				}
+			}
+		}
+	}
+	announce(`[{"form":"f","key":"one"}]`, a, b)
+	stopA()
+	announce(`[{"form":"f","key":"two"}]`, b)
+	late := time.After(200 * time.Millisecond)
+	for {
+		select {
+		case data := <-a:
+			if strings.Contains(string(data), "two") {
+				t.Fatalf("a stopped subscription got %s", data)
+			}
+		case <-late:
+			return
+		}
+	}
+}
+
+// testLaxDurability: what a journal reports as lax is one distinct
+// sentence a reason, found from the storage's settings: it does not
+// change while the journal runs, and the same storage opened again
+// reports the same.
+func testLaxDurability(t *testing.T, open func() journal.Journal) {
+	j := open()
+	closed := false
+	defer func() {
+		if !closed {
+			closeJ(t, j)
+		}
+	}()
+	first := slices.Sorted(slices.Values(capability[journal.LaxDurability](t, j).LaxDurability()))
+	for i, reason := range first {
+		if strings.TrimSpace(reason) == "" {
+			t.Fatalf("an empty reason among %q", first)
+		}
+		if i > 0 && first[i-1] == reason {
+			t.Fatalf("reason %q given twice", reason)
+		}
+	}
+	if again := slices.Sorted(slices.Values(j.(journal.LaxDurability).LaxDurability())); !slices.Equal(again, first) {
+		t.Fatalf("lax durability changed while running: %q, then %q", first, again)
+	}
+	closeJ(t, j)
+	closed = true
+	j2 := open()
+	defer closeJ(t, j2)
+	l, ok := j2.(journal.LaxDurability)
+	if !ok {
+		t.Fatal("the journal reopened is not a journal.LaxDurability")
+	}
+	if again := slices.Sorted(slices.Values(l.LaxDurability())); !slices.Equal(again, first) {
+		t.Fatalf("the same storage reopened: %q, before %q", again, first)
+	}
+}

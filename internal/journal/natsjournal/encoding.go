@@ -1,0 +1,119 @@
+package natsjournal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+)
+
+// subjectPrefix is the stream name as a subject token.
+func subjectPrefix(stream string) string {
+	return token(strings.ToLower(stream))
+}
+
+// token makes s a valid subject token, keeping it readable when it is
+// made of letters, digits, '-' and '_' and does not start with '_';
+// anything else (the empty site included) becomes '_' and its hex, so no
+// two values share a token.
+func token(s string) string {
+	plain := s != "" && s[0] != '_'
+	for i := 0; plain && i < len(s); i++ {
+		c := s[i]
+		plain = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+	}
+	if plain {
+		return s
+	}
+	return "_" + hex.EncodeToString([]byte(s))
+}
+
+// keyHash names a key in a subject: 128 bits of its SHA-256, far from any
+// collision among one form's keys; Lookup checks the key anyway.
+func keyHash(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:16])
+}
+
+// msgID names (form, key) in a message's Nats-Msg-Id, for the server's
+// duplicate window, and in the async appends awaiting the stream.
+func msgID(form, key string) string { return token(form) + "." + keyHash(key) }
+
+func (j *Journal) subject(site, form, key string) string {
+	return j.prefix + "." + token(site) + "." + token(form) + "." + keyHash(key)
+}
+
+// filterSubject selects a site and a form, either of which may be empty
+// for all.
+func (j *Journal) filterSubject(site, form string) string {
+	s, f := "*", "*"
+	if site != "" {
+		s = token(site)
+	}
+	if form != "" {
+		f = token(form)
+	}
+	return j.prefix + "." + s + "." + f + ".*"
+}
+
+// record is an entry as the stream keeps it. Data is kept as a string so
+// that its bytes come back exactly as they went in.
+type record struct {
+	ID          string   `json:"id"`
+	Site        string   `json:"site"`
+	Form        string   `json:"form"`
+	Key         string   `json:"key"`
+	Fingerprint string   `json:"fingerprint"`
+	Digest      string   `json:"digest,omitempty"`
+	ReceivedAt  string   `json:"received_at"`
+	Spam        bool     `json:"spam,omitempty"`
+	Claims      []string `json:"claims,omitempty"`
+	Data        string   `json:"data"`
+}
+
+func encode(e journal.Entry) ([]byte, error) {
+	return json.Marshal(record{
+		ID: e.ID, Site: e.Site, Form: e.Form, Key: e.Key,
+		Fingerprint: hex.EncodeToString(e.Fingerprint[:]),
+		Digest:      digestHex(e.Digest),
+		ReceivedAt:  e.ReceivedAt.UTC().Format(time.RFC3339Nano),
+		Spam:        e.Spam, Claims: e.Claims, Data: string(e.Data),
+	})
+}
+
+// digestHex writes a digest, or nothing for the zero digest of an entry
+// that has none.
+func digestHex(d [32]byte) string {
+	if d == ([32]byte{}) {
+		return ""
+	}
+	return hex.EncodeToString(d[:])
+}
+
+func decode(seq uint64, b []byte) (journal.Entry, error) {
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return journal.Entry{}, fmt.Errorf("decode journal entry %d: %w", seq, err)
+	}
+	e := journal.Entry{Seq: seq, ID: r.ID, Site: r.Site, Form: r.Form, Key: r.Key, Spam: r.Spam, Claims: r.Claims, Data: json.RawMessage(r.Data)}
+	fp, err := hex.DecodeString(r.Fingerprint)
+	if err != nil || len(fp) != len(e.Fingerprint) {
+		return journal.Entry{}, fmt.Errorf("decode journal entry %d: bad fingerprint", seq)
+	}
+	copy(e.Fingerprint[:], fp)
+	if r.Digest != "" {
+		d, err := hex.DecodeString(r.Digest)
+		if err != nil || len(d) != len(e.Digest) {
+			return journal.Entry{}, fmt.Errorf("decode journal entry %d: bad digest", seq)
+		}
+		copy(e.Digest[:], d)
+	}
+	if e.ReceivedAt, err = time.Parse(time.RFC3339Nano, r.ReceivedAt); err != nil {
+		return journal.Entry{}, fmt.Errorf("decode journal entry %d: %w", seq, err)
+	}
+	return e, nil
+}
