@@ -67,6 +67,10 @@ type Config struct {
 	// JournalMaxSize bounds the sqlite journal's file in bytes; 0 for no
 	// bound.
 	JournalMaxSize int64
+	// DecideAtAppend turns on the embedded fast path: with the sqlite
+	// journal and store, a sync entry is decided in the commit that
+	// journals it.
+	DecideAtAppend bool
 
 	ReconcileEvery  time.Duration
 	StaleAfter      time.Duration
@@ -230,6 +234,14 @@ var settings = []setting{
 			return fmt.Errorf("%q is not a size of at least 1MiB; write bytes, or 512MiB, 20GiB; or 0 for no bound", v)
 		}
 		c.JournalMaxSize = n
+		return nil
+	}},
+	{"decide-at-append", "true", "with the sqlite journal and the sqlite store, decide each submission in the commit that journals it (one transaction over both files, no hop through the processor); false sends every entry through the processor, as with other drivers", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		c.DecideAtAppend = b
 		return nil
 	}},
 	{"queue-size", "16384", "submissions waiting for the journal writer before new ones get 503 overloaded", intSetter(func(c *Config) *int { return &c.QueueSize }, 16, 1<<22)},

@@ -12,6 +12,7 @@ type Metrics struct {
 	storeErrors  prometheus.Counter
 	reconciled   prometheus.Counter
 	applySeconds prometheus.Histogram
+	atAppend     prometheus.Counter
 	byStatus     map[string]prometheus.Counter
 }
 
@@ -21,7 +22,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formd_outcomes_total",
-			Help: "Entries decided by the processor, by outcome (stored, waitlisted, duplicate, rejected, spam, dead-lettered). Duplicates are participants blocked from registering twice.",
+			Help: "Entries decided, by outcome (stored, waitlisted, duplicate, rejected, spam, dead-lettered). Duplicates are participants blocked from registering twice.",
 		}, []string{"status"}),
 		replayed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "formd_outcomes_replayed_total",
@@ -40,13 +41,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to decide one batch in the store, commit included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		atAppend: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "formd_decided_at_append_total",
+			Help: "Entries decided in the commit that journaled them (the embedded fast path); the others are decided by the processor's workers.",
+		}),
 	}
 	m.byStatus = map[string]prometheus.Counter{}
 	for _, s := range []string{store.StatusStored, store.StatusWaitlisted, store.StatusDuplicate, store.StatusRejected, store.StatusSpam, store.StatusDeadLettered} {
 		m.byStatus[s] = m.outcomes.WithLabelValues(s)
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.replayed, m.storeErrors, m.reconciled, m.applySeconds)
+		reg.MustRegister(m.outcomes, m.replayed, m.storeErrors, m.reconciled, m.applySeconds, m.atAppend)
 	}
 	return m
 }

@@ -248,14 +248,26 @@ func (p *Processor) failed(ctx context.Context, e journal.Entry, cause error) er
 // settle publishes outcomes and only then acknowledges the entries: the
 // store has committed them, so a lost ack costs a replay, never an entry.
 func (p *Processor) settle(ctx context.Context, entries []journal.Entry, outs []store.Outcome) {
+	p.publish(outs)
 	seqs := make([]uint64, len(entries))
-	for i, o := range outs {
+	for i, e := range entries {
+		seqs[i] = e.Seq
+	}
+	if err := p.src.Ack(context.WithoutCancel(ctx), seqs...); err != nil {
+		// The entries will be delivered again and replayed; nothing is lost.
+		p.opts.Logger.Warn("journal ack failed", "err", err, "entries", len(seqs))
+	}
+}
+
+// publish hands committed outcomes to the requests waiting for them, the
+// observers and other instances, and cues the outbox.
+func (p *Processor) publish(outs []store.Outcome) {
+	for _, o := range outs {
 		p.notify.Publish(o)
 		if p.opts.Observe != nil {
 			p.opts.Observe(o)
 		}
 		p.opts.Metrics.observe(o)
-		seqs[i] = entries[i].Seq
 	}
 	if p.opts.Announce != nil {
 		p.opts.Announce(outs)
@@ -263,10 +275,49 @@ func (p *Processor) settle(ctx context.Context, entries []journal.Entry, outs []
 	if p.opts.Settled != nil {
 		p.opts.Settled()
 	}
-	if err := p.src.Ack(context.WithoutCancel(ctx), seqs...); err != nil {
-		// The entries will be delivered again and replayed; nothing is lost.
-		p.opts.Logger.Warn("journal ack failed", "err", err, "entries", len(seqs))
+}
+
+// DecideInline decides entries with apply inside the transaction that
+// journals them (the embedded fast path), by the same rules as Process: a
+// batch that fails on its own is split until the entries that fail are
+// isolated. Those, and the whole batch when the store itself fails, are
+// left undecided: the journal delivers them to the workers as any entry,
+// with their retries and dead letters. It says which entries were decided
+// and returns what to do once the transaction has committed: publish
+// their outcomes. apply must leave the transaction as it found it when it
+// fails.
+func (p *Processor) DecideInline(ctx context.Context, entries []journal.Entry, apply func(context.Context, []journal.Entry) ([]store.Outcome, error)) ([]bool, func()) {
+	decided := make([]bool, len(entries))
+	var outs []store.Outcome
+	var try func(lo, hi int) bool // false: the store failed, stop
+	try = func(lo, hi int) bool {
+		start := p.opts.Now()
+		o, err := apply(ctx, entries[lo:hi])
+		p.opts.Metrics.applySeconds.Observe(p.opts.Now().Sub(start).Seconds())
+		switch {
+		case err == nil:
+			for i := lo; i < hi; i++ {
+				decided[i] = true
+			}
+			outs = append(outs, o...)
+			return true
+		case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+			p.opts.Metrics.storeErrors.Inc()
+			p.opts.Logger.Warn("store unavailable at append; the entries are left to the processor", "err", err, "entries", hi-lo)
+			return false
+		case hi-lo == 1:
+			p.opts.Logger.Warn("entry failed at append; it is left to the processor", "form", entries[lo].Form, "seq", entries[lo].Seq, "err", err)
+			return true
+		}
+		mid := lo + (hi-lo)/2
+		return try(lo, mid) && try(mid, hi)
 	}
+	try(0, len(entries))
+	p.opts.Metrics.atAppend.Add(float64(len(outs)))
+	if len(outs) == 0 {
+		return decided, nil
+	}
+	return decided, func() { p.publish(outs) }
 }
 
 // Reconcile re-drives entries delivered more than StaleAfter ago and still

@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/formd/formd/internal/journal/journaltest"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
 	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"go.uber.org/goleak"
@@ -259,4 +261,208 @@ func TestNotifier(t *testing.T) {
 	}
 	stopA()
 	n.Publish(store.Outcome{Form: "f", Key: "k"}) // nobody waits: nothing happens
+}
+
+// sharedRig is the embedded fast path: the journal and the store on one
+// shared writer, sync entries decided at append by the processor's rules
+// through apply (the store's ApplyIn, unless a test wraps it).
+type sharedRig struct {
+	dir    string
+	close  func()
+	j      *sqlitejournal.Journal
+	s      *sqlitestore.Store
+	notify *processor.Notifier
+	p      *processor.Processor
+}
+
+func newSharedRig(t *testing.T, dir string, decider processor.Decider, opts processor.Options,
+	apply func(ctx context.Context, s *sqlitestore.Store, tx *sql.Tx, es []journal.Entry) ([]store.Outcome, error)) *sharedRig {
+	t.Helper()
+	ctx := context.Background()
+	jpath, spath := filepath.Join(dir, "journal.db"), filepath.Join(dir, "store.db")
+	w, err := sqlitedb.OpenShared(jpath, spath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: spath, Writer: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := sqlitejournal.Open(ctx, sqlitejournal.Options{Path: jpath, Writer: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &sharedRig{dir: dir, j: j, s: s, notify: processor.NewNotifier()}
+	if decider == nil {
+		decider = s
+	}
+	if apply == nil {
+		apply = func(ctx context.Context, s *sqlitestore.Store, tx *sql.Tx, es []journal.Entry) ([]store.Outcome, error) {
+			return s.ApplyIn(ctx, tx, es)
+		}
+	}
+	r.p = processor.New(j, decider, r.notify, opts)
+	if err := j.DecideAtAppend(func(ctx context.Context, tx *sql.Tx, es []journal.Entry) ([]bool, func()) {
+		return r.p.DecideInline(ctx, es, func(ctx context.Context, es []journal.Entry) ([]store.Outcome, error) { return apply(ctx, s, tx, es) })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	r.close = func() {
+		if !closed {
+			closed = true
+			j.Close()
+			s.Close()
+		}
+	}
+	t.Cleanup(r.close)
+	return r
+}
+
+func (r *sharedRig) append(t *testing.T, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if _, err := r.j.Append(context.Background(), journaltest.NewEntry("f", k), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// nothingToFetch checks that the processor's stream holds no entry.
+func nothingToFetch(t *testing.T, j *sqlitejournal.Journal) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if got, err := j.Fetch(ctx, 10); len(got) != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the processor was handed %d entries (%v): they were decided at append", len(got), err)
+	}
+}
+
+// On the fast path a sync append returns decided: the waiter has its
+// outcome when Append returns, the store has the entry and its event, and
+// the processor is handed nothing, now or after a restart.
+func TestDecidedAtAppend(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := newSharedRig(t, dir, nil, processor.Options{}, nil)
+	wait, stop := r.notify.Wait("f", "a")
+	defer stop()
+	r.append(t, "a", "b")
+	select {
+	case o := <-wait:
+		if o.Decision != store.StatusStored || o.Replayed {
+			t.Fatalf("outcome %+v", o)
+		}
+	default:
+		t.Fatal("Append returned before the outcome was published")
+	}
+	for _, k := range []string{"a", "b"} {
+		if s := statusOf(t, r.s, k); s != store.StatusStored {
+			t.Fatalf("%s is %q", k, s)
+		}
+	}
+	nothingToFetch(t, r.j)
+	if st, _ := r.j.Stats(context.Background()); st.Backlog != 0 || st.LastSeq != 2 {
+		t.Fatalf("journal stats %+v", st)
+	}
+	// An async entry still goes through the processor.
+	if _, err := r.j.Append(context.Background(), journaltest.NewEntry("f", "async"), false); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if got, err := r.j.Fetch(ctx, 10); err != nil || len(got) != 1 || got[0].Key != "async" {
+		t.Fatalf("fetch after an async append: %+v %v", got, err)
+	}
+	// The journal is its own file, as without the fast path; a restart
+	// hands the processor nothing decided at append.
+	r.close()
+	j, err := sqlitejournal.Open(context.Background(), sqlitejournal.Options{Path: filepath.Join(dir, "journal.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if e, ok, err := j.Lookup(context.Background(), "f", "a"); err != nil || !ok || e.Seq != 1 {
+		t.Fatalf("the journal file alone: %+v %v %v", e, ok, err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if got, err := j.Fetch(ctx2, 10); err != nil || len(got) != 1 || got[0].Key != "async" {
+		t.Fatalf("after a restart the processor gets %+v %v; want only the unacknowledged async entry", got, err)
+	}
+}
+
+// A poison entry fails at append on its own: its neighbours are decided
+// there, and it is journaled and left to the processor, which retries it
+// and dead-letters it; its waiter learns that.
+func TestPoisonEntryAtAppendIsLeftToTheProcessor(t *testing.T) {
+	t.Parallel()
+	var fs *faultyStore
+	r := newSharedRig(t, t.TempDir(), nil, processor.Options{MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond, BatchSize: 10},
+		func(ctx context.Context, s *sqlitestore.Store, tx *sql.Tx, es []journal.Entry) ([]store.Outcome, error) {
+			for _, e := range es {
+				if e.Key == "bad" {
+					return nil, errors.New("value too long for column")
+				}
+			}
+			return s.ApplyIn(ctx, tx, es)
+		})
+	fs = &faultyStore{Store: r.s, poison: "bad"}
+	r.p = processor.New(r.j, fs, r.notify, processor.Options{MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond, BatchSize: 10})
+	wait, stop := r.notify.Wait("f", "bad")
+	defer stop()
+	// Concurrent appends share a commit, so the poison entry meets its
+	// neighbours in one decision.
+	var wg sync.WaitGroup
+	for _, k := range []string{"a", "b", "bad", "c", "d"} {
+		wg.Go(func() {
+			if _, err := r.j.Append(context.Background(), journaltest.NewEntry("f", k), true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if s := statusOf(t, r.s, k); s != store.StatusStored {
+			t.Fatalf("%s is %q after its append", k, s)
+		}
+	}
+	if s := statusOf(t, r.s, "bad"); s != "" {
+		t.Fatalf("the poison entry is %q in the store", s)
+	}
+	run(t, r.p)
+	select {
+	case o := <-wait:
+		if o.Decision != store.StatusDeadLettered {
+			t.Fatalf("waiter got %+v", o)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiter of the poison entry was never told")
+	}
+	if dls, _ := r.s.DeadLetters(context.Background(), 10); len(dls) != 1 || dls[0].Key != "bad" {
+		t.Fatalf("dead letters %+v", dls)
+	}
+}
+
+// A store that fails at append leaves the whole batch journaled and
+// undecided; the processor decides it once the store is back.
+func TestStoreOutageAtAppendIsLeftToTheProcessor(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	down.Store(true)
+	r := newSharedRig(t, t.TempDir(), nil, processor.Options{RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond},
+		func(ctx context.Context, s *sqlitestore.Store, tx *sql.Tx, es []journal.Entry) ([]store.Outcome, error) {
+			if down.Load() {
+				return nil, fmt.Errorf("disk I/O error: %w", store.ErrUnavailable)
+			}
+			return s.ApplyIn(ctx, tx, es)
+		})
+	r.append(t, "a", "b")
+	if s := statusOf(t, r.s, "a"); s != "" {
+		t.Fatalf("decided %q while the store was down", s)
+	}
+	run(t, r.p)
+	for _, k := range []string{"a", "b"} {
+		eventually(t, k+" stored", func() bool { return statusOf(t, r.s, k) == store.StatusStored })
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/natsjournal"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
+	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/store/sqlitestore"
@@ -35,6 +38,9 @@ var (
 // OpenDrivers opens the journal and the store the settings name. This is
 // the one place that knows the driver packages.
 func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, Store, error) {
+	if cfg.DecideAtAppend && cfg.Journal == "sqlite" && cfg.Store == "sqlite" {
+		return openEmbedded(ctx, cfg, log)
+	}
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -45,6 +51,48 @@ func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (jour
 		return nil, nil, err
 	}
 	return j, st, nil
+}
+
+// openEmbedded opens the sqlite journal and the sqlite store on one
+// shared write connection, for the embedded fast path (wireFastPath):
+// the store closes it, after the journal.
+func openEmbedded(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, Store, error) {
+	if err := dataDir(cfg); err != nil {
+		return nil, nil, err
+	}
+	jpath, spath := filepath.Join(cfg.Data, "journal.db"), filepath.Join(cfg.Data, "store.db")
+	w, err := sqlitedb.OpenShared(jpath, spath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the journal and the store: %w", err)
+	}
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: spath, Writer: w, Readers: cfg.SQLiteReaders})
+	if err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	j, err := sqlitejournal.Open(ctx, sqlitejournal.Options{Path: jpath, Writer: w, QueueSize: cfg.QueueSize, MaxSize: cfg.JournalMaxSize, Logger: log})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return j, st, nil
+}
+
+// wireFastPath has the journal decide sync entries at append through the
+// processor's rules and the store, when the drivers share a writer
+// (openEmbedded). It says whether it did.
+func wireFastPath(j journal.Journal, st Store, proc *processor.Processor) (bool, error) {
+	sj, ok := j.(*sqlitejournal.Journal)
+	ss, ok2 := st.(*sqlitestore.Store)
+	if !ok || !ok2 || !ss.Shared() {
+		return false, nil
+	}
+	err := sj.DecideAtAppend(func(ctx context.Context, tx *sql.Tx, es []journal.Entry) ([]bool, func()) {
+		return proc.DecideInline(ctx, es, func(ctx context.Context, es []journal.Entry) ([]store.Outcome, error) {
+			return ss.ApplyIn(ctx, tx, es)
+		})
+	})
+	return err == nil, err
 }
 
 // dataDir makes the directory of the embedded files, so that any command

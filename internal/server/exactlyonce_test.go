@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store"
 )
@@ -22,12 +23,17 @@ import (
 // another person's phone number written differently. Afterwards exactly
 // 100 are stored, every other person is waitlisted (or rejected) or refused
 // as a duplicate, and no key and no phone is live twice.
+//
+// It runs on both paths of the embedded drivers: decided in the commit
+// that journals each entry (the default), and through the processor.
 func TestConcurrentRegistrations(t *testing.T) {
-	for _, whenFull := range []string{"waitlist", "reject"} {
-		t.Run(whenFull, func(t *testing.T) {
-			t.Parallel()
-			runConcurrentRegistrations(t, whenFull)
-		})
+	for _, atAppend := range []bool{true, false} {
+		for _, whenFull := range []string{"waitlist", "reject"} {
+			t.Run(fmt.Sprintf("%s/decide-at-append=%v", whenFull, atAppend), func(t *testing.T) {
+				t.Parallel()
+				runConcurrentRegistrations(t, whenFull, atAppend)
+			})
+		}
 	}
 }
 
@@ -75,7 +81,7 @@ type answer struct {
 	code   string
 }
 
-func runConcurrentRegistrations(t *testing.T, whenFull string) {
+func runConcurrentRegistrations(t *testing.T, whenFull string, atAppend bool) {
 	forms := fmt.Sprintf(`
 id: peak
 fields:
@@ -85,7 +91,7 @@ unique: [[phone]]
 capacity: %d
 when_full: %s
 `, places, whenFull)
-	h := servertest.Start(t, forms, servertest.Options{})
+	h := servertest.Start(t, forms, servertest.Options{Config: func(c *config.Config) { c.DecideAtAppend = atAppend }})
 	client := servertest.Client()
 	ps := makePeople()
 
@@ -192,7 +198,35 @@ when_full: %s
 			t.Fatalf("outcomes %v", outcome)
 		}
 	}
+	// Each person's entry was decided once, where the path says.
+	want := 0
+	if atAppend {
+		want = people
+	}
+	if n := metric(t, h.URL, "formd_decided_at_append_total"); n != want {
+		t.Fatalf("%d entries decided at append, want %d", n, want)
+	}
 	t.Logf("outcomes: %v", outcome)
+}
+
+// metric reads a counter from /metrics.
+func metric(t *testing.T, base, name string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var n float64
+			fmt.Sscan(v, &n)
+			return int(n)
+		}
+	}
+	t.Fatalf("no %s in /metrics", name)
+	return 0
 }
 
 func post(t *testing.T, c *http.Client, base string, p person) answer {

@@ -164,6 +164,13 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	procOpts.Settled = s.outbox.Wake
 	s.proc = processor.New(s.Journal, s.Store, s.notify, procOpts)
+	fast, err := wireFastPath(s.Journal, s.Store, s.proc)
+	if err != nil {
+		return fmt.Errorf("decide at append (--decide-at-append): %w", err)
+	}
+	if fast {
+		log.Debug("the embedded fast path decides submissions at append")
+	}
 	pruner, _ := s.Journal.(journal.Pruner)
 	s.retention = erasure.NewRetention(s.Forms, s.Store, pruner, time.Now, log, reg)
 	notify := s.notify

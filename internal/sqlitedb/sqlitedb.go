@@ -8,6 +8,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,39 +22,104 @@ import (
 // settings applied on every new connection.
 const driverName = "sqlite3-formd"
 
-func init() {
-	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		// Checkpoint every ~40 MiB of WAL instead of the default 4 MiB: a
-		// page rewritten by many commits (the last leaf of an index) is
-		// copied to the database once per checkpoint, so fewer checkpoints
-		// cost less CPU and I/O at the same durability.
-		if _, err := c.Exec("PRAGMA wal_autocheckpoint = 10000", nil); err != nil {
-			return err
-		}
-		// Deleted content is overwritten with zeros, so that data erased
-		// for retention or at a person's request is gone from the file,
-		// not left in a free page.
-		_, err := c.Exec("PRAGMA secure_delete = ON", nil)
+// formdDriver applies formd's per-connection settings on every new
+// connection.
+var formdDriver = &sqlite3.SQLiteDriver{ConnectHook: connectSettings}
+
+func init() { sql.Register(driverName, formdDriver) }
+
+func connectSettings(c *sqlite3.SQLiteConn) error {
+	// Checkpoint every ~40 MiB of WAL instead of the default 4 MiB: a
+	// page rewritten by many commits (the last leaf of an index) is
+	// copied to the database once per checkpoint, so fewer checkpoints
+	// cost less CPU and I/O at the same durability.
+	if _, err := c.Exec("PRAGMA wal_autocheckpoint = 10000", nil); err != nil {
 		return err
-	}})
+	}
+	// Deleted content is overwritten with zeros, so that data erased
+	// for retention or at a person's request is gone from the file,
+	// not left in a free page.
+	_, err := c.Exec("PRAGMA secure_delete = ON", nil)
+	return err
 }
 
+// writerParams are the write connection's settings: WAL, every commit
+// fsync'd, a lock waited for rather than failed on, transactions that
+// begin IMMEDIATE (so a writer never fails half-way on a lock), 64 MiB of
+// page cache.
+const writerParams = "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_cache_size=-65536"
+
 // OpenWriter opens the single write connection of a file, creating it.
-// Transactions begin IMMEDIATE, so a writer never fails half-way on a lock.
 func OpenWriter(path string) (*sql.DB, error) {
 	if err := ownerOnly(path); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open(driverName, "file:"+escapePath(path)+
-		"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_cache_size=-65536")
+	db, err := sql.Open(driverName, "file:"+escapePath(path)+writerParams)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	return single(db), nil
+}
+
+func single(db *sql.DB) *sql.DB {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
-	return db, nil
+	return db
 }
+
+// SharedSchema is the name the second file has on a shared writer.
+const SharedSchema = "store"
+
+// OpenShared opens one write connection to two files: main is the first
+// (the journal), the second (the store) is attached as SharedSchema, with
+// the same settings. One transaction on it may write both files: the
+// embedded fast path appends entries to the journal and decides them in
+// the store in one commit. In WAL mode such a commit is atomic in each
+// file, not across them: SQLite commits main first, so a crash in
+// between leaves entries journaled and not decided, which the processor
+// decides on the next start — never a decision without its entry.
+//
+// Unqualified table names resolve to main first: the two files must not
+// share a table name. Schema changes to the attached file belong on a
+// connection of its own (OpenWriter).
+func OpenShared(mainPath, attachPath string) (*sql.DB, error) {
+	for _, p := range []string{mainPath, attachPath} {
+		if err := ownerOnly(p); err != nil {
+			return nil, err
+		}
+	}
+	return single(sql.OpenDB(&sharedConnector{dsn: "file:" + escapePath(mainPath) + writerParams, attach: attachPath})), nil
+}
+
+// sharedConnector opens the shared writer's connection and attaches the
+// second file to it.
+type sharedConnector struct{ dsn, attach string }
+
+func (c *sharedConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := formdDriver.Open(c.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open shared writer: %w", err)
+	}
+	sc := conn.(*sqlite3.SQLiteConn)
+	for _, q := range []struct {
+		sql  string
+		args []driver.Value
+	}{
+		{"ATTACH DATABASE ? AS " + SharedSchema, []driver.Value{c.attach}},
+		{"PRAGMA " + SharedSchema + ".journal_mode = WAL", nil},
+		{"PRAGMA " + SharedSchema + ".synchronous = FULL", nil},
+		{"PRAGMA " + SharedSchema + ".cache_size = -65536", nil},
+	} {
+		if _, err := sc.Exec(q.sql, q.args); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("open shared writer: %s: %w", q.sql, err)
+		}
+	}
+	return conn, nil
+}
+
+func (c *sharedConnector) Driver() driver.Driver { return formdDriver }
 
 // escapePath makes a file path safe in an SQLite URI filename: the
 // characters that end the path or start an escape there (?, #, %) are

@@ -32,12 +32,12 @@ func (j *Journal) CountForm(ctx context.Context, form string) (journal.FormCount
 	}
 	j.mu.Unlock()
 	var entries, ahead int64
-	if err := j.rdb.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE form = ?`, form).Scan(&entries); err != nil {
+	if err := j.rdb.QueryRowContext(ctx, `SELECT count(*) FROM journal_entries WHERE form = ?`, form).Scan(&entries); err != nil {
 		return c, fmt.Errorf("count journal entries: %w: %w", journal.ErrUnavailable, err)
 	}
 	// "+form" keeps the planner on the primary key: the range past the
 	// cursor is the backlog, small, where the form's index is not.
-	if err := j.rdb.QueryRowContext(ctx, `SELECT count(*) FROM entries WHERE seq > ? AND +form = ?`, cursor, form).Scan(&ahead); err != nil {
+	if err := j.rdb.QueryRowContext(ctx, `SELECT count(*) FROM journal_entries WHERE seq > ? AND +form = ?`, cursor, form).Scan(&ahead); err != nil {
 		return c, fmt.Errorf("count journal entries: %w: %w", journal.ErrUnavailable, err)
 	}
 	// An entry committed between the reads may be counted twice: a live

@@ -52,10 +52,24 @@ type Options struct {
 	// appends fail and the server stops saying it is ready, rather than
 	// filling the disk. 0 for no bound.
 	MaxSize int64
+	// Writer, when set, is the write connection to use instead of one of
+	// the journal's own: the shared writer of the embedded fast path
+	// (sqlitedb.OpenShared, the journal's file main), which the journal
+	// does not close. See DecideAtAppend.
+	Writer *sql.DB
 	// Now is the clock. Default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
+
+// Decide decides sync entries in the transaction that appends them: the
+// embedded fast path. tx is on the shared writer, where the store's file
+// is attached. It says which entries it decided (their outcomes are in
+// tx) and what to do once tx has committed: hand the outcomes to the
+// requests waiting for them. Entries it leaves undecided (their decision
+// failed) are journaled all the same and delivered to the processor, as
+// every entry is without a Decide.
+type Decide func(ctx context.Context, tx *sql.Tx, es []journal.Entry) (decided []bool, settled func())
 
 func (o *Options) setDefaults() {
 	if o.QueueSize <= 0 {
@@ -87,6 +101,13 @@ type Journal struct {
 	writer  sync.WaitGroup
 
 	insert *sql.Stmt // prepared once on the write connection
+	shared bool      // wdb is the shared writer, closed by its owner
+
+	// decide, when set, decides sync entries at append (DecideAtAppend).
+	decide atomic.Pointer[Decide]
+	// decidedAhead are entries decided at append that the processor's
+	// stream has not passed yet (it skips them).
+	decidedAhead map[uint64]struct{}
 
 	// failing holds the error of the last commit, nil once one succeeds.
 	failing atomic.Pointer[error]
@@ -127,8 +148,11 @@ type appendRes struct {
 	err error
 }
 
+// schema is a new file's. The tables' names are the journal's own, so
+// that on the shared writer of the embedded fast path (the store's file
+// attached to the journal's connection) none hides a store table.
 const schema = `
-CREATE TABLE IF NOT EXISTS entries (
+CREATE TABLE journal_entries (
 	seq         INTEGER PRIMARY KEY,
 	form        TEXT    NOT NULL,
 	key         TEXT    NOT NULL,
@@ -138,18 +162,24 @@ CREATE TABLE IF NOT EXISTS entries (
 	fingerprint BLOB    NOT NULL,
 	spam        INTEGER NOT NULL,
 	claims      TEXT    NOT NULL,
-	data        BLOB    NOT NULL
+	data        BLOB    NOT NULL,
+	digest      BLOB
 );
-CREATE UNIQUE INDEX IF NOT EXISTS entries_form_key ON entries(form, key);
-CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta(k, v) VALUES ('acked_upto', 0);
+CREATE UNIQUE INDEX entries_form_key ON journal_entries(form, key);
+CREATE TABLE journal_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
+INSERT INTO journal_meta(k, v) VALUES ('acked_upto', 0);
+CREATE TABLE journal_probe (b BLOB);
 `
 
 // migrations bring an older file up to the current schema; the file's
-// user_version counts those applied.
+// user_version counts those applied. A new file gets the schema and the
+// last version at once.
 var migrations = []string{
 	`ALTER TABLE entries ADD COLUMN digest BLOB`,
 	`CREATE TABLE probe (b BLOB)`,
+	`ALTER TABLE entries RENAME TO journal_entries;
+	 ALTER TABLE meta RENAME TO journal_meta;
+	 ALTER TABLE probe RENAME TO journal_probe`,
 }
 
 const entryColumns = `seq, form, key, site, id, received_at, fingerprint, spam, claims, data, digest`
@@ -160,27 +190,31 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 	if opts.Path == "" {
 		return nil, errors.New("open journal: no path")
 	}
-	wdb, err := sqlitedb.OpenWriter(opts.Path)
-	if err != nil {
-		return nil, fmt.Errorf("open journal: %w", err)
+	wdb, shared := opts.Writer, opts.Writer != nil
+	if !shared {
+		var err error
+		if wdb, err = sqlitedb.OpenWriter(opts.Path); err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
 	}
-	if _, err := wdb.ExecContext(ctx, schema); err != nil {
-		wdb.Close()
-		return nil, fmt.Errorf("open journal %s: create schema: %w", opts.Path, err)
+	closeWriter := func() {
+		if !shared {
+			wdb.Close()
+		}
 	}
 	if err := migrate(ctx, wdb); err != nil {
-		wdb.Close()
+		closeWriter()
 		return nil, fmt.Errorf("open journal %s: %w", opts.Path, err)
 	}
 	if opts.MaxSize > 0 {
 		if err := limitSize(ctx, wdb, opts.MaxSize); err != nil {
-			wdb.Close()
+			closeWriter()
 			return nil, fmt.Errorf("open journal %s: %w", opts.Path, err)
 		}
 	}
 	rdb, err := sqlitedb.OpenReader(opts.Path, 4)
 	if err != nil {
-		wdb.Close()
+		closeWriter()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	j := &Journal{
@@ -191,18 +225,21 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		inflight: map[uint64]*flight{},
 		wake:     make(chan struct{}, 1),
 		queued:   map[queuedKey]journal.Entry{},
+		shared:   shared,
+
+		decidedAhead: map[uint64]struct{}{},
 	}
 	var last sql.NullInt64
-	if err := wdb.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'acked_upto'`).Scan(&j.saved); err != nil {
+	if err := wdb.QueryRowContext(ctx, `SELECT v FROM journal_meta WHERE k = 'acked_upto'`).Scan(&j.saved); err != nil {
 		j.closeDBs()
 		return nil, fmt.Errorf("open journal: read watermark: %w", err)
 	}
-	if err := wdb.QueryRowContext(ctx, `SELECT MAX(seq) FROM entries`).Scan(&last); err != nil {
+	if err := wdb.QueryRowContext(ctx, `SELECT MAX(seq) FROM journal_entries`).Scan(&last); err != nil {
 		j.closeDBs()
 		return nil, fmt.Errorf("open journal: read last position: %w", err)
 	}
 	j.lastSeq = uint64(last.Int64)
-	j.insert, err = wdb.PrepareContext(ctx, `INSERT INTO entries(form, key, site, id, received_at, fingerprint, spam, claims, data, digest)
+	j.insert, err = wdb.PrepareContext(ctx, `INSERT INTO journal_entries(form, key, site, id, received_at, fingerprint, spam, claims, data, digest)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`)
 	if err != nil {
 		j.closeDBs()
@@ -228,36 +265,61 @@ func limitSize(ctx context.Context, db *sql.DB, size int64) error {
 	return nil
 }
 
-// migrate applies the migrations the file has not had, each in its own
-// transaction with the version that records it.
+// migrate creates a new file's schema, or applies the migrations an
+// older file has not had, each in its own transaction with the version
+// that records it.
 func migrate(ctx context.Context, db *sql.DB) error {
-	var v int
-	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+	var v, tables int
+	if err := db.QueryRowContext(ctx, `PRAGMA main.user_version`).Scan(&v); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master WHERE type = 'table'`).Scan(&tables); err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	if v == 0 && tables == 0 {
+		return inTx(ctx, db, "create schema", schema+fmt.Sprintf(`; PRAGMA main.user_version = %d`, len(migrations)))
+	}
 	for ; v < len(migrations); v++ {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("migrate to %d: %w", v+1, err)
-		}
-		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-			tx.Rollback() //nolint:errcheck // the error that matters is the one above
-			return fmt.Errorf("migrate to %d: %w", v+1, err)
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
-			tx.Rollback() //nolint:errcheck // the error that matters is the one above
-			return fmt.Errorf("migrate to %d: %w", v+1, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migrate to %d: %w", v+1, err)
+		if err := inTx(ctx, db, fmt.Sprintf("migrate to %d", v+1), migrations[v]+fmt.Sprintf(`; PRAGMA main.user_version = %d`, v+1)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// inTx runs statements in one transaction.
+func inTx(ctx context.Context, db *sql.DB, op, statements string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, statements); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
 func (j *Journal) closeDBs() {
-	j.wdb.Close()
+	if !j.shared {
+		j.wdb.Close()
+	}
 	j.rdb.Close()
+}
+
+// DecideAtAppend installs the embedded fast path: from now on, sync
+// entries are decided by fn in the transaction that appends them, and the
+// append returns once that commit has (their outcomes already handed to
+// those waiting). Only on a journal opened on the shared writer.
+func (j *Journal) DecideAtAppend(fn Decide) error {
+	if !j.shared {
+		return errors.New("decide at append: the journal has no shared writer (Options.Writer)")
+	}
+	j.decide.Store(&fn)
+	return nil
 }
 
 // Append queues the entry for the writer. In sync mode it returns once the
@@ -376,11 +438,19 @@ func (j *Journal) unqueue(reqs ...*appendReq) {
 func (j *Journal) commit(batch []*appendReq) {
 	ctx := context.Background()
 	res := make([]appendRes, len(batch))
-	err := j.writeBatch(ctx, batch, res)
+	decided := make([]bool, len(batch))
+	settled, err := j.writeBatch(ctx, batch, res, decided)
 	defer j.unqueue(batch...)
 	if err != nil {
 		j.failing.Store(&err)
 		j.opts.Logger.Error("journal commit failed", "err", err, "entries", len(batch))
+		if j.shared {
+			// Attached files commit one after the other: the journal's
+			// part may be in although the commit failed. What is in is
+			// delivered to the processor (a retry of such a key waits
+			// for its outcome).
+			j.recoverTail(ctx)
+		}
 		for _, r := range batch {
 			if r.done != nil {
 				r.done <- appendRes{err: fmt.Errorf("%w: %w", journal.ErrUnavailable, err)}
@@ -389,10 +459,13 @@ func (j *Journal) commit(batch []*appendReq) {
 		return
 	}
 	j.failing.Store(nil)
-	var fresh []journal.Entry
+	if settled != nil {
+		settled()
+	}
+	var fresh []published
 	for i := range batch {
 		if !res[i].a.Duplicate {
-			fresh = append(fresh, res[i].a.Entry)
+			fresh = append(fresh, published{e: res[i].a.Entry, decided: decided[i]})
 		}
 	}
 	j.publish(fresh)
@@ -403,50 +476,106 @@ func (j *Journal) commit(batch []*appendReq) {
 	}
 }
 
-func (j *Journal) writeBatch(ctx context.Context, batch []*appendReq, res []appendRes) error {
+// writeBatch inserts the batch's entries and, on the fast path, decides
+// the new sync ones, in one transaction; decided says which were.
+func (j *Journal) writeBatch(ctx context.Context, batch []*appendReq, res []appendRes, decided []bool) (func(), error) {
 	tx, err := j.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	ins := tx.StmtContext(ctx, j.insert)
 	defer ins.Close()
+	var syncNew []int // the batch's new sync entries, by index
 	for i, r := range batch {
 		e := r.e
 		// Exec reports the new rowid (the position) and whether a row went
 		// in, without the cost of reading RETURNING rows.
-		r, err := ins.ExecContext(ctx, e.Form, e.Key, e.Site, e.ID, e.ReceivedAt.UnixMicro(), e.Fingerprint[:],
+		res1, err := ins.ExecContext(ctx, e.Form, e.Key, e.Site, e.ID, e.ReceivedAt.UnixMicro(), e.Fingerprint[:],
 			e.Spam, strings.Join(e.Claims, ","), []byte(e.Data), e.Digest[:])
 		if err != nil {
-			return fmt.Errorf("insert entry: %w", err)
+			return nil, fmt.Errorf("insert entry: %w", err)
 		}
-		if n, _ := r.RowsAffected(); n == 1 {
-			seq, _ := r.LastInsertId()
+		if n, _ := res1.RowsAffected(); n == 1 {
+			seq, _ := res1.LastInsertId()
 			e.Seq = uint64(seq)
 			res[i].a = journal.Appended{Entry: e}
+			if r.done != nil {
+				syncNew = append(syncNew, i)
+			}
 			continue
 		}
-		prev, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE form = ? AND key = ?`, e.Form, e.Key))
+		prev, err := scanEntry(tx.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM journal_entries WHERE form = ? AND key = ?`, e.Form, e.Key))
 		if err != nil {
-			return fmt.Errorf("read existing entry: %w", err)
+			return nil, fmt.Errorf("read existing entry: %w", err)
 		}
 		res[i].a = journal.Appended{Entry: prev, Duplicate: true}
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	var settled func()
+	if fn := j.decide.Load(); fn != nil && len(syncNew) > 0 {
+		es := make([]journal.Entry, len(syncNew))
+		for k, i := range syncNew {
+			es[k] = res[i].a.Entry
+		}
+		var ok []bool
+		ok, settled = (*fn)(ctx, tx, es)
+		for k, i := range syncNew {
+			decided[i] = ok[k]
+		}
 	}
-	return nil
+	if err := tx.Commit(); err != nil {
+		clear(decided)
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return settled, nil
 }
 
-// publish makes committed entries deliverable.
-func (j *Journal) publish(fresh []journal.Entry) {
-	if len(fresh) == 0 {
+// recoverTail makes entries committed by a failed shared commit
+// deliverable: past lastSeq, they are read back from the file.
+func (j *Journal) recoverTail(ctx context.Context) {
+	var last sql.NullInt64
+	if err := j.rdb.QueryRowContext(ctx, `SELECT MAX(seq) FROM journal_entries`).Scan(&last); err != nil {
+		j.opts.Logger.Warn("journal: after a failed commit, the last position could not be read; a restart delivers what is there", "err", err)
 		return
 	}
 	j.mu.Lock()
-	for _, e := range fresh {
+	if uint64(last.Int64) > j.lastSeq {
+		j.lastSeq = uint64(last.Int64)
+		j.spilled = true
+	}
+	j.mu.Unlock()
+	j.signal()
+}
+
+// published is a committed entry, decided at append or for the processor.
+type published struct {
+	e       journal.Entry
+	decided bool
+}
+
+// publish makes committed entries deliverable, and passes those decided
+// at append: the processor's stream skips them.
+func (j *Journal) publish(fresh []published) {
+	if len(fresh) == 0 {
+		return
+	}
+	undecided := false
+	j.mu.Lock()
+	for _, p := range fresh {
+		e := p.e
 		if e.Seq > j.lastSeq {
 			j.lastSeq = e.Seq
+		}
+		if p.decided {
+			if !j.spilled && len(j.ready) == 0 {
+				// Everything before it has been taken: it counts as taken
+				// and acknowledged.
+				j.cursor = max(j.cursor, e.Seq)
+				continue
+			}
+			j.decidedAhead[e.Seq] = struct{}{}
+		} else {
+			undecided = true
 		}
 		if j.spilled || len(j.ready) >= j.opts.MaxReady {
 			j.spilled = true
@@ -455,7 +584,9 @@ func (j *Journal) publish(fresh []journal.Entry) {
 		j.ready = append(j.ready, e)
 	}
 	j.mu.Unlock()
-	j.signal()
+	if undecided {
+		j.signal()
+	}
 }
 
 func (j *Journal) signal() {
@@ -524,11 +655,16 @@ func (j *Journal) take(ctx context.Context, limit int) ([]journal.Entry, time.Du
 			return out, 0, err
 		}
 	}
-	n := min(limit-len(out), len(j.ready))
-	for _, e := range j.ready[:n] {
+	n := 0
+	for ; n < len(j.ready) && len(out) < limit; n++ {
+		e := j.ready[n]
+		j.cursor = e.Seq
+		if _, ok := j.decidedAhead[e.Seq]; ok {
+			delete(j.decidedAhead, e.Seq)
+			continue
+		}
 		e.Deliveries = 1
 		j.inflight[e.Seq] = &flight{e: e, deliveredAt: now}
-		j.cursor = e.Seq
 		out = append(out, e)
 	}
 	j.ready = j.ready[n:]
@@ -548,7 +684,7 @@ func (j *Journal) take(ctx context.Context, limit int) ([]journal.Entry, time.Du
 // publish.
 func (j *Journal) refill(ctx context.Context, n int) error {
 	n = max(n, 256)
-	rows, err := j.rdb.QueryContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, j.cursor, j.lastSeq, n)
+	rows, err := j.rdb.QueryContext(ctx, `SELECT `+entryColumns+` FROM journal_entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, j.cursor, j.lastSeq, n)
 	if err != nil {
 		return fmt.Errorf("read journal: %w", err)
 	}
@@ -638,7 +774,7 @@ func (j *Journal) saveWatermark() {
 	if w == saved {
 		return
 	}
-	if _, err := j.wdb.Exec(`UPDATE meta SET v = ? WHERE k = 'acked_upto'`, w); err != nil {
+	if _, err := j.wdb.Exec(`UPDATE journal_meta SET v = ? WHERE k = 'acked_upto'`, w); err != nil {
 		j.opts.Logger.Warn("journal watermark not saved", "err", err)
 		return
 	}
@@ -672,10 +808,10 @@ func (j *Journal) probe(ctx context.Context) error {
 		return fmt.Errorf("probe: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if _, err := tx.ExecContext(ctx, `INSERT INTO probe(b) VALUES (zeroblob(8192))`); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO journal_probe(b) VALUES (zeroblob(8192))`); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM probe`); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM journal_probe`); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -692,8 +828,8 @@ func (j *Journal) Prune(ctx context.Context, form string, before time.Time, limi
 	j.mu.Lock()
 	upto := j.saved
 	j.mu.Unlock()
-	res, err := j.wdb.ExecContext(ctx, `DELETE FROM entries WHERE seq IN (
-		SELECT seq FROM entries WHERE form = ? AND received_at < ? AND seq <= ? ORDER BY seq LIMIT ?)`,
+	res, err := j.wdb.ExecContext(ctx, `DELETE FROM journal_entries WHERE seq IN (
+		SELECT seq FROM journal_entries WHERE form = ? AND received_at < ? AND seq <= ? ORDER BY seq LIMIT ?)`,
 		form, before.UnixMicro(), upto, limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune journal: %w", err)
@@ -719,7 +855,7 @@ func (j *Journal) Forget(ctx context.Context, form, key string) error {
 		return journal.ErrPending
 	}
 	var seq uint64
-	err := j.rdb.QueryRowContext(ctx, `SELECT seq FROM entries WHERE form = ? AND key = ?`, form, key).Scan(&seq)
+	err := j.rdb.QueryRowContext(ctx, `SELECT seq FROM journal_entries WHERE form = ? AND key = ?`, form, key).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -733,7 +869,7 @@ func (j *Journal) Forget(ctx context.Context, form, key string) error {
 	if pending {
 		return journal.ErrPending
 	}
-	if _, err := j.wdb.ExecContext(ctx, `DELETE FROM entries WHERE seq = ?`, seq); err != nil {
+	if _, err := j.wdb.ExecContext(ctx, `DELETE FROM journal_entries WHERE seq = ?`, seq); err != nil {
 		return fmt.Errorf("forget journal entry: %w", err)
 	}
 	if err := sqlitedb.Truncate(ctx, j.wdb); err != nil {
@@ -751,7 +887,7 @@ func (j *Journal) Lookup(ctx context.Context, form, key string) (journal.Entry, 
 	if ok {
 		return q, true, nil
 	}
-	e, err := scanEntry(j.rdb.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM entries WHERE form = ? AND key = ?`, form, key))
+	e, err := scanEntry(j.rdb.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM journal_entries WHERE form = ? AND key = ?`, form, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return journal.Entry{}, false, nil
 	}
@@ -782,7 +918,7 @@ func (j *Journal) Read(ctx context.Context, f journal.Filter, fn func(journal.En
 		where = append(where, "received_at < ?")
 		args = append(args, f.Until.UnixMicro())
 	}
-	q := `SELECT ` + entryColumns + ` FROM entries WHERE seq > ?`
+	q := `SELECT ` + entryColumns + ` FROM journal_entries WHERE seq > ?`
 	for _, w := range where {
 		q += " AND " + w
 	}
@@ -846,7 +982,7 @@ func (j *Journal) Stats(ctx context.Context) (journal.Stats, error) {
 	j.mu.Unlock()
 	if probe {
 		var us int64
-		err := j.rdb.QueryRowContext(ctx, `SELECT received_at FROM entries WHERE seq > ? ORDER BY seq LIMIT 1`, cursor).Scan(&us)
+		err := j.rdb.QueryRowContext(ctx, `SELECT received_at FROM journal_entries WHERE seq > ? ORDER BY seq LIMIT 1`, cursor).Scan(&us)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return st, fmt.Errorf("journal stats: %w", err)
 		}
@@ -874,7 +1010,10 @@ func (j *Journal) Close() error {
 	j.closed = true
 	j.mu.Unlock()
 	j.signal()
-	err := errors.Join(j.insert.Close(), j.wdb.Close(), j.rdb.Close())
+	err := errors.Join(j.insert.Close(), j.rdb.Close())
+	if !j.shared {
+		err = errors.Join(err, j.wdb.Close())
+	}
 	if err != nil {
 		return fmt.Errorf("close journal: %w", err)
 	}

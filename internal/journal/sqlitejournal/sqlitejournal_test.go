@@ -5,10 +5,12 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/journaltest"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
+	"github.com/formd/formd/internal/sqlitedb"
 	"go.uber.org/goleak"
 )
 
@@ -85,5 +87,46 @@ func TestSpillReadsBack(t *testing.T) {
 			last = e.Seq
 			n++
 		}
+	}
+}
+
+// A file written by an earlier formd (its tables named entries, meta and
+// probe, schema version 2) is migrated: its entries, positions and
+// watermark are kept under the journal's own table names.
+func TestOldFileIsMigrated(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	db, err := sqlitedb.OpenWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`
+CREATE TABLE entries (seq INTEGER PRIMARY KEY, form TEXT NOT NULL, key TEXT NOT NULL, site TEXT NOT NULL, id TEXT NOT NULL,
+	received_at INTEGER NOT NULL, fingerprint BLOB NOT NULL, spam INTEGER NOT NULL, claims TEXT NOT NULL, data BLOB NOT NULL, digest BLOB);
+CREATE UNIQUE INDEX entries_form_key ON entries(form, key);
+CREATE TABLE meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
+INSERT INTO meta(k, v) VALUES ('acked_upto', 1);
+CREATE TABLE probe (b BLOB);
+INSERT INTO entries VALUES (1, 'f', 'k1', 'default', 'e1', 1, x'00', 0, '', '{}', NULL), (2, 'f', 'k2', 'default', 'e2', 2, x'00', 0, '', '{}', NULL);
+PRAGMA user_version = 2;`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	j, err := sqlitejournal.Open(context.Background(), sqlitejournal.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if e, ok, err := j.Lookup(context.Background(), "f", "k2"); err != nil || !ok || e.ID != "e2" || e.Seq != 2 {
+		t.Fatalf("lookup after the migration: %+v %v %v", e, ok, err)
+	}
+	// Above the watermark (1), entry 2 is delivered again.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if got, err := j.Fetch(ctx, 10); err != nil || len(got) != 1 || got[0].Key != "k2" {
+		t.Fatalf("fetch after the migration: %+v %v", got, err)
+	}
+	if a, err := j.Append(context.Background(), journaltest.NewEntry("f", "k3"), true); err != nil || a.Entry.Seq != 3 {
+		t.Fatalf("append after the migration: %+v %v", a, err)
 	}
 }

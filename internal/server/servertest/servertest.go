@@ -86,6 +86,7 @@ func Start(t testing.TB, forms string, opts Options) *Harness {
 	go func() { done <- s.Serve(runCtx, ln) }()
 	h := &Harness{URL: "http://" + ln.Addr().String(), Server: s, Data: cfg.Data, Token: s.NewAdminToken}
 	h.stop = func() {
+		transport.CloseIdleConnections()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("server stopped with an error: %v", err)
@@ -108,9 +109,15 @@ func (h *Harness) Stop() {
 func Client() *http.Client {
 	return &http.Client{
 		Timeout:   30 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0},
+		Transport: transport,
 	}
 }
+
+// transport is every Client's: a harness stopping closes its idle
+// connections first, since a graceful shutdown waits up to five seconds
+// for a connection that was opened and never sent a request (a client
+// dials one per concurrent request and may not use them all).
+var transport = &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0}
 
 // testWriter sends logs to the test log, so they show only on failure.
 type testWriter struct{ t testing.TB }

@@ -36,6 +36,13 @@ type Options struct {
 	// Readers is the size of the pool of read connections (the server
 	// takes it from the setting sqlite-readers); 0 for one per CPU.
 	Readers int
+	// Writer, when set, is the write connection to use instead of one of
+	// the store's own: the shared writer of the embedded fast path
+	// (sqlitedb.OpenShared), on which this file is attached. The store
+	// migrates its file on a connection of its own first. It closes
+	// Writer with itself: close the journal that shares it first. See
+	// ApplyIn.
+	Writer *sql.DB
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -48,6 +55,8 @@ type Store struct {
 	// hot are the decision statements, prepared once on the write
 	// connection and bound to each transaction.
 	hot *stmts
+	// shared says wdb is the shared writer of the embedded fast path.
+	shared bool
 }
 
 // Open opens the store file, creating it and applying migrations as needed.
@@ -69,6 +78,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
 	}
+	shared := opts.Writer != nil
+	if shared {
+		// Migrated: from now on every write goes through the shared one.
+		if err := wdb.Close(); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		wdb = opts.Writer
+	}
 	rdb, err := sqlitedb.OpenReader(opts.Path, opts.Readers)
 	if err != nil {
 		wdb.Close()
@@ -80,7 +97,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("open store: prepare: %w", err)
 	}
-	return &Store{wdb: wdb, rdb: rdb, now: opts.Now, hot: hot}, nil
+	return &Store{wdb: wdb, rdb: rdb, now: opts.Now, hot: hot, shared: shared}, nil
 }
 
 // dialect is how the embedded store's migrations are recorded (package
@@ -199,6 +216,47 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 		return nil, classify("apply: begin", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	out, err := s.applyTx(ctx, tx, subs)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, classify("apply: commit", err)
+	}
+	return out, nil
+}
+
+// ApplyIn decides the submissions as Apply does, in tx, a transaction on
+// the shared writer (Options.Writer) that its holder commits: the
+// embedded fast path, where the journal's writer appends and decides in
+// one commit. A failure leaves tx as it was before the call (a
+// savepoint), so the holder may commit the rest.
+func (s *Store) ApplyIn(ctx context.Context, tx *sql.Tx, subs []journal.Entry) ([]store.Outcome, error) {
+	if !s.shared {
+		return nil, errors.New("apply in a transaction: the store has no shared writer (Options.Writer)")
+	}
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT apply`); err != nil {
+		return nil, classify("apply: savepoint", err)
+	}
+	out, err := s.applyTx(ctx, tx, subs)
+	if err != nil {
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO apply; RELEASE apply`); rerr != nil {
+			return nil, errors.Join(err, classify("apply: roll back to the savepoint", rerr))
+		}
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE apply`); err != nil {
+		return nil, classify("apply: release the savepoint", err)
+	}
+	return out, nil
+}
+
+// Shared says the store writes through the shared writer of the
+// embedded fast path (Options.Writer), so that ApplyIn may be used.
+func (s *Store) Shared() bool { return s.shared }
+
+// applyTx decides the submissions in tx.
+func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, subs []journal.Entry) ([]store.Outcome, error) {
 	st := s.hot.in(ctx, tx)
 	defer st.close()
 	now := s.now().UnixMicro()
@@ -214,9 +272,6 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 			return nil, classify(fmt.Sprintf("apply %s/%s", subs[i].Form, subs[i].Key), err)
 		}
 		out[i] = o
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, classify("apply: commit", err)
 	}
 	return out, nil
 }
