@@ -32,7 +32,7 @@ import (
 // Store is the part of the store the admin API uses.
 type Store interface {
 	export.Source
-	PutForms(ctx context.Context, forms []store.FormRecord) error
+	PutForms(ctx context.Context, forms []form.Record) error
 	Cancel(ctx context.Context, form, id string) ([]string, error)
 	MarkSpam(ctx context.Context, form, id string) ([]string, error)
 	NotSpam(ctx context.Context, form, id string) (store.Outcome, error)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
@@ -206,7 +207,7 @@ type lockedStore struct {
 	locked atomic.Bool
 }
 
-func (l *lockedStore) PutForms(ctx context.Context, forms []store.FormRecord) error {
+func (l *lockedStore) PutForms(ctx context.Context, forms []form.Record) error {
 	if l.locked.Load() {
 		return fmt.Errorf("put forms: %w: database is locked", store.ErrUnavailable)
 	}

@@ -34,6 +34,17 @@ type Config struct {
 	Journal string // "sqlite" or a nats:// URL
 	Store   string // "sqlite" or a postgres:// URL
 
+	// PostgresMaxConns bounds an instance's connections to a PostgreSQL
+	// store (pool_max_conns in the Store URL takes precedence);
+	// SQLiteReaders is the embedded store's pool of read connections
+	// beside its one writer.
+	PostgresMaxConns int
+	SQLiteReaders    int
+	// PlacesTTL is how old the free places shown on public form pages
+	// may be: they are read from the store at most once per PlacesTTL
+	// (decisions never use them).
+	PlacesTTL time.Duration
+
 	// The NATS journal's stream, its replicas (0: 3 on a cluster, else 1),
 	// how long an instance may hold an entry silently before another gets
 	// it, and the servers' monitoring URLs for the durability check.
@@ -142,6 +153,9 @@ var settings = []setting{
 		c.Store = v
 		return nil
 	}},
+	{"postgres-max-conns", "16", "connections each instance keeps at most to a postgres store (pool_max_conns in the --store URL takes precedence); every processor worker holds one while it decides", intSetter(func(c *Config) *int { return &c.PostgresMaxConns }, 1, 1000)},
+	{"sqlite-readers", "8", "read connections to the sqlite store (status look-ups, the console, exports) beside its one writer", intSetter(func(c *Config) *int { return &c.SQLiteReaders }, 1, 256)},
+	{"places-ttl", "1s", "how old the free places shown on public form pages may be; they are read from the store at most once per this (0s: for every visitor); decisions never use them", durationSetter(func(c *Config) *time.Duration { return &c.PlacesTTL }, 0, time.Minute)},
 	{"nats-stream", "FORMD", "the nats journal's JetStream stream (its subjects are the name in lower case, then .>); every instance of one deployment uses the same", func(c *Config, v string) error {
 		if v == "" || strings.ContainsAny(v, ".*> \t/\\") || len(v) > 64 {
 			return fmt.Errorf("%q is not a stream name: use up to 64 letters, digits, '-' or '_', such as FORMD", v)
@@ -315,7 +329,7 @@ var settings = []setting{
 
 // StorageSettings are the settings that locate the journal and the store,
 // for the commands that open them without serving.
-var StorageSettings = []string{"data", "journal", "store", "secret", "nats-stream", "nats-replicas", "nats-ack-wait", "nats-monitor", "log-level", "log-format"}
+var StorageSettings = []string{"data", "journal", "store", "postgres-max-conns", "sqlite-readers", "secret", "nats-stream", "nats-replicas", "nats-ack-wait", "nats-monitor", "log-level", "log-format"}
 
 // Loader registers settings on a flag set and, after parsing, builds the
 // Config from defaults, file, environment and flags.

@@ -25,7 +25,8 @@ func TestDefaults(t *testing.T) {
 	t.Parallel()
 	c := Default()
 	if c.Addr != "127.0.0.1:8080" || c.Data != "./formd-data" || c.Journal != "sqlite" || c.Store != "sqlite" ||
-		c.DefaultWait != 5*time.Second || c.MaxBody != 1<<20 || c.Workers != 1 || c.RateLimit.Requests != 600 || c.RateLimit.Burst != 600 {
+		c.DefaultWait != 5*time.Second || c.MaxBody != 1<<20 || c.Workers != 1 || c.RateLimit.Requests != 600 || c.RateLimit.Burst != 600 ||
+		c.PostgresMaxConns != 16 || c.SQLiteReaders != 8 || c.PlacesTTL != time.Second {
 		t.Fatalf("defaults %+v", c)
 	}
 }
@@ -59,6 +60,9 @@ func TestErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--addr", "8080"}, nil, "is not host:port"},
 		{[]string{"--wait", "40s"}, nil, "max-wait (30s) is below wait (40s)"},
 		{[]string{"--trusted-proxies", "10.0.0.0/8,nonsense"}, nil, `"nonsense" is not a CIDR`},
+		{[]string{"--postgres-max-conns", "0"}, nil, `setting postgres-max-conns (--postgres-max-conns, FORMD_POSTGRES_MAX_CONNS; from --postgres-max-conns): "0" is not a whole number from 1 to 1000`},
+		{nil, map[string]string{"FORMD_SQLITE_READERS": "many"}, `setting sqlite-readers (--sqlite-readers, FORMD_SQLITE_READERS; from FORMD_SQLITE_READERS): "many" is not a whole number from 1 to 256`},
+		{[]string{"--places-ttl", "1h"}, nil, `setting places-ttl (--places-ttl, FORMD_PLACES_TTL; from --places-ttl): "1h" is not a duration from 0s to 1m0s`},
 	}
 	for _, tc := range cases {
 		_, err := load(t, tc.args, tc.env)

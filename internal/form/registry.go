@@ -9,13 +9,27 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/formd/formd/internal/store"
 )
+
+// Record is a form definition (or a site's settings) as a store keeps it:
+// what PutForms writes and Forms reads back. It is this package's type so
+// that form depends on no part of the pipeline; the stores depend on it.
+type Record struct {
+	ID     string
+	Site   string
+	Source []byte // the definition as YAML, parsed again by Parse
+	// Capacity is nil for no limit.
+	Capacity *int
+	WhenFull string
+	// Version increases with every change to any form, so that servers can
+	// ask for what changed since the version they have.
+	Version   int64
+	UpdatedAt time.Time
+}
 
 // Source is where the registry reads definitions: the store.
 type Source interface {
-	Forms(ctx context.Context, after int64) ([]store.FormRecord, int64, error)
+	Forms(ctx context.Context, after int64) ([]Record, int64, error)
 }
 
 // Registry holds the compiled forms a server answers for, refreshed from the
@@ -124,19 +138,19 @@ func (r *Registry) Run(ctx context.Context, every time.Duration) {
 
 // Records turns a set into what the store keeps: each form, and each
 // site's settings under its SiteRecordID.
-func (s Set) Records() []store.FormRecord {
+func (s Set) Records() []Record {
 	out := Records(s.Forms)
 	for _, st := range s.Sites {
-		out = append(out, store.FormRecord{ID: SiteRecordID(st.ID()), Site: st.ID(), Source: st.Source()})
+		out = append(out, Record{ID: SiteRecordID(st.ID()), Site: st.ID(), Source: st.Source()})
 	}
 	return out
 }
 
 // Records turns compiled forms into what the store keeps.
-func Records(forms []*Form) []store.FormRecord {
-	out := make([]store.FormRecord, len(forms))
+func Records(forms []*Form) []Record {
+	out := make([]Record, len(forms))
 	for i, f := range forms {
-		out[i] = store.FormRecord{ID: f.ID(), Site: f.Def.Site, Source: f.Source(), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull}
+		out[i] = Record{ID: f.ID(), Site: f.Def.Site, Source: f.Source(), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull}
 	}
 	return out
 }

@@ -233,7 +233,14 @@ func (p *Processor) failed(ctx context.Context, e journal.Entry, cause error) er
 	if err != nil {
 		return fmt.Errorf("dead-letter %s/%d: %w", e.Form, e.Seq, err)
 	}
-	p.opts.Logger.Error("entry dead-lettered", "form", e.Form, "seq", e.Seq, "attempts", e.Deliveries, "err", cause)
+	if o.Replayed {
+		// Decided meanwhile, dead-lettered before, or its id is another
+		// entry's: the store kept the outcome it had (see store.Store).
+		p.opts.Logger.Warn("entry given up on already had an outcome; it stands", "form", e.Form, "seq", e.Seq,
+			"outcome_id", o.ID, "outcome_key", o.Key, "decision", o.Decision, "err", cause)
+	} else {
+		p.opts.Logger.Error("entry dead-lettered", "form", e.Form, "seq", e.Seq, "attempts", e.Deliveries, "err", cause)
+	}
 	p.settle(ctx, []journal.Entry{e}, []store.Outcome{o})
 	return nil
 }

@@ -145,6 +145,42 @@ func TestPoisonEntryIsDeadLettered(t *testing.T) {
 	})
 }
 
+// An entry the store refuses for good (it reuses the id of an entry
+// already decided, which the store's unique id forbids) is dead-lettered
+// like any poison entry, and recording that dead letter answers with the
+// outcome the id already has rather than an error: the processor acks it
+// and goes on with the entries after it, instead of retrying the batch
+// forever.
+func TestReusedIDIsSettled(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	ctx := context.Background()
+	r.append(t, "first")
+	reused := journaltest.NewEntry("f", "reused")
+	reused.ID = journaltest.NewEntry("f", "first").ID
+	if _, err := r.j.Append(ctx, reused, true); err != nil {
+		t.Fatal(err)
+	}
+	r.append(t, "after")
+	p := processor.New(r.j, r.s, r.notify, processor.Options{MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond, BatchSize: 10})
+	run(t, p)
+	eventually(t, "an empty backlog", func() bool {
+		st, _ := r.j.Stats(ctx)
+		return st.Backlog == 0
+	})
+	for _, k := range []string{"first", "after"} {
+		if s := statusOf(t, r.s, k); s != store.StatusStored {
+			t.Fatalf("%s is %q, want stored", k, s)
+		}
+	}
+	if s := statusOf(t, r.s, "reused"); s != "" {
+		t.Fatalf("the entry reusing an id has an outcome of its own: %q", s)
+	}
+	if dls, _ := r.s.DeadLetters(ctx, 10); len(dls) != 0 {
+		t.Fatalf("dead letters %+v: the reused id's entry cannot have a record", dls)
+	}
+}
+
 // A store outage is retried without counting attempts: even with one
 // attempt allowed, nothing is dead-lettered, and everything lands after.
 func TestStoreOutageIsRetried(t *testing.T) {

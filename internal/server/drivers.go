@@ -65,7 +65,7 @@ func openEmbedded(ctx context.Context, cfg config.Config, log *slog.Logger) (jou
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the journal and the store: %w", err)
 	}
-	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: spath, Writer: w})
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: spath, Writer: w, Readers: cfg.SQLiteReaders})
 	if err != nil {
 		w.Close()
 		return nil, nil, err
@@ -115,10 +115,10 @@ func OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
 		if err := dataDir(cfg); err != nil {
 			return nil, err
 		}
-		return sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(cfg.Data, "store.db")})
+		return sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(cfg.Data, "store.db"), Readers: cfg.SQLiteReaders})
 	}
 	if strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://") {
-		return pgstore.Open(ctx, pgstore.Options{URL: cfg.Store})
+		return pgstore.Open(ctx, pgstore.Options{URL: cfg.Store, MaxConns: cfg.PostgresMaxConns})
 	}
 	return nil, fmt.Errorf("store %q is not supported by this build", cfg.Store)
 }

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
 	"github.com/formd/formd/internal/processor"
-	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 )
 
@@ -33,7 +33,7 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	limit := 1 << 30
-	if err := s.PutForms(ctx, []store.FormRecord{{ID: "f", Source: []byte("id: f"), Capacity: &limit, WhenFull: "waitlist"}}); err != nil {
+	if err := s.PutForms(ctx, []form.Record{{ID: "f", Source: []byte("id: f"), Capacity: &limit, WhenFull: "waitlist"}}); err != nil {
 		b.Fatal(err)
 	}
 	notify := processor.NewNotifier()

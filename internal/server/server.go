@@ -178,7 +178,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	// intake hands them plain posts that need a fix.
 	var in *intake.Handler
 	status := func(ctx context.Context, form, key string) (string, bool, error) { return in.Status(ctx, form, key) }
-	places := store.NewPlacesCache(s.Store, time.Now, time.Second)
+	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
 	pages := hosted.New(s.Forms, places, status, time.Now, log)
 	in = intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
@@ -405,7 +405,7 @@ func (s *Server) Processor() *processor.Processor { return s.proc }
 // ApplyFormsFile reads definitions from path and stores them; checkURL
 // checks webhook addresses (the server's guard).
 func ApplyFormsFile(ctx context.Context, st interface {
-	PutForms(ctx context.Context, forms []store.FormRecord) error
+	PutForms(ctx context.Context, forms []form.Record) error
 }, path string, checkURL func(string) error) (form.Set, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

@@ -126,8 +126,11 @@ type Outbox interface {
 	// concurrent transactions commit their events out of sequence order.
 	FanOut(ctx context.Context, limit int, now time.Time, plan func([]Event) []NewDelivery) (int, error)
 	// ClaimDeliveries leases the pending deliveries the query selects that
-	// are due at now to owner until now+lease, oldest due first, skipping
-	// those another owner holds; an expired lease is taken over.
+	// are due at now to owner until now+lease, oldest due first and, among
+	// those due at the same time, in event order (so that an endpoint gets
+	// an entry's events in the order they happened: a fan-out makes all
+	// its deliveries due at once), skipping those another owner holds; an
+	// expired lease is taken over. They are returned in that order.
 	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q ClaimQuery) ([]Delivery, error)
 	// ReleaseLeases frees every lease: for a single instance starting up
 	// (the embedded store, whose data directory one server holds), whose

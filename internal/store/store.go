@@ -6,10 +6,12 @@
 //   - once per key: (form, key) is decided once; deciding it again returns
 //     the first outcome, marked Replayed;
 //   - once per participant: a claim (form, unique-set token) is held by at
-//     most one live entry (stored or waitlisted); a second is a duplicate;
+//     most one live entry (stored or waitlisted); a second is a duplicate
+//     (a token an entry lists twice is claimed once);
 //   - no oversell: stored entries never exceed the form's capacity; when it
 //     is taken the entry is waitlisted or rejected as the form says, and the
-//     waitlist is promoted in arrival (journal) order when places free up;
+//     waitlist is promoted in arrival (journal) order when places free up,
+//     entries sharing a journal position by id (the order of Cursor);
 //   - one transaction per decision: an entry, its claims and its capacity
 //     change commit together or not at all.
 //
@@ -24,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 )
 
@@ -117,20 +120,6 @@ type Original struct {
 	ReceivedAt time.Time
 }
 
-// FormRecord is a form definition as the store keeps it.
-type FormRecord struct {
-	ID     string
-	Site   string
-	Source []byte // the definition as YAML, parsed again by package form
-	// Capacity is nil for no limit.
-	Capacity *int
-	WhenFull string
-	// Version increases with every change to any form, so that servers can
-	// ask for what changed since the version they have.
-	Version   int64
-	UpdatedAt time.Time
-}
-
 // Capacity is a form's places: the limit (nil for none), how many are
 // taken, and how many wait.
 type Capacity struct {
@@ -175,11 +164,19 @@ func PageSize(limit int) int {
 }
 
 // Cursor marks a place in a form's entries for keyset paging: the journal
-// position, then the id for entries that share one.
+// position, then the id for entries that share one. Entries can share a
+// position: the store keeps the position each journal gave, and two
+// journals number from 1 each (instances with embedded journals deciding
+// into one PostgreSQL store, or a journal begun again). The id is unique,
+// so (Seq, ID) orders every entry once and a page never skips or repeats
+// one.
 type Cursor struct {
 	Seq uint64
 	ID  string
 }
+
+// ExportPage is how many entries Export reads in one query.
+const ExportPage = 500
 
 // Row is one entry as exported.
 type Row struct {
@@ -220,7 +217,8 @@ type DeadLetter struct {
 }
 
 // Store is what a store driver provides. Consumers depend on the handful of
-// methods they use, declared where they use them.
+// methods they use, declared where they use them. A limit below 1 takes
+// or lists nothing (DeadLetters' alone means its default).
 type Store interface {
 	Outbox
 	// Apply decides each submission, in order, in one transaction, and
@@ -228,8 +226,15 @@ type Store interface {
 	// committed.
 	Apply(ctx context.Context, subs []journal.Entry) ([]Outcome, error)
 	// DeadLetter records that the processor gave up on a submission: its
-	// key gets the outcome dead-lettered, and the reason is kept. If the key
-	// was decided meanwhile, that outcome is returned, Replayed.
+	// key gets the outcome dead-lettered, and the reason is kept. It never
+	// records an entry twice and never refuses one, because an error would
+	// leave the processor (and the journal's own dead-lettering) retrying
+	// the entry forever: if the key was decided meanwhile or dead-lettered
+	// before, that outcome is returned, Replayed, and the first reason
+	// stays. An entry whose id another key's entry holds (ids are unique,
+	// so Apply refuses it) cannot have a row of its own: the outcome of the
+	// entry holding the id is returned, Replayed, and the journal keeps the
+	// entry, which an audit lists as missing.
 	DeadLetter(ctx context.Context, e journal.Entry, reason string, attempts int) (Outcome, error)
 	// Outcome reads the outcome of (form, key); false when undecided.
 	Outcome(ctx context.Context, form, key string) (Outcome, bool, error)
@@ -251,21 +256,25 @@ type Store interface {
 	NotSpam(ctx context.Context, form, id string) (Outcome, error)
 	// PutForms creates or replaces form definitions and their capacity
 	// settings; when places grow, waitlisted entries are promoted.
-	PutForms(ctx context.Context, forms []FormRecord) error
+	PutForms(ctx context.Context, forms []form.Record) error
 	// Forms returns the forms changed after version, and the newest version.
-	Forms(ctx context.Context, after int64) ([]FormRecord, int64, error)
+	Forms(ctx context.Context, after int64) ([]form.Record, int64, error)
 	// Capacities reports places per form.
 	Capacities(ctx context.Context) (map[string]Capacity, error)
-	// Export calls fn for each entry of a form in arrival order, reading a
-	// page at a time so memory stays constant.
+	// Export calls fn for each entry of a form in arrival order, reading
+	// ExportPage entries at a time so memory stays constant. The order is
+	// that of a Cursor: by journal position, then by id, so that entries
+	// sharing a position (decided from two journals, or from a journal
+	// begun again) are each exported once, whatever page they fall on.
 	Export(ctx context.Context, form string, fn func(Row) error) error
-	// DeadLetters lists dead letters, oldest first.
+	// DeadLetters lists dead letters, oldest first (by id among equals).
 	DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error)
 	// ForgetDeadLetter removes a dead-lettered outcome so that the journal
 	// entry can be processed again. False if (form, key) is not dead-lettered.
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
 	// Erase removes the submitted data of up to limit entries of a form
-	// received before the cutoff, and everything derived from it that
+	// received before the cutoff, oldest first (by id among equals), and
+	// everything derived from it that
 	// could identify the person: the participant claims (which frees the
 	// participant). The rest of each row stays (id, key, status, the
 	// keyed receipt) so that a retry is still answered and the audit trail
@@ -274,7 +283,7 @@ type Store interface {
 	Erase(ctx context.Context, form string, before time.Time, limit int) (int, error)
 	// FindEntries lists up to limit entries, of any form, whose data
 	// holds one of the needles (byte strings such as a JSON-encoded
-	// e-mail address), oldest first.
+	// e-mail address), oldest first (by id among equals).
 	FindEntries(ctx context.Context, needles [][]byte, limit int) ([]EntryRef, error)
 	// EraseEntries erases the entries with these ids as Erase does, and
 	// returns how many still had data.

@@ -23,6 +23,9 @@ func eventDest(dst []any, e *store.Event, seq *int64) []any {
 // one transaction. FOR UPDATE SKIP LOCKED lets instances fan out at once,
 // each taking other events.
 func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func([]store.Event) []store.NewDelivery) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
 	n := 0
 	err := s.inTx(ctx, "fan out", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+eventColumns+` FROM events e WHERE NOT e.fanned ORDER BY e.seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
@@ -83,6 +86,9 @@ func scanDelivery(r pgx.CollectableRow) (store.Delivery, error) {
 // one delivery twice; an expired lease (an instance that died) is taken
 // over.
 func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error) {
+	if q.Limit < 1 {
+		return nil, nil
+	}
 	var out []store.Delivery
 	err := s.inTx(ctx, "claim deliveries", func(tx pgx.Tx) error {
 		perEndpoint := q.PerEndpoint
@@ -96,7 +102,8 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		// The endpoints with pending deliveries, by a loose scan of the
 		// index deliveries_pending (endpoint, next_at); each one's oldest
 		// due, at most PerEndpoint; of those the oldest, at most Limit,
-		// skipping what another instance is claiming. The cost follows
+		// skipping what another instance is claiming. Among deliveries
+		// due at the same time, event order decides. The cost follows
 		// what is claimed and the endpoints, not the backlog.
 		rows, err := tx.Query(ctx, `WITH RECURSIVE eps(endpoint) AS (
 				(SELECT endpoint FROM deliveries WHERE state = 'pending' ORDER BY endpoint LIMIT 1)
@@ -107,17 +114,17 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 				SELECT c.event_seq, c.endpoint, c.next_at FROM eps CROSS JOIN LATERAL (
 					SELECT event_seq, endpoint, next_at FROM deliveries
 					WHERE state = 'pending' AND endpoint = eps.endpoint AND next_at <= $1 AND lease_until < $1
-					ORDER BY next_at LIMIT $7) c
+					ORDER BY next_at, event_seq LIMIT $7) c
 				WHERE eps.endpoint IS NOT NULL AND ($5 = '' OR eps.endpoint = $5) AND eps.endpoint <> $6 AND NOT (eps.endpoint = ANY($8))
 			), due AS (
 				SELECT d.event_seq, d.endpoint FROM deliveries d JOIN cand c ON c.event_seq = d.event_seq AND c.endpoint = d.endpoint
 				WHERE d.state = 'pending' AND d.lease_until < $1
-				ORDER BY c.next_at LIMIT $2 FOR UPDATE OF d SKIP LOCKED
+				ORDER BY c.next_at, c.event_seq, c.endpoint LIMIT $2 FOR UPDATE OF d SKIP LOCKED
 			), claimed AS (
 				UPDATE deliveries d SET lease_owner = $3, lease_until = $4 FROM due
 				WHERE d.event_seq = due.event_seq AND d.endpoint = due.endpoint RETURNING d.*
 			)
-			SELECT `+deliveryColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at`,
+			SELECT `+deliveryColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at, d.event_seq, d.endpoint`,
 			micro(now), q.Limit, owner, micro(now.Add(lease)), q.Endpoint, q.Except, perEndpoint, exclude)
 		if err != nil {
 			return err

@@ -20,14 +20,15 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"sort"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/migrate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,14 +36,20 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
+// schema is the store's migrations, applied by package migrate.
+//
 //go:embed migrations/*.sql
-var migrations embed.FS
+var schema embed.FS
 
 // Options configure the store.
 type Options struct {
 	// URL is the database, postgres://user@host:port/db?sslmode=...; pgx
 	// settings such as pool_max_conns and search_path may be given in it.
 	URL string
+	// MaxConns bounds the pool (the server takes it from the setting
+	// postgres-max-conns); pool_max_conns in the URL takes precedence,
+	// and 0 leaves it to pgx (the larger of 4 and the CPUs).
+	MaxConns int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -63,8 +70,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: parse URL: %w", err)
 	}
-	if !strings.Contains(opts.URL, "pool_max_conns") {
-		cfg.MaxConns = 16
+	if opts.MaxConns > 0 && !strings.Contains(opts.URL, "pool_max_conns") {
+		cfg.MaxConns = int32(min(opts.MaxConns, math.MaxInt32))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
@@ -73,52 +80,31 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s := &Store{pool: pool, now: opts.Now}
-	if err := s.migrate(ctx); err != nil {
+	if err := migrate.Apply(ctx, migrations{pool}, dialect, schema, "migrations"); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open store %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+		return nil, fmt.Errorf("open store %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, classify("schema", err))
 	}
-	return s, nil
+	return &Store{pool: pool, now: opts.Now}, nil
 }
 
-// migrate applies the embedded migrations not yet recorded, all in one
-// transaction under an advisory lock, so instances starting together do
-// not race.
-func (s *Store) migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	sort.Strings(names)
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`); err != nil {
-			return classify("migrate: lock", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`); err != nil {
-			return classify("migrate", err)
-		}
-		for _, name := range names {
-			base := strings.TrimPrefix(name, "migrations/")
-			v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-			if err != nil {
-				return fmt.Errorf("migrate: bad migration name %s", name)
-			}
-			tag, err := tx.Exec(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`, v)
-			if err != nil {
-				return classify("migrate "+base, err)
-			}
-			if tag.RowsAffected() == 0 {
-				continue // applied before
-			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return fmt.Errorf("migrate %s: %w", base, err)
-			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return classify("migrate "+base, err)
-			}
-		}
-		return nil
+// dialect is how the PostgreSQL store's migrations are recorded (package
+// migrate): each transaction takes an advisory lock of the schema first,
+// so that instances starting together migrate one at a time.
+var dialect = migrate.Dialect{
+	Lock:        `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`,
+	CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`,
+	Record:      `INSERT INTO schema_migrations(version, applied_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`,
+}
+
+// migrations runs package migrate's transactions on the pool.
+type migrations struct{ pool *pgxpool.Pool }
+
+func (m migrations) InTx(ctx context.Context, fn func(migrate.Exec) error) error {
+	return pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
+		return fn(func(ctx context.Context, q string, args ...any) (int64, error) {
+			tag, err := tx.Exec(ctx, q, args...)
+			return tag.RowsAffected(), err
+		})
 	})
 }
 
@@ -288,7 +274,9 @@ func (s *Store) Outcome(ctx context.Context, form, key string) (store.Outcome, b
 }
 
 // DeadLetter gives the key the outcome dead-lettered and keeps the reason,
-// in one statement; a key decided meanwhile keeps its outcome.
+// in one statement. An entry already in (its key decided, or its id
+// another key's) keeps its outcome, which is returned Replayed (see
+// store.Store).
 func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error) {
 	var o store.Outcome
 	err := s.inTx(ctx, "dead-letter", func(tx pgx.Tx) error {
@@ -317,14 +305,27 @@ func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string
 				Status: store.StatusDeadLettered, ReceivedAt: micro(sub.ReceivedAt), Fingerprint: sub.Fingerprint}
 			return nil
 		}
-		var found bool
-		o, found, err = outcome(ctx, tx, sub.Form, sub.Key)
-		if err == nil && !found {
-			return fmt.Errorf("entry id %s is already used for another key", sub.ID)
-		}
-		o.Replayed = true
+		o, err = earlierOutcome(ctx, tx, sub)
 		return err
 	})
+	return o, err
+}
+
+// earlierOutcome is the outcome that kept a dead letter out: its key's,
+// or else that of the entry holding its id.
+func earlierOutcome(ctx context.Context, q queryer, sub journal.Entry) (store.Outcome, error) {
+	form, key := sub.Form, sub.Key
+	o, ok, err := outcome(ctx, q, form, key)
+	if err == nil && !ok {
+		err = q.QueryRow(ctx, `SELECT form, key FROM entries WHERE id = $1`, sub.ID).Scan(&form, &key)
+		if err == nil {
+			o, ok, err = outcome(ctx, q, form, key)
+		}
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("no entry has key %s/%s or id %s", sub.Form, sub.Key, sub.ID)
+	}
+	o.Replayed = true
 	return o, err
 }
 
@@ -394,7 +395,7 @@ func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
 		if was == store.StatusStored {
 			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)
 		}
-		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1) p`, form).QueryRow(func(r pgx.Row) error {
+		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1, $2) p`, form, micro(s.now())).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&promoted)
 		})
 		return tx.SendBatch(ctx, b).Close()
@@ -530,7 +531,7 @@ func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error)
 		if was == store.StatusStored {
 			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)
 		}
-		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1) p`, form).QueryRow(func(r pgx.Row) error {
+		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1, $2) p`, form, micro(s.now())).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&promoted)
 		})
 		return tx.SendBatch(ctx, b).Close()
@@ -589,7 +590,7 @@ func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, er
 // PutForms upserts definitions and capacity settings in one transaction.
 // The version counter's row lock orders concurrent calls, so versions
 // follow commit order and a reader never skips one.
-func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
+func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 	return s.inTx(ctx, "put forms", func(tx pgx.Tx) error {
 		var version int64
 		if err := tx.QueryRow(ctx, `UPDATE meta SET v = v + 1 WHERE k = 'forms_version' RETURNING v`).Scan(&version); err != nil {
@@ -613,7 +614,7 @@ func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
 			b.Queue(`INSERT INTO capacity(form, capacity, when_full, taken) VALUES ($1, $2, $3, 0)
 				ON CONFLICT (form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full`,
 				f.ID, limit, whenFull)
-			b.Queue(`SELECT count(*) FROM formd_promote($1)`, f.ID)
+			b.Queue(`SELECT count(*) FROM formd_promote($1, $2)`, f.ID, now)
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -621,7 +622,7 @@ func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
 
 // Forms returns the forms changed after version, up to the newest version
 // committed when it looked.
-func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int64, error) {
+func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, error) {
 	var latest int64
 	if err := s.pool.QueryRow(ctx, `SELECT v FROM meta WHERE k = 'forms_version'`).Scan(&latest); err != nil {
 		return nil, 0, classify("read forms version", err)
@@ -634,9 +635,9 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int
 	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.FormRecord, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (form.Record, error) {
 		var (
-			f        store.FormRecord
+			f        form.Record
 			limit    *int32
 			whenFull *string
 		)
@@ -689,10 +690,14 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 }
 
 // Erase removes the data and claims of old entries of a form, oldest
-// first. Rows another instance is erasing are skipped, not waited for.
+// first (by id among equals). Rows another instance is erasing are
+// skipped, not waited for.
 func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
 	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = $1 AND received_at < $2 AND data IS NOT NULL
-		ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED`, form, before, limit)
+		ORDER BY received_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`, form, before, limit)
 }
 
 // EraseEntries erases the entries with these ids.
@@ -714,7 +719,7 @@ func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (i
 
 // FindEntries lists entries whose data holds one of the needles.
 func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([]store.EntryRef, error) {
-	if len(needles) == 0 {
+	if len(needles) == 0 || limit < 1 {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, site, form, key, seq FROM entries
@@ -736,13 +741,14 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	return out, nil
 }
 
-// Export streams a form's entries in arrival order, 500 at a time, each
-// page its own query so no transaction stays open while fn works.
+// Export streams a form's entries in arrival order, a page at a time by
+// (seq, id) keyset, each page its own query so no transaction stays open
+// while fn works.
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
 	afterSeq, afterID := int64(-1), ""
 	for {
 		rows, err := s.pool.Query(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
-			WHERE form = $1 AND (seq, id) > ($2, $3) ORDER BY seq, id LIMIT 500`, form, afterSeq, afterID)
+			WHERE form = $1 AND (seq, id) > ($2, $3) ORDER BY seq, id LIMIT $4`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
 			return classify("export", err)
 		}
@@ -763,7 +769,7 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 			}
 			afterSeq, afterID = int64(r.Seq), r.ID
 		}
-		if len(page) < 500 {
+		if len(page) < store.ExportPage {
 			return nil
 		}
 	}

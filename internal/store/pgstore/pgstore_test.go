@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 	"github.com/formd/formd/internal/store/storetest"
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 )
 
@@ -24,7 +28,12 @@ func TestMain(m *testing.M) {
 
 func open(t *testing.T, u string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: u})
+	return openClocked(t, u, nil)
+}
+
+func openClocked(t *testing.T, u string, now func() time.Time) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: u, Now: now})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -32,16 +41,16 @@ func open(t *testing.T, u string) *pgstore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) func() store.Store {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		u := pgtest.URL(t)
-		return func() store.Store { return open(t, u) }
+		return func() store.Store { return openClocked(t, u, now) }
 	})
 }
 
 func TestAccounts(t *testing.T) {
-	storetest.RunAccounts(t, func(t *testing.T) func() store.Store {
+	storetest.RunAccounts(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		u := pgtest.URL(t)
-		return func() store.Store { return open(t, u) }
+		return func() store.Store { return openClocked(t, u, now) }
 	})
 }
 
@@ -80,7 +89,7 @@ func TestInstancesNoOversell(t *testing.T) {
 		defer stores[i].Close()
 	}
 	limit := capacity
-	if err := stores[0].PutForms(context.Background(), []store.FormRecord{{ID: "f", Site: "s", Source: []byte("id: f"), Capacity: &limit, WhenFull: "waitlist"}}); err != nil {
+	if err := stores[0].PutForms(context.Background(), []form.Record{{ID: "f", Site: "s", Source: []byte("id: f"), Capacity: &limit, WhenFull: "waitlist"}}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -215,4 +224,69 @@ func pipe(dst, src net.Conn) {
 	}
 	dst.Close()
 	src.Close()
+}
+
+// A database set up by the migration code before package migrate (the
+// same version table, versions 1, 2, 3, 10 and 11 recorded in one
+// transaction under the advisory lock) opens: nothing is applied twice,
+// its entries are there, and the migrations since are applied.
+func TestOpensADatabaseOfTheOldMigrations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := pgtest.URL(t)
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`); err != nil {
+			return err
+		}
+		for _, f := range []struct {
+			v    int
+			name string
+		}{{1, "0001_init.sql"}, {2, "0002_promise.sql"}, {3, "0003_outbox.sql"}, {10, "0010_accounts.sql"}, {11, "0011_console.sql"}} {
+			body, err := os.ReadFile(filepath.Join("migrations", f.name))
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`, f.v); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
+			VALUES ('old-1', 1, 'f', 's', 'k', 'stored', 'stored', now(), now(), '\x00', '{}', '{}')`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, u)
+	defer s.Close()
+	if o, ok, err := s.Outcome(ctx, "f", "k"); err != nil || !ok || o.ID != "old-1" {
+		t.Fatalf("the old database's entry: %+v %v %v", o, ok, err)
+	}
+	var versions string
+	if err := conn.QueryRow(ctx, `SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations`).Scan(&versions); err != nil {
+		t.Fatal(err)
+	}
+	if versions != "1,2,3,10,11,12,13,14,15" {
+		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12 to 15 added", versions)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'entries_retention'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the retention index: %d %v", n, err)
+	}
+	// The one-argument formd_promote stays for instances not yet upgraded.
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM formd_promote('f')`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("formd_promote(form): %d %v", n, err)
+	}
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
-	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkApply(b *testing.B) {
 			}
 			defer s.Close()
 			limit := 1 << 30
-			if err := s.PutForms(context.Background(), []store.FormRecord{{ID: "f", Source: []byte("id: f"), Capacity: &limit, WhenFull: "reject"}}); err != nil {
+			if err := s.PutForms(context.Background(), []form.Record{{ID: "f", Source: []byte("id: f"), Capacity: &limit, WhenFull: "reject"}}); err != nil {
 				b.Fatal(err)
 			}
 			data := []byte(`{"name":"Person 12345","phone":"+8613900012345","tickets":1}`)

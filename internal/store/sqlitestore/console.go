@@ -200,6 +200,9 @@ func (s *Store) ArrivalStats(ctx context.Context, form string, since, until time
 
 // UnreceivedArrivals lists keys reported pressed that have no entry.
 func (s *Store) UnreceivedArrivals(ctx context.Context, form string, since, until time.Time, limit int) ([]store.Arrival, error) {
+	if limit < 1 {
+		return nil, nil
+	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT a.key, a.started_at, a.answered_at, a.state FROM arrivals a
 		WHERE a.form = ? AND a.reported_at >= ? AND a.reported_at < ?
 			AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.form = a.form AND e.key = a.key)
@@ -232,6 +235,9 @@ func (s *Store) UnreceivedArrivals(ctx context.Context, form string, since, unti
 // EntriesWithoutEvent lists entries a decision made whose first event is
 // missing.
 func (s *Store) EntriesWithoutEvent(ctx context.Context, form string, limit int) ([]store.EntryRef, error) {
+	if limit < 1 {
+		return nil, nil
+	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT e.id, e.site, e.form, e.key, e.seq FROM entries e
 		WHERE (?1 = '' OR e.form = ?1) AND e.status IN ('stored', 'waitlisted', 'spam', 'cancelled')
 			AND NOT EXISTS (SELECT 1 FROM events v WHERE v.entry_id = e.id)

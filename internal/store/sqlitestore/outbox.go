@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"slices"
@@ -22,6 +23,9 @@ func scanEvent(dst []any, e *store.Event, at *int64) []any {
 // FanOut takes unfanned events, adds their deliveries and marks them, in
 // one transaction (the one write connection serializes fan-outs).
 func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func([]store.Event) []store.NewDelivery) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, classify("fan out: begin", err)
@@ -102,9 +106,10 @@ func scanDelivery(sc interface{ Scan(...any) error }) (store.Delivery, error) {
 // index deliveries_pending (endpoint, next_at): the endpoints with pending
 // deliveries by a loose scan of the index, then each one's oldest due,
 // at most PerEndpoint, skipping leased ones; then leases the oldest due
-// of them all, at most Limit. Its cost follows the deliveries claimed and
-// the endpoints, not the backlog: a long backlog of one endpoint neither
-// crowds out the others nor slows the claim.
+// of them all (in event order among equals), at most Limit. Its cost
+// follows the deliveries claimed and the endpoints, not the backlog: a
+// long backlog of one endpoint neither crowds out the others nor slows
+// the claim.
 func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error) {
 	if q.Limit <= 0 {
 		return nil, nil
@@ -146,7 +151,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		}
 	}
 	due, err := tx.PrepareContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
-		WHERE d.state = 'pending' AND d.endpoint = ? AND d.next_at <= ? AND d.lease_until < ? ORDER BY d.next_at LIMIT ?`)
+		WHERE d.state = 'pending' AND d.endpoint = ? AND d.next_at <= ? AND d.lease_until < ? ORDER BY d.next_at, d.event_seq LIMIT ?`)
 	if err != nil {
 		return nil, classify("claim deliveries: prepare", err)
 	}
@@ -173,7 +178,11 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 	if len(out) == 0 {
 		return nil, nil
 	}
-	slices.SortStableFunc(out, func(a, b store.Delivery) int { return a.NextAt.Compare(b.NextAt) })
+	// The oldest due first, and among those due together (a fan-out makes
+	// them so) in event order.
+	slices.SortFunc(out, func(a, b store.Delivery) int {
+		return cmp.Or(a.NextAt.Compare(b.NextAt), cmp.Compare(a.EventSeq, b.EventSeq), strings.Compare(a.Endpoint, b.Endpoint))
+	})
 	out = out[:min(len(out), q.Limit)]
 	take, err := tx.PrepareContext(ctx, `UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE event_seq = ? AND endpoint = ?`)
 	if err != nil {

@@ -10,27 +10,32 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
+	"runtime"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/migrate"
 	"github.com/mattn/go-sqlite3"
 )
 
 var _ store.Store = (*Store)(nil)
 
+// schema is the store's migrations, applied by package migrate.
+//
 //go:embed migrations/*.sql
-var migrations embed.FS
+var schema embed.FS
 
 // Options configure the store.
 type Options struct {
 	Path string
+	// Readers is the size of the pool of read connections (the server
+	// takes it from the setting sqlite-readers); 0 for one per CPU.
+	Readers int
 	// Writer, when set, is the write connection to use instead of one of
 	// the store's own: the shared writer of the embedded fast path
 	// (sqlitedb.OpenShared), on which this file is attached. The store
@@ -62,11 +67,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Readers <= 0 {
+		opts.Readers = runtime.GOMAXPROCS(0)
+	}
 	wdb, err := sqlitedb.OpenWriter(opts.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := migrate(ctx, wdb); err != nil {
+	if err := migrate.Apply(ctx, migrations{wdb}, dialect, schema, "migrations"); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
 	}
@@ -78,7 +86,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		wdb = opts.Writer
 	}
-	rdb, err := sqlitedb.OpenReader(opts.Path, 8)
+	rdb, err := sqlitedb.OpenReader(opts.Path, opts.Readers)
 	if err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open store: %w", err)
@@ -92,48 +100,30 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return &Store{wdb: wdb, rdb: rdb, now: opts.Now, hot: hot, shared: shared}, nil
 }
 
-// migrate applies the embedded migrations not yet recorded, each in its own
-// transaction.
-func migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migrate: bad migration name %s", name)
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		if err := applyMigration(ctx, db, v, string(body)); err != nil {
-			return fmt.Errorf("migrate %s: %w", base, err)
-		}
-	}
-	return nil
+// dialect is how the embedded store's migrations are recorded (package
+// migrate); one write connection means no lock is needed.
+var dialect = migrate.Dialect{
+	CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
+	Record: `INSERT INTO schema_migrations(version, applied_at)
+		VALUES (?, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) ON CONFLICT DO NOTHING`,
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, version int, body string) error {
-	tx, err := db.BeginTx(ctx, nil)
+// migrations runs package migrate's transactions on the write connection.
+type migrations struct{ db *sql.DB }
+
+func (m migrations) InTx(ctx context.Context, fn func(migrate.Exec) error) error {
+	tx, err := m.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	res, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, version, time.Now().UnixMicro())
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // applied before
-	}
-	if _, err := tx.ExecContext(ctx, body); err != nil {
+	if err := fn(func(ctx context.Context, q string, args ...any) (int64, error) {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -321,7 +311,10 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 // guarded place, then the waitlist or a rejection. The decision of a new
 // submission, and of a submission an owner marks as not spam.
 func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []string) (store.Outcome, error) {
-	for _, c := range claims {
+	for i, c := range claims {
+		if slices.Contains(claims[:i], c) {
+			continue // listed twice: one participant, claimed already
+		}
 		res, err := st.claim.ExecContext(ctx, o.Form, c, o.ID)
 		if err != nil {
 			return o, fmt.Errorf("claim: %w", err)
@@ -434,6 +427,8 @@ func (s *Store) Outcome(ctx context.Context, form, key string) (store.Outcome, b
 }
 
 // DeadLetter gives the key the outcome dead-lettered and keeps the reason.
+// An entry already in (its key decided, or its id another key's) keeps
+// its outcome, which is returned Replayed (see store.Store).
 func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error) {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -442,17 +437,16 @@ func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	now := s.now().UnixMicro()
 	res, err := tx.ExecContext(ctx, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
-		VALUES (?, ?, ?, ?, ?, 'dead-lettered', 'dead-lettered', ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`,
+		VALUES (?, ?, ?, ?, ?, 'dead-lettered', 'dead-lettered', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		sub.ID, sub.Seq, sub.Form, sub.Site, sub.Key, sub.ReceivedAt.UnixMicro(), now, sub.Fingerprint[:], strings.Join(sub.Claims, ","), []byte(sub.Data))
 	if err != nil {
 		return store.Outcome{}, classify("dead-letter: insert entry", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		o, _, err := outcome(ctx, tx, sub.Form, sub.Key)
+		o, err := earlierOutcome(ctx, tx, sub)
 		if err != nil {
 			return o, classify("dead-letter: read earlier outcome", err)
 		}
-		o.Replayed = true
 		return o, nil
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO dead_letters(entry_id, form, key, seq, reason, attempts, at) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -467,13 +461,31 @@ func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string
 		Status: store.StatusDeadLettered, ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}, nil
 }
 
+// earlierOutcome is the outcome that kept a dead letter out: its key's,
+// or else that of the entry holding its id.
+func earlierOutcome(ctx context.Context, q queryer, sub journal.Entry) (store.Outcome, error) {
+	form, key := sub.Form, sub.Key
+	o, ok, err := outcome(ctx, q, form, key)
+	if err == nil && !ok {
+		err = q.QueryRowContext(ctx, `SELECT form, key FROM entries WHERE id = ?`, sub.ID).Scan(&form, &key)
+		if err == nil {
+			o, ok, err = outcome(ctx, q, form, key)
+		}
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("no entry has key %s/%s or id %s", sub.Form, sub.Key, sub.ID)
+	}
+	o.Replayed = true
+	return o, err
+}
+
 // DeadLetters lists dead letters, oldest first.
 func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at FROM dead_letters d
-		JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at LIMIT ?`, limit)
+		JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at, d.entry_id LIMIT ?`, limit)
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}
@@ -742,12 +754,12 @@ func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, er
 }
 
 // promote moves the oldest waitlisted entries into free places, one guarded
-// place at a time.
+// place at a time, in (seq, id) order (see store.Cursor).
 func promote(ctx context.Context, tx *sql.Tx, form string, now time.Time) ([]string, error) {
 	var promoted []string
 	for {
 		var id string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE form = ? AND status = 'waitlisted' ORDER BY seq LIMIT 1`, form).Scan(&id)
+		err := tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE form = ? AND status = 'waitlisted' ORDER BY seq, id LIMIT 1`, form).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return promoted, nil
 		}
@@ -772,7 +784,7 @@ func promote(ctx context.Context, tx *sql.Tx, form string, now time.Time) ([]str
 }
 
 // PutForms upserts definitions and capacity settings in one transaction.
-func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
+func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return classify("put forms: begin", err)
@@ -813,7 +825,7 @@ func (s *Store) PutForms(ctx context.Context, forms []store.FormRecord) error {
 }
 
 // Forms returns the forms changed after version.
-func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int64, error) {
+func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, error) {
 	var latest int64
 	if err := s.rdb.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'forms_version'`).Scan(&latest); err != nil {
 		return nil, 0, classify("read forms version", err)
@@ -827,10 +839,10 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]store.FormRecord, int
 		return nil, 0, classify("read forms", err)
 	}
 	defer rows.Close()
-	var out []store.FormRecord
+	var out []form.Record
 	for rows.Next() {
 		var (
-			f        store.FormRecord
+			f        form.Record
 			us       int64
 			limit    sql.NullInt64
 			whenFull sql.NullString
@@ -882,51 +894,40 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 	return out, nil
 }
 
-// Export streams a form's entries in arrival order, 500 at a time.
+// Export streams a form's entries in arrival order, a page at a time, by
+// (seq, id) keyset: entries sharing a seq may straddle two pages.
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
-	var after int64 = -1
+	afterSeq, afterID := int64(-1), ""
 	for {
-		n := 0
 		rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
-			WHERE form = ? AND seq > ? ORDER BY seq LIMIT 500`, form, after)
+			WHERE form = ? AND (seq, id) > (?, ?) ORDER BY seq, id LIMIT ?`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
 			return classify("export", err)
 		}
-		var page []store.Row
-		for rows.Next() {
-			var r store.Row
-			var us int64
-			var data []byte // NULL once retention erased it
-			if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
-				rows.Close()
-				return classify("export", err)
-			}
-			r.Form = form
-			r.ReceivedAt = time.UnixMicro(us)
-			r.Data = data
-			page = append(page, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		page, err := scanRows(rows, form)
+		if err != nil {
 			return classify("export", err)
 		}
 		for _, r := range page {
 			if err := fn(r); err != nil {
 				return err
 			}
-			after = int64(r.Seq)
-			n++
+			afterSeq, afterID = int64(r.Seq), r.ID
 		}
-		if n < 500 {
+		if len(page) < store.ExportPage {
 			return nil
 		}
 	}
 }
 
 // Erase removes the data and claims of old entries of a form, oldest
-// first, then truncates the WAL so no copy of a page stays there.
+// first (by id among equals), then truncates the WAL so no copy of a page
+// stays there.
 func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
-	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at LIMIT ?`,
+	if limit < 1 {
+		return 0, nil
+	}
+	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at, id LIMIT ?`,
 		form, before.UnixMicro(), limit)
 }
 
@@ -990,7 +991,7 @@ func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (i
 
 // FindEntries lists entries whose data holds one of the needles.
 func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([]store.EntryRef, error) {
-	if len(needles) == 0 {
+	if len(needles) == 0 || limit < 1 {
 		return nil, nil
 	}
 	conds := make([]string, len(needles))
@@ -1001,7 +1002,7 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	}
 	args = append(args, limit)
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, site, form, key, seq FROM entries WHERE data IS NOT NULL AND (`+
-		strings.Join(conds, " OR ")+`) ORDER BY received_at LIMIT ?`, args...)
+		strings.Join(conds, " OR ")+`) ORDER BY received_at, id LIMIT ?`, args...)
 	if err != nil {
 		return nil, classify("find entries", err)
 	}

@@ -2,9 +2,12 @@ package sqlitestore_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/store/storetest"
@@ -16,10 +19,10 @@ func TestMain(m *testing.M) {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) func() store.Store {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		path := filepath.Join(t.TempDir(), "store.db")
 		return func() store.Store {
-			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
+			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
 			if err != nil {
 				t.Fatalf("open: %v", err)
 			}
@@ -29,14 +32,83 @@ func TestConformance(t *testing.T) {
 }
 
 func TestAccounts(t *testing.T) {
-	storetest.RunAccounts(t, func(t *testing.T) func() store.Store {
+	storetest.RunAccounts(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		path := filepath.Join(t.TempDir(), "store.db")
 		return func() store.Store {
-			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
+			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
 			if err != nil {
 				t.Fatalf("open: %v", err)
 			}
 			return s
 		}
 	})
+}
+
+// A store file set up by the migration code before package migrate (the
+// same version table, versions 1, 2, 3, 10 and 11 recorded, each applied
+// with its record in one transaction) opens: nothing is applied twice,
+// its entries are there, and the migrations since are applied.
+func TestOpensAStoreOfTheOldMigrations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "store.db")
+	db, err := sqlitedb.OpenWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		v    int
+		name string
+	}{{1, "0001_init.sql"}, {2, "0002_promise.sql"}, {3, "0003_outbox.sql"}, {10, "0010_accounts.sql"}, {11, "0011_console.sql"}} {
+		body, err := os.ReadFile(filepath.Join("migrations", f.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(`INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, f.v, time.Now().UnixMicro()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(string(body)); err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
+		VALUES ('old-1', 1, 'f', 's', 'k', 'stored', 'stored', 1, 1, x'00', '', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: path})
+	if err != nil {
+		t.Fatalf("open the old store: %v", err)
+	}
+	defer s.Close()
+	if o, ok, err := s.Outcome(ctx, "f", "k"); err != nil || !ok || o.ID != "old-1" {
+		t.Fatalf("the old store's entry: %+v %v %v", o, ok, err)
+	}
+	db, err = sqlitedb.OpenReader(path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var versions string
+	if err := db.QueryRow(`SELECT group_concat(version, ',') FROM (SELECT version FROM schema_migrations ORDER BY version)`).Scan(&versions); err != nil {
+		t.Fatal(err)
+	}
+	if versions != "1,2,3,10,11,12,15" {
+		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12 and 15 added", versions)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_retention'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the retention index: %d %v", n, err)
+	}
 }

@@ -52,7 +52,7 @@ func RunAccounts(t *testing.T, newStore Opener) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := newStore(t)()
+			s := newStore(t, nil)()
 			t.Cleanup(func() { s.Close() })
 			as, ok := s.(AccountsStore)
 			if !ok {

@@ -17,6 +17,7 @@ var outboxCases = []struct {
 }{
 	{"OutboxFanOutOnce", testFanOut},
 	{"OutboxClaimPerEndpoint", testClaimPerEndpoint},
+	{"OutboxClaimInEventOrder", testClaimEventOrder},
 	{"OutboxLeasesAndAttempts", testLeases},
 	{"OutboxRedeliverAndDisable", testRedeliver},
 	{"OutboxConcurrentClaimsNeverShare", testConcurrentClaims},
@@ -129,6 +130,58 @@ func testClaimPerEndpoint(t *testing.T, s store.Store) {
 	for _, d := range ds {
 		if d.Endpoint == "webhook:slow" {
 			t.Fatalf("an excluded endpoint's delivery was claimed: %+v", d)
+		}
+	}
+}
+
+// testClaimEventOrder: deliveries due at the same time (as a fan-out makes
+// them) are claimed in event order, also a few at a time and a few per
+// endpoint, so that a receiver gets an entry's stored before its
+// cancelled.
+func testClaimEventOrder(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	putForm(t, s, "f", nil, "")
+	for i := range 4 {
+		o := mustApply(t, s, sub("f", fmt.Sprint("k", i), uint64(i+1)))[0]
+		if _, err := s.Cancel(ctx, "f", o.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := fanOut(t, s, now, "webhook:a", "webhook:b", "webhook:c")
+	for _, q := range []store.ClaimQuery{{Limit: 1}, {Limit: 2, PerEndpoint: 1}, {Limit: 5, PerEndpoint: 2}} {
+		// Every delivery pending again, all due at now.
+		if _, err := s.Redeliver(ctx, store.DeliverySelection{Form: "f"}, now); err != nil {
+			t.Fatal(err)
+		}
+		next := map[string]int{} // per endpoint: the index in evs of the event it gets next
+		for range 100 {
+			ds, err := s.ClaimDeliveries(ctx, "o", now, time.Minute, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) == 0 {
+				break
+			}
+			var done []store.Finish
+			for i, d := range ds {
+				if i > 0 && ds[i-1].EventSeq > d.EventSeq {
+					t.Fatalf("%+v: one claim returned %v after %v", q, d.DeliveryKey, ds[i-1].DeliveryKey)
+				}
+				if want := evs[next[d.Endpoint]]; d.EventSeq != want.Seq {
+					t.Fatalf("%+v: %s got event %d (%s) before event %d (%s)", q, d.Endpoint, d.EventSeq, d.Event.Type, want.Seq, want.Type)
+				}
+				next[d.Endpoint]++
+				done = append(done, store.Finish{DeliveryKey: d.DeliveryKey, Owner: "o", State: store.DeliveryDelivered})
+			}
+			if err := s.FinishDeliveries(ctx, done, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, ep := range []string{"webhook:a", "webhook:b", "webhook:c"} {
+			if next[ep] != len(evs) {
+				t.Fatalf("%+v: %s got %d of %d events", q, ep, next[ep], len(evs))
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -14,13 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 )
 
 // Opener returns a function that opens the store on one fresh database;
-// each call opens that same database again.
-type Opener func(t *testing.T) func() store.Store
+// each call opens that same database again. now is the store's clock (its
+// Options.Now); nil for the time of day.
+type Opener func(t *testing.T, now func() time.Time) func() store.Store
 
 // Run runs the suite.
 func Run(t *testing.T, newStore Opener) {
@@ -34,37 +37,61 @@ func Run(t *testing.T, newStore Opener) {
 		{"ReplayInsideOneBatch", testReplayInBatch},
 		{"DuplicateParticipant", testDuplicate},
 		{"ResendOfALiveEntry", testResend},
+		{"TokenListedTwice", testTokenTwice},
 		{"EventsWithEveryChange", testEvents},
 		{"SpamAndNotSpam", testSpamReclassify},
 		{"EntryPages", testEntryPages},
 		{"Settings", testSettings},
 		{"CapacityReject", testReject},
 		{"CapacityWaitlistInArrivalOrder", testWaitlist},
+		{"WaitlistSharedSeqsByID", testWaitlistSharedSeqs},
 		{"Spam", testSpam},
 		{"ConcurrentNoOversell", testConcurrent},
 		{"DeadLetters", testDeadLetters},
+		{"DeadLetterReplays", testDeadLetterReplays},
 		{"FormsAndVersions", testForms},
 		{"CapacityGrowthPromotes", testGrowth},
 		{"CancelErrors", testCancelErrors},
 		{"ExportPages", testExport},
+		{"EntryPagesSharedSeqs", testEntryPagesSharedSeqs},
 		{"Tokens", testTokens},
 		{"EraseOldData", testErase},
 		{"FindAndEraseAPerson", testFindErase},
+		{"SameTimeByID", testSameTimeByID},
+		{"LimitsBelowOneTakeNothing", testLimitsBelowOne},
 		{"ConsoleReads", testConsole},
 	}
 	tests = append(tests, outboxCases...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			open := newStore(t)
+			open := newStore(t, nil)
 			s := open()
 			t.Cleanup(func() { s.Close() })
 			tc.fn(t, s)
 		})
 	}
+	// Cases about the times a store records run on a clock that moves
+	// only when told.
+	clocked := []struct {
+		name string
+		fn   func(*testing.T, store.Store, *testClock)
+	}{
+		{"EventTimesFromTheStoreClock", testEventTimes},
+		{"DeadLettersSameTimeByID", testDeadLettersSameTime},
+	}
+	for _, tc := range clocked {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &testClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+			s := newStore(t, clock.Now)()
+			t.Cleanup(func() { s.Close() })
+			tc.fn(t, s, clock)
+		})
+	}
 	t.Run("Reopen", func(t *testing.T) {
 		t.Parallel()
-		open := newStore(t)
+		open := newStore(t, nil)
 		s := open()
 		putForm(t, s, "f", intp(1), store.StatusWaitlisted)
 		mustApply(t, s, sub("f", "a", 1, "p1"))
@@ -115,7 +142,7 @@ func putForm(t *testing.T, s store.Store, id string, capacity *int, whenFull str
 	if whenFull == store.StatusWaitlisted {
 		wf = "waitlist"
 	}
-	if err := s.PutForms(ctxT(t), []store.FormRecord{{ID: id, Site: "site", Source: []byte("id: " + id), Capacity: capacity, WhenFull: wf}}); err != nil {
+	if err := s.PutForms(ctxT(t), []form.Record{{ID: id, Site: "site", Source: []byte("id: " + id), Capacity: capacity, WhenFull: wf}}); err != nil {
 		t.Fatalf("put form: %v", err)
 	}
 }
@@ -244,6 +271,29 @@ func testResend(t *testing.T, s store.Store) {
 	}
 }
 
+// testTokenTwice: an entry whose claims list one token twice (a form that
+// names the same unique set twice) is one participant, stored, not a
+// duplicate of itself; so is a spam entry decided again as not spam.
+func testTokenTwice(t *testing.T, s store.Store) {
+	putForm(t, s, "f", nil, "")
+	o := mustApply(t, s, sub("f", "a", 1, "p", "q", "p"))[0]
+	if o.Status != store.StatusStored || o.SameAs != nil {
+		t.Fatalf("claims listing p twice: %+v (same as %+v), want stored", o, o.SameAs)
+	}
+	if o := mustApply(t, s, sub("f", "b", 2, "p"))[0]; o.Status != store.StatusDuplicate {
+		t.Fatalf("the participant again: %+v, want a duplicate", o)
+	}
+	spam := sub("f", "c", 3, "r", "r")
+	spam.Spam = true
+	sp := mustApply(t, s, spam)[0]
+	if o, err := s.NotSpam(ctxT(t), "f", sp.ID); err != nil || o.Status != store.StatusStored || o.SameAs != nil {
+		t.Fatalf("not spam with r listed twice: %+v %v, want stored", o, err)
+	}
+	if got := history(t, s, sp.ID); !slices.Equal(got, []string{"spam:spam", "stored:stored"}) {
+		t.Fatalf("history of the entry not spam: %v", got)
+	}
+}
+
 func mustOutcome(t *testing.T, s store.Store, form, key string) store.Outcome {
 	t.Helper()
 	o, ok, err := s.Outcome(ctxT(t), form, key)
@@ -313,6 +363,74 @@ func testWaitlist(t *testing.T, s store.Store) {
 	}
 	if c := caps["f"]; c.Taken != 1 || c.Waitlisted != 0 || c.Left() != 0 {
 		t.Fatalf("capacity %+v", c)
+	}
+}
+
+// testWaitlistSharedSeqs: waitlisted entries sharing a seq are promoted
+// by id, whatever the order they were decided in (see store.Cursor).
+func testWaitlistSharedSeqs(t *testing.T, s store.Store) {
+	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+	first := mustApply(t, s, sub("f", "a", 1, "pa"))[0]
+	for _, k := range []string{"z", "x", "y", "early"} {
+		e := sub("f", k, 7, "p"+k)
+		e.ID = "w-" + k
+		if k == "early" {
+			e.Seq = 5
+		}
+		if o := mustApply(t, s, e)[0]; o.Status != store.StatusWaitlisted {
+			t.Fatalf("%s: %+v, want waitlisted", k, o)
+		}
+	}
+	want := []string{"w-early", "w-x", "w-y", "w-z"}
+	var got []string
+	cancel := first.ID
+	for range want {
+		promoted, err := s.Cancel(ctxT(t), "f", cancel)
+		if err != nil || len(promoted) != 1 {
+			t.Fatalf("cancel %s: promoted %v, %v", cancel, promoted, err)
+		}
+		got = append(got, promoted[0])
+		cancel = promoted[0]
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("promoted %v, want %v", got, want)
+	}
+}
+
+// testEventTimes: every event takes its time from the store's clock, the
+// promotions a cancel or a larger capacity makes included.
+func testEventTimes(t *testing.T, s store.Store, clock *testClock) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
+	decided := clock.Now()
+	out := mustApply(t, s, sub("f", "a", 1, "pa"), sub("f", "b", 2, "pb"), sub("f", "c", 3, "pc"))
+	clock.Advance(time.Hour)
+	cancelled := clock.Now()
+	if _, err := s.Cancel(ctx, "f", out[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	grown := clock.Now()
+	putForm(t, s, "f", intp(2), store.StatusWaitlisted)
+	for _, tc := range []struct {
+		id   string
+		want []time.Time
+	}{
+		{out[0].ID, []time.Time{decided, cancelled}},
+		{out[1].ID, []time.Time{decided, cancelled}},
+		{out[2].ID, []time.Time{decided, grown}},
+	} {
+		evs, err := s.History(ctx, tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []time.Time
+		for _, e := range evs {
+			got = append(got, e.At.UTC())
+		}
+		if !slices.EqualFunc(got, tc.want, time.Time.Equal) {
+			t.Errorf("event times of %s: %v, want %v (history %+v)", tc.id, got, tc.want, evs)
+		}
 	}
 }
 
@@ -431,6 +549,59 @@ func testDeadLetters(t *testing.T, s store.Store) {
 	}
 }
 
+// testDeadLetterReplays: recording a dead letter again (the processor
+// after a crash, or the journal and the processor both) gives back the
+// first outcome, never a second record and never an error, also for an
+// entry whose id another key's entry holds, which no decision can store.
+func testDeadLetterReplays(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", nil, "")
+	bad := sub("f", "bad", 1, "p1")
+	first, err := s.DeadLetter(ctx, bad, "cannot decode", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.DeadLetter(ctx, bad, "still cannot decode", 7)
+	if err != nil || !again.Replayed || again.ID != first.ID || again.Key != "bad" || again.Decision != store.StatusDeadLettered ||
+		again.Status != store.StatusDeadLettered || !again.ReceivedAt.Equal(first.ReceivedAt) || again.Fingerprint != first.Fingerprint {
+		t.Fatalf("dead-lettering again: %+v %v, want %+v replayed", again, err, first)
+	}
+	held := mustApply(t, s, sub("f", "held", 2, "p2"))[0]
+
+	// Journal entries reusing the id of a stored entry, of a dead letter,
+	// and of an entry of another form: the store refuses to decide them
+	// (not as unavailable: they fail on their own and are dead-lettered).
+	reuse := func(id, form, key string, seq uint64) journal.Entry {
+		e := sub(form, key, seq)
+		e.ID = id
+		return e
+	}
+	for _, tc := range []struct {
+		name  string
+		entry journal.Entry
+		want  store.Outcome
+	}{
+		{"a stored entry's id", reuse(held.ID, "f", "other-1", 3), held},
+		{"a dead letter's id", reuse(first.ID, "f", "other-2", 4), first},
+		{"an id of another form", reuse(held.ID, "g", "other-3", 5), held},
+	} {
+		if _, err := s.Apply(ctx, []journal.Entry{tc.entry}); err == nil || errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("deciding an entry that reuses %s = %v, want an error of the entry's own", tc.name, err)
+		}
+		o, err := s.DeadLetter(ctx, tc.entry, "reused id", 5)
+		if err != nil || !o.Replayed || o.ID != tc.want.ID || o.Form != tc.want.Form || o.Key != tc.want.Key || o.Status != tc.want.Status {
+			t.Fatalf("dead-lettering an entry that reuses %s: %+v %v, want %+v replayed", tc.name, o, err, tc.want)
+		}
+		if _, ok, err := s.Outcome(ctx, tc.entry.Form, tc.entry.Key); ok || err != nil {
+			t.Fatalf("an entry reusing %s got an outcome of its own (%v)", tc.name, err)
+		}
+	}
+	dls, err := s.DeadLetters(ctx, 10)
+	if err != nil || len(dls) != 1 || dls[0].ID != first.ID || dls[0].Reason != "cannot decode" || dls[0].Attempts != 5 {
+		t.Fatalf("dead letters %+v %v, want only the first record", dls, err)
+	}
+}
+
 func testForms(t *testing.T, s store.Store) {
 	ctx := ctxT(t)
 	forms, v0, err := s.Forms(ctx, 0)
@@ -491,28 +662,100 @@ func testCancelErrors(t *testing.T, s store.Store) {
 	}
 }
 
-func testExport(t *testing.T, s store.Store) {
-	putForm(t, s, "f", nil, "")
-	const n = 1203
+// sharedSeqs makes n entries of form f whose journal positions come three
+// to a seq, as entries from two journals do (see store.Cursor), in an
+// order where neither the order of deciding nor the ids alone give the
+// arrival order: they are decided last first, and within a seq the ids
+// sort as neither. It decides them and returns them in (seq, id) order.
+func sharedSeqs(t *testing.T, s store.Store, f string, n int) []journal.Entry {
+	t.Helper()
+	putForm(t, s, f, nil, "")
 	batch := make([]journal.Entry, 0, n)
 	for i := range n {
-		// Inserted in reverse arrival order; export is in arrival order.
-		batch = append(batch, sub("f", fmt.Sprint(i), uint64(n-i)))
+		j := n - 1 - i
+		e := sub(f, fmt.Sprint("k", j), uint64(j/3+1))
+		e.ID = fmt.Sprintf("%s-%c-%05d", f, "bac"[j%3], j)
+		batch = append(batch, e)
 	}
 	mustApply(t, s, batch...)
-	mustApply(t, s, sub("other", "x", 5000))
-	var last uint64
-	count := 0
-	err := s.Export(ctxT(t), "f", func(r store.Row) error {
-		if r.Seq <= last || r.Form != "f" || len(r.Data) == 0 || r.ReceivedAt.IsZero() || r.ID == "" {
-			return fmt.Errorf("row %+v after seq %d", r, last)
+	slices.SortFunc(batch, func(a, b journal.Entry) int {
+		if a.Seq != b.Seq {
+			return cmp.Compare(a.Seq, b.Seq)
 		}
-		last = r.Seq
-		count++
+		return strings.Compare(a.ID, b.ID)
+	})
+	return batch
+}
+
+func ids(es []journal.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// testExport: every entry of the form once, in (seq, id) order, also when
+// entries sharing a seq straddle a page (the boundaries after ExportPage
+// and 2*ExportPage rows fall inside a group of three).
+func testExport(t *testing.T, s store.Store) {
+	want := ids(sharedSeqs(t, s, "f", 2*store.ExportPage+4))
+	mustApply(t, s, sub("other", "x", 5), sub("other", "y", uint64(store.ExportPage/3)))
+	var got []string
+	err := s.Export(ctxT(t), "f", func(r store.Row) error {
+		if r.Form != "f" || len(r.Data) == 0 || r.ReceivedAt.IsZero() || r.Key == "" {
+			return fmt.Errorf("row %+v", r)
+		}
+		got = append(got, r.ID)
 		return nil
 	})
-	if err != nil || count != n {
-		t.Fatalf("exported %d of %d: %v", count, n, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		seen := map[string]int{}
+		for _, id := range got {
+			seen[id]++
+		}
+		var twice, missing []string
+		for _, id := range want {
+			switch seen[id] {
+			case 0:
+				missing = append(missing, id)
+			case 1:
+			default:
+				twice = append(twice, id)
+			}
+		}
+		t.Fatalf("exported %d of %d entries; missing %v, twice %v (or out of (seq, id) order)", len(got), len(want), missing, twice)
+	}
+}
+
+// testEntryPagesSharedSeqs: pages of one and of two entries, newest first,
+// go through entries that share a seq without skipping or repeating one.
+func testEntryPagesSharedSeqs(t *testing.T, s store.Store) {
+	want := ids(sharedSeqs(t, s, "f", 8))
+	slices.Reverse(want)
+	for _, limit := range []int{1, 2, 3} {
+		var got []string
+		q := store.EntryQuery{Form: "f", Limit: limit}
+		for range 20 {
+			page, err := s.Entries(ctxT(t), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page {
+				got = append(got, r.ID)
+			}
+			if len(page) < limit {
+				break
+			}
+			last := page[len(page)-1]
+			q.Before = store.Cursor{Seq: last.Seq, ID: last.ID}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("pages of %d: %v, want %v", limit, got, want)
+		}
 	}
 }
 
@@ -644,6 +887,95 @@ func testFindErase(t *testing.T, s store.Store) {
 	}
 	if o := mustApply(t, s, sub("f", "c2", 5, "bo-claim"))[0]; o.Status != store.StatusDuplicate {
 		t.Fatalf("another person's claim was released: %+v", o)
+	}
+}
+
+// testSameTimeByID: entries received at the same instant are found and
+// erased oldest first by id, whatever the order they were decided in.
+func testSameTimeByID(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", nil, "")
+	at := time.Now().UTC().Truncate(time.Microsecond).Add(-time.Hour)
+	for _, k := range []string{"c", "a", "b"} {
+		e := sub("f", k, 1, "p"+k)
+		e.ID = "same-" + k
+		e.ReceivedAt = at
+		e.Data = []byte(`{"x":"needle"}`)
+		mustApply(t, s, e)
+	}
+	found, err := s.FindEntries(ctx, [][]byte{[]byte("needle")}, 2)
+	if err != nil || len(found) != 2 || found[0].ID != "same-a" || found[1].ID != "same-b" {
+		t.Fatalf("found %+v %v, want same-a and same-b", found, err)
+	}
+	if n, err := s.Erase(ctx, "f", at.Add(time.Second), 1); err != nil || n != 1 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	found, err = s.FindEntries(ctx, [][]byte{[]byte("needle")}, 10)
+	if err != nil || len(found) != 2 || found[0].ID != "same-b" || found[1].ID != "same-c" {
+		t.Fatalf("after erasing one: %+v %v, want same-a erased", found, err)
+	}
+}
+
+// testLimitsBelowOne: a limit of 0 or less takes or lists nothing and is
+// no error, whatever the database makes of a negative LIMIT.
+func testLimitsBelowOne(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	putForm(t, s, "f", nil, "")
+	old := sub("f", "a", 1, "pa")
+	old.ReceivedAt = time.Now().UTC().Add(-time.Hour).Truncate(time.Microsecond)
+	old.Data = []byte(`{"x":"needle"}`)
+	mustApply(t, s, old)
+	now := time.Now().UTC()
+	if err := s.RecordArrivals(ctx, "f", []store.Arrival{{Key: "never-came", StartedAt: now}}, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{0, -1} {
+		if n, err := s.FanOut(ctx, limit, now, func([]store.Event) []store.NewDelivery { return nil }); n != 0 || err != nil {
+			t.Errorf("FanOut(%d) = %d, %v", limit, n, err)
+		}
+		if ds, err := s.ClaimDeliveries(ctx, "o", now, time.Minute, store.ClaimQuery{Limit: limit}); len(ds) != 0 || err != nil {
+			t.Errorf("ClaimDeliveries(%d) = %v, %v", limit, ds, err)
+		}
+		if n, err := s.Erase(ctx, "f", now, limit); n != 0 || err != nil {
+			t.Errorf("Erase(%d) = %d, %v", limit, n, err)
+		}
+		if found, err := s.FindEntries(ctx, [][]byte{[]byte("needle")}, limit); len(found) != 0 || err != nil {
+			t.Errorf("FindEntries(%d) = %v, %v", limit, found, err)
+		}
+		if as, err := s.UnreceivedArrivals(ctx, "f", now.Add(-time.Hour), now.Add(time.Hour), limit); len(as) != 0 || err != nil {
+			t.Errorf("UnreceivedArrivals(%d) = %v, %v", limit, as, err)
+		}
+		if refs, err := s.EntriesWithoutEvent(ctx, "", limit); len(refs) != 0 || err != nil {
+			t.Errorf("EntriesWithoutEvent(%d) = %v, %v", limit, refs, err)
+		}
+	}
+	// Nothing was taken: the event waits, the data stays.
+	if st, err := s.DeliveryStats(ctx); err != nil || st.UnfannedEvents != 1 {
+		t.Errorf("stats %+v %v, want the one event unfanned", st, err)
+	}
+	if found, err := s.FindEntries(ctx, [][]byte{[]byte("needle")}, 10); len(found) != 1 || err != nil {
+		t.Errorf("the entry's data after erasing nothing: %v %v", found, err)
+	}
+}
+
+// testDeadLettersSameTime: dead letters recorded at the same time are
+// listed by id.
+func testDeadLettersSameTime(t *testing.T, s store.Store, _ *testClock) {
+	putForm(t, s, "f", nil, "")
+	for _, k := range []string{"c", "a", "b"} {
+		e := sub("f", k, 1)
+		e.ID = "dl-" + k
+		if _, err := s.DeadLetter(ctxT(t), e, "bad", 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dls, err := s.DeadLetters(ctxT(t), 10)
+	var got []string
+	for _, d := range dls {
+		got = append(got, d.ID)
+	}
+	if err != nil || !slices.Equal(got, []string{"dl-a", "dl-b", "dl-c"}) {
+		t.Fatalf("dead letters %v %v, want dl-a, dl-b, dl-c", got, err)
 	}
 }
 

@@ -1,0 +1,144 @@
+// Package migrate applies a store driver's schema migrations: the files
+// NNNN_name.sql of a directory (embedded in the driver), each applied once,
+// in the order of its number, in a transaction of its own together with
+// the record of its version in the table schema_migrations, so that a
+// migration that fails leaves nothing of itself behind and is tried again
+// at the next start. The driver hands over its database as a DB and the
+// few statements that differ between databases as a Dialect; this package
+// knows no driver.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Migration is one file of a migrations directory.
+type Migration struct {
+	Version int
+	Name    string // the file's name, such as 0003_outbox.sql
+	SQL     string
+}
+
+// Exec runs one statement in the transaction at hand and says how many rows
+// it changed.
+type Exec func(ctx context.Context, query string, args ...any) (int64, error)
+
+// DB is the database a driver migrates.
+type DB interface {
+	// InTx runs fn in one transaction: committed when fn returns nil,
+	// rolled back when it returns an error.
+	InTx(ctx context.Context, fn func(Exec) error) error
+}
+
+// Dialect is how one database writes the runner's own statements.
+type Dialect struct {
+	// Lock, when set, runs first in every transaction of the runner and
+	// holds until its end, so that instances starting together on one
+	// database migrate one at a time (a PostgreSQL advisory lock). A
+	// database with a single writer needs none.
+	Lock string
+	// CreateTable makes the table schema_migrations if it is missing.
+	CreateTable string
+	// Record adds a version (its one argument) to schema_migrations unless
+	// it is there, changing one row when it added it.
+	Record string
+}
+
+// ErrBadName marks a migrations directory the runner refuses: a file that
+// is not NNNN_name.sql, or two files with one number (the version is
+// recorded once, so the second would never run).
+var ErrBadName = errors.New("bad migration file name")
+
+// Read lists the migrations in dir of fsys, by version.
+func Read(fsys fs.FS, dir string) ([]Migration, error) {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.sql"))
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	out := make([]Migration, 0, len(names))
+	for _, name := range names {
+		base := path.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("read migrations: %w: %s; name each file NNNN_what.sql with a number of its own, such as 0013_promote.sql", ErrBadName, base)
+		}
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", base, err)
+		}
+		out = append(out, Migration{Version: v, Name: base, SQL: string(body)})
+	}
+	slices.SortFunc(out, func(a, b Migration) int { return a.Version - b.Version })
+	for i := 1; i < len(out); i++ {
+		if out[i].Version == out[i-1].Version {
+			return nil, fmt.Errorf("read migrations: %w: %s and %s share version %d, and only the first would ever run; give the later one the next free number",
+				ErrBadName, out[i-1].Name, out[i].Name, out[i].Version)
+		}
+	}
+	return out, nil
+}
+
+// Apply applies the migrations in dir of fsys that schema_migrations does
+// not record, in version order, each in its own transaction with its
+// record. It stops at the first that fails, naming it; those before it
+// stay applied.
+func Apply(ctx context.Context, db DB, d Dialect, fsys fs.FS, dir string) error {
+	ms, err := Read(fsys, dir)
+	if err != nil {
+		return err
+	}
+	if err := db.InTx(ctx, func(exec Exec) error {
+		if err := lock(ctx, exec, d); err != nil {
+			return err
+		}
+		if _, err := exec(ctx, d.CreateTable); err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, m := range ms {
+		if err := db.InTx(ctx, func(exec Exec) error { return apply(ctx, exec, d, m) }); err != nil {
+			return fmt.Errorf("migrate %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// apply records m's version and, when it was not recorded before, runs m,
+// in the caller's transaction.
+func apply(ctx context.Context, exec Exec, d Dialect, m Migration) error {
+	if err := lock(ctx, exec, d); err != nil {
+		return err
+	}
+	n, err := exec(ctx, d.Record, m.Version)
+	if err != nil {
+		return fmt.Errorf("record version %d: %w", m.Version, err)
+	}
+	if n == 0 {
+		return nil // applied before
+	}
+	if _, err := exec(ctx, m.SQL); err != nil {
+		return err
+	}
+	return nil
+}
+
+func lock(ctx context.Context, exec Exec, d Dialect) error {
+	if d.Lock == "" {
+		return nil
+	}
+	if _, err := exec(ctx, d.Lock); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	return nil
+}
