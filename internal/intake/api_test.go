@@ -15,6 +15,7 @@ import (
 
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/server/servertest"
 )
@@ -390,17 +391,13 @@ func TestAsyncForm(t *testing.T) {
 	if resp, body := send(t, client, h.URL, req{method: "GET", path: "/v1/forms/telemetry/submissions/e1"}); resp.StatusCode != 200 {
 		t.Fatalf("status right after the 202: %d %s", resp.StatusCode, body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, body = send(t, client, h.URL, req{method: "GET", path: "/v1/forms/telemetry/submissions/e1"})
-		if resp.StatusCode == 200 && strings.Contains(string(body), `"status":"stored"`) {
-			return
+	poll.UntilNil(t, "the async entry stored", 10*time.Second, func() error {
+		resp, body := send(t, client, h.URL, req{method: "GET", path: "/v1/forms/telemetry/submissions/e1"})
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"stored"`) {
+			return fmt.Errorf("%d %s", resp.StatusCode, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("async entry never stored: %d %s", resp.StatusCode, body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func send(t *testing.T, c *http.Client, base string, r req) (*http.Response, []byte) {
