@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/poll"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -152,16 +153,14 @@ func (c *Cluster) Index(name string) int {
 // leader.
 func (c *Cluster) WaitForLeader(timeout time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	poll.Until(c.t, "the nats cluster to elect a meta leader", timeout, func() bool {
 		for _, s := range c.Servers {
 			if s.Running() && s.JetStreamIsLeader() {
-				return
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.t.Fatal("the nats cluster elected no meta leader")
+		return false
+	})
 }
 
 // Kill shuts server i down, as a crash of that node.
