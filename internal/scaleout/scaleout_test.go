@@ -63,11 +63,10 @@ func TestThreeInstancesSurviveKill9(t *testing.T) {
 	defer cancel()
 	killed := make(chan time.Duration, 1)
 	go func() {
-		for st.acked.Load() < int64(l.submissions/3) {
-			if ctx.Err() != nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-st.ackedAtLeast(int64(l.submissions / 3)):
+		case <-ctx.Done():
+			return
 		}
 		start := time.Now()
 		ins[1].kill9()
@@ -119,11 +118,10 @@ func TestStoreOutage(t *testing.T) {
 	outage := make(chan struct{})
 	go func() {
 		defer close(outage)
-		for st.acked.Load() < int64(l.submissions/4) {
-			if ctx.Err() != nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-st.ackedAtLeast(int64(l.submissions / 4)):
+		case <-ctx.Done():
+			return
 		}
 		before := st.get(202)
 		p.setCut(true)
@@ -173,11 +171,10 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	defer cancel()
 	killedNode := make(chan string, 1)
 	go func() {
-		for st.acked.Load() < int64(l.submissions/3) {
-			if ctx.Err() != nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-st.ackedAtLeast(int64(l.submissions / 3)):
+		case <-ctx.Done():
+			return
 		}
 		leader := streamLeader(t, cl.URLs(), d.stream)
 		i := cl.Index(leader)
