@@ -80,7 +80,7 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond)
+		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond) // a random moment to crash
 		srv.kill9(t)
 		stop()
 		wg.Wait()
