@@ -273,9 +273,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	if s.cfg.DebugAddr != "" {
-		go s.serveDebug(bgCtx)
-	}
+	stopDebug := s.startDebug()
 	s.log.Info("formd serving", "addr", ln.Addr().String(), "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
 	var serveErr error
 	select {
@@ -289,6 +287,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(shutCtx); err != nil {
 		s.log.Warn("requests still in flight at the shutdown timeout", "err", err)
 	}
+	stopDebug()
 	stopBg()
 	waitBg()
 	if errors.Is(serveErr, http.ErrServerClosed) {
@@ -297,20 +296,34 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return errors.Join(serveErr, s.Close())
 }
 
-// serveDebug serves pprof on the debug address until ctx ends.
-func (s *Server) serveDebug(ctx context.Context) {
+// startDebug serves pprof on the debug address, when one is set; the
+// returned function stops it (cutting a profile in progress) and waits
+// until it has stopped. A debug address that cannot be bound is logged
+// and does not stop the server: profiles are an aid, not a duty.
+func (s *Server) startDebug() (stop func()) {
+	if s.cfg.DebugAddr == "" {
+		return func() {}
+	}
+	ln, err := net.Listen("tcp", s.cfg.DebugAddr)
+	if err != nil {
+		s.log.Warn("debug server", "err", err)
+		return func() {}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	dbg := &http.Server{Addr: s.cfg.DebugAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
+	dbg := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := dbg.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.log.Warn("debug server", "err", err)
+		}
+	})
+	return func() {
 		dbg.Close()
-	}()
-	if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		s.log.Warn("debug server", "err", err)
+		wg.Wait()
 	}
 }
 
