@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+func TestMain(m *testing.M) {
+	pgtest.AnnounceSkip("the scale-out suites (formd processes sharing PostgreSQL and NATS)")
+	os.Exit(m.Run())
+}
 
 // natsURL is the external NATS server when FORMD_TEST_NATS_URL is set,
 // else an in-process one.

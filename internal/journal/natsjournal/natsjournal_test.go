@@ -22,6 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	natstest.AnnounceSkip("the journal conformance suite against a running NATS server (the in-process one still runs)")
 	goleak.VerifyTestMain(m,
 		// The in-process nats-server keeps a few process-wide goroutines.
 		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"),
@@ -74,11 +75,7 @@ func TestConformance(t *testing.T) {
 		journaltest.Run(t, openAt(s.ClientURL(), Options{}))
 	})
 	t.Run("external", func(t *testing.T) {
-		url := natstest.URL()
-		if url == "" {
-			t.Skipf("set %s to run the suite against a running NATS server", natstest.EnvURL)
-		}
-		journaltest.Run(t, openAt(url, Options{}))
+		journaltest.Run(t, openAt(natstest.ExternalURL(t), Options{}))
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,36 @@ const EnvURL = "FORMD_TEST_NATS_URL"
 
 // URL is the external server's URL, or "" when none is configured.
 func URL() string { return os.Getenv(EnvURL) }
+
+// announced is set once AnnounceSkip has said why the external suites
+// skip, so that each skip need not say it again.
+var announced atomic.Bool
+
+// AnnounceSkip is for a package's TestMain: when EnvURL is unset, it
+// prints one line saying that the suites against an external server
+// (named by suites) are skipped and why, and ExternalURL then skips
+// without repeating it. With EnvURL set it prints nothing.
+func AnnounceSkip(suites string) {
+	if URL() != "" {
+		return
+	}
+	announced.Store(true)
+	fmt.Printf("skipping %s: %s is not set (see README: Development)\n", suites, EnvURL)
+}
+
+// ExternalURL is the external server's URL; it skips the test when none
+// is configured.
+func ExternalURL(t testing.TB) string {
+	t.Helper()
+	url := URL()
+	if url == "" {
+		if announced.Load() {
+			t.SkipNow()
+		}
+		t.Skipf("set %s to run this against a running NATS server", EnvURL)
+	}
+	return url
+}
 
 // Name makes a stream name that no other test uses, so that tests can share
 // one server, and run again on a server that kept an earlier run's streams.
