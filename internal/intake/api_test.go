@@ -176,8 +176,9 @@ func multipartBody(fields map[string]string, file bool) (string, string) {
 	return buf.String(), mw.FormDataContentType()
 }
 
-// TestAPIScenarios covers every row of DESIGN §4's status table against a
-// real instance, in order (later rows build on earlier ones).
+// TestAPIScenarios covers every answer of the submission API (each HTTP
+// status and problem code the README's API table lists) against a real
+// instance, in order (later rows build on earlier ones).
 func TestAPIScenarios(t *testing.T) {
 	h := servertest.Start(t, apiForms, servertest.Options{
 		WrapJournal: func(j journal.Journal) journal.Journal { return slowJournal{faultyJournal{j}} },

@@ -1,4 +1,4 @@
-// Package intake is formd's public HTTP API (DESIGN §4): it validates a
+// Package intake is formd's public HTTP API: it validates a
 // submission, fingerprints it, appends it to the durable journal before any
 // store call, and answers only then — with the outcome when the processor
 // decides within the wait, or 202 when it does not. The same key always
