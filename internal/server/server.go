@@ -167,13 +167,12 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	pruner, _ := s.Journal.(journal.Pruner)
 	s.retention = erasure.NewRetention(s.Forms, s.Store, pruner, time.Now, log, reg)
 	notify := s.notify
-	// The hosted pages show a key's status (from the intake), and the
-	// intake hands them plain posts that need a fix.
-	var in *intake.Handler
-	status := func(ctx context.Context, form, key string) (string, bool, error) { return in.Status(ctx, form, key) }
+	// The hosted result page shows a key's status as the status endpoint
+	// does (intake.Statuses, below both), and the intake hands the hosted
+	// pages plain posts that need a fix.
 	places := store.NewPlacesCache(s.Store, time.Now, time.Second)
-	pages := hosted.New(s.Forms, places, status, time.Now, log)
-	in = intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
+	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
+	in := intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
 		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.Store,
 		Logger: log, Metrics: intake.NewMetrics(reg),
