@@ -149,9 +149,13 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Spawn = argv
 	}
+	// Progress goes to standard error, never to standard output, which
+	// carries the report (--json): rewritten in place on a terminal, a
+	// line every few seconds elsewhere.
+	cfg.Progress = stderr
 	level := slog.LevelInfo
 	if isTerminal(os.Stderr) {
-		cfg.Progress = stderr
+		cfg.ProgressLive = true
 		level = slog.LevelWarn // the progress line says it
 	}
 	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))

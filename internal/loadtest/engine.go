@@ -100,8 +100,11 @@ type Config struct {
 	// load phase may go on before they count as unresolved. Default 30s.
 	Grace time.Duration
 
-	// Progress, when set, gets a live progress line every second.
-	Progress io.Writer
+	// Progress, when set, gets progress while the run goes: with
+	// ProgressLive, one line rewritten in place every second (for a
+	// terminal); otherwise a plain line every few seconds (for a log).
+	Progress     io.Writer
+	ProgressLive bool
 	// Log gets what the run does (server starts, kills). Default: discard.
 	Log *slog.Logger
 }
@@ -431,7 +434,11 @@ func (e *engine) load(ctx context.Context) {
 
 	var stopProgress func()
 	if e.cfg.Progress != nil {
-		stopProgress = e.progress(e.cfg.Progress)
+		every := plainProgressEvery
+		if e.cfg.ProgressLive {
+			every = time.Second
+		}
+		stopProgress = e.progress(e.cfg.Progress, e.cfg.ProgressLive, every)
 	}
 	var killer sync.WaitGroup
 	if e.cfg.KillEvery > 0 {
