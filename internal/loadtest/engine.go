@@ -63,6 +63,11 @@ type Config struct {
 	// a new temporary directory, removed after a passing run and kept
 	// after a failing one.
 	WorkDir string
+	// KeepForm leaves the run's form open on a server the run did not
+	// spawn (--url). By default the run closes it at the end: the admin
+	// API has no way to delete a form, and a closed one takes no more
+	// submissions while its entries stay for formd export.
+	KeepForm bool
 
 	// Clients is the number of virtual clients. Default 3,000.
 	Clients int
@@ -262,12 +267,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	} else {
 		e.proto = &formdProtocol{e: e}
 	}
-	defer e.tearDown()
+	defer e.tearDown(ctx)
 	if err := e.proto.setUp(ctx); err != nil {
 		return nil, err
 	}
 	e.load(ctx)
 	rep := e.report(ctx)
+	rep.FormClosed = e.proto.cleanUp(ctx)
 	e.passed = rep.OK
 	if !rep.OK && e.ownWorkDir {
 		rep.WorkDir = e.workDir
@@ -288,6 +294,10 @@ type protocol interface {
 	// report says what was run and fills in the verdict and OK, once the
 	// load is over.
 	report(ctx context.Context, r *Report)
+	// cleanUp undoes what setUp left on a server the run does not own,
+	// once (it is called again on the way out), and says whether it
+	// closed the run's form.
+	cleanUp(ctx context.Context) (formClosed bool)
 }
 
 // engine is one run in progress.
@@ -367,7 +377,11 @@ func newTransport(clients int) *http.Transport {
 	}
 }
 
-func (e *engine) tearDown() {
+// tearDown releases what the run holds, also after a failed set-up: the
+// run's form on a server it does not own, the proxy, the connections, a
+// spawned server, and its work directory after a passing run.
+func (e *engine) tearDown(ctx context.Context) {
+	e.proto.cleanUp(ctx)
 	if e.proxy != nil {
 		e.proxy.Close()
 	}

@@ -30,6 +30,10 @@ type formdProtocol struct {
 	token      string
 	admin      *http.Client // admin API calls: the form, the export
 	client     *client.Client
+	// applied is set once the run's form is on the server; closed once
+	// cleanUp has closed it there.
+	applied, closed bool
+	cleanOnce       sync.Once
 }
 
 var _ protocol = (*formdProtocol)(nil)
@@ -161,6 +165,7 @@ func (p *formdProtocol) applyForm(ctx context.Context) error {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("apply the loadtest form: %s: %s", resp.Status, b)
 	}
+	p.applied = true
 	return nil
 }
 
@@ -273,4 +278,47 @@ func (p *formdProtocol) report(ctx context.Context, r *Report) {
 	v := verdict(records, rows, e.cfg.Capacity, e.cfg.WhenFull, final)
 	r.Verdict = &v
 	r.OK = len(r.Errors) == 0 && v.Lost == 0 && v.Duplicated == 0 && v.Oversold == 0 && v.Unresolved == 0 && v.Violations == 0
+}
+
+// cleanUp closes the run's form on a server the run did not launch,
+// unless KeepForm: the admin API cannot delete a form, and a closed one
+// takes no more submissions while its entries stay for formd export. A
+// spawned server's data is the run's own, so its form is left as it is.
+// It reports whether it closed the form; it acts once, and a failure is
+// logged, not the run's.
+func (p *formdProtocol) cleanUp(ctx context.Context) (closed bool) {
+	p.cleanOnce.Do(func() {
+		e := p.e
+		if !p.applied || e.sup != nil || e.cfg.KeepForm {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := p.closeForm(ctx); err != nil {
+			e.log.Warn("the run's form is still open", "form", p.form, "err", err)
+			return
+		}
+		p.closed = true
+		e.log.Info("closed the run's form (formd cannot delete a form; its entries stay)", "form", p.form)
+	})
+	return p.closed
+}
+
+// closeForm is POST /v1/admin/forms/{form}/close.
+func (p *formdProtocol) closeForm(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.serverBase+"/v1/admin/forms/"+url.PathEscape(p.form)+"/close", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+p.token)
+	resp, err := p.admin.Do(req)
+	if err != nil {
+		return fmt.Errorf("close form %s: %w", p.form, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("close form %s: %s: %s", p.form, resp.Status, b)
+	}
+	return nil
 }

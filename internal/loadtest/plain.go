@@ -76,3 +76,7 @@ func (p *plainProtocol) report(_ context.Context, r *Report) {
 		Failed: c.answers5xx.Load() + c.answers503.Load(), NoAnswer: c.netErrors.Load()}
 	r.OK = len(r.Errors) == 0
 }
+
+// cleanUp has nothing to undo: a plain run changes nothing on the server
+// but what it posts.
+func (p *plainProtocol) cleanUp(context.Context) bool { return false }

@@ -31,6 +31,10 @@ type Report struct {
 	Spawned  bool    `json:"spawned"`
 	Kills    int64   `json:"kills"`
 
+	// FormClosed says the run closed its form at the end: a server it did
+	// not spawn, without KeepForm.
+	FormClosed bool `json:"form_closed,omitempty"`
+
 	// Started is the number of people whose plans began; Skipped the
 	// arrivals (with --rate) that found every client busy.
 	Started int64 `json:"people_started"`
@@ -185,7 +189,11 @@ func (r *Report) WriteText(w io.Writer) {
 	pf("formd loadtest (%s mode): %s\n", r.Mode, load)
 	pf("  target       %s\n", r.Target)
 	if r.Mode == "formd" {
-		pf("  form         %s, capacity %s (when full: %s)\n", r.Form, commas(int64(r.Capacity)), r.WhenFull)
+		pf("  form         %s, capacity %s (when full: %s)", r.Form, commas(int64(r.Capacity)), r.WhenFull)
+		if r.FormClosed {
+			pf("; closed after the run")
+		}
+		pf("\n")
 		pf("  people       %s started", commas(r.Started))
 		if s := r.Shares; s != (Shares{}) {
 			pf("; shares: double click %g%%, re-register %g%%, invalid %g%%", 100*s.DoubleClick, 100*s.Reregister, 100*s.Invalid)
