@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/formd/formd/internal/poll"
 )
 
 // TestDeliveriesSurviveKill9: formd is killed with SIGKILL while webhooks
@@ -78,7 +80,7 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond)
+		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond) // a random moment to crash
 		srv.kill9(t)
 		stop()
 		wg.Wait()
@@ -88,21 +90,17 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 	}
 	srv := startFormd(t, bin, data, formsPath, extra...)
 	for key, person := range pending {
-		waitFor(t, 30*time.Second, key+" acknowledged", func() bool {
+		poll.Until(t, key+" acknowledged", 30*time.Second, func() bool {
 			s := submit(client, srv.url, key, person)
 			return s >= 200 && s < 300
 		})
 	}
-	var left string
-	defer func() {
-		if t.Failed() {
-			t.Log("at the end: " + left)
-		}
-	}()
-	waitFor(t, 90*time.Second, "the journal and the outbox to drain", func() bool {
+	poll.UntilNil(t, "the journal and the outbox to drain", 90*time.Second, func() error {
 		b, p, u := backlog(client, srv.url), metric(client, srv.url, "formd_outbox_pending"), metric(client, srv.url, "formd_outbox_unfanned_events")
-		left = fmt.Sprintf("journal backlog %d, outbox pending %d, events not fanned out %d", b, p, u)
-		return b == 0 && p == 0 && u == 0
+		if b == 0 && p == 0 && u == 0 {
+			return nil
+		}
+		return fmt.Errorf("journal backlog %d, outbox pending %d, events not fanned out %d", b, p, u)
 	})
 	srv.stop(t)
 

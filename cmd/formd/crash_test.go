@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/formd/formd/internal/poll"
 )
 
 const crashForms = `
@@ -102,20 +104,15 @@ func TestCrashKill9(t *testing.T) {
 	// acknowledged, let the backlog drain, then stop gracefully.
 	srv := startFormd(t, bin, data, formsPath)
 	for key, person := range pending {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			status := submit(client, srv.url, key, person)
-			if status >= 200 && status < 300 {
-				acked[key] = true
-				break
+		poll.UntilNil(t, key+" acknowledged after the last restart", 30*time.Second, func() error {
+			if status := submit(client, srv.url, key, person); status < 200 || status >= 300 {
+				return fmt.Errorf("status %d", status)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: still %d after the last restart", key, status)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
+		acked[key] = true
 	}
-	waitFor(t, 30*time.Second, "the journal backlog to drain", func() bool { return backlog(client, srv.url) == 0 })
+	poll.Until(t, "the journal backlog to drain", 30*time.Second, func() bool { return backlog(client, srv.url) == 0 })
 	srv.stop(t)
 
 	// Every journal entry has an outcome.
@@ -206,7 +203,7 @@ func startFormd(t *testing.T, bin, data, forms string, extra ...string) *proc {
 			cmd.Wait()
 		}
 	})
-	waitFor(t, 20*time.Second, "formd to answer /readyz", func() bool {
+	poll.Until(t, "formd to answer /readyz", 20*time.Second, func() bool {
 		resp, err := http.Get(p.url + "/readyz")
 		if err != nil {
 			return false
@@ -272,15 +269,4 @@ func metric(c *http.Client, base, name string) int {
 		}
 	}
 	return -1
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

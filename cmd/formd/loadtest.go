@@ -54,7 +54,9 @@ Registers distinct people into a form of its own (unique phone, a
 capacity, rate_limit: off) through virtual clients that speak formd's
 client protocol, optionally through a loopback proxy that drops and resets
 traffic and while the server is killed with SIGKILL and restarted; then
-reads what the server stored and checks it. Only loopback targets.
+reads what the server stored and checks it. Only loopback targets. On a
+server it did not launch (--url), the run closes its form at the end
+(formd has no way to delete a form; --keep-form leaves it open).
 
   formd loadtest --spawn "formd serve" --clients 500 --duration 30s
   formd loadtest --spawn "formd serve" --clients 300 --duration 60s \
@@ -96,6 +98,7 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.AdminToken, "admin-token", os.Getenv("FORMD_ADMIN_TOKEN"), "admin token to read the export with (env FORMD_ADMIN_TOKEN; a spawned server on fresh data prints its own)")
 	fs.StringVar(&cfg.WorkDir, "work-dir", "", "with --spawn: directory for the server's data, form and log (default: a temporary one, kept only if the check fails)")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "measure this server process's CPU time during the load (Linux; a spawned server is measured unless killed)")
+	fs.BoolVar(&cfg.KeepForm, "keep-form", false, "with --url: leave the run's form open at the end (by default it is closed: formd cannot delete a form; its entries stay)")
 	fs.BoolVar(&cfg.Plain, "plain", false, "plain mode: one POST per person to --url, no protocol, no checker (for the ceiling and PocketBase)")
 
 	fs.IntVar(&cfg.Clients, "clients", 3000, "virtual clients")
@@ -149,9 +152,13 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Spawn = argv
 	}
+	// Progress goes to standard error, never to standard output, which
+	// carries the report (--json): rewritten in place on a terminal, a
+	// line every few seconds elsewhere.
+	cfg.Progress = stderr
 	level := slog.LevelInfo
 	if isTerminal(os.Stderr) {
-		cfg.Progress = stderr
+		cfg.ProgressLive = true
 		level = slog.LevelWarn // the progress line says it
 	}
 	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))

@@ -16,6 +16,7 @@ import (
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store"
@@ -39,9 +40,18 @@ type client struct {
 
 func (c client) do(method, path, body string, withToken bool) (int, []byte, http.Header) {
 	c.t.Helper()
+	return c.send(method, path, body, withToken, nil)
+}
+
+// send is do with extra request headers.
+func (c client) send(method, path, body string, withToken bool, hdr http.Header) (int, []byte, http.Header) {
+	c.t.Helper()
 	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
 	if err != nil {
 		c.t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	if withToken {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -58,9 +68,11 @@ func (c client) do(method, path, body string, withToken bool) (int, []byte, http
 	return resp.StatusCode, b, resp.Header
 }
 
+// submit registers a person under the idempotency key.
 func (c client) submit(key, name, email string) {
 	c.t.Helper()
-	code, body, _ := c.do("POST", "/v1/forms/club/submissions", fmt.Sprintf(`{"name":%q,"email":%q}`, name, email), false)
+	code, body, _ := c.send("POST", "/v1/forms/club/submissions", fmt.Sprintf(`{"name":%q,"email":%q}`, name, email), false,
+		http.Header{"Idempotency-Key": {key}})
 	if code != 201 {
 		c.t.Fatalf("submit %s: %d %s", key, code, body)
 	}
@@ -122,8 +134,11 @@ func TestExportCancelAndPromote(t *testing.T) {
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("csv %v %q", err, body)
 	}
-	if rows[2][2] != "waitlisted" || !strings.HasPrefix(rows[2][4], "'=") {
-		t.Fatalf("second row %q: want waitlisted with the formula neutralized", rows[2])
+	if rows[1][1] != "a" || rows[1][2] != "stored" {
+		t.Fatalf("first row %q: want key a, stored", rows[1])
+	}
+	if rows[2][1] != "b" || rows[2][2] != "waitlisted" || !strings.HasPrefix(rows[2][4], "'=") {
+		t.Fatalf("second row %q: want key b, waitlisted, with the formula neutralized", rows[2])
 	}
 	first := rows[1][0]
 	code, body, _ = c.do("POST", "/v1/admin/forms/club/entries/"+first+"/cancel", "", true)
@@ -179,7 +194,7 @@ func TestDeadLetterRetry(t *testing.T) {
 	var dls struct {
 		DeadLetters []store.DeadLetter `json:"dead_letters"`
 	}
-	servertest.WaitFor(t, "the entry to be dead-lettered", func() bool {
+	poll.Until(t, "the entry to be dead-lettered", 15*time.Second, func() bool {
 		_, body, _ := c.do("GET", "/v1/admin/dead-letters", "", true)
 		json.Unmarshal(body, &dls)
 		return len(dls.DeadLetters) == 1

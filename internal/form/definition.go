@@ -58,7 +58,8 @@ const (
 )
 
 // Definition is one form as its owner declares it. The YAML/JSON names are
-// the contract of DESIGN §5.
+// a contract with owners' files and the admin API: renaming one breaks
+// every definition that uses it.
 type Definition struct {
 	ID          string     `yaml:"id" json:"id"`
 	Site        string     `yaml:"site" json:"site,omitempty"`

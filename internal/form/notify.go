@@ -11,8 +11,9 @@ import (
 	"github.com/formd/formd/internal/webhooks"
 )
 
-// Notify is who hears of a form's entries (DESIGN §5): webhooks to the
-// owner's systems, and e-mail to the owner and to the person.
+// Notify is who hears of a form's entries, as the definition's notify
+// block says: webhooks to the owner's systems, and e-mail to the owner and
+// to the person.
 type Notify struct {
 	Webhooks []Webhook   `yaml:"webhooks" json:"webhooks,omitempty"`
 	Email    *EmailSetup `yaml:"email" json:"email,omitempty"`

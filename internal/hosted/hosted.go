@@ -38,14 +38,17 @@ type Places interface {
 	Places(ctx context.Context, form string) (store.Capacity, bool)
 }
 
-// StatusFunc reports the public status of a key (intake.Handler.Status).
-type StatusFunc func(ctx context.Context, form, key string) (status string, found bool, err error)
+// Statuses reports the public status of a key, as the status endpoint
+// shows it (intake.Statuses).
+type Statuses interface {
+	Status(ctx context.Context, form, key string) (status string, found bool, err error)
+}
 
 // Handler serves the hosted pages and the SDK.
 type Handler struct {
 	forms  Forms
 	places Places
-	status StatusFunc
+	status Statuses
 	now    func() time.Time
 	log    *slog.Logger
 	// sdkFiles are the SDK's modules by file name; sdkVersion is
@@ -56,7 +59,7 @@ type Handler struct {
 
 // New makes the handler. places may be nil: the page then says nothing
 // about places left.
-func New(forms Forms, places Places, status StatusFunc, now func() time.Time, log *slog.Logger) *Handler {
+func New(forms Forms, places Places, status Statuses, now func() time.Time, log *slog.Logger) *Handler {
 	files := sdkFiles()
 	h := &Handler{forms: forms, status: status, now: now, log: log, sdkFiles: files, sdkVersion: files["formd.js"].version}
 	if places != nil {
@@ -224,7 +227,7 @@ func (h *Handler) done(w http.ResponseWriter, r *http.Request) {
 	key := r.URL.Query().Get("key")
 	status := "unknown"
 	if key != "" {
-		st, found, err := h.status(r.Context(), f.ID(), key)
+		st, found, err := h.status.Status(r.Context(), f.ID(), key)
 		switch {
 		case err != nil:
 			// The journal or store did not answer; what was posted was

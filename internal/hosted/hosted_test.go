@@ -84,6 +84,14 @@ type statusAnswer struct {
 	err    error
 }
 
+// fakeStatuses answers by "form/key".
+type fakeStatuses map[string]statusAnswer
+
+func (f fakeStatuses) Status(_ context.Context, formID, key string) (string, bool, error) {
+	a := f[formID+"/"+key]
+	return a.status, a.found, a.err
+}
+
 func newTestHandler(t *testing.T, places *fakePlaces, statuses map[string]statusAnswer) (*Handler, *http.ServeMux) {
 	t.Helper()
 	parsed, err := form.Parse([]byte(testForms), "test.yaml")
@@ -94,15 +102,11 @@ func newTestHandler(t *testing.T, places *fakePlaces, statuses map[string]status
 	for _, f := range parsed {
 		forms[f.ID()] = f
 	}
-	status := func(_ context.Context, formID, key string) (string, bool, error) {
-		a := statuses[formID+"/"+key]
-		return a.status, a.found, a.err
-	}
 	var p Places
 	if places != nil {
 		p = store.NewPlacesCache(places, func() time.Time { return testNow }, time.Second)
 	}
-	h := New(forms, p, status, func() time.Time { return testNow }, slog.New(slog.DiscardHandler))
+	h := New(forms, p, fakeStatuses(statuses), func() time.Time { return testNow }, slog.New(slog.DiscardHandler))
 	mux := http.NewServeMux()
 	h.Register(mux)
 	return h, mux

@@ -8,8 +8,9 @@ import (
 	"github.com/formd/formd/internal/form"
 )
 
-// allCodes is every field error code of formd (DESIGN §4 and the SDK's
-// FieldErrorCode): the Chinese page must have a specific text for each.
+// allCodes is every field error code of formd (the codes a 422
+// validation-failed lists, and the SDK's FieldErrorCode): the Chinese page
+// must have a specific text for each.
 var allCodes = []string{
 	"required", "invalid-value", "invalid-email", "invalid-phone", "invalid-option", "invalid-date",
 	"not-a-number", "not-an-integer", "too-small", "too-large", "too-short", "too-long",

@@ -1,4 +1,4 @@
-// Package intake is formd's public HTTP API (DESIGN §4): it validates a
+// Package intake is formd's public HTTP API: it validates a
 // submission, fingerprints it, appends it to the durable journal before any
 // store call, and answers only then — with the outcome when the processor
 // decides within the wait, or 202 when it does not. The same key always
@@ -119,12 +119,13 @@ type Handler struct {
 	forms    Forms
 	waiter   Waiter
 	limiter  *limiter
+	statuses Statuses
 }
 
 // New makes the handler.
 func New(j Journal, o Outcomes, forms Forms, w Waiter, cfg Config) *Handler {
 	cfg.setDefaults()
-	return &Handler{cfg: cfg, journal: j, outcomes: o, forms: forms, waiter: w, limiter: newLimiter()}
+	return &Handler{cfg: cfg, journal: j, outcomes: o, forms: forms, waiter: w, limiter: newLimiter(), statuses: NewStatuses(j, o)}
 }
 
 // Register adds the public routes to mux.
@@ -446,7 +447,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) error {
 		return problem.New(problem.CodeSubmissionNotFound, "")
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	doc, found, err := h.lookup(r.Context(), f.ID(), key)
+	doc, found, err := h.statuses.lookup(r.Context(), f.ID(), key)
 	if err != nil {
 		return err
 	}
@@ -458,33 +459,6 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, doc.body)
 	return nil
-}
-
-// statusAnswer is the status of a key as the status document shows it.
-type statusAnswer struct {
-	status string
-	body   []byte
-}
-
-// lookup reads the status of (form, key): the store's outcome, or
-// processing while the entry is only in the journal.
-func (h *Handler) lookup(ctx context.Context, formID, key string) (statusAnswer, bool, error) {
-	o, ok, err := h.outcomes.Outcome(ctx, formID, key)
-	if err != nil {
-		return statusAnswer{}, false, fmt.Errorf("read the outcome of %s/%s: %w", formID, key, err)
-	}
-	if ok {
-		st := publicStatus(o)
-		return statusAnswer{status: st, body: currentDoc(o)}, true, nil
-	}
-	e, ok, err := h.journal.Lookup(ctx, formID, key)
-	if err != nil {
-		return statusAnswer{}, false, fmt.Errorf("look up %s/%s in the journal: %w", formID, key, err)
-	}
-	if !ok {
-		return statusAnswer{}, false, nil
-	}
-	return statusAnswer{status: statusProcessing, body: statusDoc(e.ID, e.Form, e.Key, statusProcessing, e.ReceivedAt, e.Fingerprint)}, true, nil
 }
 
 // pickKey finds the idempotency key: the header, else the _key field, else
@@ -645,11 +619,3 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// Status reports the public status of (form, key): the store's outcome, or
-// processing while the entry is only in the journal. found is false when
-// neither knows the key.
-func (h *Handler) Status(ctx context.Context, formID, key string) (status string, found bool, err error) {
-	doc, found, err := h.lookup(ctx, formID, key)
-	return doc.status, found, err
-}

@@ -293,17 +293,17 @@ func verdict(records []*record, rows []exportRow, capacity int, whenFull string,
 // answer and no entry in the export, whether it still knows the key: a
 // key the server acknowledged and no longer knows is lost, one it is
 // still processing is unresolved.
-func (e *engine) finalStatuses(ctx context.Context, rows []exportRow) (statusOf, error) {
+func (p *formdProtocol) finalStatuses(ctx context.Context, rows []exportRow) (statusOf, error) {
 	inExport := map[string]bool{}
 	for _, r := range rows {
 		inExport[r.Key] = true
 	}
-	direct, err := client.New(e.serverBase, client.Options{HTTPClient: e.hc})
+	direct, err := client.New(p.serverBase, client.Options{HTTPClient: p.admin})
 	if err != nil {
 		return nil, err
 	}
 	out := statusOf{}
-	for _, r := range e.records {
+	for _, r := range p.e.records {
 		r.mu.Lock()
 		acked, decided := false, false
 		for _, c := range r.calls {
@@ -314,7 +314,7 @@ func (e *engine) finalStatuses(ctx context.Context, rows []exportRow) (statusOf,
 		if !acked || decided || inExport[r.key] {
 			continue
 		}
-		doc, err := direct.Status(ctx, e.form, r.key)
+		doc, err := direct.Status(ctx, p.form, r.key)
 		var se *client.StatusError
 		switch {
 		case err == nil && doc.Status == "processing":

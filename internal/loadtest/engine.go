@@ -11,8 +11,6 @@ package loadtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,8 +19,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +63,11 @@ type Config struct {
 	// a new temporary directory, removed after a passing run and kept
 	// after a failing one.
 	WorkDir string
+	// KeepForm leaves the run's form open on a server the run did not
+	// spawn (--url). By default the run closes it at the end: the admin
+	// API has no way to delete a form, and a closed one takes no more
+	// submissions while its entries stay for formd export.
+	KeepForm bool
 
 	// Clients is the number of virtual clients. Default 3,000.
 	Clients int
@@ -104,8 +105,11 @@ type Config struct {
 	// load phase may go on before they count as unresolved. Default 30s.
 	Grace time.Duration
 
-	// Progress, when set, gets a live progress line every second.
-	Progress io.Writer
+	// Progress, when set, gets progress while the run goes: with
+	// ProgressLive, one line rewritten in place every second (for a
+	// terminal); otherwise a plain line every few seconds (for a log).
+	Progress     io.Writer
+	ProgressLive bool
 	// Log gets what the run does (server starts, kills). Default: discard.
 	Log *slog.Logger
 }
@@ -258,12 +262,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	e := &engine{cfg: cfg, log: cfg.Log}
-	defer e.tearDown()
-	if err := e.setUp(ctx); err != nil {
+	if cfg.Plain {
+		e.proto = &plainProtocol{e: e}
+	} else {
+		e.proto = &formdProtocol{e: e}
+	}
+	defer e.tearDown(ctx)
+	if err := e.proto.setUp(ctx); err != nil {
 		return nil, err
 	}
 	e.load(ctx)
 	rep := e.report(ctx)
+	rep.FormClosed = e.proto.cleanUp(ctx)
 	e.passed = rep.OK
 	if !rep.OK && e.ownWorkDir {
 		rep.WorkDir = e.workDir
@@ -271,21 +281,36 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// protocol is how the virtual people reach the target, chosen once by
+// Run from Config.Plain: formd's client protocol with the checker after
+// the load (formdProtocol), or one plain POST each and no checker
+// (plainProtocol). The load phase, counters, progress and the rest of the
+// report are the engine's, the same for both.
+type protocol interface {
+	// setUp readies the target and the clients before the load phase.
+	setUp(ctx context.Context) error
+	// person runs the plan of person i to its end.
+	person(ctx context.Context, i int)
+	// report says what was run and fills in the verdict and OK, once the
+	// load is over.
+	report(ctx context.Context, r *Report)
+	// cleanUp undoes what setUp left on a server the run does not own,
+	// once (it is called again on the way out), and says whether it
+	// closed the run's form.
+	cleanUp(ctx context.Context) (formClosed bool)
+}
+
 // engine is one run in progress.
 type engine struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	proto protocol
 
-	form       string
-	serverBase string // the server itself, for the checker
-	token      string
 	workDir    string
 	ownWorkDir bool
-	sup        *supervisor
+	sup        *supervisor // a spawned server
 	proxy      *Proxy
 	transport  *http.Transport
-	client     *client.Client
-	hc         *http.Client // plain mode and admin calls
 	passed     bool
 
 	started, loadEnded, finished time.Time
@@ -335,74 +360,10 @@ type call struct {
 	outcome   client.Outcome // empty: undecided at the end of the grace period
 	acked     bool
 	forgotten bool
-	status    int // plain mode: the HTTP status, 0 for a network error
 	// answeredAs is the key the answer's status document names when it is
 	// not this one: the server answered a resend of the same content as
 	// the entry it repeats.
 	answeredAs string
-}
-
-func (e *engine) setUp(ctx context.Context) error {
-	e.form = e.cfg.Form
-	if e.form == "" {
-		var b [3]byte
-		rand.Read(b[:]) //nolint:errcheck // crypto/rand does not fail on supported systems
-		e.form = "loadtest-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-	}
-	e.hc = &http.Client{Timeout: time.Minute}
-	if e.cfg.Plain {
-		e.transport = newTransport(e.cfg.Clients)
-		e.hc = &http.Client{Transport: e.transport}
-		return nil
-	}
-	if len(e.cfg.Spawn) > 0 {
-		if err := e.spawn(ctx); err != nil {
-			return err
-		}
-	} else {
-		e.serverBase = strings.TrimRight(e.cfg.URL, "/")
-	}
-	e.token = e.cfg.AdminToken
-	if e.token == "" && e.sup != nil {
-		e.token = e.sup.adminToken()
-	}
-	if e.token == "" {
-		return errors.New("no admin token to read the result with: pass --admin-token (or FORMD_ADMIN_TOKEN), or spawn the server on a fresh --data so it prints one")
-	}
-	// Applied through the API even when the spawned server has it from
-	// --forms: that checks the token at once, and uses it, so a restart
-	// does not issue another (a start issues one until the first is used).
-	if err := e.applyForm(ctx); err != nil {
-		return err
-	}
-	if err := e.waitForm(ctx); err != nil {
-		return err
-	}
-	base := e.serverBase
-	if e.cfg.Proxy || e.cfg.Faults.Any() {
-		u, _ := url.Parse(e.serverBase)
-		p, err := StartProxy(u.Host, e.cfg.Faults)
-		if err != nil {
-			return err
-		}
-		e.proxy = p
-		base = "http://" + p.Addr()
-	}
-	e.transport = newTransport(e.cfg.Clients)
-	c, err := client.New(base, client.Options{
-		HTTPClient:     &http.Client{Transport: e.transport},
-		AttemptTimeout: e.cfg.AttemptTimeout,
-		Wait:           e.cfg.Wait,
-		MinBackoff:     e.cfg.MinBackoff,
-		MaxBackoff:     e.cfg.MaxBackoff,
-		OnEvent:        e.onEvent,
-		UserAgent:      "formd-loadtest",
-	})
-	if err != nil {
-		return err
-	}
-	e.client = c
-	return nil
 }
 
 // newTransport keeps one kept-alive connection per virtual client (two
@@ -416,102 +377,11 @@ func newTransport(clients int) *http.Transport {
 	}
 }
 
-// spawn prepares the server command (with the run's form as --forms, so
-// every restart has it) and starts it.
-func (e *engine) spawn(ctx context.Context) (err error) {
-	e.workDir = e.cfg.WorkDir
-	if e.workDir == "" {
-		if e.workDir, err = os.MkdirTemp("", "formd-loadtest-"); err != nil {
-			return fmt.Errorf("work dir: %w", err)
-		}
-		e.ownWorkDir = true
-	} else if err := os.MkdirAll(e.workDir, 0o700); err != nil {
-		return fmt.Errorf("work dir: %w", err)
-	}
-	argv := append([]string(nil), e.cfg.Spawn...)
-	addr, ok := flagValue(argv, "addr")
-	if !ok {
-		if addr, err = freeLoopbackAddr(); err != nil {
-			return err
-		}
-		argv = append(argv, "--addr", addr)
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--spawn: --addr %q is not host:port", addr)
-	}
-	if err := checkLoopbackHost(host); err != nil {
-		return fmt.Errorf("--spawn: %w", err)
-	}
-	if _, ok := flagValue(argv, "data"); !ok {
-		argv = append(argv, "--data", filepath.Join(e.workDir, "data"))
-	}
-	if _, ok := flagValue(argv, "forms"); !ok {
-		path := filepath.Join(e.workDir, "loadtest-form.yaml")
-		if err := os.WriteFile(path, []byte(loadtestForm(e.form, e.cfg.Capacity, e.cfg.WhenFull)), 0o600); err != nil {
-			return fmt.Errorf("write the form: %w", err)
-		}
-		argv = append(argv, "--forms", path)
-	}
-	e.sup, err = newSupervisor(argv, e.cfg.SpawnEnv, addr, filepath.Join(e.workDir, "server.log"))
-	if err != nil {
-		return err
-	}
-	e.serverBase = "http://" + addr
-	e.log.Info("starting the server", "command", strings.Join(argv, " "))
-	if err := e.sup.start(ctx, time.Minute); err != nil {
-		return err
-	}
-	return nil
-}
-
-// applyForm stores the run's form through the admin API.
-func (e *engine) applyForm(ctx context.Context) error {
-	body := loadtestForm(e.form, e.cfg.Capacity, e.cfg.WhenFull)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, e.serverBase+"/v1/admin/forms", strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	req.Header.Set("Content-Type", "application/yaml")
-	resp, err := e.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("apply the loadtest form: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("apply the loadtest form: %s: %s", resp.Status, b)
-	}
-	return nil
-}
-
-// waitForm polls until the server serves the form (a server may load
-// applied forms a moment later).
-func (e *engine) waitForm(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.serverBase+"/v1/forms/"+url.PathEscape(e.form), nil)
-		if err != nil {
-			return err
-		}
-		resp, err := e.hc.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the server does not serve form %s: %w", e.form, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-func (e *engine) tearDown() {
+// tearDown releases what the run holds, also after a failed set-up: the
+// run's form on a server it does not own, the proxy, the connections, a
+// spawned server, and its work directory after a passing run.
+func (e *engine) tearDown(ctx context.Context) {
+	e.proto.cleanUp(ctx)
 	if e.proxy != nil {
 		e.proxy.Close()
 	}
@@ -578,7 +448,11 @@ func (e *engine) load(ctx context.Context) {
 
 	var stopProgress func()
 	if e.cfg.Progress != nil {
-		stopProgress = e.progress(e.cfg.Progress)
+		every := plainProgressEvery
+		if e.cfg.ProgressLive {
+			every = time.Second
+		}
+		stopProgress = e.progress(e.cfg.Progress, e.cfg.ProgressLive, every)
 	}
 	var killer sync.WaitGroup
 	if e.cfg.KillEvery > 0 {
@@ -707,33 +581,6 @@ func (e *engine) killLoop(loadCtx context.Context, endLoad, endSubmits context.C
 	}
 }
 
-// person runs one virtual person's plan to its end.
-func (e *engine) person(ctx context.Context, i int) {
-	e.people.Add(1)
-	p := makePlan(e.cfg.Seed, i, e.cfg.Shares)
-	if e.cfg.Plain {
-		e.plainPost(ctx, e.newRecord(fmt.Sprintf("p%d", i), i, false), p.person.body(p.style))
-		return
-	}
-	if p.invalid {
-		body := invalidBodies[i%len(invalidBodies)](p.person)
-		e.submit(ctx, e.newRecord(fmt.Sprintf("bad%d", i), i, true), body)
-		return
-	}
-	first := e.newRecord(fmt.Sprintf("p%d", i), i, false)
-	body := p.person.body(p.style)
-	var wg sync.WaitGroup
-	wg.Go(func() { e.submit(ctx, first, body) })
-	if p.doubleClick {
-		wg.Go(func() { e.submit(ctx, first, body) })
-	}
-	if p.reregister {
-		again := e.newRecord(fmt.Sprintf("p%d-again", i), i, false)
-		wg.Go(func() { e.submit(ctx, again, p.person.again(p.reStyle, p.reChanged)) })
-	}
-	wg.Wait()
-}
-
 func (e *engine) newRecord(key string, person int, invalid bool) *record {
 	r := &record{key: key, person: person, invalid: invalid}
 	e.mu.Lock()
@@ -742,80 +589,8 @@ func (e *engine) newRecord(key string, person int, invalid bool) *record {
 	return r
 }
 
-// submit sends one submission through the client protocol and records
-// what it learned.
-func (e *engine) submit(ctx context.Context, r *record, body []byte) {
-	e.inFlight.Add(1)
-	defer e.inFlight.Add(-1)
-	res, err := e.client.Submit(ctx, client.Submission{Form: e.form, Key: r.key, Body: body})
-	if err != nil {
-		var nd *client.NotDecidedError
-		if !errors.As(err, &nd) {
-			e.fail(fmt.Errorf("submit %s: %w", r.key, err))
-			return
-		}
-		res = nd.Result
-	}
-	if res.Acknowledged {
-		e.counters.acked.Add(1)
-		e.ackHist.record(res.AcknowledgedAt.Sub(res.Started))
-	}
-	if res.Outcome != "" {
-		e.counters.decided.Add(1)
-		e.outcomeHist.record(res.DecidedAt.Sub(res.Started))
-	}
-	r.mu.Lock()
-	c := call{outcome: res.Outcome, acked: res.Acknowledged, forgotten: res.Forgotten}
-	if res.Doc != nil && res.Doc.Key != r.key {
-		// A resend of a live entry's content is answered as that entry.
-		c.answeredAs = res.Doc.Key
-	}
-	r.calls = append(r.calls, c)
-	r.mu.Unlock()
-}
-
-// plainPost sends one payload once, for a server without formd's
-// protocol.
-func (e *engine) plainPost(ctx context.Context, r *record, body []byte) {
-	e.inFlight.Add(1)
-	defer e.inFlight.Add(-1)
-	actx, cancel := context.WithTimeout(ctx, e.cfg.AttemptTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, e.cfg.URL, strings.NewReader(string(body)))
-	if err != nil {
-		e.fail(err)
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	start := time.Now()
-	e.counters.posts.Add(1)
-	resp, err := e.hc.Do(req)
-	c := call{}
-	if err != nil {
-		e.counters.netErrors.Add(1)
-		if actx.Err() != nil {
-			e.counters.timeouts.Add(1)
-		}
-	} else {
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			e.counters.netErrors.Add(1)
-		} else {
-			c.status = resp.StatusCode
-			e.countAnswer(resp.StatusCode)
-			d := time.Since(start)
-			e.counters.decided.Add(1)
-			e.outcomeHist.record(d)
-			if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-				c.acked = true
-				e.counters.acked.Add(1)
-				e.ackHist.record(d)
-			}
-		}
-	}
-	r.mu.Lock()
-	r.calls = append(r.calls, c)
-	r.mu.Unlock()
+// person runs one virtual person's plan to its end.
+func (e *engine) person(ctx context.Context, i int) {
+	e.people.Add(1)
+	e.proto.person(ctx, i)
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
 )
 
 // Report is the result of a run; its JSON form is `formd loadtest
@@ -31,6 +30,10 @@ type Report struct {
 	Faults   Faults  `json:"faults"`
 	Spawned  bool    `json:"spawned"`
 	Kills    int64   `json:"kills"`
+
+	// FormClosed says the run closed its form at the end: a server it did
+	// not spawn, without KeepForm.
+	FormClosed bool `json:"form_closed,omitempty"`
 
 	// Started is the number of people whose plans began; Skipped the
 	// arrivals (with --rate) that found every client busy.
@@ -106,22 +109,16 @@ type RequestCounts struct {
 	Answers5xx    int64 `json:"answers_other_5xx"`
 }
 
-// report runs the checker and assembles the report.
+// report assembles the report of the load; the protocol adds what was
+// run and its verdict (for formd, the checker's).
 func (e *engine) report(ctx context.Context) *Report {
 	r := &Report{
-		Mode: "formd", Target: e.serverBase, Form: e.form, Capacity: e.cfg.Capacity, WhenFull: e.cfg.WhenFull,
 		Clients: e.cfg.Clients, Arrivals: "closed-loop", Duration: e.cfg.Duration.Seconds(), Count: e.cfg.Count,
 		Shares: e.cfg.Shares, Faults: e.cfg.Faults, Spawned: e.sup != nil, Kills: e.kills.Load(),
 		Started: e.people.Load(), Skipped: e.skipped.Load(),
 	}
 	if e.cfg.Rate > 0 {
 		r.Arrivals = fmt.Sprintf("%g/s", e.cfg.Rate)
-	}
-	if e.sup != nil {
-		r.Target += " (spawned: " + strings.Join(e.sup.argv, " ") + ")"
-	}
-	if e.cfg.Plain {
-		r.Mode, r.Target, r.Form, r.Capacity, r.WhenFull = "plain", e.cfg.URL, "", 0, ""
 	}
 	c := &e.counters
 	r.Requests = RequestCounts{
@@ -168,30 +165,7 @@ func (e *engine) report(ctx context.Context) *Report {
 	if e.sup != nil {
 		r.Errors = append(r.Errors, e.sup.crashed()...)
 	}
-	if e.cfg.Plain {
-		r.Plain = &PlainCounts{Sent: c.posts.Load(), OK: c.answers2xx.Load(), Refused: c.answers4xx.Load() + c.answers429.Load(),
-			Failed: c.answers5xx.Load() + c.answers503.Load(), NoAnswer: c.netErrors.Load()}
-		r.OK = len(r.Errors) == 0
-		return r
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	rows, err := fetchExport(ctx, e.hc, e.serverBase, e.token, e.form)
-	if err != nil {
-		r.Errors = append(r.Errors, "checker: "+err.Error())
-		return r
-	}
-	final, err := e.finalStatuses(ctx, rows)
-	if err != nil {
-		r.Errors = append(r.Errors, "checker: "+err.Error())
-		return r
-	}
-	e.mu.Lock()
-	records := e.records
-	e.mu.Unlock()
-	v := verdict(records, rows, e.cfg.Capacity, e.cfg.WhenFull, final)
-	r.Verdict = &v
-	r.OK = len(r.Errors) == 0 && v.Lost == 0 && v.Duplicated == 0 && v.Oversold == 0 && v.Unresolved == 0 && v.Violations == 0
+	e.proto.report(ctx, r)
 	return r
 }
 
@@ -215,7 +189,11 @@ func (r *Report) WriteText(w io.Writer) {
 	pf("formd loadtest (%s mode): %s\n", r.Mode, load)
 	pf("  target       %s\n", r.Target)
 	if r.Mode == "formd" {
-		pf("  form         %s, capacity %s (when full: %s)\n", r.Form, commas(int64(r.Capacity)), r.WhenFull)
+		pf("  form         %s, capacity %s (when full: %s)", r.Form, commas(int64(r.Capacity)), r.WhenFull)
+		if r.FormClosed {
+			pf("; closed after the run")
+		}
+		pf("\n")
 		pf("  people       %s started", commas(r.Started))
 		if s := r.Shares; s != (Shares{}) {
 			pf("; shares: double click %g%%, re-register %g%%, invalid %g%%", 100*s.DoubleClick, 100*s.Reregister, 100*s.Invalid)

@@ -332,6 +332,33 @@ func TestRunPlain(t *testing.T) {
 	}
 }
 
+// A run against a server it did not launch closes its form at the end
+// (the admin API cannot delete one), unless told to keep it open.
+func TestRunClosesItsFormUnlessKept(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, "", servertest.Options{})
+	for _, keep := range []bool{false, true} {
+		form := fmt.Sprintf("loadtest-keep-%v", keep)
+		rep, err := loadtest.Run(context.Background(), loadtest.Config{
+			URL: h.URL, AdminToken: h.Token, Clients: 4, Count: 20, Form: form, KeepForm: keep,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		requirePass(t, rep)
+		resp, err := http.Get(h.URL + "/v1/forms/" + form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pub struct{ Open bool }
+		err = json.NewDecoder(resp.Body).Decode(&pub)
+		resp.Body.Close()
+		if err != nil || pub.Open != keep || rep.FormClosed == keep {
+			t.Errorf("keep %v: the form is open: %v (%v); the report says closed: %v", keep, pub.Open, err, rep.FormClosed)
+		}
+	}
+}
+
 // Bad configurations are refused before anything starts, with a message
 // that names the setting.
 func TestConfigRefused(t *testing.T) {

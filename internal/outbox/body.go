@@ -11,7 +11,8 @@ import (
 	"github.com/formd/formd/internal/store"
 )
 
-// eventJSON is an event as a webhook carries it (DESIGN §4):
+// eventJSON is an event as a webhook carries it, a format receivers
+// depend on:
 // {"type","timestamp","data":{"id","form","site","key","status",
 // "received_at","receipt","data":{…}}}, with the fields the form does not
 // define under "extra". The same event always has the same body, so a

@@ -14,6 +14,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/outbox"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -129,7 +130,7 @@ notify:
 	}
 	f.submit("fair", `{"name":"李雷","email":"lilei@example.org"}`, `{"name":"韩梅梅","email":"hmm@example.org"}`)
 	step()
-	waitFor(t, "two confirmations", func() bool { m, _ := srv.messages(); return len(m) == 2 })
+	poll.Until(t, "two confirmations", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 2 })
 	msgs, to := srv.messages()
 	for i, m := range msgs {
 		if len(to[i]) != 1 || to[i][0] == "owner@example.org" {
@@ -142,7 +143,7 @@ notify:
 	// The owner's mail waits for the end of the minute.
 	clk.add(time.Minute)
 	step()
-	waitFor(t, "two owner mails", func() bool { m, _ := srv.messages(); return len(m) == 4 })
+	poll.Until(t, "two owner mails", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 4 })
 	msgs, to = srv.messages()
 	for i := 2; i < 4; i++ {
 		if to[i][0] != "owner@example.org" || !strings.Contains(subject(msgs[i]), "春季集市") {
@@ -156,7 +157,7 @@ notify:
 	}
 	f.submit("fair", burst...)
 	// A few sends at a time to the SMTP server: the rest wait a moment.
-	waitFor(t, "eight confirmations", func() bool {
+	poll.Until(t, "eight confirmations", 15*time.Second, func() bool {
 		step()
 		clk.add(300 * time.Millisecond)
 		m, _ := srv.messages()
@@ -164,8 +165,8 @@ notify:
 	})
 	clk.add(time.Minute)
 	step()
-	waitFor(t, "the digest", func() bool { m, _ := srv.messages(); return len(m) == 13 })
-	time.Sleep(100 * time.Millisecond) // nothing more may come: the proof of one digest
+	poll.Until(t, "the digest", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 13 })
+	poll.Holds(t, "one digest, nothing more", 100*time.Millisecond, func() bool { m, _ := srv.messages(); return len(m) == 13 })
 	msgs, to = srv.messages()
 	if len(msgs) != 13 || to[12][0] != "owner@example.org" || !strings.Contains(subject(msgs[12]), "8") {
 		t.Fatalf("after the burst: %d mails, last to %v, subject %q", len(msgs), to[len(to)-1], subject(msgs[len(msgs)-1]))
@@ -189,7 +190,7 @@ notify:
 	outs := f.submit("fair", `{"email":"ann@example.org"}`)
 	f.d.FanOutOnce(ctx)
 	f.d.SendOnce(ctx)
-	waitFor(t, "the deferral", func() bool {
+	poll.Until(t, "the deferral", 15*time.Second, func() bool {
 		ds, _ := f.deliveriesOf(outs[0].ID)
 		return len(ds) == 1 && strings.Contains(ds[0].LastError, "--smtp")
 	})

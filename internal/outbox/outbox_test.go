@@ -19,6 +19,7 @@ import (
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/outbox"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/webhooks"
@@ -104,18 +105,6 @@ func (r *receiver) deliveries() []delivery {
 	return append([]delivery(nil), r.got...)
 }
 
-// waitFor polls cond until it holds, failing after 15 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // fixture is a real SQLite store with forms applied and a dispatcher.
 type fixture struct {
 	t     *testing.T
@@ -191,7 +180,7 @@ func (f *fixture) deliveriesOf(entryID string) ([]store.Delivery, []store.Attemp
 // waitState waits until the entry's deliveries are all in state.
 func (f *fixture) waitState(entryID, state string) {
 	f.t.Helper()
-	waitFor(f.t, "deliveries "+state, func() bool {
+	poll.Until(f.t, "deliveries "+state, 15*time.Second, func() bool {
 		ds, _ := f.deliveriesOf(entryID)
 		for _, d := range ds {
 			if d.State != state {
@@ -225,7 +214,7 @@ func TestWebhookDelivered(t *testing.T) {
 	f := newFixture(t, hookForm(r.srv.URL, ""), nil, outbox.Options{})
 	f.run()
 	outs := f.submit("fair", `{"name":"Ann","email":"ann@example.org","_extra":{"utm":"poster"}}`, `{"name":"Bo"}`)
-	waitFor(t, "two deliveries", func() bool { return len(r.deliveries()) == 2 })
+	poll.Until(t, "two deliveries", 15*time.Second, func() bool { return len(r.deliveries()) == 2 })
 	got := r.deliveries()
 	// Deliveries to one endpoint may overlap, so they may arrive in any
 	// order: receivers order by the event's timestamp if they must.
@@ -263,7 +252,7 @@ func TestWebhookDelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.d.Wake()
-	waitFor(t, "the cancel and the promotion", func() bool { return len(r.deliveries()) == 4 })
+	poll.Until(t, "the cancel and the promotion", 15*time.Second, func() bool { return len(r.deliveries()) == 4 })
 	types := map[string]bool{}
 	for _, d := range r.deliveries()[2:] {
 		types[d.typ] = true
@@ -287,7 +276,7 @@ func TestRetriesUntilDelivered(t *testing.T) {
 	f := newFixture(t, hookForm(r.srv.URL, ""), nil, outbox.Options{Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond}})
 	f.run()
 	outs := f.submit("fair", `{"name":"Ann"}`)
-	waitFor(t, "the delivery", func() bool { return len(r.deliveries()) == 1 })
+	poll.Until(t, "the delivery", 15*time.Second, func() bool { return len(r.deliveries()) == 1 })
 	f.waitState(outs[0].ID, store.DeliveryDelivered)
 	ds, as := f.deliveriesOf(outs[0].ID)
 	if ds[0].Attempts != 3 || len(as) != 3 || as[0].Status != 503 || as[1].Status != 503 || as[2].Outcome != "delivered" {
@@ -308,7 +297,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	f := newFixture(t, hookForm(r.srv.URL, ""), nil, outbox.Options{Schedule: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}})
 	f.run()
 	outs := f.submit("fair", `{"name":"Ann"}`)
-	waitFor(t, "the delivery", func() bool { return len(r.deliveries()) == 1 })
+	poll.Until(t, "the delivery", 15*time.Second, func() bool { return len(r.deliveries()) == 1 })
 	f.waitState(outs[0].ID, store.DeliveryDelivered)
 	_, as := f.deliveriesOf(outs[0].ID)
 	if len(as) != 2 || as[0].Status != 429 {
@@ -328,7 +317,7 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	f := newFixture(t, hookForm(r.srv.URL, ""), nil, outbox.Options{})
 	f.run()
 	outs := f.submit("fair", `{"name":"Ann"}`)
-	waitFor(t, "the endpoint disabled", func() bool {
+	poll.Until(t, "the endpoint disabled", 15*time.Second, func() bool {
 		off, _ := f.st.DisabledEndpoints(context.Background())
 		return len(off) == 1
 	})
@@ -341,7 +330,7 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	}
 	calls := r.calls.Load()
 	later := f.submit("fair", `{"name":"Bo"}`)
-	waitFor(t, "the later event fanned out", func() bool { ds, _ := f.deliveriesOf(later[0].ID); return len(ds) == 1 })
+	poll.Until(t, "the later event fanned out", 15*time.Second, func() bool { ds, _ := f.deliveriesOf(later[0].ID); return len(ds) == 1 })
 	if ds, _ := f.deliveriesOf(later[0].ID); ds[0].State != store.DeliverySkipped {
 		t.Fatalf("a later delivery to a disabled endpoint: %+v", ds)
 	}
@@ -365,7 +354,7 @@ func TestExhaustedThenRedelivered(t *testing.T) {
 	f := newFixture(t, hookForm(r.srv.URL, ""), nil, outbox.Options{Schedule: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}})
 	f.run()
 	outs := f.submit("fair", `{"name":"Ann"}`)
-	waitFor(t, "the dead letter", func() bool {
+	poll.Until(t, "the dead letter", 15*time.Second, func() bool {
 		ds, _ := f.deliveriesOf(outs[0].ID)
 		return len(ds) == 1 && ds[0].State == store.DeliveryFailed
 	})
@@ -378,7 +367,7 @@ func TestExhaustedThenRedelivered(t *testing.T) {
 		t.Fatalf("redeliver: %d %v", n, err)
 	}
 	f.d.Wake()
-	waitFor(t, "the redelivery", func() bool { return len(r.deliveries()) == 1 })
+	poll.Until(t, "the redelivery", 15*time.Second, func() bool { return len(r.deliveries()) == 1 })
 }
 
 // TestADeadEndpointDoesNotHoldUpOthers: an endpoint that hangs until the
@@ -409,7 +398,7 @@ notify:
 	}
 	start := time.Now()
 	f.submit("fair", data...)
-	waitFor(t, "the good endpoint's 30 deliveries", func() bool { return len(good.deliveries()) == 30 })
+	poll.Until(t, "the good endpoint's 30 deliveries", 15*time.Second, func() bool { return len(good.deliveries()) == 30 })
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the good endpoint waited %v behind the dead one", took)
 	}
@@ -458,7 +447,7 @@ func TestPrivateAddressesAreRefused(t *testing.T) {
 	}
 	d.FanOutOnce(ctx)
 	d.SendOnce(ctx)
-	waitFor(t, "the refusal", func() bool {
+	poll.Until(t, "the refusal", 15*time.Second, func() bool {
 		ds, _, _ := st.Deliveries(ctx, outs[0].ID)
 		return len(ds) == 1 && ds[0].State == store.DeliveryFailed
 	})
@@ -490,9 +479,6 @@ fields: [{name: name, type: text}]
 	f.run()
 	f.submit("fair", `{"name":"Ann"}`)
 	f.submit("plain", `{"name":"Bo"}`)
-	waitFor(t, "the site's two and the form's one", func() bool { return len(site.deliveries()) == 2 && len(own.deliveries()) == 1 })
-	time.Sleep(50 * time.Millisecond) // nothing more may come
-	if len(site.deliveries()) != 2 {
-		t.Fatalf("the site's endpoint got %d deliveries, want one per event", len(site.deliveries()))
-	}
+	poll.Until(t, "the site's two and the form's one", 15*time.Second, func() bool { return len(site.deliveries()) == 2 && len(own.deliveries()) == 1 })
+	poll.Holds(t, "the site's endpoint has one delivery per event", 100*time.Millisecond, func() bool { return len(site.deliveries()) == 2 })
 }

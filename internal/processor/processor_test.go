@@ -14,6 +14,7 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/journaltest"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/processor"
 	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
@@ -64,17 +65,6 @@ func run(t *testing.T, p *processor.Processor) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func statusOf(t *testing.T, s store.Store, key string) string {
 	o, ok, err := s.Outcome(context.Background(), "f", key)
 	if err != nil {
@@ -122,7 +112,7 @@ func TestPoisonEntryIsDeadLettered(t *testing.T) {
 	p := processor.New(r.j, fs, r.notify, processor.Options{MaxAttempts: 3, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond, BatchSize: 10})
 	run(t, p)
 	for _, k := range []string{"a", "b", "c", "d"} {
-		eventually(t, k+" stored", func() bool { return statusOf(t, r.s, k) == store.StatusStored })
+		poll.Until(t, k+" stored", 15*time.Second, func() bool { return statusOf(t, r.s, k) == store.StatusStored })
 	}
 	select {
 	case o := <-wait:
@@ -139,7 +129,7 @@ func TestPoisonEntryIsDeadLettered(t *testing.T) {
 	if len(dls) != 1 || dls[0].Key != "bad" || dls[0].Attempts != 3 || dls[0].Reason == "" {
 		t.Fatalf("dead letters %+v", dls)
 	}
-	eventually(t, "an empty backlog", func() bool {
+	poll.Until(t, "an empty backlog", 15*time.Second, func() bool {
 		st, _ := r.j.Stats(context.Background())
 		return st.Backlog == 0
 	})
@@ -164,7 +154,7 @@ func TestReusedIDIsSettled(t *testing.T) {
 	r.append(t, "after")
 	p := processor.New(r.j, r.s, r.notify, processor.Options{MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond, BatchSize: 10})
 	run(t, p)
-	eventually(t, "an empty backlog", func() bool {
+	poll.Until(t, "an empty backlog", 15*time.Second, func() bool {
 		st, _ := r.j.Stats(ctx)
 		return st.Backlog == 0
 	})
@@ -192,7 +182,7 @@ func TestStoreOutageIsRetried(t *testing.T) {
 	p := processor.New(r.j, fs, r.notify, processor.Options{MaxAttempts: 1, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond})
 	run(t, p)
 	for _, k := range []string{"a", "b", "c"} {
-		eventually(t, k+" stored", func() bool { return statusOf(t, r.s, k) == store.StatusStored })
+		poll.Until(t, k+" stored", 15*time.Second, func() bool { return statusOf(t, r.s, k) == store.StatusStored })
 	}
 	if dls, _ := r.s.DeadLetters(context.Background(), 10); len(dls) != 0 {
 		t.Fatalf("an outage dead-lettered %+v", dls)
@@ -463,6 +453,6 @@ func TestStoreOutageAtAppendIsLeftToTheProcessor(t *testing.T) {
 	}
 	run(t, r.p)
 	for _, k := range []string{"a", "b"} {
-		eventually(t, k+" stored", func() bool { return statusOf(t, r.s, k) == store.StatusStored })
+		poll.Until(t, k+" stored", 15*time.Second, func() bool { return statusOf(t, r.s, k) == store.StatusStored })
 	}
 }

@@ -2,8 +2,9 @@
 // against the journal: the command line's formd replay and formd audit,
 // and the console's Replay and Proof pages.
 //
-// Replay is idempotent (DESIGN §3.6): an entry already decided is decided
-// again as a replay, changing nothing; one the store lacks is restored. A
+// Replay is idempotent, because the store decides each (form, key) once:
+// an entry already decided is decided again as a replay, changing
+// nothing; one the store lacks is restored. A
 // dry run only looks: it says, for the same window, what a run would
 // restore. Audit compares every journal entry of a window with the store's
 // outcomes, and checks the outbox rule: every entry a decision made has

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 	"github.com/jackc/pgx/v5"
 	_ "github.com/mattn/go-sqlite3" // reads the embedded store's file
@@ -135,20 +136,18 @@ func natsProcess(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+	poll.UntilNil(t, "nats-server to take connections", 10*time.Second, func() error {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
 			c.Close()
-			return url
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("nats-server did not start")
-	return ""
+		return err
+	})
+	return fmt.Sprintf("nats://127.0.0.1:%d", port)
 }
 
-// waitDecided polls the store until it holds want entries of the form.
+// waitDecided polls the store until it holds want entries of the form,
+// until ctx's deadline.
 func waitDecided(t *testing.T, ctx context.Context, d deployment, in *instance, want int) {
 	t.Helper()
 	var db *sql.DB
@@ -160,7 +159,8 @@ func waitDecided(t *testing.T, ctx context.Context, d deployment, in *instance, 
 		}
 		defer db.Close()
 	}
-	for {
+	deadline, _ := ctx.Deadline()
+	poll.UntilNil(t, fmt.Sprintf("%d entries in the store", want), time.Until(deadline), func() error {
 		var n int
 		var err error
 		if db != nil {
@@ -172,14 +172,11 @@ func waitDecided(t *testing.T, ctx context.Context, d deployment, in *instance, 
 				conn.Close(ctx)
 			}
 		}
-		if err == nil && n >= want {
-			return
+		if err == nil && n < want {
+			err = fmt.Errorf("the store has %d", n)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("store has %d of %d entries: %v", n, want, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func envInt(name string, def int) int {

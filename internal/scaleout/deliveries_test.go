@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 	"github.com/jackc/pgx/v5"
 )
@@ -64,11 +65,10 @@ func TestThreeInstancesDeliverEveryEventOnceAtATime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	go func() {
-		for st.acked.Load() < int64(l.submissions/3) {
-			if ctx.Err() != nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-st.ackedAtLeast(int64(l.submissions / 3)):
+		case <-ctx.Done():
+			return
 		}
 		ins[2].kill9()
 		ins[2].run()
@@ -85,19 +85,15 @@ func TestThreeInstancesDeliverEveryEventOnceAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	deadline := time.Now().Add(60 * time.Second)
-	var left int
-	for {
+	poll.UntilNil(t, "the outbox to empty", time.Minute, func() error {
+		var left int
 		err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries WHERE state <> 'delivered')
 			+ (SELECT count(*) FROM events WHERE NOT fanned)`).Scan(&left)
-		if err == nil && left == 0 {
-			break
+		if err == nil && left > 0 {
+			err = fmt.Errorf("%d deliveries or events left", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries or events left after a minute (%v)", left, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 	evRows, err := conn.Query(ctx, `SELECT entry_id, type, n FROM events`)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/journal/natsjournal/natstest"
+	"github.com/formd/formd/internal/poll"
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -188,18 +190,24 @@ func (in *instance) dataDir() string {
 
 func (in *instance) waitReady(timeout time.Duration) {
 	in.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(in.url() + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	ready := false
+	defer func() {
+		if !ready {
+			in.t.Logf("%s log:\n%s", in.name, in.tail())
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	in.t.Fatalf("%s not ready after %v; log:\n%s", in.name, timeout, in.tail())
+	}()
+	poll.UntilNil(in.t, in.name+" to answer /readyz", timeout, func() error {
+		resp, err := http.Get(in.url() + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New(resp.Status)
+		}
+		return nil
+	})
+	ready = true
 }
 
 // kill9 ends the process at once, as a crash.
@@ -274,6 +282,45 @@ type stats struct {
 	netErrs  atomic.Int64
 	statusQs atomic.Int64
 	acked    atomic.Int64
+
+	mu      sync.Mutex
+	waiters []ackWaiter // closed once acked reaches n
+}
+
+type ackWaiter struct {
+	n  int64
+	ch chan struct{}
+}
+
+// ack counts an acknowledged submission and wakes those waiting for the
+// count.
+func (s *stats) ack() {
+	n := s.acked.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.waiters[:0]
+	for _, w := range s.waiters {
+		if n >= w.n {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	s.waiters = kept
+}
+
+// ackedAtLeast is closed once n submissions are acknowledged: the signal
+// for a fault injected partway through a load.
+func (s *stats) ackedAtLeast(n int64) <-chan struct{} {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.acked.Load() >= n {
+		close(ch)
+	} else {
+		s.waiters = append(s.waiters, ackWaiter{n, ch})
+	}
+	return ch
 }
 
 func (s *stats) count(code int) {
@@ -345,7 +392,7 @@ func (c *client) submit(ctx context.Context, s submission) answer {
 			case code == http.StatusOK:
 				a.acked, a.status, a.done = true, doc, time.Now()
 				a.as = otherKey(docKey, s.key)
-				c.stats.acked.Add(1)
+				c.stats.ack()
 				return a
 			case code == http.StatusNotFound:
 				askFirst = false
@@ -369,7 +416,7 @@ func (c *client) submit(ctx context.Context, s submission) answer {
 		case code == http.StatusCreated || code == http.StatusOK || code == http.StatusAccepted || code == http.StatusConflict:
 			a.acked, a.status, a.done = true, doc, time.Now()
 			a.as = otherKey(docKey, s.key)
-			c.stats.acked.Add(1)
+			c.stats.ack()
 			return a
 		case code == http.StatusTooManyRequests || code >= 500:
 			if n, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil {

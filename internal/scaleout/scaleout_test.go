@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+func TestMain(m *testing.M) {
+	pgtest.AnnounceSkip("the scale-out suites (formd processes sharing PostgreSQL and NATS)")
+	os.Exit(m.Run())
+}
 
 // natsURL is the external NATS server when FORMD_TEST_NATS_URL is set,
 // else an in-process one.
@@ -63,11 +69,10 @@ func TestThreeInstancesSurviveKill9(t *testing.T) {
 	defer cancel()
 	killed := make(chan time.Duration, 1)
 	go func() {
-		for st.acked.Load() < int64(l.submissions/3) {
-			if ctx.Err() != nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-st.ackedAtLeast(int64(l.submissions / 3)):
+		case <-ctx.Done():
+			return
 		}
 		start := time.Now()
 		ins[1].kill9()
@@ -119,11 +124,10 @@ func TestStoreOutage(t *testing.T) {
 	outage := make(chan struct{})
 	go func() {
 		defer close(outage)
-		for st.acked.Load() < int64(l.submissions/4) {
-			if ctx.Err() != nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-st.ackedAtLeast(int64(l.submissions / 4)):
+		case <-ctx.Done():
+			return
 		}
 		before := st.get(202)
 		p.setCut(true)
@@ -173,11 +177,10 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	defer cancel()
 	killedNode := make(chan string, 1)
 	go func() {
-		for st.acked.Load() < int64(l.submissions/3) {
-			if ctx.Err() != nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-st.ackedAtLeast(int64(l.submissions / 3)):
+		case <-ctx.Done():
+			return
 		}
 		leader := streamLeader(t, cl.URLs(), d.stream)
 		i := cl.Index(leader)

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
@@ -72,11 +74,11 @@ notify:
 	if code, b := post("/v1/forms/club/submissions", "", `{"name":"Bo"}`); code != 201 {
 		t.Fatalf("second: %d %s", code, b)
 	}
-	servertest.WaitFor(t, "stored and waitlisted", func() bool { return len(received()) == 2 })
+	poll.Until(t, "stored and waitlisted", 15*time.Second, func() bool { return len(received()) == 2 })
 	if code, b := post("/v1/admin/forms/club/entries/"+first.ID+"/cancel", h.Token, ""); code != 200 {
 		t.Fatalf("cancel: %d %s", code, b)
 	}
-	servertest.WaitFor(t, "cancelled and promoted", func() bool { return len(received()) == 4 })
+	poll.Until(t, "cancelled and promoted", 15*time.Second, func() bool { return len(received()) == 4 })
 	kinds := strings.Join(received(), "\n")
 	for _, want := range []string{"submission.stored evt_" + first.ID + "_stored", "submission.waitlisted", "submission.cancelled evt_" + first.ID + "_cancelled", "submission.promoted"} {
 		if !strings.Contains(kinds, want) {
@@ -108,7 +110,7 @@ notify:
 	if code != 202 {
 		t.Fatalf("redeliver: %d %s", code, b)
 	}
-	servertest.WaitFor(t, "the redelivery", func() bool { return len(received()) == 5 })
+	poll.Until(t, "the redelivery", 15*time.Second, func() bool { return len(received()) == 5 })
 	if last := received()[4]; !strings.HasSuffix(last, " "+d.EventID) {
 		t.Fatalf("the redelivery is %q, want the same id %s", last, d.EventID)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store/sqlitestore"
 )
@@ -40,5 +42,5 @@ func TestRunningServerSeesAppliedForms(t *testing.T) {
 	if err := st.PutForms(context.Background(), form.Records(forms)); err != nil {
 		t.Fatal(err)
 	}
-	servertest.WaitFor(t, "the running server to serve the applied form", func() bool { return get() == 200 })
+	poll.Until(t, "the running server to serve the applied form", 15*time.Second, func() bool { return get() == 200 })
 }

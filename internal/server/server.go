@@ -174,13 +174,12 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	pruner, _ := s.Journal.(journal.Pruner)
 	s.retention = erasure.NewRetention(s.Forms, s.Store, pruner, time.Now, log, reg)
 	notify := s.notify
-	// The hosted pages show a key's status (from the intake), and the
-	// intake hands them plain posts that need a fix.
-	var in *intake.Handler
-	status := func(ctx context.Context, form, key string) (string, bool, error) { return in.Status(ctx, form, key) }
+	// The hosted result page shows a key's status as the status endpoint
+	// does (intake.Statuses, below both), and the intake hands the hosted
+	// pages plain posts that need a fix.
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
-	pages := hosted.New(s.Forms, places, status, time.Now, log)
-	in = intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
+	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
+	in := intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
 		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.Store,
 		Logger: log, Metrics: intake.NewMetrics(reg),
@@ -273,9 +272,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	if s.cfg.DebugAddr != "" {
-		go s.serveDebug(bgCtx)
-	}
+	stopDebug := s.startDebug()
 	s.log.Info("formd serving", "addr", ln.Addr().String(), "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
 	var serveErr error
 	select {
@@ -289,6 +286,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(shutCtx); err != nil {
 		s.log.Warn("requests still in flight at the shutdown timeout", "err", err)
 	}
+	stopDebug()
 	stopBg()
 	waitBg()
 	if errors.Is(serveErr, http.ErrServerClosed) {
@@ -297,20 +295,34 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return errors.Join(serveErr, s.Close())
 }
 
-// serveDebug serves pprof on the debug address until ctx ends.
-func (s *Server) serveDebug(ctx context.Context) {
+// startDebug serves pprof on the debug address, when one is set; the
+// returned function stops it (cutting a profile in progress) and waits
+// until it has stopped. A debug address that cannot be bound is logged
+// and does not stop the server: profiles are an aid, not a duty.
+func (s *Server) startDebug() (stop func()) {
+	if s.cfg.DebugAddr == "" {
+		return func() {}
+	}
+	ln, err := net.Listen("tcp", s.cfg.DebugAddr)
+	if err != nil {
+		s.log.Warn("debug server", "err", err)
+		return func() {}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	dbg := &http.Server{Addr: s.cfg.DebugAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
+	dbg := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := dbg.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.log.Warn("debug server", "err", err)
+		}
+	})
+	return func() {
 		dbg.Close()
-	}()
-	if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		s.log.Warn("debug server", "err", err)
+		wg.Wait()
 	}
 }
 

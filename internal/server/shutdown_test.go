@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store"
 )
@@ -28,6 +29,10 @@ func TestGracefulShutdownKeepsEveryAck(t *testing.T) {
 		wg    sync.WaitGroup
 	)
 	stop := make(chan struct{})
+	// The workers stop after the server does, and also when the test
+	// fails before that.
+	stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopWorkers()
 	for w := range 8 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
@@ -53,19 +58,14 @@ func TestGracefulShutdownKeepsEveryAck(t *testing.T) {
 			}
 		})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// Without a stream of acknowledgements the stop would prove nothing.
+	poll.Until(t, "200 acknowledged submissions before the stop", 10*time.Second, func() bool {
 		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 200 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(acked) >= 200
+	})
 	h.Stop() // graceful, with requests in flight
-	close(stop)
-	wg.Wait()
+	stopWorkers()
 
 	again := servertest.Start(t, "", servertest.Options{Data: h.Data})
 	ctx := context.Background()
@@ -75,24 +75,17 @@ func TestGracefulShutdownKeepsEveryAck(t *testing.T) {
 			t.Fatalf("acknowledged %s: %+v %v %v", key, o, ok, err)
 		}
 	}
-	if len(acked) == 0 {
-		t.Fatal("nothing acknowledged")
-	}
-	st, err := again.Server.Journal.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Backlog != 0 {
-		// Entries journaled but not decided before the stop are decided
-		// after the restart; wait for that.
-		deadline := time.Now().Add(10 * time.Second)
-		for st.Backlog != 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-			st, _ = again.Server.Journal.Stats(ctx)
+	// Entries journaled but not decided before the stop are decided after
+	// the restart.
+	poll.UntilNil(t, "an empty journal backlog after the restart", 10*time.Second, func() error {
+		st, err := again.Server.Journal.Stats(ctx)
+		if err != nil {
+			return err
 		}
 		if st.Backlog != 0 {
-			t.Fatalf("backlog %d after restart", st.Backlog)
+			return fmt.Errorf("backlog %d", st.Backlog)
 		}
-	}
+		return nil
+	})
 	t.Logf("%d acknowledged before the stop, all stored", len(acked))
 }

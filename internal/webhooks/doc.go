@@ -3,7 +3,7 @@
 // when it is dialled. It makes one attempt at a time and says what
 // happened; the outbox dispatcher that calls it owns the schedule, so
 // that retries survive a restart and every event is delivered at least
-// once (DESIGN §4).
+// once (receivers deduplicate by the webhook-id header).
 //
 // # Standard Webhooks
 //

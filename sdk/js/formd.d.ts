@@ -29,7 +29,7 @@ export type State =
   | 'full'
   | 'failed';
 
-/** The field error codes of formd (DESIGN §4, 422 validation-failed). */
+/** The field error codes of formd (the errors of a 422 validation-failed). */
 export type FieldErrorCode =
   | 'required'
   | 'invalid-value'
@@ -61,7 +61,7 @@ export interface FieldError {
   limit?: string;
 }
 
-/** The status document (DESIGN §4): the success body and GET …/submissions/{key}. */
+/** The status document: the success body and GET …/submissions/{key}. */
 export interface StatusDoc {
   id: string;
   form: string;

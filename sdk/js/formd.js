@@ -624,8 +624,8 @@ export function createClient(o = {}) {
    * have reached the server (a timeout; a page that went away mid-send) is
    * first looked up by key, so that it is not sent twice for nothing; and a
    * definitive error to a send that may not be the first to arrive is
-   * checked the same way before it is believed (DESIGN §4: the first
-   * outcome of a key is the one that counts).
+   * checked the same way before it is believed (the first outcome of a
+   * key is the one that counts).
    * @param {Run} run
    * @param {Entry} e
    * @param {boolean} resumed

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/poll"
 )
 
 // Opener returns a function that opens the journal on one fresh storage
@@ -96,17 +97,15 @@ func testForgetter(t *testing.T, open func() journal.Journal) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// Acks reach a remote server asynchronously: Forget may still find
+	// the entry pending for a moment, and nothing else.
+	poll.UntilNil(t, "forget once acknowledged", 10*time.Second, func() error {
 		err := fg.Forget(ctx, "f", "forget-me")
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, journal.ErrPending) || time.Now().After(deadline) {
+		if err != nil && !errors.Is(err, journal.ErrPending) {
 			t.Fatalf("forget once acknowledged: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond) // acks reach a remote server asynchronously
-	}
+		return err
+	})
 	if _, found, err := j.Lookup(ctx, "f", "forget-me"); err != nil || found {
 		t.Fatalf("lookup after forget: found %v, %v", found, err)
 	}
@@ -325,22 +324,19 @@ func testAckAndBacklog(t *testing.T, open func() journal.Journal) {
 // asynchronously.
 func waitBacklog(t *testing.T, j journal.Journal, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := j.Stats(context.Background())
-		if err != nil {
+	var st journal.Stats
+	poll.UntilNil(t, fmt.Sprintf("a backlog of %d", n), 10*time.Second, func() error {
+		var err error
+		if st, err = j.Stats(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if st.Backlog == n {
-			if n == 0 && !st.OldestPending.IsZero() {
-				t.Fatalf("empty backlog with an oldest pending time %v", st.OldestPending)
-			}
-			return
+		if st.Backlog != n {
+			return fmt.Errorf("backlog is %d", st.Backlog)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backlog is %d, want %d", st.Backlog, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if n == 0 && !st.OldestPending.IsZero() {
+		t.Fatalf("empty backlog with an oldest pending time %v", st.OldestPending)
 	}
 }
 
@@ -573,13 +569,13 @@ func testFormCounter(t *testing.T, open func() journal.Journal) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c := count(); c != (journal.FormCount{Entries: 3}); c = count() {
-		if time.Now().After(deadline) {
-			t.Fatalf("acknowledged: %+v, want 3 entries, none pending", c)
+	// Acks reach a remote server asynchronously.
+	poll.UntilNil(t, "the acknowledged entries no longer pending", 10*time.Second, func() error {
+		if c := count(); c != (journal.FormCount{Entries: 3}) {
+			return fmt.Errorf("%+v, want 3 entries, none pending", c)
 		}
-		time.Sleep(20 * time.Millisecond) // acks reach a remote server asynchronously
-	}
+		return nil
+	})
 	if c, err := fc.CountForm(ctx, "none"); err != nil || c != (journal.FormCount{}) {
 		t.Fatalf("a form without entries: %+v %v", c, err)
 	}

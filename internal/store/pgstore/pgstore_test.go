@@ -23,6 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	pgtest.AnnounceSkip("the PostgreSQL store suites")
 	goleak.VerifyTestMain(m)
 }
 

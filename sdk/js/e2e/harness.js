@@ -83,7 +83,7 @@ export async function waitFor(fn, { timeout = 15000, every = 50, what = 'conditi
 
 /**
  * One formd server process. start() runs it (again, after a kill, on the
- * same port and data dir); the admin token is read from its first start.
+ * same port and data dir); the admin token is the latest one it printed.
  */
 export class Formd {
   constructor(bin, { dataDir, port, forms = formsFile }) {
@@ -109,10 +109,14 @@ export class Formd {
     this.proc = p;
     this.exited = new Promise((res) => p.once('exit', (code, signal) => res({ code, signal })));
     p.stderr.setEncoding('utf8');
+    let startLog = '';
     p.stderr.on('data', (s) => {
       this.log += s;
-      const m = /admin token[^\n]*\n\s*\n\s+(\S+)/.exec(this.log);
-      if (m && !this.token) this.token = m[1];
+      startLog += s;
+      // formd prints a new admin token at each start until one is used,
+      // and only the latest is valid.
+      const m = /admin (?:API )?token[^\n]*\n\s*\n\s+(\S+)/.exec(startLog);
+      if (m) this.token = m[1];
     });
     await waitFor(
       async () => {

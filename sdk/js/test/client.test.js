@@ -593,7 +593,8 @@ test('a 202 then a final status: the remembered result is the final one', async 
   assert.equal(t.transport.calls.filter((c) => c.method === 'POST').length, 1);
 });
 
-// A retry is never turned into a false final error (issue 8, DESIGN §4).
+// A retry is never turned into a false final error (issue 8): the first
+// outcome of a key is the one that counts.
 
 const retried = [
   ['a timeout', () => netErr(true)],

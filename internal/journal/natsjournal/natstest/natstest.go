@@ -12,9 +12,11 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/poll"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -24,6 +26,36 @@ const EnvURL = "FORMD_TEST_NATS_URL"
 
 // URL is the external server's URL, or "" when none is configured.
 func URL() string { return os.Getenv(EnvURL) }
+
+// announced is set once AnnounceSkip has said why the external suites
+// skip, so that each skip need not say it again.
+var announced atomic.Bool
+
+// AnnounceSkip is for a package's TestMain: when EnvURL is unset, it
+// prints one line saying that the suites against an external server
+// (named by suites) are skipped and why, and ExternalURL then skips
+// without repeating it. With EnvURL set it prints nothing.
+func AnnounceSkip(suites string) {
+	if URL() != "" {
+		return
+	}
+	announced.Store(true)
+	fmt.Printf("skipping %s: %s is not set (see README: Development)\n", suites, EnvURL)
+}
+
+// ExternalURL is the external server's URL; it skips the test when none
+// is configured.
+func ExternalURL(t testing.TB) string {
+	t.Helper()
+	url := URL()
+	if url == "" {
+		if announced.Load() {
+			t.SkipNow()
+		}
+		t.Skipf("set %s to run this against a running NATS server", EnvURL)
+	}
+	return url
+}
 
 // Name makes a stream name that no other test uses, so that tests can share
 // one server, and run again on a server that kept an earlier run's streams.
@@ -152,16 +184,14 @@ func (c *Cluster) Index(name string) int {
 // leader.
 func (c *Cluster) WaitForLeader(timeout time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	poll.Until(c.t, "the nats cluster to elect a meta leader", timeout, func() bool {
 		for _, s := range c.Servers {
 			if s.Running() && s.JetStreamIsLeader() {
-				return
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.t.Fatal("the nats cluster elected no meta leader")
+		return false
+	})
 }
 
 // Kill shuts server i down, as a crash of that node.

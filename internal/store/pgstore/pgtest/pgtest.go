@@ -1,14 +1,17 @@
 // Package pgtest gives each test a schema of its own in the PostgreSQL
 // database named by FORMD_TEST_POSTGRES_URL, so that tests run in parallel
-// and leave nothing behind; it skips the test when the variable is unset.
+// and leave nothing behind; it skips the test when the variable is unset,
+// and AnnounceSkip says so once for the package.
 package pgtest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,12 +21,31 @@ import (
 // EnvURL names the environment variable of the test database.
 const EnvURL = "FORMD_TEST_POSTGRES_URL"
 
+// announced is set once AnnounceSkip has said why the tests skip, so
+// that each skip need not say it again.
+var announced atomic.Bool
+
+// AnnounceSkip is for a package's TestMain: when EnvURL is unset, it
+// prints one line saying that the PostgreSQL suites (named by suites)
+// are skipped and why, and the tests then skip without repeating it.
+// With EnvURL set it prints nothing.
+func AnnounceSkip(suites string) {
+	if os.Getenv(EnvURL) != "" {
+		return
+	}
+	announced.Store(true)
+	fmt.Printf("skipping %s: %s is not set (see README: Development)\n", suites, EnvURL)
+}
+
 // URL creates a fresh schema and returns the database URL with that schema
 // as its search_path; the schema is dropped when the test ends.
 func URL(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv(EnvURL)
 	if base == "" {
+		if announced.Load() {
+			t.SkipNow()
+		}
 		t.Skipf("set %s (such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL tests", EnvURL)
 	}
 	b := make([]byte, 6)
