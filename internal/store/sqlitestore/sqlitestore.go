@@ -153,6 +153,19 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// releaseClaims frees the participant claims an entry (?1) holds: those
+// of its own list (entries.claims: hex tokens separated by commas) that
+// are still its, found by the primary key.
+var releaseClaims = `DELETE FROM claims WHERE entry_id = ?1 AND (form, claim) IN (
+	SELECT e.form, ` + claimKey("j.value") + ` FROM entries e, json_each('["' || replace(e.claims, ',', '","') || '"]') j
+	WHERE e.id = ?1 AND e.claims != '')`
+
+// claimKey is how a claim token (hex) is kept in the claims table: its
+// bytes; a token that is not hex (none is made so) as its text's bytes.
+func claimKey(token string) string {
+	return "coalesce(unhex(" + token + "), CAST(" + token + " AS BLOB))"
+}
+
 // stmts are the prepared statements of one decision transaction.
 type stmts struct {
 	insert, claim, release, take, whenFull, setStatus, holder, sameAs, event *sql.Stmt
@@ -166,13 +179,13 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 	}{
 		{&st.insert, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`},
-		{&st.claim, `INSERT INTO claims(form, claim, entry_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`},
-		{&st.release, `DELETE FROM claims WHERE entry_id = ?`},
+		{&st.claim, `INSERT INTO claims(form, claim, entry_id) VALUES (?1, ` + claimKey("?2") + `, ?3) ON CONFLICT(form, claim) DO NOTHING`},
+		{&st.release, releaseClaims},
 		{&st.take, `UPDATE capacity SET taken = taken + 1 WHERE form = ? AND (capacity IS NULL OR taken < capacity)`},
 		{&st.whenFull, `SELECT when_full FROM capacity WHERE form = ?`},
 		{&st.setStatus, `UPDATE entries SET status = ?, decision = ? WHERE form = ? AND key = ?`},
 		{&st.holder, `SELECT e.id, e.key, e.decision, e.received_at, e.fingerprint FROM claims c JOIN entries e ON e.id = c.entry_id
-			WHERE c.form = ? AND c.claim = ?`},
+			WHERE c.form = ?1 AND c.claim = ` + claimKey("?2")},
 		{&st.sameAs, `UPDATE entries SET same_as = ? WHERE id = ?`},
 		// A decision's event is its entry's first (the entry row was just
 		// inserted): n is 1. INSERT … SELECT max(n) FROM events would cost
@@ -555,7 +568,7 @@ func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
 	if err := recordEvent(ctx, tx, id, store.EventCancelled, store.StatusCancelled, s.now()); err != nil {
 		return nil, classify("cancel: event", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE entry_id = ?`, id); err != nil {
+	if _, err := tx.ExecContext(ctx, releaseClaims, id); err != nil {
 		return nil, classify("cancel: release claims", err)
 	}
 	if was == store.StatusStored {
@@ -675,7 +688,7 @@ func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error)
 	now := s.now()
 	for _, q := range []string{
 		`UPDATE entries SET status = 'spam', decision = 'spam' WHERE id = ?`,
-		`DELETE FROM claims WHERE entry_id = ?`,
+		releaseClaims,
 	} {
 		if _, err := tx.ExecContext(ctx, q, id); err != nil {
 			return nil, classify("mark spam", err)
@@ -970,7 +983,9 @@ func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (i
 		return 0, nil
 	}
 	for _, q := range []string{
-		`DELETE FROM claims WHERE entry_id IN (SELECT id FROM erasing)`,
+		`DELETE FROM claims WHERE (form, claim, entry_id) IN (
+			SELECT e.form, ` + claimKey("j.value") + `, e.id FROM erasing x JOIN entries e ON e.id = x.id,
+				json_each('["' || replace(e.claims, ',', '","') || '"]') j WHERE e.claims != '')`,
 		`UPDATE entries SET data = NULL, claims = '' WHERE id IN (SELECT id FROM erasing)`,
 		`DELETE FROM erasing`,
 	} {

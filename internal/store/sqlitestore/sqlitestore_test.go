@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"github.com/formd/formd/internal/journal"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,8 +82,10 @@ func TestOpensAStoreOfTheOldMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An entry with a participant claim, kept as hex text then.
 	if _, err := db.Exec(`INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
-		VALUES ('old-1', 1, 'f', 's', 'k', 'stored', 'stored', 1, 1, x'00', '', '{}')`); err != nil {
+		VALUES ('old-1', 1, 'f', 's', 'k', 'stored', 'stored', 1, 1, x'00', '0123456789abcdef0123456789abcdef', '{}');
+		INSERT INTO claims(form, claim, entry_id) VALUES ('f', '0123456789abcdef0123456789abcdef', 'old-1')`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -104,8 +107,15 @@ func TestOpensAStoreOfTheOldMigrations(t *testing.T) {
 	if err := db.QueryRow(`SELECT group_concat(version, ',') FROM (SELECT version FROM schema_migrations ORDER BY version)`).Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != "1,2,3,10,11,12,15" {
-		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12 and 15 added", versions)
+	if versions != "1,2,3,10,11,12,15,16" {
+		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12, 15 and 16 added", versions)
+	}
+	// The old claim still holds its participant: the same token is a
+	// duplicate.
+	outs, err := s.Apply(ctx, []journal.Entry{{Seq: 2, ID: "new-1", Site: "s", Form: "f", Key: "k2", ReceivedAt: time.Now(),
+		Claims: []string{"0123456789abcdef0123456789abcdef"}, Data: []byte(`{}`)}})
+	if err != nil || outs[0].Decision != store.StatusDuplicate {
+		t.Fatalf("a claim of the old store: %+v %v", outs, err)
 	}
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_retention'`).Scan(&n); err != nil || n != 1 {
