@@ -15,7 +15,9 @@
 #     embedded fast path decides at append); formd-processor (the same,
 #     --decide-at-append=false: every entry through the processor);
 #     formd-base (the binary at $FORMD_BASE, such as an earlier commit's
-#     build, with every default), for a before/after in one run.
+#     build, with every default), for a before/after in one run; and
+#     LABEL=PATH: the formd binary at PATH, shown as LABEL (steps of a
+#     change, each an earlier commit's build, in one run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
@@ -38,7 +40,13 @@ hz=$(getconf CLK_TCK)
 run_one() {
   local name=$1 conns=$2 pid url
   port=$((port + 1))
+  local label=${name%%=*}
   case $name in
+    *=*)
+      rm -rf "$OUT/data"
+      "${name#*=}" serve --data "$OUT/data" --addr "127.0.0.1:$port" --forms bench/wrk/bench.yaml \
+        --log-level warn >"$OUT/formd.log" 2>&1 & pid=$!
+      ;;
     ceiling)
       "$OUT/ceiling" -addr "127.0.0.1:$port" & pid=$!
       ;;
@@ -68,8 +76,8 @@ run_one() {
   statuses=$(awk '/^statuses/ {$1=""; print}' "$OUT/wrk.txt" | xargs | tr ' ' ',')
   errors=$(awk '/Socket errors|Non-2xx/ {printf "%s ", $0}' "$OUT/wrk.txt")
   cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$reqs" 'BEGIN {printf "%.1f", t / hz * 1e6 / n}')
-  echo "$name $conns $rps $p50 $p99 $cpu $statuses" >>"$OUT/results"
-  printf '%-8s c=%-5s %10s req/s  p50 %7s ms  p99 %7s ms  cpu %6s us/req  %s %s\n' "$name" "$conns" "$rps" "$p50" "$p99" "$cpu" "$statuses" "$errors"
+  echo "$label $conns $rps $p50 $p99 $cpu $statuses" >>"$OUT/results"
+  printf '%-8s c=%-5s %10s req/s  p50 %7s ms  p99 %7s ms  cpu %6s us/req  %s %s\n' "$label" "$conns" "$rps" "$p50" "$p99" "$cpu" "$statuses" "$errors"
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), ${ROUNDS} rounds of ${SECS}s"
@@ -87,6 +95,7 @@ echo "| server | connections | req/s (median) | p50 ms | p99 ms | server CPU µs
 echo "|---|---:|---:|---:|---:|---:|"
 for conns in $CONNS; do
   for name in $SERVERS; do
+    name=${name%%=*}
     sel() { awk -v n="$name" -v c="$conns" -v k="$1" '$1==n && $2==c {print $k}' "$OUT/results" | median; }
     echo "| $name | $conns | $(sel 3) | $(sel 4) | $(sel 5) | $(sel 6) |"
   done
@@ -96,6 +105,7 @@ case " $SERVERS " in *" ceiling "*)
   for conns in $CONNS; do
     c=$(awk -v c="$conns" '$1=="ceiling" && $2==c {print $3}' "$OUT/results" | median)
     for name in $SERVERS; do
+      name=${name%%=*}
       [ "$name" = ceiling ] && continue
       f=$(awk -v n="$name" -v c="$conns" '$1==n && $2==c {print $3}' "$OUT/results" | median)
       echo "$name / ceiling at $conns connections: $(awk -v f="$f" -v c="$c" 'BEGIN {printf "%.2f", f/c}')"

@@ -1,6 +1,7 @@
 package scaleout
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +49,7 @@ func TestScaleBench(t *testing.T) {
 		nats      bool
 	}
 	tiers := []tier{{"embedded (sqlite journal + sqlite store)", 1, false}, {"nats + postgres", 1, true}, {"nats + postgres", 2, true}, {"nats + postgres", 3, true}}
-	type sample struct{ rate, p50, p99, asyncRate, decideRate float64 }
+	type sample struct{ rate, p50, p99, asyncRate, decideRate, cpuUS float64 }
 	results := make([][]sample, len(tiers))
 	for r := range rounds {
 		for i, tr := range tiers {
@@ -66,9 +68,11 @@ func TestScaleBench(t *testing.T) {
 			c.wait = 10
 			l := load{submissions: n, people: n, clients: clients}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			cpu0 := cpuOf(ins)
 			start := time.Now()
 			answers := l.run(ctx, c, fmt.Sprintf("b%d", r))
 			wall := time.Since(start)
+			cpu := cpuOf(ins) - cpu0
 			cancel()
 			var lat []float64
 			for _, a := range answers {
@@ -78,7 +82,8 @@ func TestScaleBench(t *testing.T) {
 				lat = append(lat, float64(a.done.Sub(a.first).Microseconds())/1000)
 			}
 			slices.Sort(lat)
-			s := sample{rate: float64(n) / wall.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}
+			s := sample{rate: float64(n) / wall.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100],
+				cpuUS: float64(cpu.Microseconds()) / float64(n)}
 			// The same again with Prefer: respond-async: how fast intake
 			// acknowledges (journals), and how fast the processors decide
 			// the backlog, without the wait for outcomes in the loop.
@@ -91,15 +96,15 @@ func TestScaleBench(t *testing.T) {
 			s.decideRate = float64(n) / time.Since(start).Seconds()
 			cancel()
 			results[i] = append(results[i], s)
-			t.Logf("round %d, %s × %d: %.0f submissions/s, p50 %.1f ms, p99 %.1f ms; async: %.0f acks/s, %.0f decided/s (%s)",
-				r+1, tr.name, tr.instances, s.rate, s.p50, s.p99, s.asyncRate, s.decideRate, st)
+			t.Logf("round %d, %s × %d: %.0f submissions/s, p50 %.1f ms, p99 %.1f ms, formd CPU %.0f µs/submission; async: %.0f acks/s, %.0f decided/s (%s)",
+				r+1, tr.name, tr.instances, s.rate, s.p50, s.p99, s.cpuUS, s.asyncRate, s.decideRate, st)
 			for _, in := range ins {
 				in.stop()
 			}
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| tier | instances | waiting: submissions/s | p50 ms | p99 ms | async: acks/s | async: decided/s |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| tier | instances | waiting: submissions/s | p50 ms | p99 ms | formd CPU µs/submission (all instances) | async: acks/s | async: decided/s |\n|---|---|---|---|---|---|---|---|\n")
 	for i, tr := range tiers {
 		med := func(f func(sample) float64) float64 {
 			v := make([]float64, 0, len(results[i]))
@@ -109,8 +114,9 @@ func TestScaleBench(t *testing.T) {
 			slices.Sort(v)
 			return v[len(v)/2]
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f |\n", tr.name, tr.instances,
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f |\n", tr.name, tr.instances,
 			med(func(s sample) float64 { return s.rate }), med(func(s sample) float64 { return s.p50 }), med(func(s sample) float64 { return s.p99 }),
+			med(func(s sample) float64 { return s.cpuUS }),
 			med(func(s sample) float64 { return s.asyncRate }), med(func(s sample) float64 { return s.decideRate }))
 	}
 	fmt.Fprintf(&b, "\nmedians of %d rounds; %d submissions per round from %d concurrent clients (Prefer: wait=10, each waits for its outcome)\n", rounds, n, clients)
@@ -185,4 +191,24 @@ func envInt(name string, def int) int {
 		return n
 	}
 	return def
+}
+
+// cpuOf is the user and system CPU time the instances' processes have
+// used (Linux /proc), the clients', NATS's and PostgreSQL's not included.
+func cpuOf(ins []*instance) time.Duration {
+	var ticks int64
+	for _, in := range ins {
+		in.mu.Lock()
+		pid := in.cmd.Process.Pid
+		in.mu.Unlock()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + s
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
