@@ -22,6 +22,10 @@ import (
 
 	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/journal/natsjournal"
+	"github.com/formd/formd/internal/outbox"
+	"github.com/formd/formd/internal/processor"
 	"github.com/formd/formd/internal/webhooks"
 	"go.yaml.in/yaml/v3"
 )
@@ -115,6 +119,19 @@ type setting struct {
 	set              func(c *Config, v string) error
 }
 
+// durationText writes a default duration as people write it: 2m, not
+// 2m0s. The components that use a setting own its default value; the
+// table shows it, so that each value is written once.
+func durationText(d time.Duration) string {
+	s := d.String()
+	for _, zero := range []string{"m0s", "h0m"} {
+		if strings.HasSuffix(s, zero) {
+			s = strings.TrimSuffix(s, zero[1:])
+		}
+	}
+	return s
+}
+
 // Env is the environment variable of a setting.
 func Env(name string) string {
 	return "FORMD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
@@ -156,7 +173,7 @@ var settings = []setting{
 	{"postgres-max-conns", "16", "connections each instance keeps at most to a postgres store (pool_max_conns in the --store URL takes precedence); every processor worker holds one while it decides", intSetter(func(c *Config) *int { return &c.PostgresMaxConns }, 1, 1000)},
 	{"sqlite-readers", "8", "read connections to the sqlite store (status look-ups, the console, exports) beside its one writer", intSetter(func(c *Config) *int { return &c.SQLiteReaders }, 1, 256)},
 	{"places-ttl", "1s", "how old the free places shown on public form pages may be; they are read from the store at most once per this (0s: for every visitor); decisions never use them", durationSetter(func(c *Config) *time.Duration { return &c.PlacesTTL }, 0, time.Minute)},
-	{"nats-stream", "FORMD", "the nats journal's JetStream stream (its subjects are the name in lower case, then .>); every instance of one deployment uses the same", func(c *Config, v string) error {
+	{"nats-stream", natsjournal.DefaultStream, "the nats journal's JetStream stream (its subjects are the name in lower case, then .>); every instance of one deployment uses the same", func(c *Config, v string) error {
 		if v == "" || strings.ContainsAny(v, ".*> \t/\\") || len(v) > 64 {
 			return fmt.Errorf("%q is not a stream name: use up to 64 letters, digits, '-' or '_', such as FORMD", v)
 		}
@@ -164,7 +181,7 @@ var settings = []setting{
 		return nil
 	}},
 	{"nats-replicas", "0", "replicas of the nats journal's stream: 3 on a 3-node cluster for durability (0: 3 when the server is clustered, else 1)", intSetter(func(c *Config) *int { return &c.NATSReplicas }, 0, 5)},
-	{"nats-ack-wait", "30s", "how long an instance may hold a nats journal entry without a word (it renews its hold while alive) before another instance gets it", durationSetter(func(c *Config) *time.Duration { return &c.NATSAckWait }, time.Second, 10*time.Minute)},
+	{"nats-ack-wait", durationText(natsjournal.DefaultAckWait), "how long an instance may hold a nats journal entry without a word (it renews its hold while alive) before another instance gets it", durationSetter(func(c *Config) *time.Duration { return &c.NATSAckWait }, time.Second, 10*time.Minute)},
 	{"nats-monitor", "", "comma-separated NATS monitoring URLs (such as http://127.0.0.1:8222), read at start to check that every server fsyncs each write", func(c *Config, v string) error {
 		c.NATSMonitor = nil
 		for _, u := range strings.Split(v, ",") {
@@ -222,8 +239,8 @@ var settings = []setting{
 		return nil
 	}},
 	{"workers", "0", "processor workers (0: 1 for the sqlite store, 4 for postgres)", intSetter(func(c *Config) *int { return &c.Workers }, 0, 256)},
-	{"batch-size", "512", "entries decided in one store transaction", intSetter(func(c *Config) *int { return &c.BatchSize }, 1, 10000)},
-	{"max-attempts", "5", "attempts of an entry that fails on its own before it is dead-lettered", intSetter(func(c *Config) *int { return &c.MaxAttempts }, 1, 100)},
+	{"batch-size", strconv.Itoa(processor.DefaultBatchSize), "entries decided in one store transaction", intSetter(func(c *Config) *int { return &c.BatchSize }, 1, 10000)},
+	{"max-attempts", strconv.Itoa(processor.DefaultMaxAttempts), "attempts of an entry that fails on its own before it is dead-lettered", intSetter(func(c *Config) *int { return &c.MaxAttempts }, 1, 100)},
 	{"journal-max-size", "0", "the sqlite journal's largest size, in bytes (KiB, MiB, GiB suffixes allowed): past it submissions get 503 and /readyz says not ready, rather than the disk filling; 0 for no bound", func(c *Config, v string) error {
 		if v == "0" {
 			c.JournalMaxSize = 0
@@ -244,9 +261,9 @@ var settings = []setting{
 		c.DecideAtAppend = b
 		return nil
 	}},
-	{"queue-size", "16384", "submissions waiting for the journal writer before new ones get 503 overloaded", intSetter(func(c *Config) *int { return &c.QueueSize }, 16, 1<<22)},
-	{"reconcile-every", "5s", "how often the reconciler looks for stale entries", durationSetter(func(c *Config) *time.Duration { return &c.ReconcileEvery }, 100*time.Millisecond, time.Hour)},
-	{"stale-after", "30s", "how long an entry may stay in processing before the reconciler re-drives it", durationSetter(func(c *Config) *time.Duration { return &c.StaleAfter }, time.Second, 24*time.Hour)},
+	{"queue-size", strconv.Itoa(journal.DefaultQueueSize), "submissions waiting for the journal writer before new ones get 503 overloaded", intSetter(func(c *Config) *int { return &c.QueueSize }, 16, 1<<22)},
+	{"reconcile-every", durationText(processor.DefaultReconcileEvery), "how often the reconciler looks for stale entries", durationSetter(func(c *Config) *time.Duration { return &c.ReconcileEvery }, 100*time.Millisecond, time.Hour)},
+	{"stale-after", durationText(processor.DefaultStaleAfter), "how long an entry may stay in processing before the reconciler re-drives it", durationSetter(func(c *Config) *time.Duration { return &c.StaleAfter }, time.Second, 24*time.Hour)},
 	{"forms-refresh", "500ms", "how often a server reloads changed form definitions from the store", durationSetter(func(c *Config) *time.Duration { return &c.FormsRefresh }, 50*time.Millisecond, time.Minute)},
 	{"retention-every", "1h", "how often forms' retention erases old entries' data", durationSetter(func(c *Config) *time.Duration { return &c.RetentionEvery }, time.Second, 7*24*time.Hour)},
 	{"poll-outcomes", "0s", "with several instances, how often a waiting request polls the store (0: only local notifications; set automatically for a nats journal)", durationSetter(func(c *Config) *time.Duration { return &c.PollOutcomes }, 0, 10*time.Second)},
@@ -280,7 +297,7 @@ var settings = []setting{
 		c.WebhookAllow = p
 		return nil
 	}},
-	{"delivery-lease", "2m", "how long an instance holds a webhook or e-mail delivery it is sending; after that (the instance died) another sends it. Keep it well above a send's timeout (15s)", durationSetter(func(c *Config) *time.Duration { return &c.DeliveryLease }, 2*time.Second, time.Hour)},
+	{"delivery-lease", durationText(outbox.DefaultLease), "how long an instance holds a webhook or e-mail delivery it is sending; after that (the instance died) another sends it. Keep it well above a send's timeout (15s)", durationSetter(func(c *Config) *time.Duration { return &c.DeliveryLease }, 2*time.Second, time.Hour)},
 	{"public-url", "", "the address people reach this server at, such as https://forms.example.org, for links in e-mail (none when empty)", func(c *Config, v string) error {
 		if v != "" {
 			u, err := url.Parse(v)

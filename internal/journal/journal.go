@@ -16,6 +16,11 @@ import (
 	"time"
 )
 
+// DefaultQueueSize is how many appends may wait for a journal's writer
+// (or its publisher) before new ones are refused as overloaded, when the
+// setting (--queue-size) does not say.
+const DefaultQueueSize = 16384
+
 // Entry is one accepted submission as the journal keeps it. Everything the
 // processor needs to decide its outcome is here, so that the store can be
 // rebuilt from the journal alone.

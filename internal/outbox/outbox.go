@@ -115,6 +115,9 @@ type Options struct {
 	Metrics  *Metrics
 }
 
+// DefaultLease is the default of the setting --delivery-lease.
+const DefaultLease = 2 * time.Minute
+
 func (o *Options) setDefaults() {
 	if o.Owner == "" {
 		var b [8]byte
@@ -136,7 +139,7 @@ func (o *Options) setDefaults() {
 		o.SendTimeout = webhooks.DefaultTimeout
 	}
 	if o.Lease <= 0 {
-		o.Lease = 2 * time.Minute
+		o.Lease = DefaultLease
 	}
 	if len(o.Schedule) == 0 {
 		o.Schedule = DefaultSchedule

@@ -68,15 +68,24 @@ type Options struct {
 	Metrics *Metrics
 }
 
+// The defaults of the settings --batch-size, --max-attempts,
+// --reconcile-every and --stale-after (package config shows them).
+const (
+	DefaultBatchSize      = 512
+	DefaultMaxAttempts    = 5
+	DefaultReconcileEvery = 5 * time.Second
+	DefaultStaleAfter     = 30 * time.Second
+)
+
 func (o *Options) setDefaults() {
 	if o.Workers <= 0 {
 		o.Workers = 1
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 512
+		o.BatchSize = DefaultBatchSize
 	}
 	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 5
+		o.MaxAttempts = DefaultMaxAttempts
 	}
 	if o.RetryBase <= 0 {
 		o.RetryBase = 50 * time.Millisecond
@@ -85,10 +94,10 @@ func (o *Options) setDefaults() {
 		o.RetryMax = 5 * time.Second
 	}
 	if o.ReconcileEvery <= 0 {
-		o.ReconcileEvery = 5 * time.Second
+		o.ReconcileEvery = DefaultReconcileEvery
 	}
 	if o.StaleAfter <= 0 {
-		o.StaleAfter = 30 * time.Second
+		o.StaleAfter = DefaultStaleAfter
 	}
 	if o.ApplyTimeout <= 0 {
 		o.ApplyTimeout = 30 * time.Second

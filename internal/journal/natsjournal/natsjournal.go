@@ -94,15 +94,21 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// The defaults of the settings --nats-stream and --nats-ack-wait.
+const (
+	DefaultStream  = "FORMD"
+	DefaultAckWait = 30 * time.Second
+)
+
 func (o *Options) setDefaults() {
 	if o.Stream == "" {
-		o.Stream = "FORMD"
+		o.Stream = DefaultStream
 	}
 	if o.Consumer == "" {
 		o.Consumer = "processor"
 	}
 	if o.AckWait <= 0 {
-		o.AckWait = 30 * time.Second
+		o.AckWait = DefaultAckWait
 	}
 	if o.MaxDeliver <= 0 {
 		o.MaxDeliver = 20
@@ -117,7 +123,7 @@ func (o *Options) setDefaults() {
 		o.MaxBytes = -1
 	}
 	if o.QueueSize <= 0 {
-		o.QueueSize = 16384
+		o.QueueSize = journal.DefaultQueueSize
 	}
 	if o.PublishTimeout <= 0 {
 		o.PublishTimeout = 5 * time.Second

@@ -73,7 +73,7 @@ type Decide func(ctx context.Context, tx *sql.Tx, es []journal.Entry) (decided [
 
 func (o *Options) setDefaults() {
 	if o.QueueSize <= 0 {
-		o.QueueSize = 16384
+		o.QueueSize = journal.DefaultQueueSize
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 2048
