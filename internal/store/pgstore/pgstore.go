@@ -446,28 +446,10 @@ func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]by
 
 // Entries reads a page of a form's entries, newest first.
 func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error) {
-	where := []string{"form = $1"}
-	args := []any{q.Form}
-	// arg adds a parameter and names it.
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if len(q.Statuses) > 0 {
-		where = append(where, "status = ANY("+arg(q.Statuses)+")")
-	}
-	if !q.Since.IsZero() {
-		where = append(where, "received_at >= "+arg(q.Since))
-	}
-	if !q.Until.IsZero() {
-		where = append(where, "received_at < "+arg(q.Until))
-	}
-	if q.Before != (store.Cursor{}) {
-		where = append(where, "(seq, id) < ("+arg(int64(q.Before.Seq))+", "+arg(q.Before.ID)+")")
-	}
-	limit := arg(store.PageSize(q.Limit))
+	where, args := entryFilter(q)
+	args = append(args, store.PageSize(q.Limit))
 	rows, err := s.pool.Query(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY seq DESC, id DESC LIMIT `+limit, args...)
+		where+` ORDER BY seq DESC, id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, classify("list entries", err)
 	}

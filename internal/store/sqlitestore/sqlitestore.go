@@ -600,26 +600,10 @@ func recordEvent(ctx context.Context, tx *sql.Tx, entryID, typ, status string, a
 
 // Entries reads a page of a form's entries, newest first.
 func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error) {
-	where := []string{"form = ?"}
-	args := []any{q.Form}
-	if len(q.Statuses) > 0 {
-		where = append(where, "status IN (?"+strings.Repeat(",?", len(q.Statuses)-1)+")")
-		for _, st := range q.Statuses {
-			args = append(args, st)
-		}
-	}
-	if !q.Since.IsZero() {
-		where, args = append(where, "received_at >= ?"), append(args, q.Since.UnixMicro())
-	}
-	if !q.Until.IsZero() {
-		where, args = append(where, "received_at < ?"), append(args, q.Until.UnixMicro())
-	}
-	if q.Before != (store.Cursor{}) {
-		where, args = append(where, "(seq, id) < (?, ?)"), append(args, q.Before.Seq, q.Before.ID)
-	}
+	where, args := entryFilter(q)
 	args = append(args, store.PageSize(q.Limit))
 	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY seq DESC, id DESC LIMIT ?`, args...)
+		where+` ORDER BY seq DESC, id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, classify("list entries", err)
 	}
