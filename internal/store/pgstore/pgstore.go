@@ -368,29 +368,37 @@ func (s *Store) ForgetDeadLetter(ctx context.Context, form, key string) (bool, e
 }
 
 // Cancel marks a live entry cancelled, frees its claims and place, and
-// promotes the waitlist. The entry's row is locked first, so two cancels of
-// one entry do not both free a place.
+// promotes the waitlist.
 func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
+	return s.takeOut(ctx, "cancel", form, id, `UPDATE entries SET status = 'cancelled' WHERE id = $1`, store.StatusCancelled)
+}
+
+// takeOut takes a live entry out — cancelled, or marked spam — with set
+// (its new status, and decision for spam): its claims and place freed, its
+// submission.cancelled event with status, and the waitlist promoted, in
+// one transaction. The entry's row is locked first, so two of them on one
+// entry do not both free a place.
+func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) ([]string, error) {
 	var promoted []string
 	var refused error
-	err := s.inTx(ctx, "cancel", func(tx pgx.Tx) error {
+	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
 		promoted, refused = nil, nil
 		var was string
 		err := tx.QueryRow(ctx, `SELECT status FROM entries WHERE form = $1 AND id = $2 FOR UPDATE`, form, id).Scan(&was)
 		if errors.Is(err, pgx.ErrNoRows) {
-			refused = fmt.Errorf("cancel %s/%s: %w", form, id, store.ErrNotFound)
+			refused = fmt.Errorf("%s %s/%s: %w", op, form, id, store.ErrNotFound)
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		if was != store.StatusStored && was != store.StatusWaitlisted {
-			refused = fmt.Errorf("cancel %s/%s (status %s): %w", form, id, was, store.ErrNotLive)
+			refused = fmt.Errorf("%s %s/%s (status %s): %w", op, form, id, was, store.ErrNotLive)
 			return nil
 		}
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE entries SET status = 'cancelled' WHERE id = $1`, id)
-		b.Queue(`SELECT formd_event($1, 'submission.cancelled', $2, (SELECT site FROM entries WHERE id = $1), 'cancelled', $3)`, id, form, micro(s.now()))
+		b.Queue(set, id)
+		b.Queue(`SELECT formd_event($1, 'submission.cancelled', $2, (SELECT site FROM entries WHERE id = $1), $3, $4)`, id, form, status, micro(s.now()))
 		b.Queue(`DELETE FROM claims WHERE entry_id = $1`, id)
 		if was == store.StatusStored {
 			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)
@@ -486,42 +494,9 @@ func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, err
 }
 
 // MarkSpam takes a live entry out as spam, freeing its claims and place
-// and promoting the waitlist. The entry's row is locked first, as for
-// Cancel.
+// and promoting the waitlist.
 func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error) {
-	var promoted []string
-	var refused error
-	err := s.inTx(ctx, "mark spam", func(tx pgx.Tx) error {
-		promoted, refused = nil, nil
-		var was string
-		err := tx.QueryRow(ctx, `SELECT status FROM entries WHERE form = $1 AND id = $2 FOR UPDATE`, form, id).Scan(&was)
-		if errors.Is(err, pgx.ErrNoRows) {
-			refused = fmt.Errorf("mark spam %s/%s: %w", form, id, store.ErrNotFound)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if was != store.StatusStored && was != store.StatusWaitlisted {
-			refused = fmt.Errorf("mark spam %s/%s (status %s): %w", form, id, was, store.ErrNotLive)
-			return nil
-		}
-		b := &pgx.Batch{}
-		b.Queue(`UPDATE entries SET status = 'spam', decision = 'spam' WHERE id = $1`, id)
-		b.Queue(`DELETE FROM claims WHERE entry_id = $1`, id)
-		b.Queue(`SELECT formd_event($1, 'submission.cancelled', $2, (SELECT site FROM entries WHERE id = $1), 'spam', $3)`, id, form, micro(s.now()))
-		if was == store.StatusStored {
-			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)
-		}
-		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1, $2) p`, form, micro(s.now())).QueryRow(func(r pgx.Row) error {
-			return r.Scan(&promoted)
-		})
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return nil, err
-	}
-	return promoted, refused
+	return s.takeOut(ctx, "mark spam", form, id, `UPDATE entries SET status = 'spam', decision = 'spam' WHERE id = $1`, store.StatusSpam)
 }
 
 // NotSpam decides an entry classed as spam again as a real submission,

@@ -544,44 +544,55 @@ func (s *Store) ForgetDeadLetter(ctx context.Context, form, key string) (bool, e
 	return true, nil
 }
 
-// Cancel marks a live entry cancelled and promotes the waitlist.
+// Cancel marks a live entry cancelled, frees its claims and place, and
+// promotes the waitlist.
 func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
+	return s.takeOut(ctx, "cancel", form, id, `UPDATE entries SET status = 'cancelled' WHERE id = ?`, store.StatusCancelled)
+}
+
+// takeOut takes a live entry out — cancelled, or marked spam — with set
+// (its new status, and decision for spam): its claims and place freed, its
+// submission.cancelled event with status, and the waitlist promoted, in
+// one transaction (the one writer serializes them).
+func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) ([]string, error) {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, classify("cancel: begin", err)
+		return nil, classify(op+": begin", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	var was string
 	err = tx.QueryRowContext(ctx, `SELECT status FROM entries WHERE form = ? AND id = ?`, form, id).Scan(&was)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("cancel %s/%s: %w", form, id, store.ErrNotFound)
+		return nil, fmt.Errorf("%s %s/%s: %w", op, form, id, store.ErrNotFound)
 	}
 	if err != nil {
-		return nil, classify("cancel", err)
+		return nil, classify(op, err)
 	}
 	if was != store.StatusStored && was != store.StatusWaitlisted {
-		return nil, fmt.Errorf("cancel %s/%s (status %s): %w", form, id, was, store.ErrNotLive)
+		return nil, fmt.Errorf("%s %s/%s (status %s): %w", op, form, id, was, store.ErrNotLive)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE entries SET status = 'cancelled' WHERE id = ?`, id); err != nil {
-		return nil, classify("cancel", err)
-	}
-	if err := recordEvent(ctx, tx, id, store.EventCancelled, store.StatusCancelled, s.now()); err != nil {
-		return nil, classify("cancel: event", err)
-	}
+	// The claims go first: releasing reads the entry's own list of them.
 	if _, err := tx.ExecContext(ctx, releaseClaims, id); err != nil {
-		return nil, classify("cancel: release claims", err)
+		return nil, classify(op+": release claims", err)
+	}
+	if _, err := tx.ExecContext(ctx, set, id); err != nil {
+		return nil, classify(op, err)
+	}
+	now := s.now()
+	if err := recordEvent(ctx, tx, id, store.EventCancelled, status, now); err != nil {
+		return nil, classify(op+": event", err)
 	}
 	if was == store.StatusStored {
 		if _, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken - 1 WHERE form = ? AND taken > 0`, form); err != nil {
-			return nil, classify("cancel: free place", err)
+			return nil, classify(op+": free place", err)
 		}
 	}
-	promoted, err := promote(ctx, tx, form, s.now())
+	promoted, err := promote(ctx, tx, form, now)
 	if err != nil {
-		return nil, classify("cancel: promote", err)
+		return nil, classify(op+": promote", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, classify("cancel: commit", err)
+		return nil, classify(op+": commit", err)
 	}
 	return promoted, nil
 }
@@ -653,47 +664,7 @@ func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, err
 // freed, the waitlist promoted, and its decision becomes spam (a retry of
 // its key is answered "received").
 func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error) {
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, classify("mark spam: begin", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	var was string
-	err = tx.QueryRowContext(ctx, `SELECT status FROM entries WHERE form = ? AND id = ?`, form, id).Scan(&was)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("mark spam %s/%s: %w", form, id, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, classify("mark spam", err)
-	}
-	if was != store.StatusStored && was != store.StatusWaitlisted {
-		return nil, fmt.Errorf("mark spam %s/%s (status %s): %w", form, id, was, store.ErrNotLive)
-	}
-	now := s.now()
-	for _, q := range []string{
-		`UPDATE entries SET status = 'spam', decision = 'spam' WHERE id = ?`,
-		releaseClaims,
-	} {
-		if _, err := tx.ExecContext(ctx, q, id); err != nil {
-			return nil, classify("mark spam", err)
-		}
-	}
-	if err := recordEvent(ctx, tx, id, store.EventCancelled, store.StatusSpam, now); err != nil {
-		return nil, classify("mark spam: event", err)
-	}
-	if was == store.StatusStored {
-		if _, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken - 1 WHERE form = ? AND taken > 0`, form); err != nil {
-			return nil, classify("mark spam: free place", err)
-		}
-	}
-	promoted, err := promote(ctx, tx, form, now)
-	if err != nil {
-		return nil, classify("mark spam: promote", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, classify("mark spam: commit", err)
-	}
-	return promoted, nil
+	return s.takeOut(ctx, "mark spam", form, id, `UPDATE entries SET status = 'spam', decision = 'spam' WHERE id = ?`, store.StatusSpam)
 }
 
 // NotSpam decides an entry classed as spam again, as a real submission:
