@@ -2,8 +2,8 @@
 // counts moving while submissions arrive, a phone number searched as
 // written differently, filter and export (the XLSX and CSV opened and
 // read), cancel and promotion, not-spam, forget a person, a replay's dry
-// run, what a viewer may not press, and another site's form out of reach
-// by URL. Elements are found by role and label, as a screen reader finds
+// run, a webhook's delivery log and a redelivery, what a viewer may not
+// press, and another site's form out of reach by URL. Elements are found by role and label, as a screen reader finds
 // them. Screenshots at 1280 and 390 px wide, in English and Chinese, go to
 // docs/ (FORMD_SCREENSHOTS=0 skips them).
 import { test, before, after } from 'node:test';
@@ -11,10 +11,10 @@ import assert from 'node:assert/strict';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import readXlsxFile from 'read-excel-file/node';
-import { formdBinary, startFormd, launch, submit, waitFor, docsDir, tempDir } from './harness.js';
+import { formdBinary, startFormd, startReceiver, launch, submit, waitFor, docsDir, tempDir } from './harness.js';
 
 const opened = new Date(Date.now() - 10 * 60 * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
-const forms = `
+const forms = (hook) => `
 id: spring-fair
 site: community
 title: {en: Spring fair registration, zh: 春季市集报名}
@@ -28,6 +28,8 @@ capacity: 6
 when_full: waitlist
 opens_at: ${opened}
 spam: {honeypot: website}
+notify:
+  webhooks: [{url: "${hook}", secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}]
 ---
 id: other-site-form
 site: elsewhere
@@ -44,12 +46,13 @@ const people = [
   ['Zhao Lei', '13400134006', 'zhao@example.org'], ['Sun Li', '13300133007', 'sun@example.org'],
 ];
 
-let bin, srv, browser, owner, ownerPage, out;
+let bin, srv, receiver, browser, owner, ownerPage, out;
 const ids = {};
 
 before(async () => {
   bin = formdBinary();
-  srv = await startFormd(bin.bin, forms);
+  receiver = await startReceiver('Qian Yu');
+  srv = await startFormd(bin.bin, forms(receiver.url), ['--webhook-allow', '127.0.0.0/8']);
   browser = await launch();
   owner = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, locale: 'en-US' });
   ownerPage = await owner.newPage();
@@ -59,6 +62,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await srv?.stop();
+  await receiver?.close();
   bin?.cleanup();
   out?.cleanup();
 });
@@ -205,6 +209,30 @@ test('proof: the audit finds nothing missing, and the arrival rate shows a key n
   await page.getByText('Every entry a decision made has its first event.').waitFor();
 });
 
+test('deliveries: a failed attempt is retried, and Redeliver sends the event again with its id', async () => {
+  const page = ownerPage;
+  const b = await submit(srv.base, 'spring-fair', { name: 'Qian Yu', phone: '13000130010', email: 'qian@example.org', tickets: 1 });
+  ids['Qian Yu'] = b.id;
+  const url = `${srv.base}/admin/forms/spring-fair/entries/${b.id}`;
+  // The receiver answers the first attempt 503: the log shows it, and the
+  // retry (about 5 s later) delivered.
+  const delivery = page.getByRole('region', { name: /→ http:\/\/127\.0\.0\.1/ }).first();
+  await waitFor(async () => {
+    await page.goto(url);
+    const text = await delivery.textContent();
+    return /delivered/.test(text) && /failed, to be tried again/.test(text) && /503/.test(text);
+  }, { timeout: 20000, every: 500, what: 'the retried delivery in the log' });
+  const id = receiver.got.find((x) => x.includes(b.id));
+  assert.ok(id, 'the receiver got the entry\'s event');
+  const before = receiver.got.filter((x) => x === id).length;
+  assert.equal(before, 2, 'one failed attempt, one delivered');
+  await delivery.getByRole('button', { name: 'Redeliver' }).click();
+  await page.getByRole('status').filter({ hasText: 'The event is being delivered again.' }).waitFor();
+  await waitFor(() => receiver.got.filter((x) => x === id).length === before + 1, { what: 'the redelivery, under the same id' });
+  await page.goto(srv.base + '/admin/audit');
+  assert.match(await page.getByRole('table').textContent(), /redeliver/);
+});
+
 test('a viewer sees no button it may not press', async () => {
   const page = ownerPage;
   await page.goto(srv.base + '/admin/accounts');
@@ -255,7 +283,7 @@ test('screenshots, desktop and phone, English and Chinese', { skip: process.env.
   const shots = [
     ['forms', '/admin/forms'],
     ['submissions', '/admin/forms/spring-fair/submissions'],
-    ['entry', `/admin/forms/spring-fair/entries/${ids['Zhao Lei']}`],
+    ['entry', `/admin/forms/spring-fair/entries/${ids['Qian Yu']}`],
     ['proof', '/admin/forms/spring-fair/proof'],
   ];
   const state = await owner.storageState();

@@ -62,13 +62,13 @@ export async function waitFor(fn, { timeout = 15000, every = 50, what = 'conditi
 }
 
 /** A formd server with the given forms (YAML text), and its setup link. */
-export async function startFormd(bin, formsYAML) {
+export async function startFormd(bin, formsYAML, extraArgs = []) {
   const data = tempDir('formd-console-');
   const formsFile = join(data.dir, 'forms.yaml');
   writeFileSync(formsFile, formsYAML);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const p = spawn(bin, ['serve', '--data', join(data.dir, 'data'), '--addr', `127.0.0.1:${port}`, '--forms', formsFile, '--rate-limit', 'off'],
+  const p = spawn(bin, ['serve', '--data', join(data.dir, 'data'), '--addr', `127.0.0.1:${port}`, '--forms', formsFile, '--rate-limit', 'off', ...extraArgs],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   p.stderr.setEncoding('utf8');
@@ -107,4 +107,34 @@ export async function submit(base, form, values, { key, prefer } = {}) {
   const body = await r.json();
   if (r.status >= 300) throw new Error(`submit ${form}: ${r.status} ${JSON.stringify(body)}`);
   return body;
+}
+
+/**
+ * A webhook receiver on loopback: it answers 204 and keeps every
+ * request's webhook-id; the first delivery of an event whose body holds
+ * failOnce it answers 503.
+ */
+export async function startReceiver(failOnce) {
+  const { createServer: createHTTP } = await import('node:http');
+  const got = [];
+  const seen = new Set();
+  const srv = createHTTP((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c) => { body += c; });
+    req.on('end', () => {
+      const id = req.headers['webhook-id'];
+      got.push(id);
+      const fail = body.includes(failOnce) && !seen.has(id);
+      seen.add(id);
+      res.writeHead(fail ? 503 : 204);
+      res.end(fail ? 'busy, try again' : '');
+    });
+  });
+  await new Promise((res) => srv.listen(0, '127.0.0.1', res));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}/hooks/formd`,
+    got,
+    close: () => new Promise((res) => srv.close(res)),
+  };
 }

@@ -112,6 +112,9 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02T15:04")
 	},
 	"hhmm": func(t time.Time) string { return t.UTC().Format("15:04") },
+	"ms": func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+	},
 	"hour": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:00") + " UTC" },
 	"num":  func(n any) string { return group(fmt.Sprint(n)) },
 	"pct": func(a, b int64) string {
