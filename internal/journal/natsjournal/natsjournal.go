@@ -280,36 +280,43 @@ func (j *Journal) setup(ctx context.Context) error {
 			replicas = 3
 		}
 	}
-	st, err := j.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        j.opts.Stream,
-		Description: "formd journal: accepted submissions, one message per (form, key)",
-		Subjects:    []string{j.prefix + ".>"},
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
-		// One message per subject, the next refused: (form, key) stays
-		// unique for the stream's life, not only for the duplicate window.
-		MaxMsgsPerSubject:    1,
-		Discard:              jetstream.DiscardNew,
-		DiscardNewPerSubject: true,
-		MaxMsgs:              -1,
-		MaxBytes:             j.opts.MaxBytes,
-		Duplicates:           j.opts.DuplicateWindow,
+	var st jetstream.Stream
+	err := transient(ctx, func() (err error) {
+		st, err = j.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        j.opts.Stream,
+			Description: "formd journal: accepted submissions, one message per (form, key)",
+			Subjects:    []string{j.prefix + ".>"},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     jetstream.FileStorage,
+			Replicas:    replicas,
+			// One message per subject, the next refused: (form, key) stays
+			// unique for the stream's life, not only for the duplicate window.
+			MaxMsgsPerSubject:    1,
+			Discard:              jetstream.DiscardNew,
+			DiscardNewPerSubject: true,
+			MaxMsgs:              -1,
+			MaxBytes:             j.opts.MaxBytes,
+			Duplicates:           j.opts.DuplicateWindow,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("create stream %s (replicas %d): %w", j.opts.Stream, replicas, err)
 	}
 	j.stream = st
-	j.cons, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       j.opts.Consumer,
-		Description:   "formd processors of every instance",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       j.opts.AckWait,
-		BackOff:       backOff(j.opts.AckWait, j.opts.MaxDeliver),
-		MaxDeliver:    j.opts.MaxDeliver,
-		MaxAckPending: j.opts.MaxAckPending,
-		FilterSubject: j.prefix + ".>",
+	err = transient(ctx, func() (err error) {
+		j.cons, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       j.opts.Consumer,
+			Description:   "formd processors of every instance",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckWait:       j.opts.AckWait,
+			BackOff:       backOff(j.opts.AckWait, j.opts.MaxDeliver),
+			MaxDeliver:    j.opts.MaxDeliver,
+			MaxAckPending: j.opts.MaxAckPending,
+			FilterSubject: j.prefix + ".>",
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("create consumer %s on %s: %w", j.opts.Consumer, j.opts.Stream, err)
@@ -336,6 +343,31 @@ func (j *Journal) setup(ctx context.Context) error {
 		return fmt.Errorf("create consumer on %s: %w", j.advisoryStream(), err)
 	}
 	return nil
+}
+
+// transient runs a JetStream API call again, a few times within ctx, when
+// the server answers it with a transient failure (a 5xx: a cluster
+// electing a leader, a store it could not make just then), as a client of
+// a remote API should; any other error, or the last, is returned.
+func transient(ctx context.Context, call func() error) error {
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(attempt*attempt) * 100 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+		}
+		err = call()
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.Code < 500 {
+			return err
+		}
+	}
+	return err
 }
 
 func (j *Journal) isClosed() bool {
