@@ -442,7 +442,16 @@ func (d *Dispatcher) send(ctx context.Context, job []store.Delivery, claimedAt t
 			d.finish(sendCtx, back...)
 			return
 		}
-		d.deliver(sendCtx, []store.Delivery{dl}, docs)
+		if d.deliver(sendCtx, []store.Delivery{dl}, docs) == "gone" {
+			// The endpoint is off: the rest of the batch is not sent.
+			var skipped []store.Finish
+			for _, rest := range job[i+1:] {
+				skipped = append(skipped, store.Finish{DeliveryKey: rest.DeliveryKey, Owner: d.opts.Owner, State: store.DeliverySkipped,
+					NextAt: now, Error: "not sent: the endpoint answered 410 Gone and is disabled"})
+			}
+			d.finish(sendCtx, skipped...)
+			return
+		}
 	}
 }
 
@@ -632,9 +641,9 @@ type outcome struct {
 	err        error
 }
 
-// deliver sends one group (one delivery, or the owner's digest) and
-// records the attempt for each of its deliveries.
-func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs entryDocs) {
+// deliver sends one group (one delivery, or the owner's digest), records
+// the attempt for each of its deliveries and returns the attempt's result.
+func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs entryDocs) string {
 	start := d.opts.Now()
 	o := d.attempt(ctx, group, docs)
 	now := d.opts.Now()
@@ -660,15 +669,7 @@ func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs e
 			f.State = store.DeliveryDelivered
 		case "deferred":
 			f.State, f.NextAt, f.Counted = store.DeliveryPending, now.Add(time.Minute), false
-		case "gone":
-			f.State = store.DeliveryFailed
-			reason := fmt.Sprintf("the receiver answered 410 Gone at %s: formd stopped delivering to it; fix the URL in the form and enable the endpoint again", now.UTC().Format(time.RFC3339))
-			if err := d.st.DisableEndpoint(ctx, dl.Endpoint, dl.Event.Form, reason, now); err != nil {
-				d.opts.Logger.Warn("outbox: endpoint not disabled", "endpoint", dl.Endpoint, "err", err)
-			} else {
-				d.opts.Logger.Warn("outbox: an endpoint answered 410 Gone and is disabled", "form", dl.Event.Form, "endpoint", dl.Endpoint)
-			}
-		case "refused":
+		case "gone", "refused":
 			f.State = store.DeliveryFailed
 		default:
 			if at, ok := d.retryAt(dl.Attempts+1, now, o.retryAfter); ok {
@@ -683,7 +684,28 @@ func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs e
 		}
 		fs = append(fs, f)
 	}
+	if o.result == "gone" {
+		d.disable(ctx, group[0], fs, now)
+		return o.result
+	}
 	d.finish(ctx, fs...)
+	return o.result
+}
+
+// disable records a 410 Gone, then switches its endpoint off (which skips
+// the endpoint's pending deliveries). The attempt is committed first, on
+// its own, so that the delivery that met the 410 is never seen skipped.
+func (d *Dispatcher) disable(ctx context.Context, dl store.Delivery, fs []store.Finish, now time.Time) {
+	if err := d.st.FinishDeliveries(ctx, fs, now); err != nil {
+		d.opts.Logger.Warn("outbox: a 410 Gone not recorded; the delivery is sent again when its lease runs out", "endpoint", dl.Endpoint, "err", err)
+		return
+	}
+	reason := fmt.Sprintf("the receiver answered 410 Gone at %s: formd stopped delivering to it; fix the URL in the form and enable the endpoint again", now.UTC().Format(time.RFC3339))
+	if err := d.st.DisableEndpoint(ctx, dl.Endpoint, dl.Event.Form, reason, now); err != nil {
+		d.opts.Logger.Warn("outbox: endpoint not disabled", "endpoint", dl.Endpoint, "err", err)
+		return
+	}
+	d.opts.Logger.Warn("outbox: an endpoint answered 410 Gone and is disabled", "form", dl.Event.Form, "endpoint", dl.Endpoint)
 }
 
 // attempt sends a group once.

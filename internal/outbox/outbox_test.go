@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -481,4 +482,32 @@ fields: [{name: name, type: text}]
 	f.submit("plain", `{"name":"Bo"}`)
 	poll.Until(t, "the site's two and the form's one", 15*time.Second, func() bool { return len(site.deliveries()) == 2 && len(own.deliveries()) == 1 })
 	poll.Holds(t, "the site's endpoint has one delivery per event", 100*time.Millisecond, func() bool { return len(site.deliveries()) == 2 })
+}
+
+// TestGoneStopsTheBatch: after a 410, the rest of the claimed batch to
+// that endpoint is not sent but skipped, and says why.
+func TestGoneStopsTheBatch(t *testing.T) {
+	t.Parallel()
+	r := newReceiver(t, func(int, http.ResponseWriter) {})
+	r.answer = func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusGone) }
+	f := newFixture(t, hookForm(r.srv.URL, ""), nil, outbox.Options{PerEndpoint: 1})
+	outs := f.submit("fair", `{"name":"Ann"}`, `{"name":"Bo"}`, `{"name":"Cy"}`)
+	f.run()
+	for _, o := range outs {
+		poll.Until(t, "the deliveries finished", 15*time.Second, func() bool {
+			ds, _ := f.deliveriesOf(o.ID)
+			return len(ds) == 1 && (ds[0].State == store.DeliveryFailed || ds[0].State == store.DeliverySkipped)
+		})
+	}
+	if n := r.calls.Load(); n != 1 {
+		t.Fatalf("the receiver was called %d times after its 410", n)
+	}
+	var states []string
+	for _, o := range outs {
+		ds, _ := f.deliveriesOf(o.ID)
+		states = append(states, ds[0].State)
+	}
+	if !slices.Equal(states, []string{store.DeliveryFailed, store.DeliverySkipped, store.DeliverySkipped}) {
+		t.Fatalf("states %v", states)
+	}
 }
