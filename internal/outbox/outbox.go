@@ -182,8 +182,9 @@ type Dispatcher struct {
 	mu       sync.Mutex
 	slots    map[string]chan struct{} // sends in progress per endpoint
 	breakers map[string]*breaker
-	claimed  map[string]int // deliveries claimed and not yet sent, per endpoint
-	inFlight int            // their sum
+	claimed  map[string]int       // deliveries claimed and not yet sent, per endpoint
+	goneAt   map[string]time.Time // when this dispatcher switched an endpoint off (a 410)
+	inFlight int                  // their sum
 
 	// Finished deliveries wait here for the next commit; one sender at a
 	// time commits everything waiting (group commit).
@@ -197,7 +198,7 @@ func New(st Store, forms Forms, hooks Webhooks, mail Mailer, opts Options) *Disp
 	opts.setDefaults()
 	return &Dispatcher{st: st, forms: forms, hooks: hooks, mail: mail, opts: opts,
 		wake: make(chan struct{}, 1), workers: make(chan struct{}, opts.Workers),
-		slots: map[string]chan struct{}{}, breakers: map[string]*breaker{}, claimed: map[string]int{}}
+		slots: map[string]chan struct{}{}, breakers: map[string]*breaker{}, claimed: map[string]int{}, goneAt: map[string]time.Time{}}
 }
 
 // Wake tells the dispatcher that events were written, so it need not wait
@@ -429,6 +430,17 @@ func (d *Dispatcher) send(ctx context.Context, job []store.Delivery, claimedAt t
 	stopAt := claimedAt.Add(max(d.opts.Lease-2*d.opts.SendTimeout, d.opts.Lease/2))
 	for i, dl := range job {
 		now := d.opts.Now()
+		if d.goneSince(dl.Endpoint, claimedAt) {
+			// The endpoint answered a 410 after this batch was claimed:
+			// the rest is not sent.
+			var skipped []store.Finish
+			for _, rest := range job[i:] {
+				skipped = append(skipped, store.Finish{DeliveryKey: rest.DeliveryKey, Owner: d.opts.Owner, State: store.DeliverySkipped,
+					NextAt: now, Error: "not sent: the endpoint answered 410 Gone and is disabled"})
+			}
+			d.finish(sendCtx, skipped...)
+			return
+		}
 		open, until := d.breakerOpen(key, now)
 		if ctx.Err() != nil || open || (i > 0 && now.After(stopAt)) {
 			next := now
@@ -442,17 +454,17 @@ func (d *Dispatcher) send(ctx context.Context, job []store.Delivery, claimedAt t
 			d.finish(sendCtx, back...)
 			return
 		}
-		if d.deliver(sendCtx, []store.Delivery{dl}, docs) == "gone" {
-			// The endpoint is off: the rest of the batch is not sent.
-			var skipped []store.Finish
-			for _, rest := range job[i+1:] {
-				skipped = append(skipped, store.Finish{DeliveryKey: rest.DeliveryKey, Owner: d.opts.Owner, State: store.DeliverySkipped,
-					NextAt: now, Error: "not sent: the endpoint answered 410 Gone and is disabled"})
-			}
-			d.finish(sendCtx, skipped...)
-			return
-		}
+		d.deliver(sendCtx, []store.Delivery{dl}, docs)
 	}
+}
+
+// goneSince says whether this dispatcher switched an endpoint off (a 410)
+// at or after claimedAt: a batch claimed before then is not sent on.
+func (d *Dispatcher) goneSince(endpoint string, claimedAt time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.goneAt[endpoint]
+	return ok && !at.Before(claimedAt)
 }
 
 // hold counts n more (or, negative, fewer) deliveries of an endpoint as
@@ -641,9 +653,9 @@ type outcome struct {
 	err        error
 }
 
-// deliver sends one group (one delivery, or the owner's digest), records
-// the attempt for each of its deliveries and returns the attempt's result.
-func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs entryDocs) string {
+// deliver sends one group (one delivery, or the owner's digest) and
+// records the attempt for each of its deliveries.
+func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs entryDocs) {
 	start := d.opts.Now()
 	o := d.attempt(ctx, group, docs)
 	now := d.opts.Now()
@@ -686,10 +698,9 @@ func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs e
 	}
 	if o.result == "gone" {
 		d.disable(ctx, group[0], fs, now)
-		return o.result
+		return
 	}
 	d.finish(ctx, fs...)
-	return o.result
 }
 
 // disable records a 410 Gone, then switches its endpoint off (which skips
@@ -705,6 +716,9 @@ func (d *Dispatcher) disable(ctx context.Context, dl store.Delivery, fs []store.
 		d.opts.Logger.Warn("outbox: endpoint not disabled", "endpoint", dl.Endpoint, "err", err)
 		return
 	}
+	d.mu.Lock()
+	d.goneAt[dl.Endpoint] = now
+	d.mu.Unlock()
 	d.opts.Logger.Warn("outbox: an endpoint answered 410 Gone and is disabled", "form", dl.Event.Form, "endpoint", dl.Endpoint)
 }
 

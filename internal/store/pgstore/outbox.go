@@ -161,7 +161,10 @@ func (s *Store) FinishDeliveries(ctx context.Context, fs []store.Finish, now tim
 			if f.Counted {
 				counted = 1
 			}
-			b.Queue(`UPDATE deliveries SET state = $1, next_at = $2, attempts = attempts + $3, last_status = $4, last_error = $5,
+			// A delivery given back while its endpoint was switched off
+			// (a 410 met by another batch) is skipped, not pending again.
+			b.Queue(`UPDATE deliveries SET
+				state = CASE WHEN $1 = 'pending' AND EXISTS (SELECT 1 FROM endpoints_disabled WHERE endpoint = $8) THEN 'skipped' ELSE $1 END, next_at = $2, attempts = attempts + $3, last_status = $4, last_error = $5,
 				lease_owner = '', lease_until = '-infinity', updated_at = $6 WHERE event_seq = $7 AND endpoint = $8 AND lease_owner = $9`,
 				f.State, micro(f.NextAt), counted, f.Attempt.Status, f.Error, micro(now), int64(f.EventSeq), f.Endpoint, f.Owner)
 		}

@@ -226,8 +226,12 @@ func (s *Store) FinishDeliveries(ctx context.Context, fs []store.Finish, now tim
 		return classify("finish deliveries: prepare", err)
 	}
 	defer logAttempt.Close()
-	update, err := tx.PrepareContext(ctx, `UPDATE deliveries SET state = ?, next_at = ?, attempts = attempts + ?, last_status = ?, last_error = ?,
-		lease_owner = '', lease_until = 0, updated_at = ? WHERE event_seq = ? AND endpoint = ? AND lease_owner = ?`)
+	// A delivery given back while its endpoint was switched off (a 410
+	// met by another batch) is skipped, not pending again.
+	update, err := tx.PrepareContext(ctx, `UPDATE deliveries SET
+		state = CASE WHEN ?1 = 'pending' AND EXISTS (SELECT 1 FROM endpoints_disabled WHERE endpoint = ?8) THEN 'skipped' ELSE ?1 END,
+		next_at = ?2, attempts = attempts + ?3, last_status = ?4, last_error = ?5,
+		lease_owner = '', lease_until = 0, updated_at = ?6 WHERE event_seq = ?7 AND endpoint = ?8 AND lease_owner = ?9`)
 	if err != nil {
 		return classify("finish deliveries: prepare", err)
 	}

@@ -291,8 +291,13 @@ func testRedeliver(t *testing.T, s store.Store) {
 	if err := s.DisableEndpoint(ctx, "webhook:a", "f", "410 Gone", now); err != nil {
 		t.Fatal(err)
 	}
+	// A delivery in flight when its endpoint was switched off, given
+	// back, is skipped rather than pending again.
 	if err := s.FinishDeliveries(ctx, []store.Finish{{DeliveryKey: again[0].DeliveryKey, Owner: "o", State: store.DeliveryPending, NextAt: now}}, now); err != nil {
 		t.Fatal(err)
+	}
+	if st, _ := s.DeliveryStats(ctx); st.Pending != 0 {
+		t.Fatalf("a delivery given back to a disabled endpoint is pending: %+v", st)
 	}
 	if err := s.DisableEndpoint(ctx, "webhook:a", "f", "410 Gone", now); err != nil {
 		t.Fatal(err)
