@@ -10,6 +10,7 @@ package migrate
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -35,6 +36,29 @@ type DB interface {
 	// InTx runs fn in one transaction: committed when fn returns nil,
 	// rolled back when it returns an error.
 	InTx(ctx context.Context, fn func(Exec) error) error
+}
+
+// SQL is a database/sql database as a DB.
+func SQL(db *sql.DB) DB { return sqlDB{db} }
+
+type sqlDB struct{ db *sql.DB }
+
+func (d sqlDB) InTx(ctx context.Context, fn func(Exec) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := fn(func(ctx context.Context, q string, args ...any) (int64, error) {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Dialect is how one database writes the runner's own statements.

@@ -2,7 +2,6 @@ package migrate_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -57,33 +56,13 @@ var databases = []database{
 	},
 }
 
-type sqliteDB struct{ db *sql.DB }
-
-func (d sqliteDB) InTx(ctx context.Context, fn func(migrate.Exec) error) error {
-	tx, err := d.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(func(ctx context.Context, q string, args ...any) (int64, error) {
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err != nil {
-			return 0, err
-		}
-		return res.RowsAffected()
-	}); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
 func openSQLite(t *testing.T) (migrate.DB, query) {
 	db, err := sqlitedb.OpenWriter(filepath.Join(t.TempDir(), "m.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return sqliteDB{db}, func(t *testing.T, q string, args ...any) []string {
+	return migrate.SQL(db), func(t *testing.T, q string, args ...any) []string {
 		t.Helper()
 		rows, err := db.Query(q, args...)
 		if err != nil {

@@ -74,7 +74,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := migrate.Apply(ctx, migrations{wdb}, dialect, schema, "migrations"); err != nil {
+	if err := migrate.Apply(ctx, migrate.SQL(wdb), dialect, schema, "migrations"); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
 	}
@@ -106,27 +106,6 @@ var dialect = migrate.Dialect{
 	CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
 	Record: `INSERT INTO schema_migrations(version, applied_at)
 		VALUES (?, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) ON CONFLICT DO NOTHING`,
-}
-
-// migrations runs package migrate's transactions on the write connection.
-type migrations struct{ db *sql.DB }
-
-func (m migrations) InTx(ctx context.Context, fn func(migrate.Exec) error) error {
-	tx, err := m.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(func(ctx context.Context, q string, args ...any) (int64, error) {
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err != nil {
-			return 0, err
-		}
-		return res.RowsAffected()
-	}); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // classify marks failures of the database itself as store.ErrUnavailable.
