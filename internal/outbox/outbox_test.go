@@ -23,6 +23,7 @@ import (
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/webhooks"
+	"github.com/prometheus/client_golang/prometheus"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -370,16 +371,31 @@ func TestExhaustedThenRedelivered(t *testing.T) {
 	poll.Until(t, "the redelivery", 15*time.Second, func() bool { return len(r.deliveries()) == 1 })
 }
 
-// TestADeadEndpointDoesNotHoldUpOthers: an endpoint that hangs until the
-// timeout, and then keeps failing, does not delay another endpoint's
-// deliveries; its breaker opens, so it is not called for every event.
+// TestADeadEndpointDoesNotHoldUpOthers: an endpoint that hangs does not
+// delay another endpoint's deliveries, and holds no more than its own
+// sends; once it fails instead, its breaker opens, so it is not called for
+// every event.
 func TestADeadEndpointDoesNotHoldUpOthers(t *testing.T) {
 	t.Parallel()
 	hang := make(chan struct{})
-	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
-	t.Cleanup(func() { close(hang); dead.Close() })
-	var deadCalls atomic.Int32
-	dead.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { deadCalls.Add(1); <-hang })
+	var deadCalls, deadDone atomic.Int32
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deadCalls.Add(1)
+		defer deadDone.Add(1)
+		select {
+		case <-hang: // released: it fails from now on
+			w.WriteHeader(http.StatusInternalServerError)
+		case <-r.Context().Done():
+		}
+	}))
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hang)
+		}
+	}
+	t.Cleanup(func() { release(); dead.Close() })
 	good := newReceiver(t, nil)
 	yaml := fmt.Sprintf(`
 id: fair
@@ -389,22 +405,46 @@ notify:
     - {url: %q, secret: %s}
     - {url: %q, secret: %s}
 `, dead.URL, secret, good.srv.URL, secret)
-	f := newFixture(t, yaml, nil, outbox.Options{Workers: 8, PerEndpoint: 2, BreakerAfter: 3, BreakerOpen: time.Minute,
+	reg := prometheus.NewRegistry()
+	// The attempts hang until released: no timeout ends them in the test.
+	f := newFixture(t, yaml, nil, outbox.Options{Workers: 8, PerEndpoint: 2, BreakerAfter: 3, BreakerOpen: time.Hour,
+		SendTimeout: time.Hour, Lease: 3 * time.Hour, Metrics: outbox.NewMetrics(reg),
 		Schedule: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}})
 	f.run()
 	var data []string
 	for i := range 30 {
 		data = append(data, fmt.Sprintf(`{"name":"p%d"}`, i))
 	}
-	start := time.Now()
 	f.submit("fair", data...)
 	poll.Until(t, "the good endpoint's 30 deliveries", 15*time.Second, func() bool { return len(good.deliveries()) == 30 })
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("the good endpoint waited %v behind the dead one", took)
+	if n := deadDone.Load(); n != 0 {
+		t.Fatalf("%d of the dead endpoint's attempts ended before the good endpoint's deliveries: they did not wait for it", n)
 	}
+	if n := deadCalls.Load(); n > 2 {
+		t.Fatalf("the hanging endpoint holds %d sends, more than its 2", n)
+	}
+	release()
+	poll.Until(t, "the dead endpoint's breaker open, with no attempt in flight", 15*time.Second, func() bool {
+		return breakerOpened(t, reg) >= 1 && deadDone.Load() == deadCalls.Load()
+	})
 	if n := deadCalls.Load(); n > 10 {
-		t.Errorf("the dead endpoint was called %d times for 30 events: its breaker did not open", n)
+		t.Fatalf("the dead endpoint was called %d times for 30 events: its breaker did not hold it off", n)
 	}
+}
+
+// breakerOpened reads formd_delivery_breaker_opened_total.
+func breakerOpened(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "formd_delivery_breaker_opened_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
 
 // TestPrivateAddressesAreRefused: without an allow-list, an endpoint on a

@@ -266,7 +266,8 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, 
       const { page, posts } = await openForm(ctx);
       /** @type {any[]} */
       const batches = [];
-      // The server of this branch may not have the endpoint yet: a stub.
+      // Intercepted, so that the test sees each batch as the SDK sends it
+      // (the server's own handling is tested in Go and in the console suite).
       await page.route('**/v1/forms/e2e/arrivals', async (route) => {
         batches.push({ body: route.request().postDataJSON(), at: Date.now() });
         await route.fulfill({ status: 202 });
