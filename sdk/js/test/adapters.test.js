@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createClient, miniProgram, localStorageStorage, browserStorage, fetchTransport, memoryStorage } from '../formd.js';
-import { fakeClock, doc, settle } from './fakes.js';
+import { fakeClock, doc, settle, created } from './fakes.js';
 import { fakeWx } from './fake-wx.js';
 import { fakeUni } from './fake-uni.js';
 
@@ -15,7 +15,6 @@ const person = { name: '韩梅梅', phone: '13900139000' };
 const FORM_URL = 'https://formd.test/v1/forms/fair/submissions';
 
 /** A 201 answer for the request's key, as the platform hands it over. */
-const created = (o, status = 'stored') => ({ statusCode: 201, header: { 'Content-Type': 'application/json' }, data: JSON.stringify(doc(o.header['Idempotency-Key'], status)) });
 
 function mpClient(api, clock, more = {}) {
   return createClient({

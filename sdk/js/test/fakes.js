@@ -8,6 +8,17 @@ export async function settle() {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
 }
 
+/** Polls check every 5 ms until it returns a truthy value, which it returns; fails after timeout ms. */
+export async function until(check, what, timeout = 5000) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 /** A manual clock: timers fire only inside advance(). */
 export function fakeClock(start = 1_700_000_000_000) {
   let t = start;
@@ -112,3 +123,6 @@ export function opts(clock, transport, storage, more = {}) {
   };
   return { o, wake: () => wake() };
 }
+
+/** A 201 as a mini-program platform's request() hands it over (see fake-platform.js): the status document for the request's key. */
+export const created = (o, status = 'stored') => ({ statusCode: 201, header: { 'Content-Type': 'application/json' }, data: JSON.stringify(doc(o.header['Idempotency-Key'], status)) });

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { JSDOM } from 'jsdom';
 import { fakeWx } from './fake-wx.js';
-import { doc } from './fakes.js';
+import { doc, until, created } from './fakes.js';
 
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -48,16 +48,6 @@ before(async () => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Polls until check() is truthy, or fails after the deadline. */
-async function until(check, what, timeout = 5000) {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /**
  * Launches the app (App() and its onLaunch, as WeChat does) on a fake wx,
  * and opens the registration page (onLoad, onShow).
@@ -86,7 +76,6 @@ async function launch(wx) {
 }
 
 /** A 201 for the request's key. */
-const created = (o, status = 'stored') => ({ statusCode: 201, header: {}, data: JSON.stringify(doc(o.header['Idempotency-Key'], status)) });
 
 /**
  * A small formd: stores each key once, answers the status by key; while

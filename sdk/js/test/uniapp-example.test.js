@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { JSDOM } from 'jsdom';
 import { fakeUni } from './fake-uni.js';
-import { doc } from './fakes.js';
+import { until, created } from './fakes.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const example = resolve(here, '../../../examples/uniapp');
@@ -56,16 +56,6 @@ async function pageComponent() {
   return (await import(pathToFileURL(out).href)).default;
 }
 
-async function until(check, what, timeout = 5000) {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /** Opens the page on a fake uni: mount, onLoad, onShow. */
 async function open(uni) {
   globalThis.uni = uni;
@@ -86,7 +76,6 @@ async function open(uni) {
   return { vm, root, text, type, press, unmount: () => (vm.$options.onUnload.call(vm), app.unmount()) };
 }
 
-const created = (o, status = 'stored') => ({ statusCode: 201, header: {}, data: JSON.stringify(doc(o.header['Idempotency-Key'], status)) });
 
 test('uni-app page: 发送中, then 已收到, one request, the same press again is the same submission', async () => {
   let release;
