@@ -47,18 +47,12 @@ func TestThreeInstancesDeliverEveryEventOnceAtATime(t *testing.T) {
 	defer recv.Close()
 	forms := formYAML(150) + fmt.Sprintf("notify:\n  webhooks: [{url: %q, secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}]\n", recv.URL)
 	d := newDeploymentOf(t, nurl, storeURL, forms, "--webhook-allow", "127.0.0.0/8", "--delivery-lease", "3s")
+	// Started from the test's goroutine: a start that fails stops the test
+	// there (t.Fatal), rather than leaving it with fewer instances.
 	var ins []*instance
-	var wg sync.WaitGroup
-	var imu sync.Mutex
 	for i := range 3 {
-		wg.Go(func() {
-			in := d.start(t, fmt.Sprint("formd-", i+1))
-			imu.Lock()
-			ins = append(ins, in)
-			imu.Unlock()
-		})
+		ins = append(ins, d.start(t, fmt.Sprint("formd-", i+1)))
 	}
-	wg.Wait()
 	l := load{submissions: 600, people: 500, clients: 16}
 	st := &stats{}
 	c := newClient(urlsOf(ins), st)
