@@ -104,6 +104,11 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	default:
 		c.add("", fmt.Sprintf("when_full %q is not valid: use waitlist or reject", d.WhenFull))
 	}
+	switch d.UniqueAnswer {
+	case "", UniqueAnswerGeneric, UniqueAnswerDuplicate:
+	default:
+		c.add("", fmt.Sprintf("unique_answer %q is not valid: use generic (a full form tells a registered participant capacity-reached, as anyone) or duplicate (it tells them duplicate-entry)", d.UniqueAnswer))
+	}
 	if d.OpensAt != nil && d.ClosesAt != nil && !d.ClosesAt.After(*d.OpensAt) {
 		c.add("", fmt.Sprintf("closes_at %s is not after opens_at %s", d.ClosesAt.Format(time.RFC3339), d.OpensAt.Format(time.RFC3339)))
 	}
@@ -168,6 +173,9 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	}
 	if f.Def.Capacity != nil && f.Def.WhenFull == "" {
 		f.Def.WhenFull = WhenFullReject
+	}
+	if f.Def.UniqueAnswer == "" {
+		f.Def.UniqueAnswer = UniqueAnswerGeneric
 	}
 	return f, nil
 }

@@ -34,6 +34,11 @@ var fieldTypes = []string{TypeText, TypeTextarea, TypeEmail, TypePhone, TypeNumb
 const (
 	WhenFullReject   = "reject"
 	WhenFullWaitlist = "waitlist"
+
+	// What a registered participant's new key is told on a full form
+	// (Definition.UniqueAnswer).
+	UniqueAnswerGeneric   = "generic"
+	UniqueAnswerDuplicate = "duplicate"
 )
 
 // What a form does with submitted fields it does not define.
@@ -69,6 +74,14 @@ type Definition struct {
 	Unique      [][]string `yaml:"unique" json:"unique,omitempty"`
 	Capacity    *int       `yaml:"capacity" json:"capacity,omitempty"`
 	WhenFull    string     `yaml:"when_full" json:"when_full,omitempty"`
+	// UniqueAnswer says what a new key whose participant is already
+	// registered is told when the form is full and turns people away:
+	// generic (the default) answers capacity-reached, as to anyone new, so
+	// that a full form cannot be asked who is registered; duplicate
+	// answers duplicate-entry. While places remain, or when the form
+	// waitlists, a registered participant is told duplicate-entry either
+	// way (finding that out costs a registration, which the owner sees).
+	UniqueAnswer string `yaml:"unique_answer" json:"unique_answer,omitempty"`
 	OpensAt     *time.Time `yaml:"opens_at" json:"opens_at,omitempty"`
 	ClosesAt    *time.Time `yaml:"closes_at" json:"closes_at,omitempty"`
 	Durability  string     `yaml:"durability" json:"durability,omitempty"`

@@ -94,6 +94,7 @@ func TestParseRefusesBadDefinitions(t *testing.T) {
 		{"options on text", "id: a\nfields: [{name: x, type: text, options: [a]}]", "options does not apply to type text"},
 		{"select without options", "id: a\nfields: [{name: s, type: select}]", "options is empty"},
 		{"when_full", "id: a\ncapacity: 3\nwhen_full: queue\nfields: [{name: x, type: text}]", `when_full "queue" is not valid: use waitlist or reject`},
+		{"unique_answer", "id: a\nunique_answer: secret\nfields: [{name: x, type: text}]", `unique_answer "secret" is not valid: use generic`},
 		{"closes before opens", "id: a\nopens_at: 2027-03-02T00:00:00Z\ncloses_at: 2027-03-01T00:00:00Z\nfields: [{name: x, type: text}]", "is not after opens_at"},
 		{"bad pattern", "id: a\nfields: [{name: x, type: text, pattern: '[a-'}]", "is not a valid regular expression"},
 		{"reserved name", "id: a\nfields: [{name: _key, type: text}]", "reserved for formd"},

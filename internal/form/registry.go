@@ -21,6 +21,10 @@ type Record struct {
 	// Capacity is nil for no limit.
 	Capacity *int
 	WhenFull string
+	// UniqueAnswer is the definition's unique_answer (generic when empty):
+	// the store decides a registered participant's new key on a full form
+	// by it.
+	UniqueAnswer string
 	// Version increases with every change to any form, so that servers can
 	// ask for what changed since the version they have.
 	Version   int64
@@ -150,7 +154,7 @@ func (s Set) Records() []Record {
 func Records(forms []*Form) []Record {
 	out := make([]Record, len(forms))
 	for i, f := range forms {
-		out[i] = Record{ID: f.ID(), Site: f.Def.Site, Source: f.Source(), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull}
+		out[i] = Record{ID: f.ID(), Site: f.Def.Site, Source: f.Source(), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull, UniqueAnswer: f.Def.UniqueAnswer}
 	}
 	return out
 }

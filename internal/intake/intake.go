@@ -398,11 +398,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, f *form.Form, 
 		return nil
 	}
 	hdr := w.Header()
-	if orig := o.SameAs; orig != nil {
-		hdr.Set("Location", statusURL(o.Form, orig.Key))
-	} else {
-		hdr.Set("Location", statusURL(o.Form, o.Key))
-	}
+	hdr.Set("Location", statusURL(o.Form, o.Key))
 	status := a.status
 	if replayed {
 		hdr.Set("Idempotent-Replayed", "true")

@@ -58,9 +58,13 @@ type answer struct {
 // decision time, so the bytes never change.
 func firstAnswer(o store.Outcome) answer {
 	if orig := o.SameAs; orig != nil {
-		// A resend of a live entry's content under a new key is that
-		// entry: its first answer, replayed.
-		return answer{status: 201, body: statusDoc(orig.ID, o.Form, orig.Key, publicDecision(orig.Decision), orig.ReceivedAt, o.Fingerprint), replay: true}
+		// A resend of a live entry's content under a new key is answered
+		// with that entry's outcome, replayed, but under its own key, id
+		// and time: the first entry's key would let whoever knows a
+		// person's answers read (and follow) that person's status, and its
+		// id and time tell when they registered. The outcome is all a new
+		// key learns (DESIGN §4).
+		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, publicDecision(orig.Decision), o.ReceivedAt, o.Fingerprint), replay: true}
 	}
 	switch o.Decision {
 	case store.StatusStored, store.StatusWaitlisted:
@@ -101,11 +105,9 @@ func publicStatus(o store.Outcome) string {
 
 // currentDoc is the status document of a decided key now: its entry's
 // present status (a waitlisted entry may have been promoted), or for a
-// resend the entry it was answered as.
+// resend the present status of the entry it was answered as, under the
+// resend's own key, id and time (see firstAnswer).
 func currentDoc(o store.Outcome) []byte {
-	if orig := o.SameAs; orig != nil {
-		return statusDoc(orig.ID, o.Form, orig.Key, publicStatus(o), orig.ReceivedAt, o.Fingerprint)
-	}
 	return statusDoc(o.ID, o.Form, o.Key, publicStatus(o), o.ReceivedAt, o.Fingerprint)
 }
 

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/formd/formd/internal/poll"
 	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/form"
@@ -148,19 +150,105 @@ func TestResendIsTheSameSubmission(t *testing.T) {
 	if r1.StatusCode != 201 {
 		t.Fatalf("first: %d %s", r1.StatusCode, b1)
 	}
+	var first struct {
+		ID, Receipt string
+		ReceivedAt  string `json:"received_at"`
+	}
+	if err := json.Unmarshal(b1, &first); err != nil {
+		t.Fatal(err)
+	}
+	// The resend is told the first entry's outcome, under its own key: it
+	// never learns the first key, id or time (DESIGN §4), which would let
+	// anyone who knows a person's answers follow that person's status.
+	reveals := func(b []byte) bool {
+		return bytes.Contains(b, []byte(first.ID)) || bytes.Contains(b, []byte(`"first"`)) || bytes.Contains(b, []byte(first.ReceivedAt))
+	}
 	r2, b2 := send(t, c, h.URL, jsonReq("fair", "second", `{"name":" Li Lei","phone":"+86 138 0013 8000"}`))
-	if r2.StatusCode != 200 || r2.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(b1, b2) {
-		t.Fatalf("resend: %d %s, want 200 replaying %s", r2.StatusCode, b2, b1)
+	if r2.StatusCode != 200 || r2.Header.Get("Idempotent-Replayed") != "true" || reveals(b2) ||
+		!bytes.Contains(b2, []byte(`"key":"second","status":"stored"`)) || !bytes.Contains(b2, []byte(first.Receipt)) ||
+		r2.Header.Get("Location") != "/v1/forms/fair/submissions/second" {
+		t.Fatalf("resend: %d %s (Location %s), want 200 replaying the outcome stored under the key second", r2.StatusCode, b2, r2.Header.Get("Location"))
 	}
-	if r, b := send(t, c, h.URL, jsonReq("fair", "second", `{"name":"Li Lei","phone":"13800138000"}`)); r.StatusCode != 200 || !bytes.Equal(b, b1) {
-		t.Fatalf("the resend's key again: %d %s", r.StatusCode, b)
+	if r, b := send(t, c, h.URL, jsonReq("fair", "second", `{"name":"Li Lei","phone":"13800138000"}`)); r.StatusCode != 200 || !bytes.Equal(b, b2) {
+		t.Fatalf("the resend's key again: %d %s, want %s byte for byte", r.StatusCode, b, b2)
 	}
-	if r, b := send(t, c, h.URL, req{method: "GET", path: "/v1/forms/fair/submissions/second"}); r.StatusCode != 200 || !bytes.Contains(b, []byte(`"key":"first"`)) {
+	if r, b := send(t, c, h.URL, req{method: "GET", path: "/v1/forms/fair/submissions/second"}); r.StatusCode != 200 || reveals(b) ||
+		!bytes.Contains(b, []byte(`"key":"second","status":"stored"`)) {
 		t.Fatalf("status of the resend's key: %d %s", r.StatusCode, b)
 	}
 	r3, b3 := send(t, c, h.URL, jsonReq("fair", "third", `{"name":"Lei Li","phone":"13800138000"}`))
 	if r3.StatusCode != 409 || problemCode(b3) != problem.CodeDuplicateEntry {
 		t.Fatalf("other content, same participant: %d %s", r3.StatusCode, b3)
+	}
+}
+
+// TestFullFormTellsNoOneWhoIsRegistered: on a full form that turns people
+// away, a registered participant's new key and an unregistered one are
+// told the same (409 capacity-reached) under unique_answer generic, the
+// default, both on the embedded fast path (a sync form) and through the
+// processor (an async form); unique_answer duplicate tells
+// duplicate-entry.
+func TestFullFormTellsNoOneWhoIsRegistered(t *testing.T) {
+	t.Parallel()
+	forms := `
+id: sync
+fields: [{name: name, type: text, required: true}, {name: phone, type: phone, required: true, region: CN}]
+unique: [[phone]]
+capacity: 1
+---
+id: async
+durability: async
+fields: [{name: name, type: text, required: true}, {name: phone, type: phone, required: true, region: CN}]
+unique: [[phone]]
+capacity: 1
+---
+id: told
+unique_answer: duplicate
+fields: [{name: name, type: text, required: true}, {name: phone, type: phone, required: true, region: CN}]
+unique: [[phone]]
+capacity: 1
+`
+	h := servertest.Start(t, forms, servertest.Options{})
+	c := servertest.Client()
+	// answer sends a new key and waits for its decided answer.
+	answer := func(formID, key, data string) (int, string) {
+		t.Helper()
+		r, b := send(t, c, h.URL, withHeader(jsonReq(formID, key, data), "Prefer", "wait=10"))
+		if r.StatusCode == 202 {
+			poll.UntilNil(t, "the decision of "+key, 10*time.Second, func() error {
+				if r, b = send(t, c, h.URL, jsonReq(formID, key, data)); r.StatusCode == 202 {
+					return fmt.Errorf("still processing")
+				}
+				return nil
+			})
+		}
+		return r.StatusCode, problemCode(b)
+	}
+	for _, tc := range []struct{ form, registered string }{
+		{"sync", problem.CodeCapacityReached}, {"async", problem.CodeCapacityReached}, {"told", problem.CodeDuplicateEntry},
+	} {
+		if st, _ := answer(tc.form, "victim", `{"name":"Li Lei","phone":"13800138000"}`); st != 201 && st != 200 {
+			t.Fatalf("%s: the victim's entry: %d", tc.form, st)
+		}
+		st1, code1 := answer(tc.form, "probe-registered", `{"name":"x","phone":"13800138000"}`)
+		st2, code2 := answer(tc.form, "probe-new", `{"name":"x","phone":"13900139000"}`)
+		if st1 != 409 || code1 != tc.registered || st2 != 409 || code2 != problem.CodeCapacityReached {
+			t.Errorf("%s full: a registered phone %d %s, a new one %d %s; want %s and capacity-reached", tc.form, st1, code1, st2, code2, tc.registered)
+		}
+		// The victim's exact content under a new key is told the outcome,
+		// never the victim's key.
+		r, b := send(t, c, h.URL, withHeader(jsonReq(tc.form, "probe-same", `{"name":"Li Lei","phone":"13800138000"}`), "Prefer", "wait=10"))
+		if r.StatusCode == 202 {
+			poll.UntilNil(t, "the resend decided", 10*time.Second, func() error {
+				if r, b = send(t, c, h.URL, jsonReq(tc.form, "probe-same", `{"name":"Li Lei","phone":"13800138000"}`)); r.StatusCode == 202 {
+					return fmt.Errorf("still processing")
+				}
+				return nil
+			})
+		}
+		if r.StatusCode != 200 || bytes.Contains(b, []byte("victim")) || !bytes.Contains(b, []byte(`"key":"probe-same","status":"stored"`)) {
+			t.Errorf("%s: the victim's content under a new key: %d %s", tc.form, r.StatusCode, b)
+		}
 	}
 }
 

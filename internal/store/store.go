@@ -7,7 +7,11 @@
 //     the first outcome, marked Replayed;
 //   - once per participant: a claim (form, unique-set token) is held by at
 //     most one live entry (stored or waitlisted); a second is a duplicate
-//     (a token an entry lists twice is claimed once);
+//     (a token an entry lists twice is claimed once), except that on a
+//     full form that rejects (taken >= capacity, when_full reject) whose
+//     unique_answer is generic it is rejected, as a new participant would
+//     be, so that the answer does not tell who is registered; a resend
+//     (SameAs) is a duplicate either way;
 //   - no oversell: stored entries never exceed the form's capacity; when it
 //     is taken the entry is waitlisted or rejected as the form says, and the
 //     waitlist is promoted in arrival (journal) order when places free up,

@@ -568,9 +568,13 @@ func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 			b.Queue(`INSERT INTO forms(id, site, source, version, updated_at) VALUES ($1, $2, $3, $4, $5)
 				ON CONFLICT (id) DO UPDATE SET site = excluded.site, source = excluded.source, version = excluded.version, updated_at = excluded.updated_at`,
 				f.ID, f.Site, f.Source, version, now)
-			b.Queue(`INSERT INTO capacity(form, capacity, when_full, taken) VALUES ($1, $2, $3, 0)
-				ON CONFLICT (form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full`,
-				f.ID, limit, whenFull)
+			uniqueAnswer := f.UniqueAnswer
+			if uniqueAnswer == "" {
+				uniqueAnswer = form.UniqueAnswerGeneric
+			}
+			b.Queue(`INSERT INTO capacity(form, capacity, when_full, unique_answer, taken) VALUES ($1, $2, $3, $4, 0)
+				ON CONFLICT (form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full, unique_answer = excluded.unique_answer`,
+				f.ID, limit, whenFull, uniqueAnswer)
 			b.Queue(`SELECT count(*) FROM formd_promote($1, $2)`, f.ID, now)
 		}
 		return tx.SendBatch(ctx, b).Close()

@@ -147,7 +147,7 @@ func claimKey(token string) string {
 
 // stmts are the prepared statements of one decision transaction.
 type stmts struct {
-	insert, claim, release, take, whenFull, setStatus, holder, sameAs, event *sql.Stmt
+	insert, claim, release, take, whenFull, fullGeneric, setStatus, holder, sameAs, event *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -162,6 +162,8 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.release, releaseClaims},
 		{&st.take, `UPDATE capacity SET taken = taken + 1 WHERE form = ? AND (capacity IS NULL OR taken < capacity)`},
 		{&st.whenFull, `SELECT when_full FROM capacity WHERE form = ?`},
+		{&st.fullGeneric, `SELECT count(*) FROM capacity WHERE form = ? AND capacity IS NOT NULL AND taken >= capacity
+			AND when_full != 'waitlist' AND unique_answer = 'generic'`},
 		{&st.setStatus, `UPDATE entries SET status = ?, decision = ? WHERE form = ? AND key = ?`},
 		{&st.holder, `SELECT e.id, e.key, e.decision, e.received_at, e.fingerprint FROM claims c JOIN entries e ON e.id = c.entry_id
 			WHERE c.form = ?1 AND c.claim = ` + claimKey("?2")},
@@ -189,13 +191,13 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 	return &stmts{
 		insert: tx.StmtContext(ctx, st.insert), claim: tx.StmtContext(ctx, st.claim),
 		release: tx.StmtContext(ctx, st.release), take: tx.StmtContext(ctx, st.take),
-		whenFull: tx.StmtContext(ctx, st.whenFull), setStatus: tx.StmtContext(ctx, st.setStatus),
+		whenFull: tx.StmtContext(ctx, st.whenFull), fullGeneric: tx.StmtContext(ctx, st.fullGeneric), setStatus: tx.StmtContext(ctx, st.setStatus),
 		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs), event: tx.StmtContext(ctx, st.event),
 	}
 }
 
 func (st *stmts) close() {
-	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.setStatus, st.holder, st.sameAs, st.event} {
+	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event} {
 		if s != nil {
 			s.Close()
 		}
@@ -314,6 +316,18 @@ func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []
 		if n, _ := res.RowsAffected(); n == 0 {
 			if err := resendOf(ctx, st, &o, o.Form, c); err != nil {
 				return o, err
+			}
+			if o.SameAs == nil {
+				// Another participant's claim: on a full form that turns
+				// people away, unique_answer generic answers it as
+				// anyone new is answered (see package store).
+				var full int
+				if err := st.fullGeneric.QueryRowContext(ctx, o.Form).Scan(&full); err != nil {
+					return o, fmt.Errorf("read whether the form is full: %w", err)
+				}
+				if full > 0 {
+					return s.settle(ctx, st, o, store.StatusRejected, true)
+				}
 			}
 			return s.settle(ctx, st, o, store.StatusDuplicate, true)
 		}
@@ -756,9 +770,13 @@ func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 		if whenFull == "" {
 			whenFull = "reject"
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO capacity(form, capacity, when_full, taken) VALUES (?, ?, ?, 0)
-			ON CONFLICT(form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full`,
-			f.ID, limit, whenFull); err != nil {
+		uniqueAnswer := f.UniqueAnswer
+		if uniqueAnswer == "" {
+			uniqueAnswer = form.UniqueAnswerGeneric
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO capacity(form, capacity, when_full, unique_answer, taken) VALUES (?, ?, ?, ?, 0)
+			ON CONFLICT(form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full, unique_answer = excluded.unique_answer`,
+			f.ID, limit, whenFull, uniqueAnswer); err != nil {
 			return classify("put form "+f.ID+": capacity", err)
 		}
 		if _, err := promote(ctx, tx, f.ID, s.now()); err != nil {

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"DuplicateParticipant", testDuplicate},
 		{"ResendOfALiveEntry", testResend},
 		{"TokenListedTwice", testTokenTwice},
+		{"UniqueAnswerOnAFullForm", testUniqueAnswer},
 		{"EventsWithEveryChange", testEvents},
 		{"SpamAndNotSpam", testSpamReclassify},
 		{"EntryPages", testEntryPages},
@@ -268,6 +269,71 @@ func testResend(t *testing.T, s store.Store) {
 		if o.SameAs == nil || o.SameAs.ID != first.ID {
 			t.Fatalf("the resend read again: %+v, want it answered as %s", o, first.ID)
 		}
+	}
+}
+
+// testUniqueAnswer pins each edge of unique_answer: on a full form that
+// rejects, a registered participant's new key is decided rejected (as
+// anyone new) under generic, the default, and duplicate under duplicate;
+// a resend stays a duplicate answered as the holder; a form with places
+// left or a waitlist answers duplicate either way.
+func testUniqueAnswer(t *testing.T, s store.Store) {
+	put := func(id string, capacity int, whenFull, answer string) {
+		t.Helper()
+		if err := s.PutForms(ctxT(t), []form.Record{{ID: id, Site: "site", Source: []byte("id: " + id), Capacity: intp(capacity),
+			WhenFull: whenFull, UniqueAnswer: answer}}); err != nil {
+			t.Fatalf("put form: %v", err)
+		}
+	}
+	put("g", 1, "reject", "")
+	put("d", 1, "reject", form.UniqueAnswerDuplicate)
+	put("w", 1, "waitlist", form.UniqueAnswerGeneric)
+	put("o", 2, "reject", form.UniqueAnswerGeneric)
+	for _, tc := range []struct{ form, want string }{
+		{"g", store.StatusRejected}, {"d", store.StatusDuplicate}, {"w", store.StatusDuplicate}, {"o", store.StatusDuplicate},
+	} {
+		first := mustApply(t, s, sub(tc.form, "a", 1, "phone-1"))[0]
+		if first.Status != store.StatusStored {
+			t.Fatalf("%s: first entry %+v, want stored", tc.form, first)
+		}
+		if tc.form == "w" {
+			// Full: the next new participant waits.
+			if o := mustApply(t, s, sub(tc.form, "x", 2, "phone-9"))[0]; o.Status != store.StatusWaitlisted {
+				t.Fatalf("w: %+v, want waitlisted", o)
+			}
+		}
+		again := sub(tc.form, "b", 3, "phone-1")
+		resend := sub(tc.form, "c", 4, "phone-1")
+		resend.Fingerprint = first.Fingerprint
+		out := mustApply(t, s, again, resend)
+		if o := out[0]; o.Decision != tc.want || o.Status != tc.want || o.SameAs != nil {
+			t.Errorf("%s: the registered participant's new key: %+v, want %s", tc.form, o, tc.want)
+		}
+		if o := out[1]; o.Decision != store.StatusDuplicate || o.SameAs == nil || o.SameAs.ID != first.ID {
+			t.Errorf("%s: the resend: %+v (same as %+v), want a duplicate answered as %s", tc.form, o, o.SameAs, first.ID)
+		}
+		if o := mustApply(t, s, again)[0]; !o.Replayed || o.Decision != tc.want {
+			t.Errorf("%s: the key again: %+v, want %s replayed", tc.form, o, tc.want)
+		}
+		if o := mustOutcome(t, s, tc.form, "b"); o.Decision != tc.want {
+			t.Errorf("%s: the key's outcome read: %+v, want %s", tc.form, o, tc.want)
+		}
+	}
+	// The rejected new key took neither the claim nor a place: once the
+	// holder is cancelled, the participant gets the place.
+	holder := mustOutcome(t, s, "g", "a")
+	if _, err := s.Cancel(ctxT(t), "g", holder.ID); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if o := mustApply(t, s, sub("g", "e", 5, "phone-1"))[0]; o.Status != store.StatusStored {
+		t.Fatalf("g after the holder left: %+v, want stored", o)
+	}
+	// Full again: a new participant and a registered one are told alike.
+	if o := mustApply(t, s, sub("g", "f", 6, "phone-2"))[0]; o.Status != store.StatusRejected {
+		t.Fatalf("g full, a new participant: %+v, want rejected", o)
+	}
+	if o := mustApply(t, s, sub("g", "h", 7, "phone-1"))[0]; o.Status != store.StatusRejected {
+		t.Fatalf("g full, the registered participant: %+v, want rejected", o)
 	}
 }
 
