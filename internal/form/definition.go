@@ -81,16 +81,16 @@ type Definition struct {
 	// answers duplicate-entry. While places remain, or when the form
 	// waitlists, a registered participant is told duplicate-entry either
 	// way (finding that out costs a registration, which the owner sees).
-	UniqueAnswer string `yaml:"unique_answer" json:"unique_answer,omitempty"`
-	OpensAt     *time.Time `yaml:"opens_at" json:"opens_at,omitempty"`
-	ClosesAt    *time.Time `yaml:"closes_at" json:"closes_at,omitempty"`
-	Durability  string     `yaml:"durability" json:"durability,omitempty"`
-	RequireKey  bool       `yaml:"require_key" json:"require_key,omitempty"`
-	Spam        *SpamRules `yaml:"spam" json:"spam,omitempty"`
-	Origins     []string   `yaml:"origins" json:"origins,omitempty"`
-	Retention   *Duration  `yaml:"retention" json:"retention,omitempty"`
-	RateLimit   *RateLimit `yaml:"rate_limit" json:"rate_limit,omitempty"`
-	Redirect    string     `yaml:"redirect" json:"redirect,omitempty"`
+	UniqueAnswer string     `yaml:"unique_answer" json:"unique_answer,omitempty"`
+	OpensAt      *time.Time `yaml:"opens_at" json:"opens_at,omitempty"`
+	ClosesAt     *time.Time `yaml:"closes_at" json:"closes_at,omitempty"`
+	Durability   string     `yaml:"durability" json:"durability,omitempty"`
+	RequireKey   bool       `yaml:"require_key" json:"require_key,omitempty"`
+	Spam         *SpamRules `yaml:"spam" json:"spam,omitempty"`
+	Origins      []string   `yaml:"origins" json:"origins,omitempty"`
+	Retention    *Duration  `yaml:"retention" json:"retention,omitempty"`
+	RateLimit    *RateLimit `yaml:"rate_limit" json:"rate_limit,omitempty"`
+	Redirect     string     `yaml:"redirect" json:"redirect,omitempty"`
 	// Notify names who hears of the form's entries: webhooks and e-mail.
 	Notify *Notify `yaml:"notify" json:"-"`
 	// UnknownFields says what happens to submitted fields the form does
