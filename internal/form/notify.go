@@ -113,9 +113,17 @@ func (c *compiler) checkNotify(n *Notify, f *Form, checkURL func(string) error) 
 	if e == nil {
 		return
 	}
-	for _, to := range e.To {
-		if a, err := mail.ParseAddress(to); err != nil || a.Name != "" {
+	if len(e.To) > MaxEmailRecipients {
+		c.add("", fmt.Sprintf("notify.email.to lists %d addresses: at most %d; send to a mailing list instead", len(e.To), MaxEmailRecipients))
+	}
+	for i, to := range e.To {
+		if i == MaxEmailRecipients {
+			break // one error for the list is enough
+		}
+		if a, err := mail.ParseAddress(to); err != nil || a.Name != "" || a.Address != to {
 			c.add("", fmt.Sprintf("notify.email.to: %q is not an e-mail address such as owner@example.org", to))
+		} else if err := Deliverable(to); err != nil {
+			c.add("", fmt.Sprintf("notify.email.to: %q %v", to, err))
 		}
 	}
 	if e.Confirm != "" && f != nil {

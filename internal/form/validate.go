@@ -290,6 +290,12 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 		if !validEmail(e) {
 			return value{}, fieldErr("invalid-email", "is not an e-mail address")
 		}
+		// An address mail cannot reach is refused: formd may send a
+		// confirmation to it, and an address literal or a reserved name
+		// would point formd's mail at a host of the sender's choosing.
+		if err := Deliverable(e); err != nil {
+			return value{}, fieldErr("invalid-email", "%s", err.Error())
+		}
 		if cf.pattern != nil && !cf.pattern.MatchString(e) {
 			return value{}, fieldErr("pattern", "does not have the expected format")
 		}

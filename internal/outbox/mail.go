@@ -60,6 +60,13 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			o.result, o.err = "refused", fmt.Errorf("the entry has no address in %s (erased, or left empty)", setup.confirm)
 			return o
 		}
+		if skip, err := d.confirmable(ctx, f, first, addr); err != nil {
+			o.result, o.err = "retry", err
+			return o
+		} else if skip != "" {
+			o.result, o.err, o.excerpt = "skipped", errors.New(skip), skip
+			return o
+		}
 		v := email.ConfirmationView{FormTitle: title, Status: statusWord(first.Event), ReceivedAt: doc.ReceivedAt,
 			Receipt: hex.EncodeToString(doc.Fingerprint[:]), Fields: fieldValues(f, lang, doc)}
 		if msg, o.err = d.render(email.Confirmation, lang, v); o.err != nil {

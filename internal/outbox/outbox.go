@@ -113,6 +113,9 @@ type Options struct {
 	Now      func() time.Time
 	Logger   *slog.Logger
 	Metrics  *Metrics
+
+	// Confirmations bounds the confirmations sent (budget.go).
+	Confirmations ConfirmBudget
 }
 
 // DefaultLease is the default of the setting --delivery-lease.
@@ -645,7 +648,7 @@ func (d *Dispatcher) retryAt(attempt int, now time.Time, retryAfter time.Duratio
 // outcome is what an attempt did, as the log and the metrics say it.
 type outcome struct {
 	kind       string // webhook | email
-	result     string // delivered | retry | gone | refused
+	result     string // delivered | retry | gone | refused | skipped
 	status     int
 	latency    time.Duration
 	excerpt    string
@@ -664,7 +667,9 @@ func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs e
 	}
 	key := breakerKey(group[0].Endpoint)
 	if o.result != "deferred" {
-		d.record(key, o.result == "delivered", now)
+		if o.result != "skipped" { // no word on the endpoint's health
+			d.record(key, o.result == "delivered", now)
+		}
 		d.opts.Metrics.observe(o, group[0].Endpoint)
 	}
 	fs := make([]store.Finish, 0, len(group))
@@ -681,6 +686,8 @@ func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs e
 			f.State = store.DeliveryDelivered
 		case "deferred":
 			f.State, f.NextAt, f.Counted = store.DeliveryPending, now.Add(time.Minute), false
+		case "skipped":
+			f.State = store.DeliverySkipped
 		case "gone", "refused":
 			f.State = store.DeliveryFailed
 		default:

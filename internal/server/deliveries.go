@@ -36,6 +36,10 @@ func (s *Server) openOutbox(ctx context.Context, reg *prometheus.Registry) error
 	sender := webhooks.NewSender(webhooks.Options{Guard: s.Guard})
 	s.outbox = outbox.New(s.Store, s.Forms, sender, mailer, outbox.Options{
 		Lease: s.cfg.DeliveryLease, ConsoleURL: s.cfg.PublicURL, Logger: s.log, Metrics: outbox.NewMetrics(reg),
+		// Confirmations go where people say: bounded per address and per
+		// form, counted in the store so that the bound holds across
+		// instances.
+		Confirmations: outbox.ConfirmBudget{Store: s.Store},
 	})
 	reg.MustRegister(&outboxCollector{s: s.Store})
 	return nil

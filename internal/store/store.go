@@ -225,6 +225,7 @@ type DeadLetter struct {
 // or lists nothing (DeadLetters' alone means its default).
 type Store interface {
 	Outbox
+	Budgets
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

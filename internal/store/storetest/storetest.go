@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"SameTimeByID", testSameTimeByID},
 		{"LimitsBelowOneTakeNothing", testLimitsBelowOne},
 		{"ConsoleReads", testConsole},
+		{"Budgets", testBudgets},
 	}
 	tests = append(tests, outboxCases...)
 	for _, tc := range tests {
