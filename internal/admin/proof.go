@@ -34,6 +34,10 @@ type Proof struct {
 	Since, Until time.Time
 	Arrivals     []store.ArrivalHour
 	Unreceived   []Unreceived
+	// Refused counts the arrival reports refused in the window (an origin
+	// the form does not list, a key unlike the SDK's, a key the store has
+	// no entry for from a client without an Origin, over a budget).
+	Refused int64
 }
 
 // Unreceived is a key started on a device that has no entry.
@@ -94,6 +98,9 @@ func (h *Handler) ProofOf(ctx context.Context, f *form.Form, since, until time.T
 	if p.Arrivals, err = h.Store.ArrivalStats(ctx, f.ID(), since, until); err != nil {
 		return p, err
 	}
+	if p.Refused, err = h.Store.ArrivalsRefused(ctx, f.ID(), since, until); err != nil {
+		return p, err
+	}
 	lost, err := h.Store.UnreceivedArrivals(ctx, f.ID(), since, until, maxUnreceived)
 	if err != nil {
 		return p, err
@@ -146,7 +153,8 @@ func (h *Handler) proof(w http.ResponseWriter, r *http.Request, c call) error {
 		}
 	}
 	out := map[string]any{"form": statsOut(p.Stats), "backlog": p.Backlog.Backlog, "dead_letters": nonNilDL(p.DeadLetters),
-		"since": p.Since, "until": p.Until, "arrivals": hours, "unreceived": lost, "journal": nil, "arrival_rate": nil}
+		"since": p.Since, "until": p.Until, "arrivals": hours, "unreceived": lost, "journal": nil, "arrival_rate": nil,
+		"arrivals_refused": p.Refused}
 	if !p.Backlog.OldestPending.IsZero() {
 		out["oldest_pending"] = p.Backlog.OldestPending.UTC()
 	}

@@ -123,6 +123,7 @@ func TestPagesAndActions(t *testing.T) {
 		{"/admin/forms/fair-a/submissions?status=waitlisted", "Bo"},
 		{"/admin/forms/fair-a/entries/" + first, "Outcome history"},
 		{"/admin/forms/fair-a/proof", "Arrival rate"},
+		{"/admin/forms/fair-a/proof", "Arrival reports refused in this window (another origin, a key unlike the SDK&#39;s, an unknown key sent without an origin, or over a budget): 0."},
 		{"/admin/replay", "Dry run"},
 		{"/admin/forget", "Find the entries"},
 		{"/admin/accounts", "Add an account"},

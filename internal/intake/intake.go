@@ -120,12 +120,16 @@ type Handler struct {
 	waiter   Waiter
 	limiter  *limiter
 	statuses Statuses
+	// arrivalRefusals tallies arrival reports refused before the store, until
+	// they are written (arrivals.go).
+	arrivalRefusals *refusalTally
 }
 
 // New makes the handler.
 func New(j Journal, o Outcomes, forms Forms, w Waiter, cfg Config) *Handler {
 	cfg.setDefaults()
-	return &Handler{cfg: cfg, journal: j, outcomes: o, forms: forms, waiter: w, limiter: newLimiter(), statuses: NewStatuses(j, o)}
+	return &Handler{cfg: cfg, journal: j, outcomes: o, forms: forms, waiter: w, limiter: newLimiter(), statuses: NewStatuses(j, o),
+		arrivalRefusals: newRefusalTally()}
 }
 
 // Register adds the public routes to mux.

@@ -37,6 +37,11 @@ func newLimiter() *limiter {
 // allow takes a token for key at now. When there is none it says how long
 // until there will be one.
 func (l *limiter) allow(key string, now time.Time, perSecond float64, burst int) (bool, time.Duration) {
+	return l.allowN(key, now, perSecond, burst, 1)
+}
+
+// allowN takes n tokens at once (n at most burst), or none.
+func (l *limiter) allowN(key string, now time.Time, perSecond float64, burst, n int) (bool, time.Duration) {
 	s := &l.shards[maphash.String(l.seed, key)%uint64(len(l.shards))]
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -50,11 +55,11 @@ func (l *limiter) allow(key string, now time.Time, perSecond float64, burst int)
 	}
 	b.tokens = math.Min(float64(burst), b.tokens+now.Sub(b.last).Seconds()*perSecond)
 	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.tokens >= float64(n) {
+		b.tokens -= float64(n)
 		return true, 0
 	}
-	wait := time.Duration((1 - b.tokens) / perSecond * float64(time.Second))
+	wait := time.Duration((float64(n) - b.tokens) / perSecond * float64(time.Second))
 	return false, wait
 }
 
@@ -75,6 +80,16 @@ func (l *limiter) refund(key string, burst int) {
 	s.mu.Lock()
 	if b, ok := s.buckets[key]; ok {
 		b.tokens = math.Min(float64(burst), b.tokens+1)
+	}
+	s.mu.Unlock()
+}
+
+// refundN gives n tokens back to key's bucket, up to burst.
+func (l *limiter) refundN(key string, burst, n int) {
+	s := &l.shards[maphash.String(l.seed, key)%uint64(len(l.shards))]
+	s.mu.Lock()
+	if b, ok := s.buckets[key]; ok {
+		b.tokens = math.Min(float64(burst), b.tokens+float64(n))
 	}
 	s.mu.Unlock()
 }

@@ -203,6 +203,24 @@ type Arrival struct {
 	State      string
 }
 
+// ArrivalBatch is one request's arrival reports for a form.
+type ArrivalBatch struct {
+	Reports []Arrival
+	// KnownOnly keeps only the reports on keys the store has an entry
+	// for: a report that cannot show it comes from the form's pages (no
+	// Origin: a mini-program, or anyone with a script) may confirm a key
+	// that arrived, never add one started and never received, so forged
+	// keys count for nothing.
+	KnownOnly bool
+	// Refused counts reports refused before the store (an origin the form
+	// does not list, a key unlike the SDK's, over a budget).
+	Refused int
+}
+
+// ArrivalsKept is how long arrival reports and refusal counts are kept:
+// beyond the proof page's 48 hours, for a window asked of the API.
+const ArrivalsKept = 7 * 24 * time.Hour
+
 // EntryRef names one entry.
 type EntryRef struct {
 	ID, Site, Form, Key string
@@ -295,8 +313,11 @@ type Store interface {
 	EraseEntries(ctx context.Context, ids []string) (int, error)
 	// RecordArrivals keeps devices' reports on a form's keys, merging them
 	// with what earlier reports said; the first report's server time is
-	// kept.
-	RecordArrivals(ctx context.Context, form string, reports []Arrival, now time.Time) error
+	// kept. It adds the batch's refusals (its Refused, and the reports
+	// KnownOnly dropped) to the form's count for this hour and returns
+	// how many it dropped; it prunes reports and counts older than
+	// ArrivalsKept as it goes.
+	RecordArrivals(ctx context.Context, form string, b ArrivalBatch, now time.Time) (dropped int, err error)
 	// PutSetting stores value under name unless one is there already, and
 	// returns the value stored: the first writer wins, across instances.
 	PutSetting(ctx context.Context, name string, value []byte) ([]byte, error)
@@ -375,6 +396,9 @@ type ConsoleStore interface {
 	// ArrivalStats gives a form's arrival rate by hour in [since, until),
 	// oldest first; hours with nothing are left out.
 	ArrivalStats(ctx context.Context, form string, since, until time.Time) ([]ArrivalHour, error)
+	// ArrivalsRefused counts the arrival reports refused in the hours
+	// that begin in [since, until).
+	ArrivalsRefused(ctx context.Context, form string, since, until time.Time) (int64, error)
 	// UnreceivedArrivals lists up to limit keys devices reported pressed
 	// in [since, until) (server time of the first report) that the store
 	// has no entry for, oldest first.

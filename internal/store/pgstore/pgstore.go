@@ -417,21 +417,6 @@ func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) (
 	return promoted, nil
 }
 
-// RecordArrivals merges devices' reports into arrivals.
-func (s *Store) RecordArrivals(ctx context.Context, form string, reports []store.Arrival, now time.Time) error {
-	return s.inTx(ctx, "record arrivals", func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, a := range reports {
-			b.Queue(`INSERT INTO arrivals(form, key, started_at, answered_at, state, reported_at) VALUES ($1, $2, $3, $4, $5, $6)
-				ON CONFLICT (form, key) DO UPDATE SET started_at = coalesce(arrivals.started_at, excluded.started_at),
-					answered_at = coalesce(excluded.answered_at, arrivals.answered_at),
-					state = CASE WHEN excluded.state <> '' THEN excluded.state ELSE arrivals.state END`,
-				form, a.Key, timeOrNull(a.StartedAt), timeOrNull(a.AnsweredAt), a.State, micro(now))
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
-}
-
 // timeOrNull is t, or NULL for the zero time.
 func timeOrNull(t time.Time) *time.Time {
 	if t.IsZero() {

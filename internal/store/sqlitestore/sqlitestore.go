@@ -988,28 +988,6 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	return out, nil
 }
 
-// RecordArrivals merges devices' reports into arrivals.
-func (s *Store) RecordArrivals(ctx context.Context, form string, reports []store.Arrival, now time.Time) error {
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
-		return classify("record arrivals: begin", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	for _, a := range reports {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO arrivals(form, key, started_at, answered_at, state, reported_at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT(form, key) DO UPDATE SET started_at = coalesce(arrivals.started_at, excluded.started_at),
-				answered_at = coalesce(excluded.answered_at, arrivals.answered_at),
-				state = CASE WHEN excluded.state != '' THEN excluded.state ELSE arrivals.state END`,
-			form, a.Key, microOrNull(a.StartedAt), microOrNull(a.AnsweredAt), a.State, now.UnixMicro()); err != nil {
-			return classify("record arrivals", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return classify("record arrivals: commit", err)
-	}
-	return nil
-}
-
 // microOrNull is t in Unix microseconds, or NULL for the zero time.
 func microOrNull(t time.Time) any {
 	if t.IsZero() {

@@ -89,7 +89,7 @@ func testConsole(t *testing.T, s store.Store) {
 	// Arrivals: three keys pressed, two reached the server; one entry
 	// came from a client without beacons.
 	now := time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute)
-	if err := s.RecordArrivals(ctx, "a", []store.Arrival{{Key: "a1", StartedAt: now}, {Key: "a2", StartedAt: now}, {Key: "a3", StartedAt: now}}, now); err != nil {
+	if _, err := s.RecordArrivals(ctx, "a", store.ArrivalBatch{Reports: []store.Arrival{{Key: "a1", StartedAt: now}, {Key: "a2", StartedAt: now}, {Key: "a3", StartedAt: now}}}, now); err != nil {
 		t.Fatal(err)
 	}
 	putForm(t, s, "a", nil, "")
@@ -108,6 +108,7 @@ func testConsole(t *testing.T, s store.Store) {
 	if err != nil || len(lost) != 1 || lost[0].Key != "a3" || !lost[0].StartedAt.Equal(now) {
 		t.Fatalf("unreceived: %+v %v", lost, err)
 	}
+	testArrivalBounds(t, s, now)
 
 	// An erased entry still lists and reads, without its data.
 	if n, err := s.EraseEntries(ctx, []string{out[1].ID}); err != nil || n != 1 {
@@ -123,5 +124,44 @@ func testConsole(t *testing.T, s store.Store) {
 	// Every decision above wrote its event.
 	if missing, err := s.EntriesWithoutEvent(ctx, "", 10); err != nil || len(missing) != 0 {
 		t.Fatalf("entries without event: %+v %v", missing, err)
+	}
+}
+
+// testArrivalBounds: reports that cannot show where they come from
+// (KnownOnly) count only for keys the store has, the rest and the
+// batch's own refusals add to the hour's refused count, and reports and
+// counts older than ArrivalsKept are pruned.
+func testArrivalBounds(t *testing.T, s store.Store, now time.Time) {
+	ctx := ctxT(t)
+	// a1 and a4 have entries; forged-1 and forged-2 do not.
+	b := store.ArrivalBatch{KnownOnly: true, Refused: 5, Reports: []store.Arrival{
+		{Key: "a4", StartedAt: now}, {Key: "forged-1", StartedAt: now}, {Key: "a1", AnsweredAt: now, State: "received"}, {Key: "forged-2", StartedAt: now},
+	}}
+	if dropped, err := s.RecordArrivals(ctx, "a", b, now); err != nil || dropped != 2 {
+		t.Fatalf("known only: dropped %d, %v; want 2", dropped, err)
+	}
+	hours, err := s.ArrivalStats(ctx, "a", now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil || len(hours) != 1 || hours[0].Started != 4 || hours[0].Reached != 3 {
+		t.Fatalf("arrival stats with the forged keys: %+v %v, want a4 added (4 started, 3 reached) and no forged key", hours, err)
+	}
+	if n, err := s.ArrivalsRefused(ctx, "a", now.Add(-time.Hour), now.Add(time.Hour)); err != nil || n != 7 {
+		t.Fatalf("refused: %d %v, want 5 + 2", n, err)
+	}
+	if n, err := s.ArrivalsRefused(ctx, "a", now.Add(time.Hour), now.Add(2*time.Hour)); err != nil || n != 0 {
+		t.Fatalf("refused in the next hour: %d %v, want 0", n, err)
+	}
+	if n, err := s.ArrivalsRefused(ctx, "other", now.Add(-time.Hour), now.Add(time.Hour)); err != nil || n != 0 {
+		t.Fatalf("refused on another form: %d %v, want 0", n, err)
+	}
+	// Past ArrivalsKept, a report on the form prunes what is older.
+	later := now.Add(store.ArrivalsKept + time.Hour)
+	if _, err := s.RecordArrivals(ctx, "a", store.ArrivalBatch{Refused: 1}, later); err != nil {
+		t.Fatal(err)
+	}
+	if hours, err := s.ArrivalStats(ctx, "a", now.Add(-time.Hour), now.Add(time.Hour)); err != nil || len(hours) != 1 || hours[0].Started != 0 {
+		t.Fatalf("old reports after pruning: %+v %v, want none started (the entries stay)", hours, err)
+	}
+	if n, err := s.ArrivalsRefused(ctx, "a", now.Add(-time.Hour), later.Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("refused after pruning: %d %v, want only the new 1", n, err)
 	}
 }

@@ -993,7 +993,7 @@ func testLimitsBelowOne(t *testing.T, s store.Store) {
 	old.Data = []byte(`{"x":"needle"}`)
 	mustApply(t, s, old)
 	now := time.Now().UTC()
-	if err := s.RecordArrivals(ctx, "f", []store.Arrival{{Key: "never-came", StartedAt: now}}, now); err != nil {
+	if _, err := s.RecordArrivals(ctx, "f", store.ArrivalBatch{Reports: []store.Arrival{{Key: "never-came", StartedAt: now}}}, now); err != nil {
 		t.Fatal(err)
 	}
 	for _, limit := range []int{0, -1} {

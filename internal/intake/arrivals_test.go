@@ -1,0 +1,155 @@
+package intake_test
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/server/servertest"
+)
+
+const arrivalsForm = `
+id: fair
+fields: [{name: name, type: text, required: true}]
+origins: [https://fair.example.org]
+`
+
+// uuid4 is a key shaped as the SDK's.
+func uuid4() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func beacon(keys []string, typ string) string {
+	var ev []string
+	for _, k := range keys {
+		state := ""
+		if typ == "answered" {
+			state = `,"state":"received"`
+		}
+		ev = append(ev, fmt.Sprintf(`{"key":%q,"type":%q,"at":%d%s}`, k, typ, time.Now().UnixMilli(), state))
+	}
+	return `{"events":[` + strings.Join(ev, ",") + `]}`
+}
+
+type proofDoc struct {
+	Arrivals []struct{ Started, Reached int64 }
+	Refused  int64 `json:"arrivals_refused"`
+}
+
+func proofOf(t *testing.T, h *servertest.Harness) (started, reached, refused int64) {
+	t.Helper()
+	r, b := send(t, servertest.Client(), h.URL, req{method: "GET", path: "/v1/admin/forms/fair/proof", headers: map[string]string{"Authorization": "Bearer " + h.Token}})
+	var p proofDoc
+	if r.StatusCode != 200 || json.Unmarshal(b, &p) != nil {
+		t.Fatalf("proof: %d %s", r.StatusCode, b)
+	}
+	for _, a := range p.Arrivals {
+		started += a.Started
+		reached += a.Reached
+	}
+	return started, reached, p.Refused
+}
+
+// TestForgedArrivalsRefused: the attacker's probe — hundreds of posts of
+// 100 made-up "started" reports without an Origin — moves neither the
+// started count nor the arrival rate, and the proof counts the refused
+// reports; a foreign origin and keys unlike the SDK's are refused; the
+// budget per address ends a flood with 429; real reports still count.
+func TestForgedArrivalsRefused(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, arrivalsForm, servertest.Options{})
+	c := servertest.Client()
+	post := func(body string, headers map[string]string) int {
+		t.Helper()
+		r, _ := send(t, c, h.URL, req{method: "POST", path: "/v1/forms/fair/arrivals", ctype: "application/json", body: body, headers: headers})
+		return r.StatusCode
+	}
+	// A real submission, reported by the SDK of the form's page.
+	real := uuid4()
+	if r, b := send(t, c, h.URL, jsonReq("fair", real, `{"name":"Ann"}`)); r.StatusCode != 201 {
+		t.Fatalf("submission: %d %s", r.StatusCode, b)
+	}
+	page := map[string]string{"Origin": "https://fair.example.org"}
+	if st := post(beacon([]string{real}, "started"), page); st != 202 {
+		t.Fatalf("the page's report: %d", st)
+	}
+	// The probe: no Origin, made-up keys shaped as the SDK's.
+	var accepted, limited int
+	for range 60 {
+		keys := make([]string, 100)
+		for i := range keys {
+			keys[i] = uuid4()
+		}
+		switch st := post(beacon(keys, "started"), nil); st {
+		case 202:
+			accepted++
+		case 429:
+			limited++
+		default:
+			t.Fatalf("a forged report: %d", st)
+		}
+	}
+	if limited == 0 || accepted == 0 || accepted > 10 {
+		t.Errorf("60 posts of 100 from one address: %d taken, %d over the budget; want the budget to end it after 1,000 events", accepted, limited)
+	}
+	// Another origin, and keys that are not the SDK's, are refused.
+	if st := post(beacon([]string{uuid4()}, "started"), map[string]string{"Origin": "https://evil.example"}); st != 403 {
+		t.Errorf("a foreign origin: %d, want 403", st)
+	}
+	if st := post(beacon([]string{"fake-1"}, "started"), page); st != 400 && st != 429 {
+		t.Errorf("a key unlike the SDK's: %d, want 400", st)
+	}
+	started, reached, refused := proofOf(t, h)
+	if started != 1 || reached != 1 {
+		t.Errorf("proof after the probe: %d started, %d reached; want only the real key (1 of 1)", started, reached)
+	}
+	if refused < int64(accepted*100) {
+		t.Errorf("proof counts %d refused reports, want at least the %d forged ones taken and dropped", refused, accepted*100)
+	}
+}
+
+// TestArrivalsFromTheFormsPages: reports from a listed origin (or the
+// hosted page, this server) on keys never received are kept, so the proof
+// page shows them; the form's budget refuses a flood there too.
+func TestArrivalsFromTheFormsPages(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, arrivalsForm, servertest.Options{})
+	c := servertest.Client()
+	lost := uuid4()
+	r, b := send(t, c, h.URL, req{method: "POST", path: "/v1/forms/fair/arrivals", ctype: "application/json", body: beacon([]string{lost}, "started"),
+		headers: map[string]string{"Origin": h.URL}})
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the hosted page's report: %d %s", r.StatusCode, b)
+	}
+	if started, reached, _ := proofOf(t, h); started != 1 || reached != 0 {
+		t.Fatalf("proof: %d started, %d reached; want the lost key shown", started, reached)
+	}
+}
+
+// TestArrivalsWithoutOrigin: a client without an Origin (a mini-program)
+// confirms keys the server has; its reports on other keys are dropped and
+// counted as refused.
+func TestArrivalsWithoutOrigin(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, arrivalsForm, servertest.Options{})
+	c := servertest.Client()
+	real, forged := uuid4(), uuid4()
+	if r, b := send(t, c, h.URL, jsonReq("fair", real, `{"name":"Ann"}`)); r.StatusCode != 201 {
+		t.Fatalf("submission: %d %s", r.StatusCode, b)
+	}
+	r, b := send(t, c, h.URL, req{method: "POST", path: "/v1/forms/fair/arrivals", ctype: "application/json", body: beacon([]string{real, forged}, "started")})
+	if r.StatusCode != http.StatusAccepted {
+		t.Fatalf("a mini-program's reports: %d %s", r.StatusCode, b)
+	}
+	if started, reached, refused := proofOf(t, h); started != 1 || reached != 1 || refused != 1 {
+		t.Fatalf("proof: %d started, %d reached, %d refused; want the real key (1 of 1) and the forged one refused", started, reached, refused)
+	}
+}
