@@ -233,6 +233,11 @@ func verdict(records []*record, rows []exportRow, capacity int, whenFull string,
 			continue
 		}
 		personLive := livePerPerson[r.person] > 0
+		// A resend of the person's content under a new key is decided
+		// duplicate and answered with the outcome of the entry holding the
+		// place, under its own key (the server never names the other key):
+		// that entry is the person's live one.
+		resend := answeredAs == "" && len(rs) > 0 && rs[0].Status == "duplicate"
 		var first client.Outcome
 		if len(outcomes) > 0 {
 			first = outcomes[0]
@@ -240,7 +245,7 @@ func verdict(records []*record, rows []exportRow, capacity int, whenFull string,
 		switch {
 		case forgotten:
 			note(&v.Lost, "acknowledged, then unknown to a status query", key)
-		case first.Live() && !live && !cancelled:
+		case first.Live() && !live && !cancelled && !(resend && personLive):
 			note(&v.Lost, "answered stored or waitlisted, not live in the store", key)
 		case first == client.AlreadyRegistered && !personLive:
 			note(&v.Lost, "answered already-registered, the person has no live entry", key)
