@@ -39,10 +39,10 @@ const (
 	arrivalsPerFormSecond    = 200
 )
 
-// sdkKey is the shape of the SDK's keys (newKey in sdk/js/formd.js): a
-// random UUID, version 4, in lower case. A report on another key was not
-// made by the SDK.
-var sdkKey = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+// sdkKey is the shape of the SDK's keys (newKey in sdk/js/formd.js: a
+// random UUID, version 4) and of the hosted page's (version 7), in lower
+// case. A report on another key was not made by the SDK.
+var sdkKey = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // arrivalStates are the SDK's final states an "answered" report may name.
 var arrivalStates = []string{"received", "waitlisted", "duplicate", "invalid", "closed", "full", "failed"}

@@ -100,12 +100,9 @@ func TestForgedArrivalsRefused(t *testing.T) {
 	if limited == 0 || accepted == 0 || accepted > 10 {
 		t.Errorf("60 posts of 100 from one address: %d taken, %d over the budget; want the budget to end it after 1,000 events", accepted, limited)
 	}
-	// Another origin, and keys that are not the SDK's, are refused.
+	// Another origin is refused.
 	if st := post(beacon([]string{uuid4()}, "started"), map[string]string{"Origin": "https://evil.example"}); st != 403 {
 		t.Errorf("a foreign origin: %d, want 403", st)
-	}
-	if st := post(beacon([]string{"fake-1"}, "started"), page); st != 400 && st != 429 {
-		t.Errorf("a key unlike the SDK's: %d, want 400", st)
 	}
 	started, reached, refused := proofOf(t, h)
 	if started != 1 || reached != 1 {
@@ -118,7 +115,7 @@ func TestForgedArrivalsRefused(t *testing.T) {
 
 // TestArrivalsFromTheFormsPages: reports from a listed origin (or the
 // hosted page, this server) on keys never received are kept, so the proof
-// page shows them; the form's budget refuses a flood there too.
+// page shows them; keys unlike the SDK's are refused and counted.
 func TestArrivalsFromTheFormsPages(t *testing.T) {
 	t.Parallel()
 	h := servertest.Start(t, arrivalsForm, servertest.Options{})
@@ -129,8 +126,20 @@ func TestArrivalsFromTheFormsPages(t *testing.T) {
 	if r.StatusCode != http.StatusAccepted {
 		t.Fatalf("the hosted page's report: %d %s", r.StatusCode, b)
 	}
-	if started, reached, _ := proofOf(t, h); started != 1 || reached != 0 {
-		t.Fatalf("proof: %d started, %d reached; want the lost key shown", started, reached)
+	// Keys unlike the SDK's (or the hosted page's, a UUID v7) are refused.
+	for _, key := range []string{"fake-1", "0B8F4F52-3F3E-4C1A-9D57-2A4E8F1F6C01", "0b8f4f52-3f3e-1c1a-9d57-2a4e8f1f6c01"} {
+		if r, b := send(t, c, h.URL, req{method: "POST", path: "/v1/forms/fair/arrivals", ctype: "application/json", body: beacon([]string{key}, "started"),
+			headers: map[string]string{"Origin": h.URL}}); r.StatusCode != http.StatusBadRequest {
+			t.Errorf("key %s: %d %s, want 400", key, r.StatusCode, b)
+		}
+	}
+	v7 := "019ad2c4-5b6e-7c1a-9d57-2a4e8f1f6c01"
+	if r, b := send(t, c, h.URL, req{method: "POST", path: "/v1/forms/fair/arrivals", ctype: "application/json", body: beacon([]string{v7}, "started"),
+		headers: map[string]string{"Origin": "https://fair.example.org"}}); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the hosted page's key from a listed origin: %d %s", r.StatusCode, b)
+	}
+	if started, reached, refused := proofOf(t, h); started != 2 || reached != 0 || refused != 3 {
+		t.Fatalf("proof: %d started, %d reached, %d refused; want the two lost keys shown and the three bad ones counted", started, reached, refused)
 	}
 }
 
