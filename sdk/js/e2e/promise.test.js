@@ -86,7 +86,11 @@ describe('what the SDK relies on from the server', { concurrency: 1, timeout: 60
       assert.notEqual(posts[0].headers()['idempotency-key'], first, 'a new key');
       assert.equal(r?.status(), 200);
       assert.equal(r?.headers()['idempotent-replayed'], 'true');
-      assert.equal((await r?.json()).key, first, "the original entry's document");
+      // The first entry's outcome, under this page's own key: never the
+      // first entry's key (DESIGN §4, issue 17).
+      const doc = await r?.json();
+      assert.equal(doc.key, posts[0].headers()['idempotency-key'], 'answered under its own key');
+      assert.equal(doc.status, 'stored', "the first entry's outcome");
       assert.equal(await statusText(page), 'Received. Thank you!');
     });
     const live = (await server.entriesFor(p.phone)).filter((e) => e.status === 'stored');
