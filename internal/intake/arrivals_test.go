@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/server/servertest"
 )
 
@@ -160,5 +162,45 @@ func TestArrivalsWithoutOrigin(t *testing.T) {
 	}
 	if started, reached, refused := proofOf(t, h); started != 1 || reached != 1 || refused != 1 {
 		t.Fatalf("proof: %d started, %d reached, %d refused; want the real key (1 of 1) and the forged one refused", started, reached, refused)
+	}
+}
+
+// TestArrivalsFormBudget: reports from many addresses meet the form's own
+// budget (20,000 events at once on an instance), past which they are
+// refused with 429, whatever the address.
+func TestArrivalsFormBudget(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, arrivalsForm, servertest.Options{Config: func(c *config.Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	}})
+	c := servertest.Client()
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = uuid4()
+	}
+	body := beacon(keys, "started")
+	taken, refused := 0, 0
+	for i := range 400 {
+		// Ten posts of 100 from each address: within its own budget.
+		addr := fmt.Sprintf("198.51.100.%d", i/10)
+		r, b := send(t, c, h.URL, req{method: "POST", path: "/v1/forms/fair/arrivals", ctype: "application/json", body: body,
+			headers: map[string]string{"Origin": "https://fair.example.org", "X-Forwarded-For": addr}})
+		switch r.StatusCode {
+		case http.StatusAccepted:
+			taken++
+		case http.StatusTooManyRequests:
+			refused++
+			if r.Header.Get("Retry-After") == "" {
+				t.Fatalf("429 without Retry-After: %s", b)
+			}
+		default:
+			t.Fatalf("post %d: %d %s", i, r.StatusCode, b)
+		}
+	}
+	// No address goes past its own budget (1,000 events); 200 posts make
+	// the form's burst, and the refill (200 events a second) cannot take
+	// the other 20,000 unless the loop ran for 100 seconds.
+	if taken < 200 || refused == 0 {
+		t.Fatalf("%d of 400 posts of 100 events from 40 addresses taken, %d refused; want the burst taken and the form's budget to refuse the rest", taken, refused)
 	}
 }
