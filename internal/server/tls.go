@@ -309,6 +309,7 @@ type acmeCert struct {
 	m       *autocert.Manager
 	domains []string
 	cache   autocert.DirCache
+	http    *http.Client // to the ACME CA
 	log     *slog.Logger
 	errs    prometheus.Counter
 	mu      sync.Mutex
@@ -316,7 +317,8 @@ type acmeCert struct {
 }
 
 func newACMECert(cfg config.Config, log *slog.Logger, errs prometheus.Counter) (*acmeCert, error) {
-	hc := &http.Client{Timeout: time.Minute}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	hc := &http.Client{Timeout: time.Minute, Transport: tr}
 	if cfg.ACMECARoots != "" {
 		raw, err := os.ReadFile(cfg.ACMECARoots)
 		if err != nil {
@@ -329,10 +331,10 @@ func newACMECert(cfg config.Config, log *slog.Logger, errs prometheus.Counter) (
 		if !pool.AppendCertsFromPEM(raw) {
 			return nil, fmt.Errorf("setting acme-ca-roots (--acme-ca-roots, FORMD_ACME_CA_ROOTS): %s holds no PEM certificate", cfg.ACMECARoots)
 		}
-		hc.Transport = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	cache := autocert.DirCache(filepath.Join(cfg.Data, "acme"))
-	a := &acmeCert{domains: cfg.TLSDomains, cache: cache, log: log, errs: errs, lastLog: map[string]time.Time{}}
+	a := &acmeCert{domains: cfg.TLSDomains, cache: cache, http: hc, log: log, errs: errs, lastLog: map[string]time.Time{}}
 	a.m = &autocert.Manager{
 		Prompt:     autocert.AcceptTOS,
 		Cache:      cache,
@@ -402,7 +404,9 @@ func (a *acmeCert) run(ctx context.Context) {
 			}
 		})
 	}
+	<-ctx.Done()
 	wg.Wait()
+	a.http.CloseIdleConnections()
 }
 
 // expiry reads each domain's certificate from the cache, where autocert
@@ -458,7 +462,17 @@ func (s *Server) httpsRedirect(public net.Addr, c certs) http.Handler {
 		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
 	})
 	if ac, ok := c.(*acmeCert); ok {
-		return ac.m.HTTPHandler(redirect)
+		// autocert checks the Host header against the domains as it is,
+		// and a client on another port than 80 (a test CA's validation)
+		// sends the port with it.
+		acme := ac.m.HTTPHandler(redirect)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if h, _, err := net.SplitHostPort(r.Host); err == nil {
+				r = r.Clone(r.Context())
+				r.Host = h
+			}
+			acme.ServeHTTP(w, r)
+		})
 	}
 	return redirect
 }
