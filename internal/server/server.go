@@ -309,7 +309,7 @@ func (s *Server) ServeOn(ctx context.Context, ls Listeners) error {
 	}
 	stopSide := s.startSide(ls)
 	stopDebug := s.startDebug()
-	s.log.Info("formd serving", "addr", ln.Addr().String(), "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
+	s.log.Info("formd serving", "addr", ln.Addr().String(), "https", s.tlsConf != nil, "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
 	var serveErr error
 	select {
 	case <-ctx.Done():

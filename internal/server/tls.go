@@ -405,7 +405,15 @@ func (a *acmeCert) run(ctx context.Context) {
 		})
 	}
 	<-ctx.Done()
-	wg.Wait()
+	// An attempt in progress cannot be cancelled (autocert bounds each
+	// at 5 minutes); a shutdown does not wait that long for it.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		a.log.Warn("shutting down with a certificate request to the ACME CA still in progress")
+	}
 	a.http.CloseIdleConnections()
 }
 
