@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/formd/formd/internal/config"
 )
 
 // selfSigned is a certificate and its key, as PEM.
@@ -120,6 +122,26 @@ func TestPortBelow1024(t *testing.T) {
 		err := cmd.Run()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out.String(), tc.want) {
 			t.Errorf("formd %s as nobody: %v\n%s\nwant exit 1 and %q", strings.Join(args, " "), err, out.String(), tc.want)
+		}
+	}
+}
+
+// TestBaseURL: the printed setup link is on the public URL, or on the
+// listen address over the scheme formd serves.
+func TestBaseURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		public, cert, addr, want string
+	}{
+		{"", "", "127.0.0.1:8080", "http://127.0.0.1:8080"},
+		{"", "", ":8080", "http://127.0.0.1:8080"},
+		{"", "/c.pem", "[::]:8443", "https://127.0.0.1:8443"},
+		{"https://forms.example.org", "", "127.0.0.1:8080", "https://forms.example.org"},
+	} {
+		cfg := config.Default()
+		cfg.PublicURL, cfg.TLSCert, cfg.TLSKey = tc.public, tc.cert, tc.cert
+		if got := baseURL(cfg, tc.addr); got != tc.want {
+			t.Errorf("public %q, cert %q, addr %q: %q, want %q", tc.public, tc.cert, tc.addr, got, tc.want)
 		}
 	}
 }
