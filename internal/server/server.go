@@ -297,7 +297,7 @@ func (s *Server) ServeOn(ctx context.Context, ls Listeners) error {
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          errorLog(s.log),
 	}
 	errc := make(chan error, 1)
 	if s.tlsConf != nil {

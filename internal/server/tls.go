@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -574,4 +575,23 @@ func (s *Server) startSide(ls Listeners) (stop func()) {
 		}
 		wg.Wait()
 	}
+}
+
+// errorLog is the public server's error log: failed TLS handshakes
+// (scanners, clients that give up, old browsers), which an address on the
+// internet sees all day, at debug; everything else at warn.
+func errorLog(l *slog.Logger) *log.Logger {
+	return log.New(errorLogWriter{l}, "", 0)
+}
+
+type errorLogWriter struct{ l *slog.Logger }
+
+func (w errorLogWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "http: TLS handshake error") {
+		level = slog.LevelDebug
+	}
+	w.l.Log(context.Background(), level, msg)
+	return len(p), nil
 }
