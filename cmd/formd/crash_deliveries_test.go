@@ -96,7 +96,7 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 		})
 	}
 	poll.UntilNil(t, "the journal and the outbox to drain", 90*time.Second, func() error {
-		b, p, u := backlog(client, srv.url), metric(client, srv.url, "formd_outbox_pending"), metric(client, srv.url, "formd_outbox_unfanned_events")
+		b, p, u := backlog(client, srv.metrics), metric(client, srv.metrics, "formd_outbox_pending"), metric(client, srv.metrics, "formd_outbox_unfanned_events")
 		if b == 0 && p == 0 && u == 0 {
 			return nil
 		}

@@ -112,7 +112,7 @@ func TestCrashKill9(t *testing.T) {
 		})
 		acked[key] = true
 	}
-	poll.Until(t, "the journal backlog to drain", 30*time.Second, func() bool { return backlog(client, srv.url) == 0 })
+	poll.Until(t, "the journal backlog to drain", 30*time.Second, func() bool { return backlog(client, srv.metrics) == 0 })
 	srv.stop(t)
 
 	// Every journal entry has an outcome.
@@ -177,9 +177,11 @@ func buildFormd(t *testing.T, dir string) string {
 }
 
 type proc struct {
-	cmd  *exec.Cmd
-	url  string
-	logs *bytes.Buffer
+	cmd *exec.Cmd
+	url string
+	// metrics is the base URL of /metrics (--metrics-addr).
+	metrics string
+	logs    *bytes.Buffer
 }
 
 func startFormd(t *testing.T, bin, data, forms string, extra ...string) *proc {
@@ -188,15 +190,20 @@ func startFormd(t *testing.T, bin, data, forms string, extra ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, maddr := ln.Addr().String(), mln.Addr().String()
 	ln.Close()
+	mln.Close()
 	logs := &bytes.Buffer{}
-	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", addr, "--forms", forms, "--rate-limit", "off", "--log-level", "warn"}, extra...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", addr, "--metrics-addr", maddr, "--forms", forms, "--rate-limit", "off", "--log-level", "warn"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, url: "http://" + addr, logs: logs}
+	p := &proc{cmd: cmd, url: "http://" + addr, metrics: "http://" + maddr, logs: logs}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()

@@ -46,26 +46,38 @@ func serve(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd serve: %v\n", err)
 		return 1
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ls, err := s.Listen()
 	if err != nil {
 		s.Close()
-		fmt.Fprintf(stderr, "formd serve: listen on %s (--addr, FORMD_ADDR): %v\n", cfg.Addr, err)
+		fmt.Fprintf(stderr, "formd serve: %v\n", err)
 		return 1
 	}
 	// Printed only now that the server can be reached with them.
 	if s.SetupCode != "" {
 		fmt.Fprintf(stderr, "\nformd: no account yet. Make the first (an owner of every site) at this one-time link, valid 24 hours:\n\n    %s\n\n"+
-			"or with 'formd users add --email you@example.org --role owner'.\n", accounts.SetupURL(publicAddr(ln.Addr().String()), s.SetupCode))
+			"or with 'formd users add --email you@example.org --role owner'.\n", accounts.SetupURL(baseURL(cfg, ls.Public.Addr().String()), s.SetupCode))
 	}
 	if s.NewAdminToken != "" {
 		fmt.Fprintf(stderr, "\nformd: the admin API token (an owner of every site); only its hash is kept, and it is printed at each start until it is first used:\n\n    %s\n\n"+
 			"Use it as 'Authorization: Bearer <token>' on /v1/admin/. Make a new one with 'formd token'.\n\n", s.NewAdminToken)
 	}
-	if err := s.Serve(ctx, ln); err != nil {
+	if err := s.ServeOn(ctx, ls); err != nil {
 		log.Error("formd stopped with an error", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// baseURL is where people reach this server: --public-url, or else the
+// listen address, over https when formd terminates TLS.
+func baseURL(cfg config.Config, addr string) string {
+	if cfg.PublicURL != "" {
+		return cfg.PublicURL
+	}
+	if cfg.TLS() {
+		return "https://" + publicAddr(addr)
+	}
+	return "http://" + publicAddr(addr)
 }
 
 // publicAddr is the listen address as a browser on this machine reaches

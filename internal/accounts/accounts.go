@@ -16,6 +16,7 @@ package accounts
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"runtime"
 	"slices"
 	"strings"
@@ -35,6 +36,10 @@ type Config struct {
 	// did not come over TLS to this server (TLS ends at a proxy in front).
 	// Requests over TLS always get Secure cookies. Default false.
 	SecureCookies bool
+	// IsHTTPS says whether a request reached formd over HTTPS, also when
+	// TLS ended at a trusted proxy in front (X-Forwarded-Proto: https);
+	// such requests get Secure cookies. Default: only r.TLS counts.
+	IsHTTPS func(r *http.Request) bool
 	// MaxLoginAttempts is how many sign-ins one IP address, or one e-mail,
 	// may try in LoginWindow before it is locked out until the window ends.
 	// A successful sign-in starts over. Default 10.

@@ -123,7 +123,7 @@ func (s *Service) IssueSession(w http.ResponseWriter, r *http.Request, a Account
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: id, Path: "/", MaxAge: int(s.cfg.SessionMaxAge / time.Second),
-		HttpOnly: true, Secure: r.TLS != nil || s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+		HttpOnly: true, Secure: s.secureCookie(r), SameSite: http.SameSiteLaxMode,
 	})
 	p := a.principal(ViaSession)
 	p.CSRFToken = sess.CSRF
@@ -145,7 +145,7 @@ func (s *Service) expiry(created, seen time.Time) time.Time {
 func (s *Service) ClearSession(w http.ResponseWriter, r *http.Request) error {
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil || s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
+		HttpOnly: true, Secure: s.secureCookie(r), SameSite: http.SameSiteLaxMode,
 	})
 	c, err := r.Cookie(CookieName)
 	if err != nil || c.Value == "" {
@@ -247,4 +247,13 @@ func (s *Service) Prune(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("prune sessions: %w", err)
 	}
 	return n, nil
+}
+
+// secureCookie says whether the session cookie of r's answer is Secure:
+// under TLS, behind a trusted proxy's https, or with Config.SecureCookies.
+func (s *Service) secureCookie(r *http.Request) bool {
+	if r.TLS != nil || s.cfg.SecureCookies {
+		return true
+	}
+	return s.cfg.IsHTTPS != nil && s.cfg.IsHTTPS(r)
 }

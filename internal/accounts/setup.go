@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 )
 
 // SetupCode makes a new one-time setup code while no account exists,
@@ -22,9 +23,10 @@ func (s *Service) SetupCode(ctx context.Context) (code string, ok bool, err erro
 	return code, true, nil
 }
 
-// SetupURL is the link that a setup code is printed as.
-func SetupURL(addr, code string) string {
-	return "http://" + addr + "/admin/setup?code=" + url.QueryEscape(code)
+// SetupURL is the link that a setup code is printed as, under base (the
+// server's public URL, such as https://forms.example.org).
+func SetupURL(base, code string) string {
+	return strings.TrimRight(base, "/") + "/admin/setup?code=" + url.QueryEscape(code)
 }
 
 // Setup makes the first account, an owner of every site, with a setup

@@ -110,7 +110,32 @@ type Config struct {
 	// DebugAddr, when set, serves Go's pprof profiles on that address:
 	// keep it on loopback.
 	DebugAddr string
+
+	// HTTPS: TLSDomains get certificates over ACME from ACMECA (kept under
+	// Data), or TLSCert/TLSKey name a pair the owner manages, reloaded on
+	// SIGHUP and when the files change (checked every TLSCheckEvery).
+	// HTTPAddr answers ACME HTTP-01 challenges and redirects to https
+	// under TLS ("" for none). HSTS is the Strict-Transport-Security
+	// max-age sent on HTTPS requests (0: none).
+	TLSDomains    []string
+	TLSCert       string
+	TLSKey        string
+	TLSCheckEvery time.Duration
+	ACMECA        string
+	ACMEEmail     string
+	ACMECARoots   string
+	HTTPAddr      string
+	HSTS          time.Duration
+	// MetricsAddr serves /metrics ("" for nowhere); the public address
+	// never does, since it names every form of every site.
+	MetricsAddr string
 }
+
+// TLS reports whether formd itself terminates TLS.
+func (c Config) TLS() bool { return len(c.TLSDomains) > 0 || c.TLSCert != "" }
+
+// DefaultACMECA is Let's Encrypt's production directory.
+const DefaultACMECA = "https://acme-v02.api.letsencrypt.org/directory"
 
 // setting is one configurable value: its flag name (the file key too), its
 // environment variable, default and help, and how to set it from text.
@@ -308,6 +333,81 @@ var settings = []setting{
 		c.PublicURL = strings.TrimRight(v, "/")
 		return nil
 	}},
+	// HTTPS and where /metrics is served.
+	{"tls-domain", "", "comma-separated domain names to serve HTTPS for, with certificates obtained and renewed automatically over ACME (kept under --data); the names must resolve to this machine and --http-addr or --addr must be reachable on ports 80/443", func(c *Config, v string) error {
+		c.TLSDomains = nil
+		for _, d := range strings.Split(v, ",") {
+			d = strings.ToLower(strings.TrimSpace(d))
+			if d == "" {
+				continue
+			}
+			if err := checkDomain(d); err != nil {
+				return err
+			}
+			c.TLSDomains = append(c.TLSDomains, d)
+		}
+		return nil
+	}},
+	{"tls-cert", "", "a PEM certificate (chain) file to serve HTTPS with, with --tls-key; reloaded on SIGHUP and when the file changes", func(c *Config, v string) error {
+		c.TLSCert = v
+		return nil
+	}},
+	{"tls-key", "", "the PEM private key of --tls-cert", func(c *Config, v string) error {
+		c.TLSKey = v
+		return nil
+	}},
+	{"tls-check-every", "10s", "how often the --tls-cert and --tls-key files are checked for a change", durationSetter(func(c *Config) *time.Duration { return &c.TLSCheckEvery }, 100*time.Millisecond, time.Hour)},
+	{"acme-ca", DefaultACMECA, "the ACME directory --tls-domain gets certificates from (Let's Encrypt's staging: https://acme-staging-v02.api.letsencrypt.org/directory, or a company CA)", func(c *Config, v string) error {
+		u, err := url.Parse(v)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("%q is not an https:// URL of an ACME directory, such as %s", v, DefaultACMECA)
+		}
+		c.ACMECA = v
+		return nil
+	}},
+	{"acme-email", "", "the e-mail address the ACME CA may write to about the certificates (expiry, problems)", func(c *Config, v string) error {
+		if v != "" {
+			if _, err := mail.ParseAddress(v); err != nil || strings.ContainsAny(v, "<> ") {
+				return fmt.Errorf("%q is not an e-mail address such as admin@example.org", v)
+			}
+		}
+		c.ACMEEmail = v
+		return nil
+	}},
+	{"acme-ca-roots", "", "a PEM file of root certificates to trust for the --acme-ca directory besides the system's (a company CA, a test CA)", func(c *Config, v string) error {
+		c.ACMECARoots = v
+		return nil
+	}},
+	{"http-addr", ":80", "under HTTPS, the plain-HTTP address that answers ACME challenges and redirects everything else to https (off: none)", func(c *Config, v string) error {
+		if v == "off" || v == "" {
+			c.HTTPAddr = ""
+			return nil
+		}
+		if _, _, err := splitHostPort(v); err != nil {
+			return fmt.Errorf("%q is not host:port, such as :80, or off", v)
+		}
+		c.HTTPAddr = v
+		return nil
+	}},
+	{"hsts", "365d", "under HTTPS (own TLS or a trusted proxy's https), the Strict-Transport-Security max-age browsers are told to keep to https, such as 365d or 1h; 0 for no header", func(c *Config, v string) error {
+		d, err := form.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration such as 365d, 12h, or 0", v)
+		}
+		c.HSTS = time.Duration(d)
+		return nil
+	}},
+	{"metrics-addr", "127.0.0.1:9090", "the address /metrics (Prometheus) is served on; not the public --addr, since it names every form of every site (off: nowhere)", func(c *Config, v string) error {
+		if v == "off" || v == "" {
+			c.MetricsAddr = ""
+			return nil
+		}
+		if _, _, err := splitHostPort(v); err != nil {
+			return fmt.Errorf("%q is not host:port, such as 127.0.0.1:9090, or off", v)
+		}
+		c.MetricsAddr = v
+		return nil
+	}},
 	{"secret", "", "the installation secret that keys fingerprints and participant claims: 64 hex digits; default: made on first start (a file under --data, or kept in the PostgreSQL store); every instance of a deployment needs the same", func(c *Config, v string) error {
 		c.Secret = nil
 		if v == "" {
@@ -427,6 +527,9 @@ func (l *Loader) Load() (Config, error) {
 	}
 	if c.MaxWait < c.DefaultWait {
 		return c, fmt.Errorf("setting max-wait (%s) is below wait (%s); raise --max-wait or lower --wait", c.MaxWait, c.DefaultWait)
+	}
+	if err := c.settleTLS(source); err != nil {
+		return c, err
 	}
 	if c.Workers == 0 {
 		c.Workers = 1

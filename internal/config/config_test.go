@@ -77,7 +77,7 @@ func TestUnknownFileKey(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "formd.yaml")
 	os.WriteFile(file, []byte("adress: x\n"), 0o600)
 	_, err := load(t, []string{"--config", file}, nil)
-	if err == nil || !strings.Contains(err.Error(), `unknown setting "adress"; valid: addr,`) {
+	if err == nil || !strings.Contains(err.Error(), `unknown setting "adress"; valid: `) || !strings.Contains(err.Error(), " addr, ") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -203,7 +203,7 @@ when_full: %s
 	if atAppend {
 		want = people
 	}
-	if n := metric(t, h.URL, "formd_decided_at_append_total"); n != want {
+	if n := metric(t, h.MetricsURL, "formd_decided_at_append_total"); n != want {
 		t.Fatalf("%d entries decided at append, want %d", n, want)
 	}
 	t.Logf("outcomes: %v", outcome)

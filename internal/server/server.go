@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"net/http/pprof"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +58,10 @@ type Server struct {
 	Guard   *webhooks.Guard
 	unlock  func() // releases the data directory's lock
 	handler http.Handler
+	metrics http.Handler
+	// tlsConf and certs are set when formd terminates TLS itself.
+	tlsConf *tls.Config
+	certs   certs
 	ready   atomic.Bool
 	// Accounts are who may use the admin API and the console.
 	Accounts *accounts.Service
@@ -124,7 +130,13 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	if err := s.Forms.Refresh(ctx); err != nil {
 		return err
 	}
-	s.Accounts = accounts.New(s.Store, accounts.Config{})
+	// A request over HTTPS, formd's own or a trusted proxy's, gets a
+	// Secure session cookie; so does every request when the public URL
+	// says https.
+	s.Accounts = accounts.New(s.Store, accounts.Config{
+		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		IsHTTPS:       func(r *http.Request) bool { return isHTTPS(r, cfg.TrustedProxies) },
+	})
 	// The admin token is issued again at each start until it is first
 	// used: one printed where nobody read it is never the only way in.
 	token, hash := accounts.NewToken()
@@ -139,6 +151,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		return fmt.Errorf("make the setup link: %w", err)
 	} else if ok {
 		s.SetupCode = code
+	}
+	if s.tlsConf, s.certs, err = s.openTLS(reg); err != nil {
+		return err
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store})
@@ -193,7 +208,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	adm.Register(mux)
 	console.New(adm, s.Accounts, s.cfg.TrustedProxies, log).Register(mux)
 	pages.Register(mux)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// /metrics names every form of every site: it is served on
+	// --metrics-addr, never on the public address.
+	s.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("ok\n")) //nolint:errcheck // best effort
@@ -202,7 +219,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, log, problem.New(problem.CodeNotFound, ""))
 	})
-	s.handler = mux
+	s.handler = withHSTS(mux, cfg.HSTS, cfg.TrustedProxies)
 	return nil
 }
 
@@ -211,6 +228,9 @@ func reg() *prometheus.Registry { return prometheus.NewRegistry() }
 
 // Handler is the instance's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// MetricsHandler serves the instance's Prometheus metrics.
+func (s *Server) MetricsHandler() http.Handler { return s.metrics }
 
 // listenForOutcomes feeds outcomes decided on other instances to this
 // instance's waiting requests until ctx ends.
@@ -240,6 +260,9 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	if bus, ok := s.Journal.(journal.OutcomeBus); ok {
 		wg.Go(func() { s.listenForOutcomes(ctx, bus) })
 	}
+	if s.certs != nil {
+		wg.Go(func() { s.certs.run(ctx) })
+	}
 	wg.Go(func() {
 		if err := s.proc.Run(ctx); err != nil {
 			s.log.Error("processor stopped", "err", err)
@@ -259,6 +282,12 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 // is in the journal, and anything not yet decided is decided on the next
 // start.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.ServeOn(ctx, Listeners{Public: ln})
+}
+
+// ServeOn is Serve on every listener of ls (see Listen).
+func (s *Server) ServeOn(ctx context.Context, ls Listeners) error {
+	ln := ls.Public
 	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	waitBg := s.Start(bgCtx)
 	srv := &http.Server{
@@ -268,12 +297,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          errorLog(s.log),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if s.tlsConf != nil {
+		// ServeTLS adds h2 to the protocols offered: HTTP/2 under TLS.
+		srv.TLSConfig = s.tlsConf
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	stopSide := s.startSide(ls)
 	stopDebug := s.startDebug()
-	s.log.Info("formd serving", "addr", ln.Addr().String(), "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
+	s.log.Info("formd serving", "addr", ln.Addr().String(), "https", s.tlsConf != nil, "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -286,6 +322,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(shutCtx); err != nil {
 		s.log.Warn("requests still in flight at the shutdown timeout", "err", err)
 	}
+	stopSide()
 	stopDebug()
 	stopBg()
 	waitBg()

@@ -19,9 +19,11 @@ import (
 
 // Harness is a running instance.
 type Harness struct {
-	URL    string
-	Server *server.Server
-	Data   string
+	URL string
+	// MetricsURL serves /metrics, which the public URL does not.
+	MetricsURL string
+	Server     *server.Server
+	Data       string
 	// Token is the admin token made on start.
 	Token string
 	stop  func()
@@ -81,10 +83,14 @@ func Start(t testing.TB, forms string, opts Options) *Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(runCtx, ln) }()
-	h := &Harness{URL: "http://" + ln.Addr().String(), Server: s, Data: cfg.Data, Token: s.NewAdminToken}
+	go func() { done <- s.ServeOn(runCtx, server.Listeners{Public: ln, Metrics: mln}) }()
+	h := &Harness{URL: "http://" + ln.Addr().String(), MetricsURL: "http://" + mln.Addr().String(), Server: s, Data: cfg.Data, Token: s.NewAdminToken}
 	h.stop = func() {
 		transport.CloseIdleConnections()
 		cancel()
