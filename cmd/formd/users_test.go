@@ -39,7 +39,7 @@ func TestUsers(t *testing.T) {
 		{name: "add with a bad role", args: []string{"add", "--email", "ann@example.com", "--role", "admin"}, code: 2, want: `--role: not a role: "admin"; use owner, editor or viewer`},
 		{name: "add with a bad e-mail", args: []string{"add", "--email", "ann", "--role", "owner"}, code: 2, want: "--email: not an e-mail address"},
 		{name: "add, not a terminal", args: []string{"add", "--email", "ann@example.com", "--role", "owner"}, code: 2, want: "add --password-stdin"},
-		{name: "add, short password", args: []string{"add", "--email", "ann@example.com", "--role", "owner", "--password-stdin"}, stdin: "short\n", code: 2, want: "at least 10 characters"},
+		{name: "add, short password", args: []string{"add", "--email", "ann@example.com", "--role", "owner", "--password-stdin"}, stdin: "short\n", code: 2, want: "at least 12 characters"},
 		{name: "add, empty stdin", args: []string{"add", "--email", "ann@example.com", "--role", "owner", "--password-stdin"}, code: 2, want: "stdin is empty"},
 		{name: "add an owner", args: []string{"add", "--data", data, "--email", "Ann@Example.com", "--role", "owner", "--password-stdin"}, stdin: "correct horse battery\n", code: 0, want: "added ann@example.com: owner of *"},
 		{name: "add the e-mail again", args: []string{"add", "--data", data, "--email", "ann@example.com", "--role", "viewer", "--password-stdin"}, stdin: "correct horse battery\n", code: 1, want: "already exists; formd users list shows it"},

@@ -54,6 +54,8 @@ const (
 	CodeSetupInvalid         = "setup-invalid"
 	CodeSetupDone            = "setup-done"
 	CodeTokenRevoked         = "token-revoked"
+	CodeResetInvalid         = "reset-invalid"
+	CodeJobRunning           = "job-running"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -103,6 +105,8 @@ var Codes = map[string]Info{
 	CodeSetupInvalid:         {Status: 400, Title: "Setup link not valid", Explain: "The setup link is wrong, used or expired. Restart formd for a new one, or make the first account with formd users add."},
 	CodeSetupDone:            {Status: 409, Title: "Already set up", Explain: "formd already has an account: sign in, or ask an owner for an account."},
 	CodeTokenRevoked:         {Status: 409, Title: "Token revoked", Explain: "This API token was revoked already."},
+	CodeResetInvalid:         {Status: 400, Title: "Reset link not valid", Explain: "The password reset link is wrong, used or expired (it works once, for a few hours). Ask an owner for a new one; on the server, formd users passwd --email sets a password."},
+	CodeJobRunning:           {Status: 409, Title: "Job already running", Explain: "You already have an audit of this form running: follow it on its job page, or wait for it to finish before starting another.", RetryAfter: 5},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 

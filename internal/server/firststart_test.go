@@ -3,15 +3,16 @@ package server_test
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/formd/formd/internal/server/servertest"
 )
 
-// TestAdminTokenUntilFirstUse: the admin token is issued again at each
-// start until it is first used, so one printed where nobody read it is
-// never the only way in; once used, it is never replaced by a start.
-func TestAdminTokenUntilFirstUse(t *testing.T) {
+// TestAdminTokenIssuedOnce: the store decides that one start issues the
+// admin token and the setup link; a restart, even with the token never
+// used, issues neither and keeps the printed ones working.
+func TestAdminTokenIssuedOnce(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
 	get := func(h *servertest.Harness, token string) int {
@@ -26,28 +27,26 @@ func TestAdminTokenUntilFirstUse(t *testing.T) {
 		return resp.StatusCode
 	}
 	h1 := servertest.Start(t, "", servertest.Options{Data: data})
-	first := h1.Token
-	if first == "" || h1.Server.SetupCode == "" {
-		t.Fatalf("first start: token %q, setup code %q; want both", first, h1.Server.SetupCode)
+	first, code := h1.Token, h1.Server.SetupCode
+	if first == "" || code == "" {
+		t.Fatalf("first start: token %q, setup code %q; want both", first, code)
 	}
 	h1.Stop()
 	h2 := servertest.Start(t, "", servertest.Options{Data: data})
-	second := h2.Token
-	if second == "" || second == first {
-		t.Fatalf("second start, the token never used: %q, want a new one", second)
+	if h2.Token != "" || h2.Server.SetupCode != "" || !h2.Server.SetupPending {
+		t.Fatalf("second start, the token never used: token %q, setup code %q, pending %v; want none issued", h2.Token, h2.Server.SetupCode, h2.Server.SetupPending)
 	}
-	if code := get(h2, first); code != 401 {
-		t.Fatalf("the replaced token: %d, want 401", code)
+	if code := get(h2, first); code != 200 {
+		t.Fatalf("the first token after a restart: %d, want 200", code)
 	}
-	if code := get(h2, second); code != 200 {
-		t.Fatalf("the new token: %d, want 200", code)
+	// The link the first start printed still makes the first account.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.PostForm(h2.URL+"/admin/setup", url.Values{"code": {code}, "email": {"ann@example.org"}, "password": {"correct horse battery staple"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	h2.Stop()
-	h3 := servertest.Start(t, "", servertest.Options{Data: data})
-	if h3.Token != "" {
-		t.Fatalf("third start, the token used: a new one %q was issued", h3.Token)
-	}
-	if code := get(h3, second); code != 200 {
-		t.Fatalf("the token in use after a restart: %d, want 200", code)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/admin/forms?done=set-up" {
+		t.Fatalf("the first start's setup link after a restart: %d %s, want 303 to the forms", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }

@@ -1013,11 +1013,11 @@ func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]by
 }
 
 // PutToken stores a token hash under a name.
-func (s *Store) PutToken(ctx context.Context, name string, hash []byte, unlessUsed bool) (bool, error) {
+func (s *Store) PutToken(ctx context.Context, name string, hash []byte, ifAbsent bool) (bool, error) {
 	q := `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?)
-		ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, used_at = NULL`
-	if unlessUsed {
-		q += ` WHERE tokens.used_at IS NULL`
+		ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, used_at = NULL, revoked_at = NULL`
+	if ifAbsent {
+		q = `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING`
 	}
 	res, err := s.wdb.ExecContext(ctx, q, name, hash, s.now().UnixMicro())
 	if err != nil {
@@ -1031,7 +1031,7 @@ func (s *Store) PutToken(ctx context.Context, name string, hash []byte, unlessUs
 // used the first time.
 func (s *Store) TokenValid(ctx context.Context, hash []byte) (bool, error) {
 	var used sql.NullInt64
-	err := s.rdb.QueryRowContext(ctx, `SELECT used_at FROM tokens WHERE hash = ?`, hash).Scan(&used)
+	err := s.rdb.QueryRowContext(ctx, `SELECT used_at FROM tokens WHERE hash = ? AND revoked_at IS NULL`, hash).Scan(&used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
