@@ -49,9 +49,9 @@ func (h *Handler) VisibleForms(p accounts.Principal) []*form.Form {
 // definition that does not check is refused whole with every problem
 // named (invalid-form-definition).
 func (h *Handler) ApplyForms(ctx context.Context, p accounts.Principal, raw []byte) ([]string, error) {
-	raw, err := form.RestoreSecrets(raw, h.knownWebhooks(p))
+	raw, err := h.RestoreSecrets(p, raw)
 	if err != nil {
-		return nil, problem.New(problem.CodeInvalidDefinition, err.Error())
+		return nil, err
 	}
 	set, err := form.ParseSet(raw, "", h.CheckURL)
 	if err != nil {
@@ -78,6 +78,18 @@ func (h *Handler) ApplyForms(ctx context.Context, p accounts.Principal, raw []by
 		}
 	}
 	return h.putForms(ctx, call{p: p}, set, "forms.apply")
+}
+
+// RestoreSecrets puts the stored webhook secrets back where a definition
+// sent by someone who could not read them (DefinitionFor) still has the
+// placeholder; a placeholder with no secret to keep is
+// invalid-form-definition, saying so.
+func (h *Handler) RestoreSecrets(p accounts.Principal, raw []byte) ([]byte, error) {
+	out, err := form.RestoreSecrets(raw, h.knownWebhooks(p))
+	if err != nil {
+		return nil, problem.New(problem.CodeInvalidDefinition, err.Error())
+	}
+	return out, nil
 }
 
 // knownWebhooks finds the stored webhook of a url among the forms and

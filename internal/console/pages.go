@@ -291,9 +291,15 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, p page) error {
 	}
 	src := r.PostFormValue("definition")
 	var problems []form.Problem
-	forms, err := form.Parse([]byte(src), "")
+	restored, err := h.adm.RestoreSecrets(p.P, []byte(src))
+	if err != nil {
+		problems = []form.Problem{{Msg: problem.From(err).Detail}}
+		restored = []byte(src)
+	}
+	forms, err := form.Parse(restored, "")
 	var de *form.DefinitionError
 	switch {
+	case problems != nil:
 	case errors.As(err, &de):
 		problems = de.Problems
 	case err != nil:
@@ -302,7 +308,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, p page) error {
 		problems = []form.Problem{{Msg: fmt.Sprintf(p.L.T["edit.one-form"], f.ID())}}
 	}
 	if problems == nil {
-		if _, err := h.adm.ApplyForms(r.Context(), p.P, []byte(src)); err != nil {
+		if _, err := h.adm.ApplyForms(r.Context(), p.P, restored); err != nil {
 			return err
 		}
 		return back(w, r, "/admin/forms/"+url.PathEscape(f.ID()), "saved")
@@ -707,7 +713,7 @@ func (h *Handler) accountsFailed(w http.ResponseWriter, r *http.Request, p page,
 	if p.Error == "" {
 		p.Error = err.Error()
 	}
-	return h.accountsPage(w, r, p)
+	return h.accountsShown(w, r, p, pr.Status, accountsView{})
 }
 
 func (h *Handler) accountAction(w http.ResponseWriter, r *http.Request, p page) error {
@@ -742,12 +748,12 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, p page) er
 	}
 	// Shown once, on this answer only: it is never stored or shown again.
 	p.Flash = "token-created"
-	return h.accountsShown(w, r, p, accountsView{NewToken: token})
+	return h.accountsShown(w, r, p, http.StatusCreated, accountsView{NewToken: token})
 }
 
-// accountsShown renders the accounts page with something shown this once
-// (a new token, a reset link).
-func (h *Handler) accountsShown(w http.ResponseWriter, r *http.Request, p page, v accountsView) error {
+// accountsShown renders the accounts page with status and something shown
+// this once (a new token, a reset link) or what was wrong.
+func (h *Handler) accountsShown(w http.ResponseWriter, r *http.Request, p page, status int, v accountsView) error {
 	v.Roles, v.Manage = []string{"owner", "editor", "viewer"}, p.CanAnywhere("manage")
 	var err error
 	if v.Manage {
@@ -759,7 +765,7 @@ func (h *Handler) accountsShown(w http.ResponseWriter, r *http.Request, p page, 
 		return err
 	}
 	p.Nav, p.Title, p.Data = "accounts", p.L.T["nav.accounts"], v
-	h.render(w, http.StatusCreated, "accounts", p)
+	h.render(w, status, "accounts", p)
 	return nil
 }
 
@@ -775,7 +781,7 @@ func (h *Handler) resetAccount(w http.ResponseWriter, r *http.Request, p page, i
 		scheme = "https"
 	}
 	p.Flash = "reset-link"
-	return h.accountsShown(w, r, p, accountsView{ResetLink: scheme + "://" + r.Host + accounts.ResetURL(code), ResetExpires: expires})
+	return h.accountsShown(w, r, p, http.StatusCreated, accountsView{ResetLink: scheme + "://" + r.Host + accounts.ResetURL(code), ResetExpires: expires})
 }
 
 // ---- one's own account ----
