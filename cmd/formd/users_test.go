@@ -79,6 +79,24 @@ func TestUsers(t *testing.T) {
 					t.Fatalf("a revoked token authenticates as %+v", p)
 				}
 			}},
+		{name: "passwd without e-mail", args: []string{"passwd", "--data", data}, code: 2, want: "--email is required"},
+		{name: "passwd, short", args: []string{"passwd", "--data", data, "--email", "ann@example.com", "--password-stdin"}, stdin: "short\n", code: 2, want: "at least 12 characters"},
+		{name: "passwd for nobody", args: []string{"passwd", "--data", data, "--email", "cy@example.com", "--password-stdin"}, stdin: "a forgotten owner's new one\n", code: 1, want: "no account has the e-mail cy@example.com"},
+		{name: "passwd", args: []string{"passwd", "--data", data, "--email", "Ann@example.com", "--password-stdin"}, stdin: "a forgotten owner's new one\n", code: 0, want: "set the password of ann@example.com",
+			afterward: func(t *testing.T, _, _ string) {
+				st, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: filepath.Join(data, "store.db")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				svc := accounts.New(st, accounts.Config{})
+				if _, err := svc.Login(context.Background(), "ann@example.com", "a forgotten owner's new one", "192.0.2.1"); err != nil {
+					t.Fatalf("sign in with the password formd users passwd set: %v", err)
+				}
+				if _, err := svc.Login(context.Background(), "ann@example.com", "correct horse battery", "192.0.2.1"); !errors.Is(err, accounts.ErrBadCredentials) {
+					t.Fatalf("the old password: %v", err)
+				}
+			}},
 		{name: "disable nobody", args: []string{"disable", "--data", data, "--email", "cy@example.com"}, code: 1, want: "no account has the e-mail cy@example.com"},
 		{name: "disable", args: []string{"disable", "--data", data, "--email", "BO@example.com"}, code: 0, want: "disabled bo@example.com"},
 		{name: "list shows disabled", args: []string{"list", "--data", data}, code: 0, want: "disabled"},

@@ -61,7 +61,7 @@ type Token struct {
 	CreatedBy  string
 	CreatedAt  time.Time
 	LastUsedAt time.Time // zero: never used
-	RevokedAt    time.Time // zero: live
+	RevokedAt  time.Time // zero: live
 }
 
 // Session is a signed-in browser, found by the hash of its cookie.
