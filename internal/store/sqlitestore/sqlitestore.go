@@ -1012,12 +1012,19 @@ func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]by
 	return stored, nil
 }
 
+// firstOwnerOfAll is the first account that is an owner of every site
+// (accounts.Account.OwnsAll), NULL while there is none.
+const firstOwnerOfAll = `(SELECT id FROM accounts WHERE role = 'owner' AND sites = '["*"]' ORDER BY created_at, id LIMIT 1)`
+
 // PutToken stores a token hash under a name.
 func (s *Store) PutToken(ctx context.Context, name string, hash []byte, ifAbsent bool) (bool, error) {
-	q := `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?)
-		ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, used_at = NULL, revoked_at = NULL`
+	// The token belongs to the first owner of every site, if there is
+	// one yet (else that account adopts it when made).
+	q := `INSERT INTO tokens(name, hash, created_at, account_id) VALUES (?, ?, ?, ` + firstOwnerOfAll + `)
+		ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, used_at = NULL, revoked_at = NULL,
+			account_id = coalesce(tokens.account_id, excluded.account_id)`
 	if ifAbsent {
-		q = `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING`
+		q = `INSERT INTO tokens(name, hash, created_at, account_id) VALUES (?, ?, ?, ` + firstOwnerOfAll + `) ON CONFLICT(name) DO NOTHING`
 	}
 	res, err := s.wdb.ExecContext(ctx, q, name, hash, s.now().UnixMicro())
 	if err != nil {

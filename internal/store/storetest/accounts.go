@@ -40,6 +40,7 @@ func RunAccounts(t *testing.T, newStore Opener) {
 		{"APITokens", testAPITokens},
 		{"LegacyAdminToken", testLegacyToken},
 		{"AdminTokenOwnedListedRevocable", testAdminTokenOwned},
+		{"AdminTokenMadeAfterTheFirstOwner", testAdminTokenMadeLate},
 		{"TokenMadeForAnotherNamesItsMaker", testTokenMaker},
 		{"SessionExpiry", testSessionExpiry},
 		{"SessionCookieAndCSRF", testSessionCookie},
@@ -974,6 +975,27 @@ func testAdminTokenOwned(t *testing.T, e *accountsEnv) {
 	}
 	if len(e.audit(t, "token.revoke")) != 1 {
 		t.Fatal("the revocation is not in the audit log")
+	}
+	// formd token makes a new one, still the first owner's.
+	token, hash = accounts.NewToken()
+	if ok, err := e.st.PutToken(e.ctx, "admin", hash, false); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if p, err := e.svc.Authenticate(bearer("Bearer", token)); err != nil || p.AccountID != first.ID {
+		t.Fatalf("the token formd token made: %+v %v, want una's", p, err)
+	}
+}
+
+// An admin token made while an owner of every site exists is theirs at
+// once.
+func testAdminTokenMadeLate(t *testing.T, e *accountsEnv) {
+	first := e.add(t, "ray@example.com", accounts.Owner, "*")
+	token, hash := accounts.NewToken()
+	if ok, err := e.st.PutToken(e.ctx, "admin", hash, false); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if p, err := e.svc.Authenticate(bearer("Bearer", token)); err != nil || p.AccountID != first.ID {
+		t.Fatalf("the admin token made after the first owner: %+v %v, want ray's", p, err)
 	}
 }
 
