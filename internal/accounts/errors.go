@@ -37,7 +37,7 @@ var (
 	// ErrInvalidSites means a site list that is empty or has a blank name.
 	ErrInvalidSites = coded("sites must be * (every site) or a list of site ids", "invalid-account")
 	// ErrSetupCode means the setup code is wrong, used or expired.
-	ErrSetupCode = coded("the setup link is wrong, used or expired: restart formd for a new one, or use formd users add", "setup-invalid")
+	ErrSetupCode = coded("the setup link is wrong, used or expired: formd setup-link on the server makes a new one, or use formd users add", "setup-invalid")
 	// ErrSetupDone means an account exists, so there is nothing to set up.
 	ErrSetupDone = coded("formd is set up already: sign in, or ask an owner for an account", "setup-done")
 	// ErrResetInvalid means a password reset link is wrong, used or
