@@ -57,9 +57,15 @@ func serve(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\nformd: no account yet. Make the first (an owner of every site) at this one-time link, valid 24 hours:\n\n    %s\n\n"+
 			"or with 'formd users add --email you@example.org --role owner'.\n", accounts.SetupURL(baseURL(cfg, ls.Public.Addr().String()), s.SetupCode))
 	}
+	if s.SetupPending {
+		fmt.Fprintf(stderr, "\nformd: no account yet; a setup link was already issued (by an earlier start or another instance). "+
+			"'formd setup-link' makes a new one; 'formd users add --email you@example.org --role owner' makes the account here.\n")
+	}
 	if s.NewAdminToken != "" {
-		fmt.Fprintf(stderr, "\nformd: the admin API token (an owner of every site); only its hash is kept, and it is printed at each start until it is first used:\n\n    %s\n\n"+
+		fmt.Fprintf(stderr, "\nformd: the admin API token (an owner of every site, given to the first such account); only its hash is kept, and it is printed this once:\n\n    %s\n\n"+
 			"Use it as 'Authorization: Bearer <token>' on /v1/admin/. Make a new one with 'formd token'.\n\n", s.NewAdminToken)
+	} else {
+		fmt.Fprintf(stderr, "formd: an admin token was already issued; 'formd token' makes a new one.\n")
 	}
 	if err := s.ServeOn(ctx, ls); err != nil {
 		log.Error("formd stopped with an error", "err", err)

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	commands["token"] = command{"make a new admin token, replacing the old one", tokenCmd}
+	commands["token"] = command{"make a new admin token, replacing the old one (also a revoked one)", tokenCmd}
 }
 
 func tokenCmd(args []string, stdout, stderr io.Writer) int {

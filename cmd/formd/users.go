@@ -19,11 +19,12 @@ import (
 )
 
 func init() {
-	commands["users"] = command{"manage console accounts and their API tokens (users add|list|disable|token|revoke-token)", usersCmd}
+	commands["users"] = command{"manage console accounts and their API tokens (users add|list|passwd|disable|token|revoke-token)", usersCmd}
 }
 
 const usersUsage = `usage: formd users add --email E --role owner|editor|viewer [--sites a,b] [--name N] [--password-stdin]
        formd users list
+       formd users passwd --email E [--password-stdin]
        formd users disable --email E
        formd users token --email E --name NAME
        formd users revoke-token --id ID
@@ -45,7 +46,7 @@ var terminal = struct {
 // store has every right anyway.
 func usersCmd(args []string, stdout, stderr io.Writer) int {
 	subs := map[string]func(ctx context.Context, u *usersRun) int{
-		"add": usersAdd, "list": usersList, "disable": usersDisable, "token": usersToken, "revoke-token": usersRevokeToken,
+		"add": usersAdd, "list": usersList, "passwd": usersPasswd, "disable": usersDisable, "token": usersToken, "revoke-token": usersRevokeToken,
 	}
 	if len(args) == 0 || subs[args[0]] == nil {
 		fmt.Fprintln(stderr, usersUsage)
@@ -62,6 +63,8 @@ func usersCmd(args []string, stdout, stderr io.Writer) int {
 		u.sites = u.fs.String("sites", accounts.AllSites, "comma-separated site ids the account may act on; * for every site")
 		u.label = u.fs.String("name", "", "the person's name, as the console shows it")
 		u.passwordStdin = u.fs.Bool("password-stdin", false, "read the password from the first line of stdin instead of asking for it")
+	case "passwd":
+		u.passwordStdin = u.fs.Bool("password-stdin", false, "read the new password from the first line of stdin instead of asking for it")
 	case "token":
 		u.label = u.fs.String("name", "", "what the token is for, such as zapier or backup-script")
 	case "revoke-token":
@@ -262,6 +265,39 @@ func (u *usersRun) account(ctx context.Context, svc *accounts.Service) (accounts
 		return a, u.fail(err)
 	}
 	return a, 0
+}
+
+// usersPasswd sets an account's password from the server's command line:
+// the way back in for the last owner who forgot theirs. Every session of
+// the account ends; its tokens keep working.
+func usersPasswd(ctx context.Context, u *usersRun) int {
+	if !u.need("email", u.email, "ann@example.com") {
+		return 2
+	}
+	if _, err := accounts.NormalizeEmail(*u.email); err != nil {
+		return u.usage("--email: %v", err)
+	}
+	password, err := u.readPassword()
+	if err != nil {
+		return u.usage("%v", err)
+	}
+	if err := accounts.CheckPassword(password); err != nil {
+		return u.usage("%v", err)
+	}
+	svc, closeStore, code := u.open(ctx)
+	if svc == nil {
+		return code
+	}
+	defer closeStore()
+	a, code := u.account(ctx, svc)
+	if code != 0 {
+		return code
+	}
+	if err := svc.SetPassword(ctx, u.operator(), a.ID, password); err != nil {
+		return u.fail(err)
+	}
+	fmt.Fprintf(u.stdout, "set the password of %s: its sessions are ended\n", a.Email)
+	return 0
 }
 
 func usersDisable(ctx context.Context, u *usersRun) int {

@@ -39,7 +39,7 @@ func TestUsers(t *testing.T) {
 		{name: "add with a bad role", args: []string{"add", "--email", "ann@example.com", "--role", "admin"}, code: 2, want: `--role: not a role: "admin"; use owner, editor or viewer`},
 		{name: "add with a bad e-mail", args: []string{"add", "--email", "ann", "--role", "owner"}, code: 2, want: "--email: not an e-mail address"},
 		{name: "add, not a terminal", args: []string{"add", "--email", "ann@example.com", "--role", "owner"}, code: 2, want: "add --password-stdin"},
-		{name: "add, short password", args: []string{"add", "--email", "ann@example.com", "--role", "owner", "--password-stdin"}, stdin: "short\n", code: 2, want: "at least 10 characters"},
+		{name: "add, short password", args: []string{"add", "--email", "ann@example.com", "--role", "owner", "--password-stdin"}, stdin: "short\n", code: 2, want: "at least 12 characters"},
 		{name: "add, empty stdin", args: []string{"add", "--email", "ann@example.com", "--role", "owner", "--password-stdin"}, code: 2, want: "stdin is empty"},
 		{name: "add an owner", args: []string{"add", "--data", data, "--email", "Ann@Example.com", "--role", "owner", "--password-stdin"}, stdin: "correct horse battery\n", code: 0, want: "added ann@example.com: owner of *"},
 		{name: "add the e-mail again", args: []string{"add", "--data", data, "--email", "ann@example.com", "--role", "viewer", "--password-stdin"}, stdin: "correct horse battery\n", code: 1, want: "already exists; formd users list shows it"},
@@ -77,6 +77,24 @@ func TestUsers(t *testing.T) {
 			afterward: func(t *testing.T, _, _ string) {
 				if p := authenticate(t, data, token); p != nil {
 					t.Fatalf("a revoked token authenticates as %+v", p)
+				}
+			}},
+		{name: "passwd without e-mail", args: []string{"passwd", "--data", data}, code: 2, want: "--email is required"},
+		{name: "passwd, short", args: []string{"passwd", "--data", data, "--email", "ann@example.com", "--password-stdin"}, stdin: "short\n", code: 2, want: "at least 12 characters"},
+		{name: "passwd for nobody", args: []string{"passwd", "--data", data, "--email", "cy@example.com", "--password-stdin"}, stdin: "a forgotten owner's new one\n", code: 1, want: "no account has the e-mail cy@example.com"},
+		{name: "passwd", args: []string{"passwd", "--data", data, "--email", "Ann@example.com", "--password-stdin"}, stdin: "a forgotten owner's new one\n", code: 0, want: "set the password of ann@example.com",
+			afterward: func(t *testing.T, _, _ string) {
+				st, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: filepath.Join(data, "store.db")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				svc := accounts.New(st, accounts.Config{})
+				if _, err := svc.Login(context.Background(), "ann@example.com", "a forgotten owner's new one", "192.0.2.1"); err != nil {
+					t.Fatalf("sign in with the password formd users passwd set: %v", err)
+				}
+				if _, err := svc.Login(context.Background(), "ann@example.com", "correct horse battery", "192.0.2.1"); !errors.Is(err, accounts.ErrBadCredentials) {
+					t.Fatalf("the old password: %v", err)
 				}
 			}},
 		{name: "disable nobody", args: []string{"disable", "--data", data, "--email", "cy@example.com"}, code: 1, want: "no account has the e-mail cy@example.com"},

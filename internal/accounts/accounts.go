@@ -40,12 +40,32 @@ type Config struct {
 	// TLS ended at a trusted proxy in front (X-Forwarded-Proto: https);
 	// such requests get Secure cookies. Default: only r.TLS counts.
 	IsHTTPS func(r *http.Request) bool
-	// MaxLoginAttempts is how many sign-ins one IP address, or one e-mail,
-	// may try in LoginWindow before it is locked out until the window ends.
-	// A successful sign-in starts over. Default 10.
+	// MaxLoginAttempts is how many sign-ins for one e-mail from one
+	// address may come in a row, at any pace; each further one must wait
+	// after the one before it twice as long as the last wait (1s, 2s, 4s…,
+	// at most LoginWindow), or it is refused unchecked. Only that pair is
+	// slowed: the account's owner signing in from another address is not.
+	// A successful sign-in, or a pause of LoginWindow, starts over.
+	// Default 5.
 	MaxLoginAttempts int
-	// LoginWindow is the window of MaxLoginAttempts. Default 15m.
+	// AddressAttempts is how many sign-ins one address may try, for any
+	// e-mails, before it must pause for LoginWindow; a success does not
+	// start it over, so signing in to one's own account between guesses
+	// buys nothing. Default 100.
+	AddressAttempts int
+	// SetupAttempts is how many posts of the setup page (or of a reset
+	// link's page) one address may make before it must pause for
+	// LoginWindow. Default 10.
+	SetupAttempts int
+	// LoginWindow is the pause that starts the counts over, and the
+	// longest wait between two slowed sign-ins. Default 15m.
 	LoginWindow time.Duration
+	// HashWait is how long a password check waits for a free hashing slot
+	// (one per core, each taking Password.Memory) before the answer is
+	// ErrBusy (503 with Retry-After). Default 5s.
+	HashWait time.Duration
+	// ResetValid is how long a password reset link works. Default 4h.
+	ResetValid time.Duration
 	// SetupValid is how long a setup link works. Default 24h.
 	SetupValid time.Duration
 	// Password are the argon2id parameters of new hashes; a stored hash
@@ -65,7 +85,19 @@ func (c Config) withDefaults() Config {
 		c.SessionMaxAge = 7 * 24 * time.Hour
 	}
 	if c.MaxLoginAttempts <= 0 {
-		c.MaxLoginAttempts = 10
+		c.MaxLoginAttempts = 5
+	}
+	if c.AddressAttempts <= 0 {
+		c.AddressAttempts = 100
+	}
+	if c.SetupAttempts <= 0 {
+		c.SetupAttempts = 10
+	}
+	if c.HashWait <= 0 {
+		c.HashWait = 5 * time.Second
+	}
+	if c.ResetValid <= 0 {
+		c.ResetValid = 4 * time.Hour
 	}
 	if c.LoginWindow <= 0 {
 		c.LoginWindow = 15 * time.Minute
@@ -90,9 +122,9 @@ const touchEvery = time.Minute
 type Service struct {
 	st  Store
 	cfg Config
-	// hashing admits one argon2id hash per core at a time: each takes
-	// Params.Memory, so a burst of sign-ins waits instead of exhausting
-	// memory.
+	// hashing admits one argon2id hash per core at a time, server-wide:
+	// each takes Params.Memory, so a burst of sign-ins waits (at most
+	// Config.HashWait, then ErrBusy) instead of exhausting memory.
 	hashing chan struct{}
 	// dummy is a hash to check passwords of unknown e-mails against, so
 	// they take as long as known ones.
@@ -143,10 +175,21 @@ func (s *Service) verify(ctx context.Context, phc, password string) (bool, error
 	return ok && match, err
 }
 
+// acquire takes a hashing slot, waiting at most Config.HashWait.
 func (s *Service) acquire(ctx context.Context) (func(), error) {
+	release := func() { <-s.hashing }
 	select {
 	case s.hashing <- struct{}{}:
-		return func() { <-s.hashing }, nil
+		return release, nil
+	default:
+	}
+	wait := time.NewTimer(s.cfg.HashWait)
+	defer wait.Stop()
+	select {
+	case s.hashing <- struct{}{}:
+		return release, nil
+	case <-wait.C:
+		return nil, ErrBusy
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

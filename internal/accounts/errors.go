@@ -37,9 +37,20 @@ var (
 	// ErrInvalidSites means a site list that is empty or has a blank name.
 	ErrInvalidSites = coded("sites must be * (every site) or a list of site ids", "invalid-account")
 	// ErrSetupCode means the setup code is wrong, used or expired.
-	ErrSetupCode = coded("the setup link is wrong, used or expired: restart formd for a new one, or use formd users add", "setup-invalid")
+	ErrSetupCode = coded("the setup link is wrong, used or expired: formd setup-link on the server makes a new one, or use formd users add", "setup-invalid")
 	// ErrSetupDone means an account exists, so there is nothing to set up.
 	ErrSetupDone = coded("formd is set up already: sign in, or ask an owner for an account", "setup-done")
+	// ErrResetInvalid means a password reset link is wrong, used or
+	// expired.
+	ErrResetInvalid = coded("the password reset link is wrong, used or expired: ask an owner for a new one", "reset-invalid")
+	// ErrBusy means every password hashing slot stayed taken for the
+	// longest wait: the server is busy signing people in.
+	ErrBusy = coded("the server is busy checking passwords: try again in a moment", "overloaded")
+	// ErrInvalidTokenName means a token's name is blank or too long.
+	ErrInvalidTokenName = coded(fmt.Sprintf("give the token a name of 1 to %d characters that says where it is used", MaxTokenName), "invalid-request")
+	// ErrWrongPassword means the current password given to change it is
+	// not the account's.
+	ErrWrongPassword = coded("the current password is wrong", "invalid-credentials")
 	// ErrRevoked means the token was revoked already.
 	ErrRevoked = coded("the token is revoked already", "token-revoked")
 )

@@ -75,17 +75,17 @@ func TestCheckPassword(t *testing.T) {
 		password string
 		want     error
 	}{
-		{"123456789", ErrPasswordTooShort},
-		{"1234567890", nil},
-		{"短い日本語のパスワード", nil}, // 11 characters, more bytes
-		{"短い日本語のパス", ErrPasswordTooShort},
+		{"12345678901", ErrPasswordTooShort},
+		{"123456789012", nil},
+		{"短い日本語のパスワードだ", nil}, // 12 characters, more bytes
+		{"短い日本語のパスワード", ErrPasswordTooShort},
 		{strings.Repeat("x", MaxPasswordLength+1), ErrPasswordTooLong},
 	} {
 		if err := CheckPassword(tc.password); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("CheckPassword(%q): %v, want %v", tc.password, err, tc.want)
 		}
 	}
-	if !strings.Contains(ErrPasswordTooShort.Error(), "at least 10 characters") {
+	if !strings.Contains(ErrPasswordTooShort.Error(), "at least 12 characters") {
 		t.Errorf("the message %q does not say the rule", ErrPasswordTooShort)
 	}
 }

@@ -45,6 +45,10 @@ const (
 	Forget
 	// ManageAccounts is adding and changing accounts and their API tokens.
 	ManageAccounts
+	// ReadSecrets is reading a definition's webhook signing secrets, with
+	// which one could sign events to the owner's systems. Editors may
+	// replace a secret but never read it back.
+	ReadSecrets
 )
 
 func (a Action) String() string {
@@ -59,13 +63,15 @@ func (a Action) String() string {
 		return "forget"
 	case ManageAccounts:
 		return "manage-accounts"
+	case ReadSecrets:
+		return "read-secrets"
 	}
 	return fmt.Sprintf("action(%d)", int(a))
 }
 
 // allows is the one table of what each role may do.
 var allows = map[Role][]Action{
-	Owner:  {Read, Act, EditForms, Forget, ManageAccounts},
+	Owner:  {Read, Act, EditForms, Forget, ManageAccounts, ReadSecrets},
 	Editor: {Read, Act, EditForms},
 	Viewer: {Read},
 }
@@ -94,13 +100,18 @@ type Principal struct {
 	Sites []string
 	// Via is ViaSession, ViaToken or ViaCLI.
 	Via string
-	// TokenID is the API token used, for Via == ViaToken (empty for the
-	// legacy admin token).
+	// TokenID is the API token used, for Via == ViaToken (AdminTokenID
+	// for the admin token once it has an account; empty before).
 	TokenID string
+	// TokenBy is who made the token, when not the account itself.
+	TokenBy string
 	// CSRFToken is the session's token that state-changing forms carry as
 	// _csrf (or the X-CSRF-Token header); empty unless Via == ViaSession.
 	// It is not a credential alone, but never log it.
 	CSRFToken string
+	// session is the hash of the session's cookie, for Via == ViaSession:
+	// the session a password change keeps.
+	session []byte
 }
 
 // Can says whether the principal may do action on site. A site-less thing
@@ -159,6 +170,8 @@ func (p Principal) String() string {
 		return "command line (" + p.Name + ")"
 	case p.AccountID == "":
 		return p.Name
+	case p.Via == ViaToken && p.TokenBy != "":
+		return p.Email + " (token " + p.TokenID + " made by " + p.TokenBy + ")"
 	case p.Via == ViaToken:
 		return p.Email + " (token " + p.TokenID + ")"
 	default:

@@ -25,19 +25,27 @@ const (
 // IssueSession. ip is the client's address (as the server's trusted
 // proxies say).
 //
-// Every attempt counts against the IP and the e-mail; past
-// Config.MaxLoginAttempts in Config.LoginWindow the answer is a
-// *LockedError until the window ends, without checking the password. A
-// success starts both counts over. An unknown e-mail, a disabled account
-// and a wrong password all get ErrBadCredentials after the same work, so
-// the answer does not tell whether an account exists.
+// Sign-ins are slowed per (e-mail, address), never per e-mail alone, so
+// that nobody can lock an owner out by failing on purpose from elsewhere:
+// past Config.MaxLoginAttempts in a row, each attempt of the pair must
+// wait after the one before twice as long as the last wait, or it gets a
+// *LockedError without the password being checked. An address has a
+// budget of Config.AddressAttempts that a success does not refill. A
+// success starts its own pair over; a pause of Config.LoginWindow starts
+// every count over. An unknown e-mail, a disabled account and a wrong
+// password all get ErrBadCredentials after the same work, so the answer
+// does not tell whether an account exists.
+//
+// The counts are rows of the store, so they hold across instances and
+// restarts.
 func (s *Service) Login(ctx context.Context, email, password, ip string) (Account, error) {
 	addr, err := NormalizeEmail(email)
 	if err != nil {
 		return Account{}, fmt.Errorf("sign in: %w", err)
 	}
 	now := s.now()
-	keys := []string{"email:" + addr}
+	pair := "pair:" + addr + " " + ip
+	keys := []string{pair}
 	if ip != "" {
 		keys = append(keys, "ip:"+ip)
 	}
@@ -45,20 +53,10 @@ func (s *Service) Login(ctx context.Context, email, password, ip string) (Accoun
 	if err != nil {
 		return Account{}, fmt.Errorf("sign in: %w", err)
 	}
-	var locked *LockedError
-	firstLock := false
-	for _, a := range attempts {
-		if a.Count > s.cfg.MaxLoginAttempts {
-			if until := a.Since.Add(s.cfg.LoginWindow); locked == nil || until.After(locked.Until) {
-				locked = &LockedError{Until: until}
-			}
-			firstLock = firstLock || a.Count == s.cfg.MaxLoginAttempts+1
-		}
-	}
-	if locked != nil {
-		if firstLock {
-			// Recorded once per window, so that a flood of attempts does
-			// not flood the log.
+	if locked, record := s.throttle(attempts, now); locked != nil {
+		if record {
+			// Recorded when a key is first slowed and then at each power
+			// of two, so that a flood of attempts does not flood the log.
 			if err := s.st.AppendAudit(ctx, Entry{At: now, Actor: anonymous(ip), Action: "login.locked", Target: addr,
 				Detail: fmt.Sprintf("ip=%s until=%s", ip, locked.Until.UTC().Format(time.RFC3339))}); err != nil {
 				return Account{}, fmt.Errorf("sign in: %w", err)
@@ -86,10 +84,47 @@ func (s *Service) Login(ctx context.Context, email, password, ip string) (Accoun
 			rehash = "" // the old hash still works; try again next time
 		}
 	}
-	if err := s.st.LoginSucceeded(ctx, keys, a.ID, rehash, Entry{At: now, Actor: a.Email, Action: "login", Target: a.Email, Detail: "ip=" + ip}); err != nil {
+	if err := s.st.LoginSucceeded(ctx, []string{pair}, a.ID, rehash, Entry{At: now, Actor: a.Email, Action: "login", Target: a.Email, Detail: "ip=" + ip}); err != nil {
 		return Account{}, fmt.Errorf("sign in: %w", err)
 	}
 	return public(a), nil
+}
+
+// throttle judges the counts of one sign-in: the pair's backoff and the
+// address's budget. It returns the lock, if any, and whether the lock is
+// worth an audit line.
+func (s *Service) throttle(attempts []Attempts, now time.Time) (*LockedError, bool) {
+	var locked *LockedError
+	record := false
+	lock := func(until time.Time, count, from int) {
+		if locked == nil || until.After(locked.Until) {
+			locked = &LockedError{Until: until}
+		}
+		n := count - from
+		record = record || n&(n-1) == 0 // 1, 2, 4, 8… past the limit
+	}
+	for _, a := range attempts {
+		switch {
+		case strings.HasPrefix(a.Key, "pair:"):
+			if over := a.Count - s.cfg.MaxLoginAttempts; over > 0 && !a.Prev.IsZero() {
+				if until := a.Prev.Add(s.backoff(over)); now.Before(until) {
+					lock(until, a.Count, s.cfg.MaxLoginAttempts)
+				}
+			}
+		case a.Count > s.cfg.AddressAttempts:
+			lock(now.Add(s.cfg.LoginWindow), a.Count, s.cfg.AddressAttempts)
+		}
+	}
+	return locked, record
+}
+
+// backoff is the wait before the over-th attempt past the limit: 1s,
+// doubling, at most the login window.
+func (s *Service) backoff(over int) time.Duration {
+	if over > 30 {
+		return s.cfg.LoginWindow
+	}
+	return min(time.Second<<(over-1), s.cfg.LoginWindow)
 }
 
 func anonymous(ip string) string {
@@ -127,6 +162,7 @@ func (s *Service) IssueSession(w http.ResponseWriter, r *http.Request, a Account
 	})
 	p := a.principal(ViaSession)
 	p.CSRFToken = sess.CSRF
+	p.session = sess.Hash
 	return p, nil
 }
 
@@ -212,6 +248,7 @@ func (s *Service) authenticateSession(ctx context.Context, id string) (Principal
 	}
 	p := a.principal(ViaSession)
 	p.CSRFToken = sess.CSRF
+	p.session = hash
 	return p, nil
 }
 

@@ -22,6 +22,12 @@ type Account struct {
 	UpdatedAt    time.Time
 }
 
+// OwnsAll says whether the account is an owner of every site: the first
+// such account is given the admin token printed at first start.
+func (a Account) OwnsAll() bool {
+	return a.Role == Owner && len(a.Sites) == 1 && a.Sites[0] == AllSites
+}
+
 // principal is who an account is, reached through via.
 func (a Account) principal(via string) Principal {
 	return Principal{AccountID: a.ID, Email: a.Email, Name: a.Name, Role: a.Role, Sites: a.Sites, Via: via}
@@ -36,7 +42,11 @@ type Change struct {
 	// Disabled true also ends the account's sessions, in the same
 	// transaction; its tokens stop working while it is disabled.
 	Disabled *bool
-	At       time.Time
+	// EndSessions ends the account's sessions in the same transaction,
+	// all but the one whose hash is KeepSession (nil: all of them).
+	EndSessions bool
+	KeepSession []byte
+	At          time.Time
 }
 
 // Token is an API token as listed: never the token itself.
@@ -45,9 +55,13 @@ type Token struct {
 	AccountID    string
 	AccountEmail string // filled when read
 	Name         string
-	CreatedAt    time.Time
-	LastUsedAt   time.Time // zero: never used
-	RevokedAt    time.Time // zero: live
+	// CreatedBy is who made the token (Principal.String) when it was not
+	// the account itself, such as an owner making one for another
+	// account; "" otherwise. Every use of the token names them.
+	CreatedBy  string
+	CreatedAt  time.Time
+	LastUsedAt time.Time // zero: never used
+	RevokedAt  time.Time // zero: live
 }
 
 // Session is a signed-in browser, found by the hash of its cookie.
@@ -62,12 +76,15 @@ type Session struct {
 	ExpiresAt time.Time
 }
 
-// Attempts counts the sign-ins of one key (an IP or an e-mail) in the
-// window that began at Since.
+// Attempts counts the sign-ins of one key (an account and address pair,
+// an address, a setup page's address) in the run that began at Since.
+// Prev is the attempt before the one just counted; zero for the first of
+// a run.
 type Attempts struct {
 	Key   string
 	Count int
 	Since time.Time
+	Prev  time.Time
 }
 
 // Entry is one line of the audit log: who did what, when, to what.
@@ -101,6 +118,7 @@ type Store interface {
 	TokenStore
 	SessionStore
 	SetupStore
+	ResetStore
 	AuditStore
 }
 
@@ -134,9 +152,17 @@ type TokenStore interface {
 	TouchAPIToken(ctx context.Context, id string, at, notAfter time.Time) error
 	// RevokeAPIToken marks a live token revoked; ErrNotFound, ErrRevoked.
 	RevokeAPIToken(ctx context.Context, id string, at time.Time, e Entry) error
-	// TokenValid says whether the legacy tokens table (the admin token)
-	// has this hash.
-	TokenValid(ctx context.Context, hash []byte) (bool, error)
+	// AdminTokenByHash finds the admin token (the legacy tokens table) by
+	// its hash, marking it used the first time: ID "admin", AccountID the
+	// first owner of every site ("" while there is none), RevokedAt set if
+	// revoked; ErrNotFound.
+	AdminTokenByHash(ctx context.Context, hash []byte) (Token, error)
+	// AdminToken reads the admin token, as AdminTokenByHash; ErrNotFound
+	// when none was ever issued.
+	AdminToken(ctx context.Context) (Token, error)
+	// RevokeAdminToken marks the admin token revoked; ErrNotFound,
+	// ErrRevoked.
+	RevokeAdminToken(ctx context.Context, at time.Time, e Entry) error
 }
 
 // SessionStore keeps browser sessions and sign-in attempts.
@@ -148,28 +174,54 @@ type SessionStore interface {
 	TouchSession(ctx context.Context, hash []byte, lastSeen, expires time.Time) error
 	// DeleteSession ends a session (sign-out); no error if it is gone.
 	DeleteSession(ctx context.Context, hash []byte, e Entry) error
+	// EndSessions ends every session of an account but the one whose
+	// hash is keep (nil: every one), and says how many ended; the entry is
+	// recorded in the same transaction.
+	EndSessions(ctx context.Context, accountID string, keep []byte, e Entry) (int, error)
 	// AddLoginAttempt counts one sign-in attempt against each key, in one
-	// atomic step per key, starting a new window for a key whose window
-	// began at or before windowStart, and returns the counts after it.
-	AddLoginAttempt(ctx context.Context, keys []string, at, windowStart time.Time) ([]Attempts, error)
+	// atomic step per key, and returns the counts after it with the time
+	// of each key's previous attempt. A key whose last attempt was at or
+	// before quietSince starts a new run (count 1, no previous attempt).
+	AddLoginAttempt(ctx context.Context, keys []string, at, quietSince time.Time) ([]Attempts, error)
 	// LoginSucceeded forgets the keys' attempts and, when rehash is not
 	// empty, replaces the account's password hash (same password, new
 	// parameters).
 	LoginSucceeded(ctx context.Context, keys []string, accountID, rehash string, e Entry) error
-	// PruneAccounts deletes sessions expired at now and attempt windows
-	// that began before attemptsBefore, and returns how many rows went.
+	// PruneAccounts deletes sessions and reset links expired at now and
+	// attempt runs whose last attempt was before attemptsBefore, and
+	// returns how many rows went.
 	PruneAccounts(ctx context.Context, now, attemptsBefore time.Time) (int, error)
 }
 
 // SetupStore keeps the one-time setup code of a server without accounts.
 type SetupStore interface {
-	// PutSetupCode replaces the setup code, but only while no account
-	// exists (false otherwise).
-	PutSetupCode(ctx context.Context, hash []byte, expires time.Time) (bool, error)
+	// PutSetupCode stores the setup code while no account exists (false
+	// otherwise, and any code is removed). Unless replace, a code still
+	// live at `at` stays and the answer is false: the one row decides
+	// which of several starting instances issues the link.
+	PutSetupCode(ctx context.Context, hash []byte, at, expires time.Time, replace bool) (bool, error)
+	// SetupCodeHash is the hash of the setup code live at `at`, to compare
+	// with before any password is hashed: ErrSetupDone once an account
+	// exists, ErrSetupCode when there is no live code.
+	SetupCodeHash(ctx context.Context, at time.Time) ([]byte, error)
 	// UseSetupCode, in one transaction, burns the code (ErrSetupCode if it
 	// is not the live one at `at`) and creates the first account
 	// (ErrSetupDone if any account exists).
 	UseSetupCode(ctx context.Context, hash []byte, at time.Time, a Account, e Entry) error
+}
+
+// ResetStore keeps the one-time password reset links.
+type ResetStore interface {
+	// CreatePasswordReset stores a link's hash for an account, valid
+	// until expires.
+	CreatePasswordReset(ctx context.Context, hash []byte, accountID string, at, expires time.Time, e Entry) error
+	// PasswordResetAccount is the account of the link live at `at`;
+	// ErrResetInvalid.
+	PasswordResetAccount(ctx context.Context, hash []byte, at time.Time) (Account, error)
+	// UsePasswordReset, in one transaction, burns the link (ErrResetInvalid
+	// unless it is live at `at` and the account's) and the account's other
+	// links, sets the password hash and ends the account's sessions.
+	UsePasswordReset(ctx context.Context, hash []byte, accountID string, at time.Time, passwordHash string, e Entry) error
 }
 
 // AuditStore keeps the audit log.

@@ -15,6 +15,13 @@ import (
 // recognize (and to search for in code).
 const TokenPrefix = "fmd_"
 
+// AdminTokenID is the id the admin token (printed at first start, made
+// again by formd token) is listed and revoked by.
+const AdminTokenID = "admin"
+
+// MaxTokenName is the longest name of an API token, in bytes.
+const MaxTokenName = 100
+
 // NewToken makes an API token (fmd_ and 32 random bytes, base64url) and
 // the hash the store keeps of it: never the token itself. The legacy admin
 // token has the same form.
@@ -53,8 +60,8 @@ func newID(prefix string) string {
 // kept.
 func (s *Service) CreateToken(ctx context.Context, by Principal, accountID, name string) (string, Token, error) {
 	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 100 {
-		return "", Token{}, errors.New("create token: give the token a name of 1 to 100 characters that says where it is used")
+	if name == "" || len(name) > MaxTokenName {
+		return "", Token{}, fmt.Errorf("create token: %w", ErrInvalidTokenName)
 	}
 	a, err := s.st.AccountByID(ctx, accountID)
 	if err != nil {
@@ -69,6 +76,9 @@ func (s *Service) CreateToken(ctx context.Context, by Principal, accountID, name
 	token, hash := NewToken()
 	now := s.now()
 	t := Token{ID: newID("tok_"), AccountID: a.ID, AccountEmail: a.Email, Name: name, CreatedAt: now}
+	if by.AccountID != a.ID {
+		t.CreatedBy = by.String()
+	}
 	e := Entry{At: now, Actor: by.String(), Action: "token.create", Target: t.ID, Detail: fmt.Sprintf("account=%s name=%q", a.Email, name)}
 	if err := s.st.CreateAPIToken(ctx, t, hash, e); err != nil {
 		return "", Token{}, fmt.Errorf("create token: %w", err)
@@ -108,12 +118,50 @@ func (s *Service) Tokens(ctx context.Context, by Principal, accountID string) ([
 			out = append(out, t)
 		}
 	}
+	// The admin token is listed to whoever may manage its account (while
+	// it has none, to owners of every site), beside the account's own.
+	admin, err := s.st.AdminToken(ctx)
+	if errors.Is(err, ErrNotFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	if ok, err := s.mayManageAdminToken(ctx, by, admin); err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	} else if ok && (accountID == "" || accountID == admin.AccountID) {
+		if admin.AccountID != "" {
+			a, err := s.st.AccountByID(ctx, admin.AccountID)
+			if err != nil {
+				return nil, fmt.Errorf("list tokens: %w", err)
+			}
+			admin.AccountEmail = a.Email
+		}
+		out = append(out, admin)
+	}
 	return out, nil
+}
+
+// mayManageAdminToken says whether by may see and revoke the admin token:
+// as it may its account's tokens, or, while it has none, as an owner of
+// every site.
+func (s *Service) mayManageAdminToken(ctx context.Context, by Principal, t Token) (bool, error) {
+	if t.AccountID == "" {
+		return by.CanManage([]string{AllSites}), nil
+	}
+	a, err := s.st.AccountByID(ctx, t.AccountID)
+	if err != nil {
+		return false, err
+	}
+	return mayManage(by, a, true), nil
 }
 
 // RevokeToken revokes a token of an account the principal manages, or of
 // its own. It stops working at once.
 func (s *Service) RevokeToken(ctx context.Context, by Principal, id string) error {
+	if id == AdminTokenID {
+		return s.revokeAdminToken(ctx, by)
+	}
 	t, err := s.st.APITokenByID(ctx, id)
 	if err != nil {
 		return fmt.Errorf("revoke token %s: %w", id, err)
@@ -133,21 +181,34 @@ func (s *Service) RevokeToken(ctx context.Context, by Principal, id string) erro
 	return nil
 }
 
-// authenticateToken finds the principal of an API token, or of the legacy
-// admin token.
+// revokeAdminToken revokes the admin token; it stays revoked across
+// restarts until formd token makes a new one.
+func (s *Service) revokeAdminToken(ctx context.Context, by Principal) error {
+	t, err := s.st.AdminToken(ctx)
+	if err != nil {
+		return fmt.Errorf("revoke the admin token: %w", err)
+	}
+	if ok, err := s.mayManageAdminToken(ctx, by, t); err != nil {
+		return fmt.Errorf("revoke the admin token: %w", err)
+	} else if !ok {
+		return fmt.Errorf("revoke the admin token: %w", ErrNotFound)
+	}
+	now := s.now()
+	e := Entry{At: now, Actor: by.String(), Action: "token.revoke", Target: AdminTokenID, Detail: "name=\"admin token\""}
+	if err := s.st.RevokeAdminToken(ctx, now, e); err != nil {
+		return fmt.Errorf("revoke the admin token: %w", err)
+	}
+	return nil
+}
+
+// authenticateToken finds the principal of an API token, or of the admin
+// token: its account's, once the first owner of every site has it.
 func (s *Service) authenticateToken(ctx context.Context, token string) (Principal, error) {
 	hash := HashToken(token)
 	t, a, err := s.st.APITokenByHash(ctx, hash)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		ok, err := s.st.TokenValid(ctx, hash)
-		if err != nil {
-			return Principal{}, fmt.Errorf("check token: %w", err)
-		}
-		if !ok {
-			return Principal{}, fmt.Errorf("token: %w", ErrUnauthenticated)
-		}
-		return legacyAdmin(), nil
+		return s.authenticateAdminToken(ctx, hash)
 	case err != nil:
 		return Principal{}, fmt.Errorf("check token: %w", err)
 	case !t.RevokedAt.IsZero() || a.Disabled:
@@ -161,5 +222,30 @@ func (s *Service) authenticateToken(ctx context.Context, token string) (Principa
 	}
 	p := a.principal(ViaToken)
 	p.TokenID = t.ID
+	p.TokenBy = t.CreatedBy
+	return p, nil
+}
+
+func (s *Service) authenticateAdminToken(ctx context.Context, hash []byte) (Principal, error) {
+	t, err := s.st.AdminTokenByHash(ctx, hash)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Principal{}, fmt.Errorf("token: %w", ErrUnauthenticated)
+	case err != nil:
+		return Principal{}, fmt.Errorf("check token: %w", err)
+	case !t.RevokedAt.IsZero():
+		return Principal{}, fmt.Errorf("admin token revoked: %w", ErrUnauthenticated)
+	case t.AccountID == "":
+		return legacyAdmin(), nil
+	}
+	a, err := s.st.AccountByID(ctx, t.AccountID)
+	if err != nil {
+		return Principal{}, fmt.Errorf("check admin token: %w", err)
+	}
+	if a.Disabled {
+		return Principal{}, fmt.Errorf("admin token's account disabled: %w", ErrUnauthenticated)
+	}
+	p := a.principal(ViaToken)
+	p.TokenID = AdminTokenID
 	return p, nil
 }

@@ -22,6 +22,9 @@ type AccountAdmin interface {
 	Tokens(ctx context.Context, by accounts.Principal, accountID string) ([]accounts.Token, error)
 	RevokeToken(ctx context.Context, by accounts.Principal, id string) error
 	Audit(ctx context.Context, by accounts.Principal, f accounts.AuditFilter) ([]accounts.Entry, error)
+	ChangePassword(ctx context.Context, by accounts.Principal, current, password, ip string) error
+	SignOutEverywhere(ctx context.Context, by accounts.Principal) (int, error)
+	ResetLink(ctx context.Context, by accounts.Principal, id string) (string, time.Time, error)
 }
 
 type accountJSON struct {
@@ -167,12 +170,65 @@ type auditJSON struct {
 	Detail string    `json:"detail"`
 }
 
+// ParseAuditCursor reads the audit log's ?before= cursor: "" for the
+// newest, else a positive entry id (invalid-request otherwise, never a
+// store error).
+func ParseAuditCursor(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, problem.New(problem.CodeInvalidRequest, "before must be the next cursor of a previous page: a positive entry id")
+	}
+	return n, nil
+}
+
+// changePassword is POST /v1/admin/me/password {"current", "password"}:
+// the caller's own account; its other sessions end.
+func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request, c call) error {
+	var req struct {
+		Current  string `json:"current"`
+		Password string `json:"password"`
+	}
+	if err := decodeJSON(w, r, &req); err != nil {
+		return problem.New(problem.CodeInvalidRequest, `send {"current": "…", "password": "…"}`)
+	}
+	if err := h.Accounts.ChangePassword(r.Context(), c.p, req.Current, req.Password, h.ClientIP(r)); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"changed": true})
+}
+
+// signOutEverywhere is POST /v1/admin/me/sign-out-everywhere: every
+// session of the caller's account ends.
+func (h *Handler) signOutEverywhere(w http.ResponseWriter, r *http.Request, c call) error {
+	n, err := h.Accounts.SignOutEverywhere(r.Context(), c.p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"ended": n})
+}
+
+// resetLink is POST /v1/admin/accounts/{id}/reset-link: a one-time link
+// that sets the account's password, shown this once.
+func (h *Handler) resetLink(w http.ResponseWriter, r *http.Request, c call) error {
+	code, expires, err := h.Accounts.ResetLink(r.Context(), c.p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, map[string]any{"path": accounts.ResetURL(code), "expires_at": expires.UTC()})
+}
+
 // auditLog is GET /v1/admin/audit-log?form=&before=&limit=: who did what,
 // newest first, on the principal's sites.
 func (h *Handler) auditLog(w http.ResponseWriter, r *http.Request, c call) error {
 	q := r.URL.Query()
 	f := accounts.AuditFilter{Form: q.Get("form")}
-	f.Before, _ = strconv.ParseInt(q.Get("before"), 10, 64)
+	var err error
+	if f.Before, err = ParseAuditCursor(q.Get("before")); err != nil {
+		return err
+	}
 	f.Limit, _ = strconv.Atoi(q.Get("limit"))
 	if f.Form != "" {
 		fm, err := h.Authorize(c.p, f.Form, accounts.Read)

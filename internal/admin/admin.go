@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/replay"
@@ -93,7 +95,13 @@ type Deps struct {
 	// Deliveries are an entry's deliveries as the console shows them;
 	// New makes them from Outbox when it is nil.
 	Deliveries Deliveries
+	// TrustedProxies say whose X-Forwarded-For to believe for a client's
+	// address (a password change counts against it).
+	TrustedProxies []netip.Prefix
 }
+
+// ClientIP is the request's client address, as the trusted proxies say.
+func (h *Handler) ClientIP(r *http.Request) string { return intake.ClientIP(r, h.TrustedProxies) }
 
 // Handler serves /v1/admin/.
 type Handler struct {
@@ -352,7 +360,9 @@ func (h *Handler) entries(w http.ResponseWriter, r *http.Request, c call) error 
 // parseCursor reads "seq:id".
 func parseCursor(s string) (store.Cursor, error) {
 	seq, id, ok := strings.Cut(s, ":")
-	n, err := strconv.ParseUint(seq, 10, 64)
+	// 63 bits: the stores keep sequences as signed 64-bit integers, and a
+	// larger one must be the client's mistake (400), not the store's (500).
+	n, err := strconv.ParseUint(seq, 10, 63)
 	if !ok || err != nil || id == "" {
 		return store.Cursor{}, errors.New("bad cursor")
 	}

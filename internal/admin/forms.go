@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
@@ -193,8 +194,19 @@ func parseWindow(r *http.Request) (time.Time, time.Time, error) {
 func (h *Handler) definition(w http.ResponseWriter, _ *http.Request, c call) error {
 	w.Header().Set("Content-Type", "application/yaml; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_, err := w.Write(c.form.Source())
+	_, err := w.Write(DefinitionFor(c.p, c.form))
 	return err
+}
+
+// DefinitionFor is a form's YAML as the principal may read it: with its
+// webhook secrets for an owner of its site, with form.HiddenSecret in
+// their place for anyone else (an editor may replace a secret, sending
+// the placeholder back keeps it, but never reads it).
+func DefinitionFor(p accounts.Principal, f *form.Form) []byte {
+	if p.Can(accounts.ReadSecrets, f.Def.Site) {
+		return f.Source()
+	}
+	return form.MaskSecrets(f.Source())
 }
 
 func (h *Handler) openForm(w http.ResponseWriter, r *http.Request, c call) error {

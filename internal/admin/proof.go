@@ -233,7 +233,10 @@ func (h *Handler) StartAudit(p accounts.Principal, f journal.Filter) (Job, error
 	if err != nil {
 		return Job{}, err
 	}
-	j := h.newJob(p, "audit", f, site)
+	j, err := h.newJob(p, "audit", f, site)
+	if err != nil {
+		return Job{}, err
+	}
 	h.jobs.wg.Go(func() {
 		rep, err := replay.Audit(context.Background(), h.Journal, h.Store, f, func(r replay.AuditReport) {
 			h.updateJob(j.ID, func(j *Job) { j.Audit = r })
@@ -253,7 +256,10 @@ func (h *Handler) StartReplay(ctx context.Context, p accounts.Principal, f journ
 	if h.NewProcessor == nil && !dryRun {
 		return Job{}, problem.New(problem.CodeInternal, "this server cannot replay")
 	}
-	j := h.newJob(p, "replay", f, site)
+	j, err := h.newJob(p, "replay", f, site)
+	if err != nil {
+		return Job{}, err
+	}
 	j.DryRun, j.RetryDead = dryRun, retryDead
 	h.updateJob(j.ID, func(x *Job) { x.DryRun, x.RetryDead = dryRun, retryDead })
 	action := "replay.run"
@@ -288,12 +294,24 @@ func windowString(f journal.Filter) string {
 	return s
 }
 
-func (h *Handler) newJob(p accounts.Principal, kind string, f journal.Filter, site string) Job {
+// newJob records a job of p. An audit reads the whole window of the
+// journal and the store, so each principal runs at most one audit of a
+// form (or of a whole site) at a time: a second is job-running (409)
+// while the first runs. Jobs live in the instance that runs them, so the
+// rule is per instance, which bounds the work each instance takes on.
+func (h *Handler) newJob(p accounts.Principal, kind string, f journal.Filter, site string) (Job, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	j := &Job{ID: "job_" + hex.EncodeToString(b), Kind: kind, Filter: f, By: p.String(), Started: h.Now(), site: site}
 	h.jobs.mu.Lock()
 	defer h.jobs.mu.Unlock()
+	if kind == "audit" {
+		for _, old := range h.jobs.list {
+			if old.Kind == kind && old.Running() && old.By == j.By && old.Filter.Form == f.Form && old.site == site {
+				return Job{}, problem.New(problem.CodeJobRunning, "an audit of this form by you is running already: "+old.ID)
+			}
+		}
+	}
 	h.jobs.list = append(h.jobs.list, j)
 	if len(h.jobs.list) > keepJobs {
 		for i, old := range h.jobs.list {
@@ -303,7 +321,7 @@ func (h *Handler) newJob(p accounts.Principal, kind string, f journal.Filter, si
 			}
 		}
 	}
-	return *j
+	return *j, nil
 }
 
 func (h *Handler) updateJob(id string, fn func(*Job)) {

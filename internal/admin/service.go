@@ -49,6 +49,10 @@ func (h *Handler) VisibleForms(p accounts.Principal) []*form.Form {
 // definition that does not check is refused whole with every problem
 // named (invalid-form-definition).
 func (h *Handler) ApplyForms(ctx context.Context, p accounts.Principal, raw []byte) ([]string, error) {
+	raw, err := h.RestoreSecrets(p, raw)
+	if err != nil {
+		return nil, err
+	}
 	set, err := form.ParseSet(raw, "", h.CheckURL)
 	if err != nil {
 		var de *form.DefinitionError
@@ -74,6 +78,46 @@ func (h *Handler) ApplyForms(ctx context.Context, p accounts.Principal, raw []by
 		}
 	}
 	return h.putForms(ctx, call{p: p}, set, "forms.apply")
+}
+
+// RestoreSecrets puts the stored webhook secrets back where a definition
+// sent by someone who could not read them (DefinitionFor) still has the
+// placeholder; a placeholder with no secret to keep is
+// invalid-form-definition, saying so.
+func (h *Handler) RestoreSecrets(p accounts.Principal, raw []byte) ([]byte, error) {
+	out, err := form.RestoreSecrets(raw, h.knownWebhooks(p))
+	if err != nil {
+		return nil, problem.New(problem.CodeInvalidDefinition, err.Error())
+	}
+	return out, nil
+}
+
+// knownWebhooks finds the stored webhook of a url among the forms and
+// sites the principal may edit, for a definition sent back with its
+// secrets hidden (form.RestoreSecrets).
+func (h *Handler) knownWebhooks(p accounts.Principal) func(url string) (form.Webhook, bool) {
+	return func(url string) (form.Webhook, bool) {
+		var notifies []*form.Notify
+		for _, f := range h.Forms.All() {
+			if p.Can(accounts.EditForms, f.Def.Site) {
+				notifies = append(notifies, f.Def.Notify)
+				if s := h.Forms.Site(f.Def.Site); s != nil {
+					notifies = append(notifies, s.Def.Notify)
+				}
+			}
+		}
+		for _, n := range notifies {
+			if n == nil {
+				continue
+			}
+			for _, w := range n.Webhooks {
+				if w.URL == url {
+					return w, true
+				}
+			}
+		}
+		return form.Webhook{}, false
+	}
 }
 
 // putForms stores checked forms and sites and records action.

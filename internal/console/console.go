@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/formd/formd/internal/accounts"
@@ -37,7 +38,9 @@ type Sessions interface {
 	Login(ctx context.Context, email, password, ip string) (accounts.Account, error)
 	IssueSession(w http.ResponseWriter, r *http.Request, a accounts.Account) (accounts.Principal, error)
 	ClearSession(w http.ResponseWriter, r *http.Request) error
-	Setup(ctx context.Context, code, email, password string) (accounts.Account, error)
+	Setup(ctx context.Context, code, email, password, ip string) (accounts.Account, error)
+	ResetAccount(ctx context.Context, code string) (accounts.Account, error)
+	ResetPassword(ctx context.Context, code, password, ip string) (accounts.Account, error)
 }
 
 // Handler serves /admin/.
@@ -73,6 +76,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /admin/logout", h.logout)
 	mux.HandleFunc("GET /admin/setup", h.setupPage)
 	mux.HandleFunc("POST /admin/setup", h.setup)
+	mux.HandleFunc("GET /admin/reset", h.resetPage)
+	mux.HandleFunc("POST /admin/reset", h.reset)
 	for _, rt := range []struct {
 		pattern string
 		fn      func(w http.ResponseWriter, r *http.Request, p page) error
@@ -98,6 +103,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		{"GET /admin/accounts", h.accountsPage},
 		{"POST /admin/accounts", h.addAccount},
 		{"POST /admin/accounts/{id}/{action}", h.accountAction},
+		{"GET /admin/account", h.myAccount},
+		{"POST /admin/account/password", h.changePassword},
+		{"POST /admin/account/sign-out-everywhere", h.signOutEverywhere},
 		{"POST /admin/tokens", h.createToken},
 		{"POST /admin/tokens/{id}/revoke", h.revokeToken},
 		{"GET /admin/audit", h.auditPage},
@@ -183,15 +191,33 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, p pag
 			}
 		}
 		q := r.URL.Query()
-		pg.Flash = q.Get("done")
-		if pr := q.Get("promoted"); pr != "" {
-			pg.Promoted = strings.Split(pr, ",")
+		pg.Flash = flashOf(q.Get("done"))
+		if pr := q.Get("promoted"); pr != "" && pg.Flash != "" {
+			for _, id := range strings.Split(pr, ",") {
+				if entryID.MatchString(id) {
+					pg.Promoted = append(pg.Promoted, id)
+				}
+			}
 		}
 		if err := fn(w, r, pg); err != nil {
 			h.errorPage(w, r, pg, err)
 		}
 	})
 }
+
+// flashOf is the status message a page shows after an action: the code
+// of ?done=, only if it is one of the console's own messages (done.* in
+// strings.go). Text from the URL is never shown, so a link cannot make a
+// page say what its sender likes.
+func flashOf(code string) string {
+	if _, ok := enStrings["done."+code]; ok && code != "promoted" {
+		return code
+	}
+	return ""
+}
+
+// entryID is what an entry's id in a URL (?promoted=) may look like.
+var entryID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // render executes a page into a buffer first, so a failure answers 500
 // instead of half a page.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
@@ -93,6 +94,9 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"text": func(t form.Text, l lang) string { return t.For(l.Tag) },
+	// minPassword is the password rule of package accounts, so the pages
+	// in both languages and the browser's check say what the server does.
+	"minPassword": func() int { return accounts.MinPasswordLength },
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"

@@ -27,7 +27,7 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	pg := page{L: pickLang(w, r), Title: "", Path: r.URL.RequestURI()}
 	pg.Title = pg.L.T["login.title"]
 	pg.Data = map[string]any{"Next": safeNext(r.URL.Query().Get("next")), "Email": ""}
-	pg.Flash = r.URL.Query().Get("done")
+	pg.Flash = flashOf(r.URL.Query().Get("done"))
 	if _, err := h.sessions.Authenticate(r); err == nil {
 		http.Redirect(w, r, "/admin/forms", http.StatusSeeOther)
 		return
@@ -117,7 +117,7 @@ func (h *Handler) setup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code, email := r.PostFormValue("code"), r.PostFormValue("email")
-	a, err := h.sessions.Setup(r.Context(), code, email, r.PostFormValue("password"))
+	a, err := h.sessions.Setup(r.Context(), code, email, r.PostFormValue("password"), h.clientIP(r))
 	if err == nil {
 		if _, err = h.sessions.IssueSession(w, r, a); err == nil {
 			http.Redirect(w, r, "/admin/forms?done=set-up", http.StatusSeeOther)
@@ -129,9 +129,55 @@ func (h *Handler) setup(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, pg, err)
 		return
 	}
+	if pr.RetryAfter > 0 {
+		w.Header().Set("Retry-After", itoa(pr.RetryAfter))
+	}
 	pg.Error = pr.Detail
 	pg.Data = map[string]any{"Code": code, "Email": email}
 	h.render(w, pr.Status, "setup", pg)
+}
+
+// resetPage is the page of a password reset link: whose password it sets,
+// and the new password. A link that is wrong, used or expired says so.
+func (h *Handler) resetPage(w http.ResponseWriter, r *http.Request) {
+	pg := page{L: pickLang(w, r), Path: r.URL.RequestURI()}
+	pg.Title = pg.L.T["reset.title"]
+	code := r.URL.Query().Get("code")
+	a, err := h.sessions.ResetAccount(r.Context(), code)
+	if err != nil {
+		h.errorPage(w, r, pg, err)
+		return
+	}
+	pg.Data = map[string]any{"Code": code, "Email": a.Email}
+	h.render(w, http.StatusOK, "reset", pg)
+}
+
+func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
+	pg := page{L: pickLang(w, r), Path: r.URL.RequestURI()}
+	pg.Title = pg.L.T["reset.title"]
+	if !sameOrigin(r) {
+		h.errorPage(w, r, pg, accounts.ErrCSRF)
+		return
+	}
+	code := r.PostFormValue("code")
+	_, err := h.sessions.ResetPassword(r.Context(), code, r.PostFormValue("password"), h.clientIP(r))
+	if err == nil {
+		http.Redirect(w, r, "/admin/login?done=password-reset", http.StatusSeeOther)
+		return
+	}
+	pr := problem.From(err)
+	if pr.Status >= 500 || pr.Code != problem.CodeInvalidAccount {
+		h.errorPage(w, r, pg, err)
+		return
+	}
+	a, aerr := h.sessions.ResetAccount(r.Context(), code)
+	if aerr != nil {
+		h.errorPage(w, r, pg, aerr)
+		return
+	}
+	pg.Error = pr.Detail
+	pg.Data = map[string]any{"Code": code, "Email": a.Email}
+	h.render(w, pr.Status, "reset", pg)
 }
 
 // ---- forms ----
@@ -231,7 +277,7 @@ func (h *Handler) editPage(w http.ResponseWriter, r *http.Request, p page) error
 		return err
 	}
 	p.Nav, p.Title = "forms", title(f, p.L)
-	p.Data = map[string]any{"Form": f, "Source": string(f.Source())}
+	p.Data = map[string]any{"Form": f, "Source": string(admin.DefinitionFor(p.P, f))}
 	h.render(w, http.StatusOK, "edit", p)
 	return nil
 }
@@ -245,9 +291,15 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, p page) error {
 	}
 	src := r.PostFormValue("definition")
 	var problems []form.Problem
-	forms, err := form.Parse([]byte(src), "")
+	restored, err := h.adm.RestoreSecrets(p.P, []byte(src))
+	if err != nil {
+		problems = []form.Problem{{Msg: problem.From(err).Detail}}
+		restored = []byte(src)
+	}
+	forms, err := form.Parse(restored, "")
 	var de *form.DefinitionError
 	switch {
+	case problems != nil:
 	case errors.As(err, &de):
 		problems = de.Problems
 	case err != nil:
@@ -256,7 +308,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, p page) error {
 		problems = []form.Problem{{Msg: fmt.Sprintf(p.L.T["edit.one-form"], f.ID())}}
 	}
 	if problems == nil {
-		if _, err := h.adm.ApplyForms(r.Context(), p.P, []byte(src)); err != nil {
+		if _, err := h.adm.ApplyForms(r.Context(), p.P, restored); err != nil {
 			return err
 		}
 		return back(w, r, "/admin/forms/"+url.PathEscape(f.ID()), "saved")
@@ -613,8 +665,12 @@ type accountsView struct {
 	Accounts []accounts.Account
 	Tokens   []accounts.Token
 	NewToken string
-	Roles    []string
-	Manage   bool
+	// ResetLink is a reset link just made, shown this once, until
+	// ResetExpires.
+	ResetLink    string
+	ResetExpires time.Time
+	Roles        []string
+	Manage       bool
 }
 
 func (h *Handler) accountsPage(w http.ResponseWriter, r *http.Request, p page) error {
@@ -657,7 +713,7 @@ func (h *Handler) accountsFailed(w http.ResponseWriter, r *http.Request, p page,
 	if p.Error == "" {
 		p.Error = err.Error()
 	}
-	return h.accountsPage(w, r, p)
+	return h.accountsShown(w, r, p, pr.Status, accountsView{})
 }
 
 func (h *Handler) accountAction(w http.ResponseWriter, r *http.Request, p page) error {
@@ -670,6 +726,8 @@ func (h *Handler) accountAction(w http.ResponseWriter, r *http.Request, p page) 
 		_, err = h.adm.Accounts.SetDisabled(r.Context(), p.P, id, true)
 	case "enable":
 		_, err = h.adm.Accounts.SetDisabled(r.Context(), p.P, id, false)
+	case "reset":
+		return h.resetAccount(w, r, p, id)
 	default:
 		return problem.New(problem.CodeNotFound, "")
 	}
@@ -686,17 +744,18 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, p page) er
 	}
 	token, _, err := h.adm.Accounts.CreateToken(r.Context(), p.P, acc, r.PostFormValue("name"))
 	if err != nil {
-		if pr := problem.From(err); pr.Code == problem.CodeInternal {
-			// The token's name is the person's mistake (package accounts
-			// says so in plain words).
-			p.Error = err.Error()
-			return h.accountsPage(w, r, p)
-		}
 		return h.accountsFailed(w, r, p, err)
 	}
 	// Shown once, on this answer only: it is never stored or shown again.
 	p.Flash = "token-created"
-	v := accountsView{Roles: []string{"owner", "editor", "viewer"}, Manage: p.CanAnywhere("manage"), NewToken: token}
+	return h.accountsShown(w, r, p, http.StatusCreated, accountsView{NewToken: token})
+}
+
+// accountsShown renders the accounts page with status and something shown
+// this once (a new token, a reset link) or what was wrong.
+func (h *Handler) accountsShown(w http.ResponseWriter, r *http.Request, p page, status int, v accountsView) error {
+	v.Roles, v.Manage = []string{"owner", "editor", "viewer"}, p.CanAnywhere("manage")
+	var err error
 	if v.Manage {
 		if v.Accounts, err = h.adm.Accounts.Accounts(r.Context(), p.P); err != nil {
 			return err
@@ -706,7 +765,59 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, p page) er
 		return err
 	}
 	p.Nav, p.Title, p.Data = "accounts", p.L.T["nav.accounts"], v
-	h.render(w, http.StatusCreated, "accounts", p)
+	h.render(w, status, "accounts", p)
+	return nil
+}
+
+// resetAccount makes a one-time reset link for another account and shows
+// it this once, with when it expires.
+func (h *Handler) resetAccount(w http.ResponseWriter, r *http.Request, p page, id string) error {
+	code, expires, err := h.adm.Accounts.ResetLink(r.Context(), p.P, id)
+	if err != nil {
+		return h.accountsFailed(w, r, p, err)
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	p.Flash = "reset-link"
+	return h.accountsShown(w, r, p, http.StatusCreated, accountsView{ResetLink: scheme + "://" + r.Host + accounts.ResetURL(code), ResetExpires: expires})
+}
+
+// ---- one's own account ----
+
+func (h *Handler) myAccount(w http.ResponseWriter, r *http.Request, p page) error {
+	p.Nav, p.Title = "account", p.L.T["account.title"]
+	h.render(w, http.StatusOK, "account", p)
+	return nil
+}
+
+func (h *Handler) changePassword(w http.ResponseWriter, r *http.Request, p page) error {
+	err := h.adm.Accounts.ChangePassword(r.Context(), p.P, r.PostFormValue("current"), r.PostFormValue("password"), h.clientIP(r))
+	if err != nil {
+		pr := problem.From(err)
+		if pr.Status >= 500 || pr.Status == http.StatusForbidden {
+			return err
+		}
+		if pr.RetryAfter > 0 {
+			w.Header().Set("Retry-After", itoa(pr.RetryAfter))
+		}
+		p.Error = pr.Detail
+		p.Nav, p.Title = "account", p.L.T["account.title"]
+		h.render(w, pr.Status, "account", p)
+		return nil
+	}
+	return back(w, r, "/admin/account", "password-changed")
+}
+
+func (h *Handler) signOutEverywhere(w http.ResponseWriter, r *http.Request, p page) error {
+	if _, err := h.adm.Accounts.SignOutEverywhere(r.Context(), p.P); err != nil {
+		return err
+	}
+	if err := h.sessions.ClearSession(w, r); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/admin/login?done=signed-out-everywhere", http.StatusSeeOther)
 	return nil
 }
 
@@ -721,7 +832,10 @@ func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request, p page) er
 
 func (h *Handler) auditPage(w http.ResponseWriter, r *http.Request, p page) error {
 	f := accounts.AuditFilter{Form: r.URL.Query().Get("form"), Limit: 100}
-	f.Before, _ = strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+	var err error
+	if f.Before, err = admin.ParseAuditCursor(r.URL.Query().Get("before")); err != nil {
+		return err
+	}
 	if f.Form != "" {
 		fm, err := h.adm.Authorize(p.P, f.Form, accounts.Read)
 		if err != nil {

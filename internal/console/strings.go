@@ -11,7 +11,7 @@ var enStrings = map[string]string{
 	"setup.title":  "Set up formd", "setup.intro": "Make the first account: an owner of every site. This link works once.", "setup.submit": "Create the owner account",
 	"field.email": "E-mail", "field.password": "Password", "field.new-password": "Password", "field.name": "Name", "field.role": "Role",
 	"field.sites": "Sites", "field.phone": "Phone number", "field.region": "Region of a national number",
-	"password.help": "At least 12 characters; a few unrelated words make a good one.",
+	"password.help": "At least %d characters; a few unrelated words make a good one.",
 	"forms.none":    "No forms yet, or none on your sites. Apply a definition with formd forms apply or PUT /v1/admin/forms.",
 	"form.open":     "Open", "form.closed": "Closed", "form.opens": "opens", "form.closes": "closes", "form.sections": "Form sections",
 	"form.open-now": "Open now", "form.close-now": "Close now", "form.edit": "Edit the definition", "form.hosted": "Hosted page",
@@ -99,6 +99,17 @@ var enStrings = map[string]string{
 	"token.value":     "Token",
 	"error.not-found": "Not found", "error.form-not-found": "Form not found", "error.forbidden": "Not allowed", "error.csrf-failed": "Stale form",
 	"error.unauthorized": "Not signed in",
+	// Your account: password change, sign-out everywhere, reset links.
+	"nav.account": "Your account", "account.title": "Your account", "account.password": "Change your password",
+	"field.current-password": "Current password", "field.new-password-2": "New password", "account.change": "Change password",
+	"account.change-help": "Your other sessions end; this one stays signed in.",
+	"account.everywhere":  "Sign out everywhere", "account.everywhere-help": "Ends every session of your account, this one too, on every device.",
+	"done.password-changed": "Your password was changed; your other sessions ended.", "done.signed-out-everywhere": "You are signed out on every device.",
+	"done.password-reset": "Your password was set. Sign in with it.", "done.reset-link": "The reset link was made.",
+	"accounts.reset": "Reset password", "accounts.reset-of": "Make a password reset link for %s",
+	"reset.link": "Password reset link", "reset.once": "Give it to the person now: it is shown only once, works once, and expires at %s.",
+	"reset.title": "Set your password", "reset.intro": "Set a new password for %s. Every session of the account ends.", "reset.submit": "Set the password",
+	"error.reset-invalid": "Reset link not valid", "error.login-locked": "Too many attempts", "error.setup-invalid": "Setup link not valid",
 }
 
 var zhStrings = map[string]string{
@@ -111,7 +122,7 @@ var zhStrings = map[string]string{
 	"setup.title":  "初始化 formd", "setup.intro": "创建第一个账号：所有站点的所有者。此链接只能使用一次。", "setup.submit": "创建所有者账号",
 	"field.email": "邮箱", "field.password": "密码", "field.new-password": "密码", "field.name": "姓名", "field.role": "角色",
 	"field.sites": "站点", "field.phone": "手机号", "field.region": "国内号码所属地区",
-	"password.help": "至少 12 个字符；几个不相关的词组合起来就很好。",
+	"password.help": "至少 %d 个字符；几个不相关的词组合起来就很好。",
 	"forms.none":    "还没有表单，或您的站点下没有表单。用 formd forms apply 或 PUT /v1/admin/forms 提交定义。",
 	"form.open":     "开放中", "form.closed": "已关闭", "form.opens": "开放于", "form.closes": "截止于", "form.sections": "表单栏目",
 	"form.open-now": "立即开放", "form.close-now": "立即关闭", "form.edit": "编辑定义", "form.hosted": "托管页面",
@@ -199,4 +210,15 @@ var zhStrings = map[string]string{
 	"token.value":     "令牌",
 	"error.not-found": "页面不存在", "error.form-not-found": "表单不存在", "error.forbidden": "无权操作", "error.csrf-failed": "表单已过期",
 	"error.unauthorized": "未登录",
+	// 我的账号：修改密码、在所有设备上退出、重置链接。
+	"nav.account": "我的账号", "account.title": "我的账号", "account.password": "修改密码",
+	"field.current-password": "当前密码", "field.new-password-2": "新密码", "account.change": "修改密码",
+	"account.change-help": "您的其他会话将结束；当前会话保持登录。",
+	"account.everywhere":  "在所有设备上退出", "account.everywhere-help": "结束您账号的所有会话（包括当前会话），所有设备。",
+	"done.password-changed": "密码已修改；其他会话已结束。", "done.signed-out-everywhere": "您已在所有设备上退出。",
+	"done.password-reset": "密码已设置，请用它登录。", "done.reset-link": "重置链接已生成。",
+	"accounts.reset": "重置密码", "accounts.reset-of": "为 %s 生成密码重置链接",
+	"reset.link": "密码重置链接", "reset.once": "请立即交给对方：它只显示这一次，只能使用一次，于 %s 过期。",
+	"reset.title": "设置密码", "reset.intro": "为 %s 设置新密码。该账号的所有会话将结束。", "reset.submit": "设置密码",
+	"error.reset-invalid": "重置链接无效", "error.login-locked": "尝试次数过多", "error.setup-invalid": "初始化链接无效",
 }

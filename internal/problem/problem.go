@@ -54,6 +54,8 @@ const (
 	CodeSetupInvalid         = "setup-invalid"
 	CodeSetupDone            = "setup-done"
 	CodeTokenRevoked         = "token-revoked"
+	CodeResetInvalid         = "reset-invalid"
+	CodeJobRunning           = "job-running"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -94,15 +96,17 @@ var Codes = map[string]Info{
 	CodeEntryNotSpam:         {Status: 409, Title: "Entry not spam", Explain: "Only an entry classed as spam, with its data, can be decided again as a real submission."},
 	CodeEntryPending:         {Status: 409, Title: "Entry still being processed", Explain: "The entry is journaled but not decided yet, so it cannot be changed now. Try again in a moment.", RetryAfter: 1},
 	CodeForbidden:            {Status: 403, Title: "Forbidden", Explain: "Your account may not do this: its role or its sites do not allow it."},
-	CodeInvalidCredentials:   {Status: 401, Title: "Sign-in failed", Explain: "The e-mail or the password is wrong. After too many failures sign-ins from the same address or for the same account are refused for a while."},
-	CodeLoginLocked:          {Status: 429, Title: "Too many sign-ins", Explain: "Too many sign-ins failed from this address or for this account. Wait for Retry-After seconds, then try again.", RetryAfter: 60},
+	CodeInvalidCredentials:   {Status: 401, Title: "Sign-in failed", Explain: "The e-mail or the password is wrong. After a few failures in a row, sign-ins for the same account from the same address are slowed (each waits twice as long as the last); sign-ins from other addresses are not."},
+	CodeLoginLocked:          {Status: 429, Title: "Too many sign-ins", Explain: "Too many sign-ins for this account from this address came too fast, or this address made too many for any accounts. Wait for Retry-After seconds, then try again; from another address the account is not slowed.", RetryAfter: 60},
 	CodeCSRFFailed:           {Status: 403, Title: "Stale form", Explain: "A change sent from a signed-in browser must carry the console's CSRF token: reload the page and try again."},
 	CodeAccountNotFound:      {Status: 404, Title: "Account not found", Explain: "No account or token has this id or e-mail."},
 	CodeEmailTaken:           {Status: 409, Title: "E-mail taken", Explain: "An account with this e-mail already exists."},
 	CodeInvalidAccount:       {Status: 422, Title: "Invalid account", Explain: "The e-mail, password, role or sites of the account are not valid; the detail says which and what would be."},
-	CodeSetupInvalid:         {Status: 400, Title: "Setup link not valid", Explain: "The setup link is wrong, used or expired. Restart formd for a new one, or make the first account with formd users add."},
+	CodeSetupInvalid:         {Status: 400, Title: "Setup link not valid", Explain: "The setup link is wrong, used or expired. On the server, formd setup-link makes a new one (an expired one is also replaced at the next start), or make the first account with formd users add."},
 	CodeSetupDone:            {Status: 409, Title: "Already set up", Explain: "formd already has an account: sign in, or ask an owner for an account."},
 	CodeTokenRevoked:         {Status: 409, Title: "Token revoked", Explain: "This API token was revoked already."},
+	CodeResetInvalid:         {Status: 400, Title: "Reset link not valid", Explain: "The password reset link is wrong, used or expired (it works once, for a few hours). Ask an owner for a new one; on the server, formd users passwd --email sets a password."},
+	CodeJobRunning:           {Status: 409, Title: "Job already running", Explain: "You already have an audit of this form running: follow it on its job page, or wait for it to finish before starting another.", RetryAfter: 5},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 

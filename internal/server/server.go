@@ -66,12 +66,16 @@ type Server struct {
 	// Accounts are who may use the admin API and the console.
 	Accounts *accounts.Service
 	// NewAdminToken is the admin token issued on this start, to be
-	// printed: on the first start, and again at each start until the
-	// token is first used. Empty once it has been used.
+	// printed: only by the one start (of every instance on the store, ever)
+	// that the store let issue it; empty on every other.
 	NewAdminToken string
 	// SetupCode is the one-time code of the setup link that makes the
-	// first account, while there is none; empty once there is one.
+	// first account, while there is none: issued by one start only, and
+	// again once it has expired; empty on every other.
 	SetupCode string
+	// SetupPending says a setup link issued by another start (or
+	// instance) is still live, so this one printed none.
+	SetupPending bool
 }
 
 // Open opens the drivers, makes the admin token on first start, applies
@@ -137,8 +141,10 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		IsHTTPS:       func(r *http.Request) bool { return isHTTPS(r, cfg.TrustedProxies) },
 	})
-	// The admin token is issued again at each start until it is first
-	// used: one printed where nobody read it is never the only way in.
+	// The store's one row decides which start issues the admin token: of
+	// several instances starting at once, or a restart, only one prints
+	// it (formd token makes a new one), so a printed token never stops
+	// working because another start replaced it.
 	token, hash := accounts.NewToken()
 	issued, err := s.Store.PutToken(ctx, "admin", hash, true)
 	if err != nil {
@@ -147,14 +153,14 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	if issued {
 		s.NewAdminToken = token
 	}
-	if code, ok, err := s.Accounts.SetupCode(ctx); err != nil {
+	code, state, err := s.Accounts.SetupCode(ctx, false)
+	if err != nil {
 		return fmt.Errorf("make the setup link: %w", err)
-	} else if ok {
-		s.SetupCode = code
 	}
 	if s.tlsConf, s.certs, err = s.openTLS(reg); err != nil {
 		return err
 	}
+	s.SetupCode, s.SetupPending = code, state == accounts.SetupPending
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store})
 	s.notify = processor.NewNotifier()
@@ -204,7 +210,8 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	counter, _ := s.Journal.(journal.FormCounter)
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
 		CheckURL: s.Guard.CheckURL, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
-		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor})
+		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
+		TrustedProxies: s.cfg.TrustedProxies})
 	adm.Register(mux)
 	console.New(adm, s.Accounts, s.cfg.TrustedProxies, log).Register(mux)
 	pages.Register(mux)

@@ -322,12 +322,13 @@ type Store interface {
 	// returns the value stored: the first writer wins, across instances.
 	PutSetting(ctx context.Context, name string, value []byte) ([]byte, error)
 	// PutToken stores a token's hash under a name and says whether it did;
-	// with unlessUsed it does so only when the name is new or its token
-	// was never used (so a token nobody received can be issued again, and
-	// one in use is never replaced).
-	PutToken(ctx context.Context, name string, hash []byte, unlessUsed bool) (bool, error)
-	// TokenValid says whether some stored token has this hash, and marks it
-	// used.
+	// with ifAbsent it does so only when the name is new, so that of
+	// several instances starting at once (or a restart) exactly one issues
+	// the token, decided by the row; without it the token is replaced, its
+	// use and revocation forgotten (formd token).
+	PutToken(ctx context.Context, name string, hash []byte, ifAbsent bool) (bool, error)
+	// TokenValid says whether some stored token has this hash and is not
+	// revoked, and marks it used.
 	TokenValid(ctx context.Context, hash []byte) (bool, error)
 	ConsoleStore
 	Close() error

@@ -100,8 +100,23 @@ func (s *Store) CreateAccount(ctx context.Context, a accounts.Account, e account
 		if tag.RowsAffected() == 0 {
 			return refuse(accounts.ErrEmailTaken)
 		}
+		if err := adoptAdminToken(ctx, tx, a); err != nil {
+			return err
+		}
 		return appendAudit(ctx, tx, e)
 	})
+}
+
+// adoptAdminToken gives the admin token that belongs to no account yet to
+// a new owner of every site (accounts.Account.OwnsAll).
+func adoptAdminToken(ctx context.Context, tx pgx.Tx, a accounts.Account) error {
+	if !a.OwnsAll() {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE tokens SET account_id = $1 WHERE name = 'admin' AND account_id IS NULL`, a.ID); err != nil {
+		return fmt.Errorf("give the admin token to %s: %w", a.Email, err)
+	}
+	return nil
 }
 
 func (s *Store) readAccount(ctx context.Context, op, where string, arg any) (accounts.Account, error) {
@@ -172,8 +187,8 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change,
 		if err != nil {
 			return err
 		}
-		if a.Disabled {
-			if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE account_id = $1`, id); err != nil {
+		if a.Disabled || c.EndSessions {
+			if _, err := endSessions(ctx, tx, id, c.KeepSession); err != nil {
 				return fmt.Errorf("end sessions: %w", err)
 			}
 		}
@@ -182,7 +197,7 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change,
 	return a, err
 }
 
-const tokenCols = `t.id, t.account_id, a.email, t.name, t.created_at, t.last_used_at, t.revoked_at`
+const tokenCols = `t.id, t.account_id, a.email, t.name, t.created_by, t.created_at, t.last_used_at, t.revoked_at`
 
 // tokenRow is the scan destination of tokenCols.
 type tokenRow struct {
@@ -191,7 +206,7 @@ type tokenRow struct {
 }
 
 func (r *tokenRow) dest() []any {
-	return []any{&r.t.ID, &r.t.AccountID, &r.t.AccountEmail, &r.t.Name, &r.t.CreatedAt, &r.used, &r.revoked}
+	return []any{&r.t.ID, &r.t.AccountID, &r.t.AccountEmail, &r.t.Name, &r.t.CreatedBy, &r.t.CreatedAt, &r.used, &r.revoked}
 }
 
 func (r *tokenRow) token() accounts.Token {
@@ -203,8 +218,8 @@ func (r *tokenRow) token() accounts.Token {
 // CreateAPIToken stores a token's hash.
 func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byte, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create token", func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO api_tokens(id, account_id, name, hash, created_at) VALUES ($1, $2, $3, $4, $5)`,
-			t.ID, t.AccountID, t.Name, hash, micro(t.CreatedAt)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO api_tokens(id, account_id, name, created_by, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			t.ID, t.AccountID, t.Name, t.CreatedBy, hash, micro(t.CreatedAt)); err != nil {
 			return err
 		}
 		return appendAudit(ctx, tx, e)
@@ -286,6 +301,80 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id string, at time.Time, e a
 	})
 }
 
+// adminTokenRow is the scan destination of the admin token's columns.
+type adminTokenRow struct {
+	account       *string
+	created       time.Time
+	used, revoked *time.Time
+}
+
+const adminTokenCols = `account_id, created_at, used_at, revoked_at`
+
+func (r *adminTokenRow) dest() []any { return []any{&r.account, &r.created, &r.used, &r.revoked} }
+
+func (r *adminTokenRow) token() accounts.Token {
+	t := accounts.Token{ID: accounts.AdminTokenID, Name: "admin token", CreatedAt: r.created,
+		LastUsedAt: fromNullTime(r.used), RevokedAt: fromNullTime(r.revoked)}
+	if r.account != nil {
+		t.AccountID = *r.account
+	}
+	return t
+}
+
+// AdminTokenByHash finds the admin token and marks it used the first time.
+func (s *Store) AdminTokenByHash(ctx context.Context, hash []byte) (accounts.Token, error) {
+	var r adminTokenRow
+	err := s.pool.QueryRow(ctx, `SELECT `+adminTokenCols+` FROM tokens WHERE name = 'admin' AND hash = $1`, hash).Scan(r.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return accounts.Token{}, fmt.Errorf("find admin token: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Token{}, classify("find admin token", err)
+	}
+	if r.used == nil {
+		now := micro(s.now())
+		if _, err := s.pool.Exec(ctx, `UPDATE tokens SET used_at = $1 WHERE hash = $2 AND used_at IS NULL`, now, hash); err != nil {
+			return accounts.Token{}, classify("mark admin token used", err)
+		}
+		r.used = &now
+	}
+	return r.token(), nil
+}
+
+// AdminToken reads the admin token.
+func (s *Store) AdminToken(ctx context.Context) (accounts.Token, error) {
+	var r adminTokenRow
+	err := s.pool.QueryRow(ctx, `SELECT `+adminTokenCols+` FROM tokens WHERE name = 'admin'`).Scan(r.dest()...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return accounts.Token{}, fmt.Errorf("read admin token: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Token{}, classify("read admin token", err)
+	}
+	return r.token(), nil
+}
+
+// RevokeAdminToken marks the admin token revoked; the row's lock orders
+// concurrent revocations.
+func (s *Store) RevokeAdminToken(ctx context.Context, at time.Time, e accounts.Entry) error {
+	return s.accountsTx(ctx, "revoke admin token", func(tx pgx.Tx) error {
+		var revoked *time.Time
+		err := tx.QueryRow(ctx, `SELECT revoked_at FROM tokens WHERE name = 'admin' FOR UPDATE`).Scan(&revoked)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return refuse(accounts.ErrNotFound)
+		case err != nil:
+			return err
+		case revoked != nil:
+			return refuse(accounts.ErrRevoked)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE tokens SET revoked_at = $1 WHERE name = 'admin'`, micro(at)); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
 // CreateSession stores a session.
 func (s *Store) CreateSession(ctx context.Context, ss accounts.Session, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create session", func(tx pgx.Tx) error {
@@ -333,20 +422,51 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte, e accounts.Entry
 	})
 }
 
+// EndSessions ends an account's sessions but keep.
+func (s *Store) EndSessions(ctx context.Context, accountID string, keep []byte, e accounts.Entry) (int, error) {
+	var n int64
+	err := s.accountsTx(ctx, "end sessions", func(tx pgx.Tx) error {
+		var err error
+		if n, err = endSessions(ctx, tx, accountID, keep); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+	return int(n), err
+}
+
+// endSessions deletes an account's sessions but keep (nil: all).
+func endSessions(ctx context.Context, tx pgx.Tx, accountID string, keep []byte) (int64, error) {
+	q, args := `DELETE FROM sessions WHERE account_id = $1`, []any{accountID}
+	if keep != nil {
+		q, args = q+` AND hash <> $2`, append(args, keep)
+	}
+	tag, err := tx.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
 // AddLoginAttempt counts an attempt against each key, one upsert each; the
-// key's row lock orders concurrent attempts.
-func (s *Store) AddLoginAttempt(ctx context.Context, keys []string, at, windowStart time.Time) ([]accounts.Attempts, error) {
+// key's row lock orders concurrent attempts, and the SET expressions read
+// the row as it was, so prev_at becomes the attempt before this one.
+func (s *Store) AddLoginAttempt(ctx context.Context, keys []string, at, quietSince time.Time) ([]accounts.Attempts, error) {
 	out := make([]accounts.Attempts, len(keys))
 	err := s.accountsTx(ctx, "count sign-in attempt", func(tx pgx.Tx) error {
 		for i, k := range keys {
 			out[i].Key = k
-			if err := tx.QueryRow(ctx, `INSERT INTO login_attempts AS l(key, attempts, since) VALUES ($1, 1, $2)
+			var prev *time.Time
+			if err := tx.QueryRow(ctx, `INSERT INTO login_attempts AS l(key, attempts, since, last_at, prev_at) VALUES ($1, 1, $2, $2, NULL)
 				ON CONFLICT (key) DO UPDATE SET
-					attempts = CASE WHEN l.since <= $3 THEN 1 ELSE l.attempts + 1 END,
-					since = CASE WHEN l.since <= $3 THEN excluded.since ELSE l.since END
-				RETURNING attempts, since`, k, micro(at), micro(windowStart)).Scan(&out[i].Count, &out[i].Since); err != nil {
+					attempts = CASE WHEN l.last_at <= $3 THEN 1 ELSE l.attempts + 1 END,
+					since = CASE WHEN l.last_at <= $3 THEN excluded.since ELSE l.since END,
+					prev_at = CASE WHEN l.last_at <= $3 THEN NULL ELSE l.last_at END,
+					last_at = excluded.last_at
+				RETURNING attempts, since, prev_at`, k, micro(at), micro(quietSince)).Scan(&out[i].Count, &out[i].Since, &prev); err != nil {
 				return err
 			}
+			out[i].Prev = fromNullTime(prev)
 		}
 		return nil
 	})
@@ -377,29 +497,53 @@ func (s *Store) PruneAccounts(ctx context.Context, now, attemptsBefore time.Time
 	err := s.accountsTx(ctx, "prune sessions", func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `WITH s AS (DELETE FROM sessions WHERE expires_at <= $1 RETURNING 1),
 				c AS (DELETE FROM setup_codes WHERE expires_at <= $1 RETURNING 1),
-				l AS (DELETE FROM login_attempts WHERE since < $2 RETURNING 1)
-			SELECT (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM l)`,
+				r AS (DELETE FROM password_resets WHERE expires_at <= $1 RETURNING 1),
+				l AS (DELETE FROM login_attempts WHERE last_at < $2 RETURNING 1)
+			SELECT (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM r) + (SELECT count(*) FROM l)`,
 			micro(now), micro(attemptsBefore)).Scan(&n)
 	})
 	return n, err
 }
 
-// PutSetupCode replaces the setup code while no account exists, and
-// removes it once one does.
-func (s *Store) PutSetupCode(ctx context.Context, hash []byte, expires time.Time) (bool, error) {
+// PutSetupCode stores the setup code while no account exists, and
+// removes it once one does; unless replace, a live code stays. The row's
+// lock orders instances starting together.
+func (s *Store) PutSetupCode(ctx context.Context, hash []byte, at, expires time.Time, replace bool) (bool, error) {
 	var put bool
 	err := s.accountsTx(ctx, "put setup code", func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO setup_codes(one, hash, expires_at) SELECT 1, $1, $2 WHERE NOT EXISTS (SELECT 1 FROM accounts)
-			ON CONFLICT (one) DO UPDATE SET hash = excluded.hash, expires_at = excluded.expires_at`, hash, micro(expires))
+		q := `INSERT INTO setup_codes(one, hash, expires_at) SELECT 1, $1, $2 WHERE NOT EXISTS (SELECT 1 FROM accounts)
+			ON CONFLICT (one) DO UPDATE SET hash = excluded.hash, expires_at = excluded.expires_at`
+		args := []any{hash, micro(expires)}
+		if !replace {
+			q += ` WHERE setup_codes.expires_at <= $3`
+			args = append(args, micro(at))
+		}
+		tag, err := tx.Exec(ctx, q, args...)
 		if err != nil {
 			return err
 		}
-		if put = tag.RowsAffected() == 1; !put {
-			_, err = tx.Exec(ctx, `DELETE FROM setup_codes`)
-		}
+		put = tag.RowsAffected() == 1
+		_, err = tx.Exec(ctx, `DELETE FROM setup_codes WHERE EXISTS (SELECT 1 FROM accounts)`)
 		return err
 	})
 	return put, err
+}
+
+// SetupCodeHash is the live setup code's hash.
+func (s *Store) SetupCodeHash(ctx context.Context, at time.Time) ([]byte, error) {
+	var done bool
+	var hash []byte
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts),
+		(SELECT hash FROM setup_codes WHERE expires_at > $1)`, micro(at)).Scan(&done, &hash)
+	switch {
+	case err != nil:
+		return nil, classify("read setup code", err)
+	case done:
+		return nil, fmt.Errorf("read setup code: %w", accounts.ErrSetupDone)
+	case hash == nil:
+		return nil, fmt.Errorf("read setup code: %w", accounts.ErrSetupCode)
+	}
+	return hash, nil
 }
 
 // UseSetupCode burns the code and creates the first account, together. A
@@ -421,6 +565,60 @@ func (s *Store) UseSetupCode(ctx context.Context, hash []byte, at time.Time, a a
 		}
 		if tag.RowsAffected() == 0 {
 			return refuse(accounts.ErrSetupDone)
+		}
+		if err := adoptAdminToken(ctx, tx, a); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// CreatePasswordReset stores a reset link's hash.
+func (s *Store) CreatePasswordReset(ctx context.Context, hash []byte, accountID string, at, expires time.Time, e accounts.Entry) error {
+	return s.accountsTx(ctx, "create reset link", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO password_resets(hash, account_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+			hash, accountID, micro(at), micro(expires)); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// PasswordResetAccount is the account of a live reset link.
+func (s *Store) PasswordResetAccount(ctx context.Context, hash []byte, at time.Time) (accounts.Account, error) {
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM password_resets r JOIN accounts a ON a.id = r.account_id
+		WHERE r.hash = $1 AND r.expires_at > $2`, hash, micro(at)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return accounts.Account{}, fmt.Errorf("read reset link: %w", accounts.ErrResetInvalid)
+	}
+	if err != nil {
+		return accounts.Account{}, classify("read reset link", err)
+	}
+	return a, nil
+}
+
+// UsePasswordReset burns the link, sets the password and ends the
+// sessions, together; a concurrent use waits for the link's row lock and
+// then finds it gone.
+func (s *Store) UsePasswordReset(ctx context.Context, hash []byte, accountID string, at time.Time, passwordHash string, e accounts.Entry) error {
+	return s.accountsTx(ctx, "use reset link", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM password_resets WHERE hash = $1 AND account_id = $2 AND expires_at > $3`, hash, accountID, micro(at))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return refuse(accounts.ErrResetInvalid)
+		}
+		for _, q := range []string{
+			`DELETE FROM password_resets WHERE account_id = $1`,
+			`DELETE FROM sessions WHERE account_id = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, accountID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE accounts SET password_hash = $2, updated_at = $3 WHERE id = $1`, accountID, passwordHash, micro(at)); err != nil {
+			return err
 		}
 		return appendAudit(ctx, tx, e)
 	})

@@ -117,8 +117,23 @@ func (s *Store) CreateAccount(ctx context.Context, a accounts.Account, e account
 		if n, _ := res.RowsAffected(); n == 0 {
 			return refuse(accounts.ErrEmailTaken)
 		}
+		if err := adoptAdminToken(ctx, tx, a); err != nil {
+			return err
+		}
 		return appendAudit(ctx, tx, e)
 	})
+}
+
+// adoptAdminToken gives the admin token that belongs to no account yet to
+// a new owner of every site (accounts.Account.OwnsAll).
+func adoptAdminToken(ctx context.Context, tx *sql.Tx, a accounts.Account) error {
+	if !a.OwnsAll() {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tokens SET account_id = ? WHERE name = 'admin' AND account_id IS NULL`, a.ID); err != nil {
+		return fmt.Errorf("give the admin token to %s: %w", a.Email, err)
+	}
+	return nil
 }
 
 func (s *Store) readAccount(ctx context.Context, op, where string, arg any) (accounts.Account, error) {
@@ -194,8 +209,8 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change,
 		if err != nil {
 			return err
 		}
-		if a.Disabled {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE account_id = ?`, id); err != nil {
+		if a.Disabled || c.EndSessions {
+			if _, err := endSessions(ctx, tx, id, c.KeepSession); err != nil {
 				return fmt.Errorf("end sessions: %w", err)
 			}
 		}
@@ -204,7 +219,7 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change,
 	return a, err
 }
 
-const tokenCols = `t.id, t.account_id, a.email, t.name, t.created_at, t.last_used_at, t.revoked_at`
+const tokenCols = `t.id, t.account_id, a.email, t.name, t.created_by, t.created_at, t.last_used_at, t.revoked_at`
 
 // tokenRow is the scan destination of tokenCols.
 type tokenRow struct {
@@ -214,7 +229,7 @@ type tokenRow struct {
 }
 
 func (r *tokenRow) dest() []any {
-	return []any{&r.t.ID, &r.t.AccountID, &r.t.AccountEmail, &r.t.Name, &r.created, &r.used, &r.revoked}
+	return []any{&r.t.ID, &r.t.AccountID, &r.t.AccountEmail, &r.t.Name, &r.t.CreatedBy, &r.created, &r.used, &r.revoked}
 }
 
 func (r *tokenRow) token() accounts.Token {
@@ -226,8 +241,8 @@ func (r *tokenRow) token() accounts.Token {
 // CreateAPIToken stores a token's hash.
 func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byte, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create token", func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO api_tokens(id, account_id, name, hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-			t.ID, t.AccountID, t.Name, hash, usec(t.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO api_tokens(id, account_id, name, created_by, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			t.ID, t.AccountID, t.Name, t.CreatedBy, hash, usec(t.CreatedAt)); err != nil {
 			return err
 		}
 		return appendAudit(ctx, tx, e)
@@ -314,6 +329,75 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id string, at time.Time, e a
 	})
 }
 
+// adminTokenRow is the scan destination of the admin token's columns.
+type adminTokenRow struct {
+	account       sql.NullString
+	created       int64
+	used, revoked sql.NullInt64
+}
+
+const adminTokenCols = `account_id, created_at, used_at, revoked_at`
+
+func (r *adminTokenRow) dest() []any { return []any{&r.account, &r.created, &r.used, &r.revoked} }
+
+func (r *adminTokenRow) token() accounts.Token {
+	return accounts.Token{ID: accounts.AdminTokenID, AccountID: r.account.String, Name: "admin token", CreatedAt: time.UnixMicro(r.created),
+		LastUsedAt: fromNullUsec(r.used), RevokedAt: fromNullUsec(r.revoked)}
+}
+
+// AdminTokenByHash finds the admin token and marks it used the first time.
+func (s *Store) AdminTokenByHash(ctx context.Context, hash []byte) (accounts.Token, error) {
+	var r adminTokenRow
+	err := s.rdb.QueryRowContext(ctx, `SELECT `+adminTokenCols+` FROM tokens WHERE name = 'admin' AND hash = ?`, hash).Scan(r.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return accounts.Token{}, fmt.Errorf("find admin token: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Token{}, classify("find admin token", err)
+	}
+	if !r.used.Valid {
+		now := s.now().UnixMicro()
+		if _, err := s.wdb.ExecContext(ctx, `UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL`, now, hash); err != nil {
+			return accounts.Token{}, classify("mark admin token used", err)
+		}
+		r.used = sql.NullInt64{Int64: now, Valid: true}
+	}
+	return r.token(), nil
+}
+
+// AdminToken reads the admin token.
+func (s *Store) AdminToken(ctx context.Context) (accounts.Token, error) {
+	var r adminTokenRow
+	err := s.rdb.QueryRowContext(ctx, `SELECT `+adminTokenCols+` FROM tokens WHERE name = 'admin'`).Scan(r.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return accounts.Token{}, fmt.Errorf("read admin token: %w", accounts.ErrNotFound)
+	}
+	if err != nil {
+		return accounts.Token{}, classify("read admin token", err)
+	}
+	return r.token(), nil
+}
+
+// RevokeAdminToken marks the admin token revoked.
+func (s *Store) RevokeAdminToken(ctx context.Context, at time.Time, e accounts.Entry) error {
+	return s.accountsTx(ctx, "revoke admin token", func(tx *sql.Tx) error {
+		var revoked sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM tokens WHERE name = 'admin'`).Scan(&revoked)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return refuse(accounts.ErrNotFound)
+		case err != nil:
+			return err
+		case revoked.Valid:
+			return refuse(accounts.ErrRevoked)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE name = 'admin'`, usec(at)); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
 // CreateSession stores a session.
 func (s *Store) CreateSession(ctx context.Context, ss accounts.Session, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create session", func(tx *sql.Tx) error {
@@ -366,21 +450,55 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte, e accounts.Entry
 	})
 }
 
+// EndSessions ends an account's sessions but keep.
+func (s *Store) EndSessions(ctx context.Context, accountID string, keep []byte, e accounts.Entry) (int, error) {
+	var n int64
+	err := s.accountsTx(ctx, "end sessions", func(tx *sql.Tx) error {
+		var err error
+		if n, err = endSessions(ctx, tx, accountID, keep); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+	return int(n), err
+}
+
+// endSessions deletes an account's sessions but keep (nil: all).
+func endSessions(ctx context.Context, tx *sql.Tx, accountID string, keep []byte) (int64, error) {
+	q, args := `DELETE FROM sessions WHERE account_id = ?`, []any{accountID}
+	if keep != nil {
+		q, args = q+` AND hash <> ?`, append(args, keep)
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
 // AddLoginAttempt counts an attempt against each key, one upsert each.
-func (s *Store) AddLoginAttempt(ctx context.Context, keys []string, at, windowStart time.Time) ([]accounts.Attempts, error) {
+// The SET expressions read the row as it was, so prev_at becomes the
+// attempt before this one.
+func (s *Store) AddLoginAttempt(ctx context.Context, keys []string, at, quietSince time.Time) ([]accounts.Attempts, error) {
 	out := make([]accounts.Attempts, len(keys))
 	err := s.accountsTx(ctx, "count sign-in attempt", func(tx *sql.Tx) error {
 		for i, k := range keys {
-			var since int64
-			err := tx.QueryRowContext(ctx, `INSERT INTO login_attempts(key, attempts, since) VALUES (?, 1, ?)
+			var since, prev int64
+			err := tx.QueryRowContext(ctx, `INSERT INTO login_attempts(key, attempts, since, last_at, prev_at) VALUES (?, 1, ?, ?, 0)
 				ON CONFLICT(key) DO UPDATE SET
-					attempts = CASE WHEN since <= ? THEN 1 ELSE attempts + 1 END,
-					since = CASE WHEN since <= ? THEN excluded.since ELSE since END
-				RETURNING attempts, since`, k, usec(at), usec(windowStart), usec(windowStart)).Scan(&out[i].Count, &since)
+					attempts = CASE WHEN last_at <= ? THEN 1 ELSE attempts + 1 END,
+					since = CASE WHEN last_at <= ? THEN excluded.since ELSE since END,
+					prev_at = CASE WHEN last_at <= ? THEN 0 ELSE last_at END,
+					last_at = excluded.last_at
+				RETURNING attempts, since, prev_at`, k, usec(at), usec(at), usec(quietSince), usec(quietSince), usec(quietSince)).Scan(&out[i].Count, &since, &prev)
 			if err != nil {
 				return err
 			}
 			out[i].Key, out[i].Since = k, time.UnixMicro(since)
+			if prev != 0 {
+				out[i].Prev = time.UnixMicro(prev)
+			}
 		}
 		return nil
 	})
@@ -418,7 +536,8 @@ func (s *Store) PruneAccounts(ctx context.Context, now, attemptsBefore time.Time
 		}{
 			{`DELETE FROM sessions WHERE expires_at <= ?`, usec(now)},
 			{`DELETE FROM setup_codes WHERE expires_at <= ?`, usec(now)},
-			{`DELETE FROM login_attempts WHERE since < ?`, usec(attemptsBefore)},
+			{`DELETE FROM password_resets WHERE expires_at <= ?`, usec(now)},
+			{`DELETE FROM login_attempts WHERE last_at < ?`, usec(attemptsBefore)},
 		} {
 			res, err := tx.ExecContext(ctx, q.sql, q.arg)
 			if err != nil {
@@ -432,23 +551,45 @@ func (s *Store) PruneAccounts(ctx context.Context, now, attemptsBefore time.Time
 	return total, err
 }
 
-// PutSetupCode replaces the setup code while no account exists, and
-// removes it once one does.
-func (s *Store) PutSetupCode(ctx context.Context, hash []byte, expires time.Time) (bool, error) {
+// PutSetupCode stores the setup code while no account exists, and
+// removes it once one does; unless replace, a live code stays.
+func (s *Store) PutSetupCode(ctx context.Context, hash []byte, at, expires time.Time, replace bool) (bool, error) {
 	var put bool
 	err := s.accountsTx(ctx, "put setup code", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO setup_codes(one, hash, expires_at) SELECT 1, ?, ? WHERE NOT EXISTS (SELECT 1 FROM accounts)
-			ON CONFLICT(one) DO UPDATE SET hash = excluded.hash, expires_at = excluded.expires_at`, hash, usec(expires))
+		q := `INSERT INTO setup_codes(one, hash, expires_at) SELECT 1, ?, ? WHERE NOT EXISTS (SELECT 1 FROM accounts)
+			ON CONFLICT(one) DO UPDATE SET hash = excluded.hash, expires_at = excluded.expires_at`
+		args := []any{hash, usec(expires)}
+		if !replace {
+			q += ` WHERE setup_codes.expires_at <= ?`
+			args = append(args, usec(at))
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
 		n, _ := res.RowsAffected()
-		if put = n == 1; !put {
-			_, err = tx.ExecContext(ctx, `DELETE FROM setup_codes`)
-		}
+		put = n == 1
+		_, err = tx.ExecContext(ctx, `DELETE FROM setup_codes WHERE EXISTS (SELECT 1 FROM accounts)`)
 		return err
 	})
 	return put, err
+}
+
+// SetupCodeHash is the live setup code's hash.
+func (s *Store) SetupCodeHash(ctx context.Context, at time.Time) ([]byte, error) {
+	var done bool
+	var hash []byte
+	err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM accounts),
+		(SELECT hash FROM setup_codes WHERE expires_at > ?)`, usec(at)).Scan(&done, &hash)
+	switch {
+	case err != nil:
+		return nil, classify("read setup code", err)
+	case done:
+		return nil, fmt.Errorf("read setup code: %w", accounts.ErrSetupDone)
+	case hash == nil:
+		return nil, fmt.Errorf("read setup code: %w", accounts.ErrSetupCode)
+	}
+	return hash, nil
 }
 
 // UseSetupCode burns the code and creates the first account, together.
@@ -469,6 +610,59 @@ func (s *Store) UseSetupCode(ctx context.Context, hash []byte, at time.Time, a a
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return refuse(accounts.ErrSetupDone)
+		}
+		if err := adoptAdminToken(ctx, tx, a); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// CreatePasswordReset stores a reset link's hash.
+func (s *Store) CreatePasswordReset(ctx context.Context, hash []byte, accountID string, at, expires time.Time, e accounts.Entry) error {
+	return s.accountsTx(ctx, "create reset link", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO password_resets(hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+			hash, accountID, usec(at), usec(expires)); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, e)
+	})
+}
+
+// PasswordResetAccount is the account of a live reset link.
+func (s *Store) PasswordResetAccount(ctx context.Context, hash []byte, at time.Time) (accounts.Account, error) {
+	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+accountCols+` FROM password_resets r JOIN accounts a ON a.id = r.account_id
+		WHERE r.hash = ? AND r.expires_at > ?`, hash, usec(at)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return accounts.Account{}, fmt.Errorf("read reset link: %w", accounts.ErrResetInvalid)
+	}
+	if err != nil {
+		return accounts.Account{}, classify("read reset link", err)
+	}
+	return a, nil
+}
+
+// UsePasswordReset burns the link, sets the password and ends the
+// sessions, together.
+func (s *Store) UsePasswordReset(ctx context.Context, hash []byte, accountID string, at time.Time, passwordHash string, e accounts.Entry) error {
+	return s.accountsTx(ctx, "use reset link", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM password_resets WHERE hash = ? AND account_id = ? AND expires_at > ?`, hash, accountID, usec(at))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return refuse(accounts.ErrResetInvalid)
+		}
+		for _, q := range []string{
+			`DELETE FROM password_resets WHERE account_id = ?`,
+			`DELETE FROM sessions WHERE account_id = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, accountID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE accounts SET password_hash = ?, updated_at = ? WHERE id = ?`, passwordHash, usec(at), accountID); err != nil {
+			return err
 		}
 		return appendAudit(ctx, tx, e)
 	})

@@ -1008,12 +1008,19 @@ func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]by
 	return stored, nil
 }
 
+// firstOwnerOfAll is the first account that is an owner of every site
+// (accounts.Account.OwnsAll), NULL while there is none.
+const firstOwnerOfAll = `(SELECT id FROM accounts WHERE role = 'owner' AND sites = '["*"]' ORDER BY created_at, id LIMIT 1)`
+
 // PutToken stores a token hash under a name.
-func (s *Store) PutToken(ctx context.Context, name string, hash []byte, unlessUsed bool) (bool, error) {
-	q := `INSERT INTO tokens(name, hash, created_at) VALUES (?, ?, ?)
-		ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, used_at = NULL`
-	if unlessUsed {
-		q += ` WHERE tokens.used_at IS NULL`
+func (s *Store) PutToken(ctx context.Context, name string, hash []byte, ifAbsent bool) (bool, error) {
+	// The token belongs to the first owner of every site, if there is
+	// one yet (else that account adopts it when made).
+	q := `INSERT INTO tokens(name, hash, created_at, account_id) VALUES (?, ?, ?, ` + firstOwnerOfAll + `)
+		ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, used_at = NULL, revoked_at = NULL,
+			account_id = coalesce(tokens.account_id, excluded.account_id)`
+	if ifAbsent {
+		q = `INSERT INTO tokens(name, hash, created_at, account_id) VALUES (?, ?, ?, ` + firstOwnerOfAll + `) ON CONFLICT(name) DO NOTHING`
 	}
 	res, err := s.wdb.ExecContext(ctx, q, name, hash, s.now().UnixMicro())
 	if err != nil {
@@ -1027,7 +1034,7 @@ func (s *Store) PutToken(ctx context.Context, name string, hash []byte, unlessUs
 // used the first time.
 func (s *Store) TokenValid(ctx context.Context, hash []byte) (bool, error) {
 	var used sql.NullInt64
-	err := s.rdb.QueryRowContext(ctx, `SELECT used_at FROM tokens WHERE hash = ?`, hash).Scan(&used)
+	err := s.rdb.QueryRowContext(ctx, `SELECT used_at FROM tokens WHERE hash = ? AND revoked_at IS NULL`, hash).Scan(&used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

@@ -39,13 +39,21 @@ func RunAccounts(t *testing.T, newStore Opener) {
 		{"AccountChanges", testAccountChanges},
 		{"APITokens", testAPITokens},
 		{"LegacyAdminToken", testLegacyToken},
+		{"AdminTokenOwnedListedRevocable", testAdminTokenOwned},
+		{"AdminTokenMadeAfterTheFirstOwner", testAdminTokenMadeLate},
+		{"TokenMadeForAnotherNamesItsMaker", testTokenMaker},
 		{"SessionExpiry", testSessionExpiry},
 		{"SessionCookieAndCSRF", testSessionCookie},
 		{"LoginRateLimit", testLoginLimit},
+		{"LoginStormCannotLockOwnerOut", testLoginStorm},
 		{"LoginAttemptsCountUnderConcurrency", testLoginConcurrent},
 		{"PasswordRehash", testRehash},
 		{"SetupCodeSingleUse", testSetupCode},
 		{"SetupRefusedOnceAnAccountExists", testSetupDone},
+		{"SetupBudgetPerAddress", testSetupBudget},
+		{"PasswordChange", testPasswordChange},
+		{"PasswordResetLink", testPasswordReset},
+		{"SignOutEverywhere", testSignOutEverywhere},
 		{"AuditPaging", testAuditPaging},
 		{"ScopeEnforced", testScope},
 	}
@@ -540,62 +548,114 @@ func testLoginLimit(t *testing.T, e *accountsEnv) {
 	if !errors.Is(errUnknown, accounts.ErrBadCredentials) || errUnknown.Error() != errWrong.Error() {
 		t.Fatalf("unknown e-mail %q, wrong password %q: want the same ErrBadCredentials", errUnknown, errWrong)
 	}
-	// Ten failures per e-mail in 15 minutes (from any IPs), then locked
-	// until the window ends, even with the right password.
-	start := e.clock.Now()
-	for i := range 9 {
-		if _, err := e.svc.Login(e.ctx, "fay@example.com", "wrong password", fmt.Sprintf("203.0.113.%d", 10+i)); !errors.Is(err, accounts.ErrBadCredentials) {
-			t.Fatalf("failure %d: %v", i+2, err)
+	// Five failures of one pair in a row at any pace; then each attempt
+	// waits twice as long after the one before: 1s, 2s, 4s…
+	for i := range 5 {
+		if _, err := e.svc.Login(e.ctx, "fay@example.com", "wrong password", ip); !errors.Is(err, accounts.ErrBadCredentials) {
+			t.Fatalf("failure %d: %v", i+1, err)
 		}
-		e.clock.Advance(time.Minute)
 	}
-	_, err := e.svc.Login(e.ctx, "fay@example.com", password, ip)
 	var locked *accounts.LockedError
-	if !errors.As(err, &locked) || !errors.Is(err, accounts.ErrLocked) || !locked.Until.Equal(start.Add(15*time.Minute)) {
-		t.Fatalf("11th attempt: %v, want locked until %v", err, start.Add(15*time.Minute))
+	_, err := e.svc.Login(e.ctx, "fay@example.com", password, ip)
+	if !errors.As(err, &locked) || !errors.Is(err, accounts.ErrLocked) || locked.RetryAfter(e.clock.Now()) != time.Second {
+		t.Fatalf("6th attempt at once: %v, want locked for 1s", err)
 	}
-	if locked.RetryAfter(e.clock.Now()) != 6*time.Minute {
-		t.Fatalf("retry after %v, want 6m", locked.RetryAfter(e.clock.Now()))
+	// The refused attempt counts too: the next waits 2s after it.
+	e.clock.Advance(time.Second)
+	_, err = e.svc.Login(e.ctx, "fay@example.com", password, ip)
+	if !errors.As(err, &locked) || locked.RetryAfter(e.clock.Now()) != time.Second {
+		t.Fatalf("7th attempt 1s later: %v, want locked for 1s more", err)
 	}
-	e.clock.Advance(6 * time.Minute)
+	e.clock.Advance(4 * time.Second)
+	if _, err := e.svc.Login(e.ctx, "fay@example.com", "wrong password", ip); !errors.Is(err, accounts.ErrBadCredentials) {
+		t.Fatalf("8th attempt after its wait: %v, want it checked", err)
+	}
+	e.clock.Advance(8 * time.Second)
 	if _, err := e.svc.Login(e.ctx, "fay@example.com", password, ip); err != nil {
-		t.Fatalf("after the window: %v", err)
+		t.Fatalf("9th attempt after its wait, right password: %v", err)
 	}
-	// A success starts over: nine more failures and a success are fine.
-	for range 9 {
-		if _, err := e.svc.Login(e.ctx, "fay@example.com", "wrong password", "203.0.113.50"); !errors.Is(err, accounts.ErrBadCredentials) {
+	// A success starts the pair over.
+	for range 5 {
+		if _, err := e.svc.Login(e.ctx, "fay@example.com", "wrong password", ip); !errors.Is(err, accounts.ErrBadCredentials) {
 			t.Fatalf("after a success: %v", err)
 		}
 	}
-	if _, err := e.svc.Login(e.ctx, "fay@example.com", password, "203.0.113.50"); err != nil {
-		t.Fatalf("a success after 9 failures: %v", err)
+	// A pause of the window starts it over too.
+	e.clock.Advance(15 * time.Minute)
+	if _, err := e.svc.Login(e.ctx, "fay@example.com", password, ip); err != nil {
+		t.Fatalf("after a pause: %v", err)
 	}
-	// Per IP: ten failures on different e-mails lock the IP, also for an
-	// account that has not failed.
-	for i := range 10 {
-		_, err := e.svc.Login(e.ctx, fmt.Sprintf("guess%d@example.com", i), "wrong password", ip)
-		if !errors.Is(err, accounts.ErrBadCredentials) {
-			t.Fatalf("ip failure %d: %v", i+1, err)
+	// Per address: a budget a success does not refill. Rounds of failures
+	// on other e-mails, each followed by signing in to one's own account,
+	// run it out, and then the own account waits too.
+	svc := accounts.New(e.st, accounts.Config{Now: e.clock.Now, Password: fastParams, AddressAttempts: 20})
+	const attacker = "192.0.2.66"
+	e.add(t, "mallory@example.com", accounts.Viewer, "a")
+	for round := range 2 {
+		for i := range 9 {
+			if _, err := svc.Login(e.ctx, fmt.Sprintf("guess%d@example.com", i), "wrong password", attacker); !errors.Is(err, accounts.ErrBadCredentials) {
+				t.Fatalf("round %d failure %d: %v", round, i+1, err)
+			}
+		}
+		if _, err := svc.Login(e.ctx, "mallory@example.com", password, attacker); err != nil {
+			t.Fatalf("round %d: own sign-in: %v", round, err)
 		}
 	}
-	if _, err := e.svc.Login(e.ctx, "fay@example.com", password, ip); !errors.Is(err, accounts.ErrLocked) {
-		t.Fatalf("locked IP: %v, want ErrLocked", err)
+	if _, err := svc.Login(e.ctx, "guess0@example.com", "wrong password", attacker); !errors.Is(err, accounts.ErrLocked) {
+		t.Fatalf("21st attempt from one address: %v, want ErrLocked", err)
 	}
-	if _, err := e.svc.Login(e.ctx, "fay@example.com", password, "203.0.113.99"); err != nil {
-		t.Fatalf("the same account from another IP: %v", err)
+	if _, err := svc.Login(e.ctx, "mallory@example.com", password, attacker); !errors.Is(err, accounts.ErrLocked) {
+		t.Fatalf("the address's own account past the budget: %v, want ErrLocked", err)
+	}
+	if _, err := svc.Login(e.ctx, "fay@example.com", password, "203.0.113.99"); err != nil {
+		t.Fatalf("another address: %v", err)
 	}
 	// Failures are in the audit log, the password never.
 	fails := e.audit(t, "login.failure")
-	if len(fails) != 30 {
-		t.Fatalf("%d login.failure entries, want 30", len(fails))
+	if len(fails) != 2+6+5+18 {
+		t.Fatalf("%d login.failure entries, want %d", len(fails), 2+6+5+18)
 	}
 	for _, en := range append(fails, e.audit(t, "login")...) {
 		if strings.Contains(en.Actor+en.Target+en.Detail, "wrong password") || strings.Contains(en.Actor+en.Target+en.Detail, password) {
 			t.Fatalf("an audit entry holds a password: %+v", en)
 		}
 	}
-	if len(e.audit(t, "login.locked")) != 2 {
-		t.Fatalf("login.locked entries %+v, want one per lock", e.audit(t, "login.locked"))
+	if n := len(e.audit(t, "login.locked")); n == 0 || n > 4 {
+		t.Fatalf("%d login.locked entries, want a few", n)
+	}
+}
+
+// testLoginStorm: a storm of wrong passwords for the owner from one
+// address neither keeps the owner, signing in from another, out nor gets
+// the attacker more than a handful of checked guesses.
+func testLoginStorm(t *testing.T, e *accountsEnv) {
+	e.add(t, "owner@example.com", accounts.Owner, "*")
+	const attacker, owner = "192.0.2.13", "198.51.100.20"
+	checked := 0
+	for i := range 200 {
+		_, err := e.svc.Login(e.ctx, "owner@example.com", fmt.Sprint("guess ", i), attacker)
+		switch {
+		case errors.Is(err, accounts.ErrBadCredentials):
+			checked++
+		case !errors.Is(err, accounts.ErrLocked):
+			t.Fatalf("guess %d: %v", i, err)
+		}
+		e.clock.Advance(100 * time.Millisecond)
+		if i%50 == 49 {
+			if _, err := e.svc.Login(e.ctx, "owner@example.com", password, owner); err != nil {
+				t.Fatalf("the owner from another address during the storm (after %d guesses): %v", i+1, err)
+			}
+		}
+	}
+	// 20 s of guesses 100 ms apart: 5 free, then the waits of 1s, 2s, 4s
+	// and 8s let at most a few more through.
+	if checked > 9 {
+		t.Fatalf("%d of 200 guesses were checked, want at most 9", checked)
+	}
+	var locked *accounts.LockedError
+	_, err := e.svc.Login(e.ctx, "owner@example.com", password, attacker)
+	if !errors.As(err, &locked) || locked.RetryAfter(e.clock.Now()) < time.Minute {
+		t.Fatalf("the attacker's pair after the storm: %v, want a long wait", err)
 	}
 }
 
@@ -607,7 +667,7 @@ func testLoginConcurrent(t *testing.T, e *accountsEnv) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = e.svc.Login(e.ctx, "gus@example.com", "wrong password", fmt.Sprintf("203.0.113.%d", i))
+			_, errs[i] = e.svc.Login(e.ctx, "gus@example.com", "wrong password", "203.0.113.8")
 		})
 	}
 	wg.Wait()
@@ -622,8 +682,8 @@ func testLoginConcurrent(t *testing.T, e *accountsEnv) {
 			t.Fatalf("concurrent sign-in: %v", err)
 		}
 	}
-	if bad != 10 || locked != n-10 {
-		t.Fatalf("%d checked, %d locked; want exactly 10 checked", bad, locked)
+	if bad != 5 || locked != n-5 {
+		t.Fatalf("%d checked, %d locked; want exactly 5 checked", bad, locked)
 	}
 }
 
@@ -645,19 +705,27 @@ func testRehash(t *testing.T, e *accountsEnv) {
 }
 
 func testSetupCode(t *testing.T, e *accountsEnv) {
-	old, ok, err := e.svc.SetupCode(e.ctx)
-	if err != nil || !ok || len(old) < 32 {
-		t.Fatalf("setup code %q %v %v", old, ok, err)
+	first, state, err := e.svc.SetupCode(e.ctx, false)
+	if err != nil || state != accounts.SetupIssued || len(first) < 32 {
+		t.Fatalf("setup code %q %v %v", first, state, err)
 	}
-	// Each start replaces the code.
-	code, _, err := e.svc.SetupCode(e.ctx)
-	if err != nil {
-		t.Fatal(err)
+	// Another instance, or a restart, while it is live: nothing new, and
+	// the first link still works.
+	if code, state, err := e.svc.SetupCode(e.ctx, false); code != "" || state != accounts.SetupPending || err != nil {
+		t.Fatalf("second start: %q %v %v, want SetupPending", code, state, err)
 	}
-	if _, err := e.svc.Setup(e.ctx, old, "ida@example.com", password); !errors.Is(err, accounts.ErrSetupCode) {
+	// formd setup-link replaces it.
+	code, state, err := e.svc.SetupCode(e.ctx, true)
+	if err != nil || state != accounts.SetupIssued {
+		t.Fatal(state, err)
+	}
+	if _, err := e.svc.Setup(e.ctx, first, "ida@example.com", password, ""); !errors.Is(err, accounts.ErrSetupCode) {
 		t.Fatalf("replaced code: %v, want ErrSetupCode", err)
 	}
-	if _, err := e.svc.Setup(e.ctx, code, "ida@example.com", "short"); !errors.Is(err, accounts.ErrPasswordTooShort) {
+	if _, err := e.svc.Setup(e.ctx, "not the code", "ida@example.com", "short", ""); !errors.Is(err, accounts.ErrSetupCode) {
+		t.Fatalf("a wrong code is refused before the password is looked at: %v", err)
+	}
+	if _, err := e.svc.Setup(e.ctx, code, "ida@example.com", "short", ""); !errors.Is(err, accounts.ErrPasswordTooShort) {
 		t.Fatalf("short password: %v", err)
 	}
 	// Used at once by many: one account, the rest refused.
@@ -666,7 +734,7 @@ func testSetupCode(t *testing.T, e *accountsEnv) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = e.svc.Setup(e.ctx, code, fmt.Sprintf("owner%d@example.com", i), password)
+			_, errs[i] = e.svc.Setup(e.ctx, code, fmt.Sprintf("owner%d@example.com", i), password, "")
 		})
 	}
 	wg.Wait()
@@ -675,8 +743,8 @@ func testSetupCode(t *testing.T, e *accountsEnv) {
 		switch {
 		case err == nil:
 			ok2++
-		case !errors.Is(err, accounts.ErrSetupCode) || errors.Is(err, store.ErrUnavailable):
-			t.Fatalf("concurrent setup: %v, want ErrSetupCode", err)
+		case !(errors.Is(err, accounts.ErrSetupCode) || errors.Is(err, accounts.ErrSetupDone)) || errors.Is(err, store.ErrUnavailable):
+			t.Fatalf("concurrent setup: %v, want ErrSetupCode or ErrSetupDone", err)
 		}
 	}
 	all, err := e.st.ListAccounts(e.ctx)
@@ -687,27 +755,28 @@ func testSetupCode(t *testing.T, e *accountsEnv) {
 		t.Fatalf("sign in as the first owner: %v", err)
 	}
 	// With an account, no new code is made.
-	if code, ok, err := e.svc.SetupCode(e.ctx); ok || code != "" || err != nil {
-		t.Fatalf("setup code with an account: %q %v %v", code, ok, err)
+	if code, state, err := e.svc.SetupCode(e.ctx, true); state != accounts.SetupNotNeeded || code != "" || err != nil {
+		t.Fatalf("setup code with an account: %q %v %v", code, state, err)
 	}
 }
 
 func testSetupDone(t *testing.T, e *accountsEnv) {
-	code, ok, err := e.svc.SetupCode(e.ctx)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
+	code, state, err := e.svc.SetupCode(e.ctx, false)
+	if err != nil || state != accounts.SetupIssued {
+		t.Fatal(state, err)
 	}
 	e.clock.Advance(24*time.Hour + time.Second)
-	if _, err := e.svc.Setup(e.ctx, code, "jo@example.com", password); !errors.Is(err, accounts.ErrSetupCode) {
+	if _, err := e.svc.Setup(e.ctx, code, "jo@example.com", password, ""); !errors.Is(err, accounts.ErrSetupCode) {
 		t.Fatalf("expired code: %v, want ErrSetupCode", err)
 	}
-	code, _, err = e.svc.SetupCode(e.ctx)
-	if err != nil {
-		t.Fatal(err)
+	// An expired code is replaced at the next start.
+	code, state, err = e.svc.SetupCode(e.ctx, false)
+	if err != nil || state != accounts.SetupIssued {
+		t.Fatal(state, err)
 	}
 	// formd users add made an account meanwhile.
 	e.add(t, "kim@example.com", accounts.Owner, "*")
-	if _, err := e.svc.Setup(e.ctx, code, "jo@example.com", password); !errors.Is(err, accounts.ErrSetupDone) || errors.Is(err, store.ErrUnavailable) {
+	if _, err := e.svc.Setup(e.ctx, code, "jo@example.com", password, ""); !errors.Is(err, accounts.ErrSetupDone) || errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("setup with an account: %v, want ErrSetupDone", err)
 	}
 	if _, err := e.st.AccountByEmail(e.ctx, "jo@example.com"); !errors.Is(err, accounts.ErrNotFound) {
@@ -856,5 +925,240 @@ func testScope(t *testing.T, e *accountsEnv) {
 	ts, err := e.svc.Tokens(e.ctx, pA, "")
 	if err != nil || len(ts) != 1 || ts[0].AccountID != editorA.ID {
 		t.Fatalf("owner A sees tokens %+v %v, want only A's editor's", ts, err)
+	}
+}
+
+// The admin token belongs to the first owner of every site: listed and
+// revocable like the account's own tokens, refused while the account is
+// disabled, and not issued again by a restart once revoked.
+func testAdminTokenOwned(t *testing.T, e *accountsEnv) {
+	token, hash := accounts.NewToken()
+	if ok, err := e.st.PutToken(e.ctx, "admin", hash, true); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	e.add(t, "viv@example.com", accounts.Owner, "a") // not of every site: not the token's
+	first := e.add(t, "una@example.com", accounts.Owner, "*")
+	e.add(t, "wes@example.com", accounts.Owner, "*")
+	p, err := e.svc.Authenticate(bearer("Bearer", token))
+	if err != nil || p.AccountID != first.ID || p.TokenID != accounts.AdminTokenID || p.String() != "una@example.com (token admin)" {
+		t.Fatalf("admin token principal %+v %v, want una's", p, err)
+	}
+	list, err := e.svc.Tokens(e.ctx, p, "")
+	if err != nil || len(list) != 1 || list[0].ID != accounts.AdminTokenID || list[0].AccountEmail != "una@example.com" || list[0].LastUsedAt.IsZero() {
+		t.Fatalf("tokens %+v %v, want the admin token, used, of una", list, err)
+	}
+	if _, err := e.svc.SetDisabled(e.ctx, e.op, first.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Authenticate(bearer("Bearer", token)); !errors.Is(err, accounts.ErrUnauthenticated) {
+		t.Fatalf("admin token of a disabled account: %v, want ErrUnauthenticated", err)
+	}
+	if _, err := e.svc.SetDisabled(e.ctx, e.op, first.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	_, viv := e.signIn(t, "viv@example.com")
+	if err := e.svc.RevokeToken(e.ctx, viv, accounts.AdminTokenID); !errors.Is(err, accounts.ErrNotFound) {
+		t.Fatalf("an owner of one site revokes the admin token: %v, want ErrNotFound", err)
+	}
+	if err := e.svc.RevokeToken(e.ctx, p, accounts.AdminTokenID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.RevokeToken(e.ctx, p, accounts.AdminTokenID); !errors.Is(err, accounts.ErrRevoked) {
+		t.Fatalf("revoke twice: %v, want ErrRevoked", err)
+	}
+	if _, err := e.svc.Authenticate(bearer("Bearer", token)); !errors.Is(err, accounts.ErrUnauthenticated) {
+		t.Fatalf("revoked admin token: %v, want ErrUnauthenticated", err)
+	}
+	_, again := accounts.NewToken()
+	if ok, err := e.st.PutToken(e.ctx, "admin", again, true); ok || err != nil {
+		t.Fatalf("a restart after the revocation issued a token: %v %v", ok, err)
+	}
+	if len(e.audit(t, "token.revoke")) != 1 {
+		t.Fatal("the revocation is not in the audit log")
+	}
+	// formd token makes a new one, still the first owner's.
+	token, hash = accounts.NewToken()
+	if ok, err := e.st.PutToken(e.ctx, "admin", hash, false); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if p, err := e.svc.Authenticate(bearer("Bearer", token)); err != nil || p.AccountID != first.ID {
+		t.Fatalf("the token formd token made: %+v %v, want una's", p, err)
+	}
+}
+
+// An admin token made while an owner of every site exists is theirs at
+// once.
+func testAdminTokenMadeLate(t *testing.T, e *accountsEnv) {
+	first := e.add(t, "ray@example.com", accounts.Owner, "*")
+	token, hash := accounts.NewToken()
+	if ok, err := e.st.PutToken(e.ctx, "admin", hash, false); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if p, err := e.svc.Authenticate(bearer("Bearer", token)); err != nil || p.AccountID != first.ID {
+		t.Fatalf("the admin token made after the first owner: %+v %v, want ray's", p, err)
+	}
+}
+
+// A token an owner makes for another account names its maker in every
+// use's audit line.
+func testTokenMaker(t *testing.T, e *accountsEnv) {
+	e.add(t, "xan@example.com", accounts.Owner, "*")
+	bob := e.add(t, "bob@example.com", accounts.Editor, "a")
+	_, owner := e.signIn(t, "xan@example.com")
+	token, _, err := e.svc.CreateToken(e.ctx, owner, bob.ID, "zapier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.svc.Authenticate(bearer("Bearer", token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.String(); !strings.HasPrefix(got, "bob@example.com (token tok_") || !strings.HasSuffix(got, " made by xan@example.com)") {
+		t.Fatalf("principal of a token made for another: %q, want bob's naming xan", got)
+	}
+	own, _, err := e.svc.CreateToken(e.ctx, owner, owner.AccountID, "mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.svc.Authenticate(bearer("Bearer", own)); err != nil || strings.Contains(p.String(), "made by") {
+		t.Fatalf("own token: %q %v", p.String(), err)
+	}
+	if _, _, err := e.svc.CreateToken(e.ctx, owner, bob.ID, strings.Repeat("n", accounts.MaxTokenName+1)); !errors.Is(err, accounts.ErrInvalidTokenName) {
+		t.Fatalf("a name over %d bytes: %v, want ErrInvalidTokenName", accounts.MaxTokenName, err)
+	}
+}
+
+// The setup page's posts are budgeted per address, and a wrong code never
+// reaches the password check.
+func testSetupBudget(t *testing.T, e *accountsEnv) {
+	if _, _, err := e.svc.SetupCode(e.ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := e.svc.Setup(e.ctx, "bogus", "yan@example.com", password, "192.0.2.5"); !errors.Is(err, accounts.ErrSetupCode) {
+			t.Fatalf("bogus post %d: %v", i+1, err)
+		}
+	}
+	var locked *accounts.LockedError
+	if _, err := e.svc.Setup(e.ctx, "bogus", "yan@example.com", password, "192.0.2.5"); !errors.As(err, &locked) {
+		t.Fatalf("11th post from one address: %v, want locked", err)
+	}
+	if _, err := e.svc.Setup(e.ctx, "bogus", "yan@example.com", password, "192.0.2.6"); !errors.Is(err, accounts.ErrSetupCode) {
+		t.Fatalf("another address: %v", err)
+	}
+	e.add(t, "zed@example.com", accounts.Owner, "*")
+	if _, err := e.svc.Setup(e.ctx, "bogus", "yan@example.com", password, "192.0.2.6"); !errors.Is(err, accounts.ErrSetupDone) {
+		t.Fatalf("once set up: %v, want ErrSetupDone", err)
+	}
+}
+
+// sessionOf authenticates the session a sign-in response set.
+func (e *accountsEnv) sessionOf(w *httptest.ResponseRecorder) error {
+	_, err := e.svc.Authenticate(request("GET", "/admin/forms", w))
+	return err
+}
+
+func testPasswordChange(t *testing.T, e *accountsEnv) {
+	e.add(t, "amy@example.com", accounts.Editor, "a")
+	here, p := e.signIn(t, "amy@example.com")
+	there, _ := e.signIn(t, "amy@example.com")
+	const next = "a new and longer secret"
+	if err := e.svc.ChangePassword(e.ctx, p, "not my password", next, "192.0.2.1"); !errors.Is(err, accounts.ErrWrongPassword) {
+		t.Fatalf("wrong current password: %v, want ErrWrongPassword", err)
+	}
+	if err := e.svc.ChangePassword(e.ctx, p, password, "short", "192.0.2.1"); !errors.Is(err, accounts.ErrPasswordTooShort) {
+		t.Fatalf("short new password: %v", err)
+	}
+	if err := e.svc.ChangePassword(e.ctx, p, password, next, "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sessionOf(here); err != nil {
+		t.Fatalf("the session that changed it: %v, want it kept", err)
+	}
+	if err := e.sessionOf(there); !errors.Is(err, accounts.ErrUnauthenticated) {
+		t.Fatalf("another session: %v, want it ended", err)
+	}
+	if _, err := e.svc.Login(e.ctx, "amy@example.com", password, "192.0.2.2"); !errors.Is(err, accounts.ErrBadCredentials) {
+		t.Fatalf("the old password: %v", err)
+	}
+	if _, err := e.svc.Login(e.ctx, "amy@example.com", next, "192.0.2.2"); err != nil {
+		t.Fatalf("the new password: %v", err)
+	}
+	// The operator (formd users passwd) sets one and every session ends.
+	if err := e.svc.SetPassword(e.ctx, e.op, p.AccountID, password); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sessionOf(here); !errors.Is(err, accounts.ErrUnauthenticated) {
+		t.Fatalf("after formd users passwd: %v, want every session ended", err)
+	}
+}
+
+func testPasswordReset(t *testing.T, e *accountsEnv) {
+	e.add(t, "ola@example.com", accounts.Owner, "*")
+	e.add(t, "pia@example.com", accounts.Owner, "b")
+	bea := e.add(t, "bea@example.com", accounts.Viewer, "a")
+	beaSession, _ := e.signIn(t, "bea@example.com")
+	_, owner := e.signIn(t, "ola@example.com")
+	_, other := e.signIn(t, "pia@example.com")
+	if _, _, err := e.svc.ResetLink(e.ctx, other, bea.ID); !errors.Is(err, accounts.ErrNotFound) {
+		t.Fatalf("an owner of another site: %v, want ErrNotFound", err)
+	}
+	old, _, err := e.svc.ResetLink(e.ctx, owner, bea.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, expires, err := e.svc.ResetLink(e.ctx, owner, bea.ID)
+	if err != nil || !expires.Equal(e.clock.Now().Add(4*time.Hour)) {
+		t.Fatalf("reset link: %v, expires %v", err, expires)
+	}
+	if a, err := e.svc.ResetAccount(e.ctx, code); err != nil || a.Email != "bea@example.com" || a.PasswordHash != "" {
+		t.Fatalf("reset account %+v %v", a, err)
+	}
+	if _, err := e.svc.ResetPassword(e.ctx, "bogus", "a brand new secret", "192.0.2.9"); !errors.Is(err, accounts.ErrResetInvalid) {
+		t.Fatalf("bogus code: %v, want ErrResetInvalid", err)
+	}
+	if _, err := e.svc.ResetPassword(e.ctx, code, "a brand new secret", "192.0.2.9"); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]string{"used": code, "the other link": old} {
+		if _, err := e.svc.ResetPassword(e.ctx, c, "yet another secret", "192.0.2.9"); !errors.Is(err, accounts.ErrResetInvalid) {
+			t.Fatalf("%s: %v, want ErrResetInvalid", name, err)
+		}
+	}
+	if err := e.sessionOf(beaSession); !errors.Is(err, accounts.ErrUnauthenticated) {
+		t.Fatalf("bea's session after the reset: %v, want ended", err)
+	}
+	if _, err := e.svc.Login(e.ctx, "bea@example.com", "a brand new secret", "192.0.2.3"); err != nil {
+		t.Fatalf("the reset password: %v", err)
+	}
+	late, _, err := e.svc.ResetLink(e.ctx, owner, bea.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(4*time.Hour + time.Second)
+	if _, err := e.svc.ResetPassword(e.ctx, late, "yet another secret", "192.0.2.9"); !errors.Is(err, accounts.ErrResetInvalid) {
+		t.Fatalf("expired link: %v, want ErrResetInvalid", err)
+	}
+	if len(e.audit(t, "account.reset-link")) != 3 {
+		t.Fatal("reset links are not in the audit log")
+	}
+}
+
+func testSignOutEverywhere(t *testing.T, e *accountsEnv) {
+	e.add(t, "cal@example.com", accounts.Viewer, "a")
+	one, p := e.signIn(t, "cal@example.com")
+	two, _ := e.signIn(t, "cal@example.com")
+	e.add(t, "dee@example.com", accounts.Viewer, "a")
+	dee, _ := e.signIn(t, "dee@example.com")
+	if n, err := e.svc.SignOutEverywhere(e.ctx, p); n != 2 || err != nil {
+		t.Fatalf("sign out everywhere: %d %v, want 2", n, err)
+	}
+	for _, w := range []*httptest.ResponseRecorder{one, two} {
+		if err := e.sessionOf(w); !errors.Is(err, accounts.ErrUnauthenticated) {
+			t.Fatalf("a session after signing out everywhere: %v", err)
+		}
+	}
+	if err := e.sessionOf(dee); err != nil {
+		t.Fatalf("another account's session: %v", err)
 	}
 }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/server"
+)
+
+func init() {
+	commands["setup-link"] = command{"make a new one-time setup link while there is no account, replacing the old one", setupLinkCmd}
+}
+
+// setupLinkCmd replaces the setup link of a server without accounts: the
+// one a start printed is lost, or expired. Only the one row of the store
+// counts, so every instance accepts the new link and none the old.
+func setupLinkCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("formd setup-link", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("public", "127.0.0.1:8080", "the host:port browsers reach formd at, for the printed link")
+	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loader.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "formd setup-link: %v\n", err)
+		return 2
+	}
+	ctx := context.Background()
+	st, err := server.OpenStore(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd setup-link: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	code, state, err := accounts.New(st, accounts.Config{}).SetupCode(ctx, true)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd setup-link: %v\n", err)
+		return 1
+	}
+	if state != accounts.SetupIssued {
+		fmt.Fprintln(stderr, "formd setup-link: formd has an account already: sign in, or add one with formd users add")
+		return 1
+	}
+	fmt.Fprintln(stdout, accounts.SetupURL(*addr, code))
+	fmt.Fprintln(stderr, "formd: the earlier setup link no longer works; this one does for 24 hours, once.")
+	return 0
+}
