@@ -65,14 +65,20 @@ func openEmbedded(ctx context.Context, cfg config.Config, log *slog.Logger) (jou
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the journal and the store: %w", err)
 	}
-	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: spath, Writer: w, Readers: cfg.SQLiteReaders})
+	// The journal first: its migrations bring an older file's tables to
+	// their journal_ names (sqlitejournal, migration 3). Until they have,
+	// an older journal's table "entries" is main.entries on this
+	// connection and hides the store's, which the store's unqualified
+	// statements would meet (TestSharedFilesShareNoName pins the rule).
+	j, err := sqlitejournal.Open(ctx, sqlitejournal.Options{Path: jpath, Writer: w, QueueSize: cfg.QueueSize, MaxSize: cfg.JournalMaxSize, Logger: log})
 	if err != nil {
 		w.Close()
 		return nil, nil, err
 	}
-	j, err := sqlitejournal.Open(ctx, sqlitejournal.Options{Path: jpath, Writer: w, QueueSize: cfg.QueueSize, MaxSize: cfg.JournalMaxSize, Logger: log})
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: spath, Writer: w, Readers: cfg.SQLiteReaders})
 	if err != nil {
-		st.Close()
+		j.Close()
+		w.Close()
 		return nil, nil, err
 	}
 	return j, st, nil
