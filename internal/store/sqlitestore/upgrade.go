@@ -1,0 +1,85 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/formd/formd/internal/release"
+	"github.com/formd/formd/internal/sqlitedb"
+	"github.com/formd/formd/internal/store/migrate"
+)
+
+// upgrade brings the file to this binary's schema: it refuses a newer one
+// before writing anything, applies the migrations it lacks (package
+// migrate: one transaction each), mends what earlier releases' numbering
+// left out (restorePromise) and records this release as its last writer.
+func upgrade(ctx context.Context, wdb *sql.DB, path string) error {
+	if err := migrate.Apply(ctx, migrate.SQL(wdb), dialect, schema, "migrations", release.Schema{What: "store", Where: path}); err != nil {
+		return err
+	}
+	return restorePromise(ctx, wdb)
+}
+
+// restorePromise applies 0002_promise.sql to a file that recorded version
+// 2 for 0002_retention.sql instead: until c44d8d9 both files had number
+// 2, and a store made by a release before it (b3f9691, the first) had
+// version 2 recorded by the retention index, so the runner skipped the
+// promise (entries.same_as, tokens.used_at, settings) for good. It looks
+// at the schema itself, so it runs once and only where it is missing, in
+// one transaction.
+func restorePromise(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("restore 0002_promise.sql: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'same_as'`).Scan(&n); err != nil {
+		return fmt.Errorf("restore 0002_promise.sql: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	body, err := fs.ReadFile(schema, "migrations/0002_promise.sql")
+	if err != nil {
+		return fmt.Errorf("restore 0002_promise.sql: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return fmt.Errorf("restore 0002_promise.sql: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("restore 0002_promise.sql: %w", err)
+	}
+	return nil
+}
+
+// ReadSchema says what the store file at path has: its schema version
+// (the newest migration it records), the newest this binary knows, the
+// migrations it records that this binary lacks, and the release that last
+// wrote it. It writes nothing and creates no file (a missing one is
+// version 0). Open refuses a file for which Schema.TooNew is true.
+func ReadSchema(ctx context.Context, path string) (release.Schema, error) {
+	s := release.Schema{What: "store", Where: path}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		ms, err := migrate.Read(schema, "migrations")
+		if err != nil {
+			return s, err
+		}
+		s.Known = ms[len(ms)-1].Version
+		return s, nil
+	}
+	db, err := sqlitedb.OpenReader(path, 1)
+	if err != nil {
+		return s, fmt.Errorf("read store schema: %w", err)
+	}
+	defer db.Close()
+	s, err = migrate.Status(ctx, migrate.SQL(db), dialect, schema, "migrations", s)
+	if err != nil {
+		return s, fmt.Errorf("read store schema %s: %w", path, err)
+	}
+	return s, nil
+}
