@@ -72,7 +72,11 @@ type Schema struct {
 	What string
 	// Where is the file's path or the database's address (no password).
 	Where string
-	// Version is the schema version the data has (0: new or empty).
+	// Empty says the file or database holds none of formd's tables yet
+	// (a new one, or none at all).
+	Empty bool
+	// Version is the schema version the data has (0 as well for the
+	// journal files of releases before the journal counted versions).
 	Version int
 	// Known is the newest schema version this binary knows.
 	Known int

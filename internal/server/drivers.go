@@ -15,6 +15,7 @@ import (
 	"github.com/formd/formd/internal/journal/natsjournal"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
 	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/release"
 	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore"
@@ -183,4 +184,35 @@ func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st de
 		return natsjournal.Open(ctx, opts)
 	}
 	return nil, fmt.Errorf("journal %q is not supported by this build", cfg.Journal)
+}
+
+// SchemaVersions reads the schema of each file or database the settings
+// name (the sqlite journal, then the store), writing nothing and creating
+// nothing: for formd version, and for a backup's manifest. A nats journal
+// has no schema of formd's and is left out. Each Schema says whether this
+// binary can open it (TooNew).
+func SchemaVersions(ctx context.Context, cfg config.Config) ([]release.Schema, error) {
+	var out []release.Schema
+	if cfg.Journal == "sqlite" {
+		s, err := sqlitejournal.ReadSchema(ctx, filepath.Join(cfg.Data, "journal.db"))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	}
+	switch {
+	case cfg.Store == "sqlite":
+		s, err := sqlitestore.ReadSchema(ctx, filepath.Join(cfg.Data, "store.db"))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	case strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://"):
+		s, err := pgstore.ReadSchema(ctx, cfg.Store)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

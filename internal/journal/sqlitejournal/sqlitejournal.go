@@ -331,6 +331,7 @@ func readSchema(ctx context.Context, db *sql.DB, path string) (release.Schema, i
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master WHERE type = 'table'`).Scan(&tables); err != nil {
 		return s, 0, fmt.Errorf("read schema: %w", err)
 	}
+	s.Empty = tables == 0
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name = 'journal_written_by'`).Scan(&recorded); err != nil {
 		return s, 0, fmt.Errorf("read schema: %w", err)
 	}
@@ -347,9 +348,9 @@ func readSchema(ctx context.Context, db *sql.DB, path string) (release.Schema, i
 // writes nothing (and creates no file: a missing file is version 0).
 func ReadSchema(ctx context.Context, path string) (release.Schema, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return release.Schema{What: "journal", Where: path, Known: len(migrations)}, nil
+		return release.Schema{What: "journal", Where: path, Known: len(migrations), Empty: true}, nil
 	}
-	db, err := sqlitedb.OpenReader(path, 1)
+	db, err := sqlitedb.OpenReadOnly(path)
 	if err != nil {
 		return release.Schema{}, fmt.Errorf("read journal schema: %w", err)
 	}

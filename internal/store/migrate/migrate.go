@@ -189,7 +189,7 @@ func Status(ctx context.Context, db DB, d Dialect, fsys fs.FS, dir string, s rel
 }
 
 func status(ctx context.Context, db DB, d Dialect, ms []Migration, s release.Schema) (release.Schema, error) {
-	s.Version, s.Unknown, s.WrittenBy = 0, nil, ""
+	s.Version, s.Unknown, s.WrittenBy, s.Empty = 0, nil, "", false
 	if len(ms) > 0 {
 		s.Known = ms[len(ms)-1].Version
 	}
@@ -202,6 +202,7 @@ func status(ctx context.Context, db DB, d Dialect, ms []Migration, s release.Sch
 	}
 	ok, err := has("schema_migrations")
 	if err != nil || !ok {
+		s.Empty = err == nil
 		return s, err
 	}
 	known := make(map[int]bool, len(ms))

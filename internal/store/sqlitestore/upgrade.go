@@ -69,10 +69,10 @@ func ReadSchema(ctx context.Context, path string) (release.Schema, error) {
 		if err != nil {
 			return s, err
 		}
-		s.Known = ms[len(ms)-1].Version
+		s.Known, s.Empty = ms[len(ms)-1].Version, true
 		return s, nil
 	}
-	db, err := sqlitedb.OpenReader(path, 1)
+	db, err := sqlitedb.OpenReadOnly(path)
 	if err != nil {
 		return s, fmt.Errorf("read store schema: %w", err)
 	}
