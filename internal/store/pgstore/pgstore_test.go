@@ -279,8 +279,8 @@ func TestOpensADatabaseOfTheOldMigrations(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations`).Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != "1,2,3,10,11,12,13,14,15,17" {
-		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12 to 15 and 17 added", versions)
+	if versions != "1,2,3,10,11,12,13,14,15,17,18" {
+		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12 to 15, 17 and 18 added", versions)
 	}
 	var n int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'entries_retention'`).Scan(&n); err != nil || n != 1 {

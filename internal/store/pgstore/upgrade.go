@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"io/fs"
 
 	"github.com/formd/formd/internal/release"
 	"github.com/formd/formd/internal/store/migrate"
@@ -11,31 +12,55 @@ import (
 )
 
 // upgrade brings the database to this binary's schema: it refuses a newer
-// one before writing anything, applies the migrations it lacks (package
-// migrate: one transaction each, one instance at a time), mends what
-// earlier releases' numbering left out (restorePromise) and records this
+// one before writing anything, mends what earlier releases' numbering
+// left out (restorePromise), applies the migrations it lacks (package
+// migrate: one transaction each, one instance at a time) and records this
 // release as its last writer.
 func upgrade(ctx context.Context, pool *pgxpool.Pool, where string) error {
-	if err := migrate.Apply(ctx, migrations{pool}, dialect, schema, "migrations", release.Schema{What: "store", Where: where}); err != nil {
+	s, err := migrate.Status(ctx, migrations{pool}, dialect, schema, "migrations", release.Schema{What: "store", Where: where})
+	if err != nil {
 		return err
 	}
-	return restorePromise(ctx, pool)
+	if err := release.Check(s); err != nil {
+		return err
+	}
+	if err := restorePromise(ctx, pool); err != nil {
+		return err
+	}
+	return migrate.Apply(ctx, migrations{pool}, dialect, schema, "migrations", s)
 }
 
-// restorePromise gives a database that recorded version 2 for
-// 0002_retention.sql instead of 0002_promise.sql (releases before
-// c44d8d9, such as b3f9691, the first: both files had number 2) what the
-// promise added and nothing later re-made: entries.same_as,
-// tokens.used_at and the settings table. Each statement is a no-op where
-// the object is there; one transaction.
+// restorePromise applies 0002_promise.sql to a database that recorded
+// version 2 for 0002_retention.sql instead: until c44d8d9 both files had
+// number 2, and a store made by a release before it (b3f9691, the first)
+// had version 2 recorded by the retention index, so the runner skipped
+// the promise (entries.same_as, tokens.used_at, settings, and the
+// formd_decide that 0003_outbox.sql replaces) for good. It looks at the
+// schema itself, so it runs once and only where the promise is missing,
+// in one transaction under the migration lock, before the migrations
+// after it.
 func restorePromise(ctx context.Context, pool *pgxpool.Pool) error {
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	body, err := fs.ReadFile(schema, "migrations/0002_promise.sql")
+	if err != nil {
+		return fmt.Errorf("restore 0002_promise.sql: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, dialect.Lock); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `ALTER TABLE tokens ADD COLUMN IF NOT EXISTS used_at timestamptz;
-			ALTER TABLE entries ADD COLUMN IF NOT EXISTS same_as text;
-			CREATE TABLE IF NOT EXISTS settings (name text PRIMARY KEY, value bytea NOT NULL)`)
+		var skipped bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL AND to_regclass('entries') IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'entries' AND column_name = 'same_as')`).Scan(&skipped); err != nil {
+			return err
+		}
+		if !skipped {
+			return nil
+		}
+		var two bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = 2)`).Scan(&two); err != nil || !two {
+			return err
+		}
+		_, err := tx.Exec(ctx, string(body))
 		return err
 	})
 	if err != nil {

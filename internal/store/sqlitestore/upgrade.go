@@ -14,14 +14,21 @@ import (
 )
 
 // upgrade brings the file to this binary's schema: it refuses a newer one
-// before writing anything, applies the migrations it lacks (package
-// migrate: one transaction each), mends what earlier releases' numbering
-// left out (restorePromise) and records this release as its last writer.
+// before writing anything, mends what earlier releases' numbering left
+// out (restorePromise), applies the migrations it lacks (package migrate:
+// one transaction each) and records this release as its last writer.
 func upgrade(ctx context.Context, wdb *sql.DB, path string) error {
-	if err := migrate.Apply(ctx, migrate.SQL(wdb), dialect, schema, "migrations", release.Schema{What: "store", Where: path}); err != nil {
+	s, err := migrate.Status(ctx, migrate.SQL(wdb), dialect, schema, "migrations", release.Schema{What: "store", Where: path})
+	if err != nil {
 		return err
 	}
-	return restorePromise(ctx, wdb)
+	if err := release.Check(s); err != nil {
+		return err
+	}
+	if err := restorePromise(ctx, wdb); err != nil {
+		return err
+	}
+	return migrate.Apply(ctx, migrate.SQL(wdb), dialect, schema, "migrations", s)
 }
 
 // restorePromise applies 0002_promise.sql to a file that recorded version
@@ -29,20 +36,27 @@ func upgrade(ctx context.Context, wdb *sql.DB, path string) error {
 // 2, and a store made by a release before it (b3f9691, the first) had
 // version 2 recorded by the retention index, so the runner skipped the
 // promise (entries.same_as, tokens.used_at, settings) for good. It looks
-// at the schema itself, so it runs once and only where it is missing, in
-// one transaction.
+// at the schema itself, so it runs once and only where the promise is
+// missing, in one transaction, before the migrations after it.
 func restorePromise(ctx context.Context, db *sql.DB) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("restore 0002_promise.sql: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'same_as'`).Scan(&n); err != nil {
+	var skipped int
+	if err := tx.QueryRowContext(ctx, `SELECT
+		EXISTS (SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'schema_migrations')
+		AND EXISTS (SELECT 1 FROM pragma_table_info('entries'))
+		AND NOT EXISTS (SELECT 1 FROM pragma_table_info('entries') WHERE name = 'same_as')`).Scan(&skipped); err != nil {
 		return fmt.Errorf("restore 0002_promise.sql: %w", err)
 	}
-	if n > 0 {
+	if skipped == 0 {
 		return nil
+	}
+	var two int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = 2`).Scan(&two); err != nil || two == 0 {
+		return err
 	}
 	body, err := fs.ReadFile(schema, "migrations/0002_promise.sql")
 	if err != nil {
