@@ -124,6 +124,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	if err := s.Forms.Refresh(ctx); err != nil {
 		return err
 	}
+	if err := s.upgradeHashes(ctx); err != nil {
+		return err
+	}
 	s.Accounts = accounts.New(s.Store, accounts.Config{})
 	// The admin token is issued again at each start until it is first
 	// used: one printed where nobody read it is never the only way in.

@@ -32,10 +32,11 @@ import (
 )
 
 var (
-	_ journal.Journal     = (*Journal)(nil)
-	_ journal.Pruner      = (*Journal)(nil)
-	_ journal.Forgetter   = (*Journal)(nil)
-	_ journal.Writability = (*Journal)(nil)
+	_ journal.Journal      = (*Journal)(nil)
+	_ journal.Pruner       = (*Journal)(nil)
+	_ journal.Forgetter    = (*Journal)(nil)
+	_ journal.Writability  = (*Journal)(nil)
+	_ journal.DigestFiller = (*Journal)(nil)
 )
 
 // Options configure the journal. Zero values take the defaults.
@@ -184,9 +185,11 @@ var migrations = []string{
 	 ALTER TABLE meta RENAME TO journal_meta;
 	 ALTER TABLE probe RENAME TO journal_probe`,
 	// The index had the name of one of the store's, and the file records
-	// the release that last wrote it.
+	// the release that last wrote it. Entries journaled before digests
+	// are marked for FillDigests.
 	`DROP INDEX main.entries_form_key;
 	 CREATE UNIQUE INDEX main.journal_entries_form_key ON journal_entries(form, key);
+	 INSERT INTO main.journal_meta(k, v) SELECT 'digests_missing', 1 WHERE EXISTS (SELECT 1 FROM main.journal_entries WHERE digest IS NULL);
 	 ` + writtenByTable,
 }
 
@@ -383,6 +386,56 @@ func (j *Journal) closeDBs() {
 		j.wdb.Close()
 	}
 	j.rdb.Close()
+}
+
+// FillDigests records a digest for each entry journaled without one
+// (journal.DigestFiller), once: only while the file has the mark its
+// migration to version 4 set, in one transaction that clears it.
+func (j *Journal) FillDigests(ctx context.Context, digest func(journal.Entry) ([32]byte, bool)) (int, error) {
+	tx, err := j.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("fill digests: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var marked int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM main.journal_meta WHERE k = 'digests_missing'`).Scan(&marked); err != nil || marked == 0 {
+		return 0, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+entryColumns+` FROM main.journal_entries WHERE digest IS NULL ORDER BY seq`)
+	if err != nil {
+		return 0, fmt.Errorf("fill digests: %w", err)
+	}
+	var es []journal.Entry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("fill digests: %w", err)
+		}
+		es = append(es, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("fill digests: %w", err)
+	}
+	n := 0
+	for _, e := range es {
+		d, ok := digest(e)
+		if !ok {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE main.journal_entries SET digest = ? WHERE seq = ?`, d[:], e.Seq); err != nil {
+			return 0, fmt.Errorf("fill digests: %w", err)
+		}
+		n++
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM main.journal_meta WHERE k = 'digests_missing'`); err != nil {
+		return 0, fmt.Errorf("fill digests: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("fill digests: %w", err)
+	}
+	return n, nil
 }
 
 // DecideAtAppend installs the embedded fast path: from now on, sync

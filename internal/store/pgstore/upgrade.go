@@ -2,10 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 
 	"github.com/formd/formd/internal/release"
+	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/migrate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,13 +62,72 @@ func restorePromise(ctx context.Context, pool *pgxpool.Pool) error {
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = 2)`).Scan(&two); err != nil || !two {
 			return err
 		}
-		_, err := tx.Exec(ctx, string(body))
+		if _, err := tx.Exec(ctx, string(body)); err != nil {
+			return err
+		}
+		// The same releases hashed participant claims without a key: they
+		// are made again from the entries' data once the secret is known
+		// (RekeyClaims).
+		_, err := tx.Exec(ctx, `INSERT INTO settings(name, value) VALUES ('rekey_claims', '\x01'::bytea)`)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("restore 0002_promise.sql: %w", err)
 	}
 	return nil
+}
+
+var _ store.ClaimRekeyer = (*Store)(nil)
+
+// RekeyClaims gives the live entries of a store from before keyed claims
+// the claims their data makes today (store.ClaimRekeyer): once, while the
+// mark restorePromise set is there, in one transaction under the
+// migration lock that clears it. An entry keeps its old claims too, and
+// lists both, so that cancelling it frees every one.
+func (s *Store) RekeyClaims(ctx context.Context, claim func(form string, data json.RawMessage) []string) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, dialect.Lock); err != nil {
+			return err
+		}
+		var marked bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM settings WHERE name = 'rekey_claims')`).Scan(&marked); err != nil || !marked {
+			return err
+		}
+		type live struct {
+			id, form string
+			data     []byte
+		}
+		rows, _ := tx.Query(ctx, `SELECT id, form, data FROM entries
+			WHERE status IN ('stored', 'waitlisted') AND data IS NOT NULL ORDER BY seq, id`)
+		es, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (live, error) {
+			var e live
+			err := r.Scan(&e.id, &e.form, &e.data)
+			return e, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			toks := claim(e.form, e.data)
+			if len(toks) == 0 {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO claims(form, claim, entry_id) SELECT $1, t, $3 FROM unnest($2::text[]) t ON CONFLICT DO NOTHING`, e.form, toks, e.id); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE entries SET claims = claims || $1::text[] WHERE id = $2`, toks, e.id); err != nil {
+				return err
+			}
+			n++
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM settings WHERE name = 'rekey_claims'`)
+		return err
+	})
+	if err != nil {
+		return 0, classify("rekey claims", err)
+	}
+	return n, nil
 }
 
 // ReadSchema says what the store's database at url has (in the schema

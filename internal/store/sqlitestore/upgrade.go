@@ -3,13 +3,16 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/formd/formd/internal/release"
 	"github.com/formd/formd/internal/sqlitedb"
+	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/migrate"
 )
 
@@ -62,13 +65,87 @@ func restorePromise(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("restore 0002_promise.sql: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+	// The same releases hashed participant claims without a key: they are
+	// made again from the entries' data once the secret is known
+	// (RekeyClaims).
+	if _, err := tx.ExecContext(ctx, string(body)+`; INSERT INTO settings(name, value) VALUES ('rekey_claims', x'01')`); err != nil {
 		return fmt.Errorf("restore 0002_promise.sql: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("restore 0002_promise.sql: %w", err)
 	}
 	return nil
+}
+
+var _ store.ClaimRekeyer = (*Store)(nil)
+
+// RekeyClaims gives the live entries of a store from before keyed claims
+// the claims their data makes today (store.ClaimRekeyer): once, while the
+// mark restorePromise set is there, in one transaction that clears it.
+// An entry keeps its old claims too, and lists both, so that cancelling
+// it frees every one.
+func (s *Store) RekeyClaims(ctx context.Context, claim func(form string, data json.RawMessage) []string) (int, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, classify("rekey claims", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var marked int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM settings WHERE name = 'rekey_claims'`).Scan(&marked); err != nil {
+		return 0, classify("rekey claims", err)
+	}
+	if marked == 0 {
+		return 0, nil
+	}
+	type live struct {
+		id, form, claims string
+		data             []byte
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, form, claims, data FROM entries
+		WHERE status IN ('stored', 'waitlisted') AND data IS NOT NULL ORDER BY seq, id`)
+	if err != nil {
+		return 0, classify("rekey claims", err)
+	}
+	var es []live
+	for rows.Next() {
+		var e live
+		if err := rows.Scan(&e.id, &e.form, &e.claims, &e.data); err != nil {
+			rows.Close()
+			return 0, classify("rekey claims", err)
+		}
+		es = append(es, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, classify("rekey claims", err)
+	}
+	n := 0
+	for _, e := range es {
+		toks := claim(e.form, e.data)
+		if len(toks) == 0 {
+			continue
+		}
+		for _, tok := range toks {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO claims(form, claim, entry_id) VALUES (?1, `+claimKey("?2")+`, ?3) ON CONFLICT(form, claim) DO NOTHING`, e.form, tok, e.id); err != nil {
+				return 0, classify("rekey claims", err)
+			}
+		}
+		list := strings.Join(toks, ",")
+		if e.claims != "" {
+			list = e.claims + "," + list
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE entries SET claims = ? WHERE id = ?`, list, e.id); err != nil {
+			return 0, classify("rekey claims", err)
+		}
+		n++
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM settings WHERE name = 'rekey_claims'`); err != nil {
+		return 0, classify("rekey claims", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, classify("rekey claims", err)
+	}
+	return n, nil
 }
 
 // ReadSchema says what the store file at path has: its schema version
