@@ -39,6 +39,9 @@ var (
 // OpenDrivers opens the journal and the store the settings name. This is
 // the one place that knows the driver packages.
 func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, Store, error) {
+	if err := refuseNewer(ctx, cfg); err != nil {
+		return nil, nil, err
+	}
 	if cfg.DecideAtAppend && cfg.Journal == "sqlite" && cfg.Store == "sqlite" {
 		return openEmbedded(ctx, cfg, log)
 	}
@@ -135,6 +138,9 @@ func OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
 // stream and consumer are used as the instances made them, never changed,
 // and no background work starts.
 func AttachDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, Store, error) {
+	if err := refuseNewer(ctx, cfg); err != nil {
+		return nil, nil, err
+	}
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -184,6 +190,23 @@ func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st de
 		return natsjournal.Open(ctx, opts)
 	}
 	return nil, fmt.Errorf("journal %q is not supported by this build", cfg.Journal)
+}
+
+// refuseNewer refuses data of which any part has a newer schema than this
+// binary knows, before either part is opened: each driver refuses its own
+// too, but the journal, opened first, would already have recorded this
+// release when the store refused.
+func refuseNewer(ctx context.Context, cfg config.Config) error {
+	schemas, err := SchemaVersions(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	for _, s := range schemas {
+		if err := release.Check(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SchemaVersions reads the schema of each file or database the settings

@@ -1,12 +1,17 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/release"
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/sqlitedb"
 )
@@ -63,4 +68,44 @@ func objectNames(t *testing.T, path string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Data of which one part is newer than this binary (here the store) is
+// refused before either part is opened: the other file (the journal) is
+// byte for byte as it was, not stamped with this release.
+func TestNewerStoreRefusedBeforeTheJournalIsTouched(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Data = t.TempDir()
+	j, st, err := server.OpenDrivers(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	st.Close()
+	db, err := sqlitedb.OpenWriter(filepath.Join(cfg.Data, "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO schema_migrations(version, applied_at) VALUES (99, 0); UPDATE written_by SET release = 'v9.9.9'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	journalPath := filepath.Join(cfg.Data, "journal.db")
+	before, err := os.ReadFile(journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = server.OpenDrivers(ctx, cfg, slog.New(slog.DiscardHandler))
+	if !errors.Is(err, release.ErrTooNew) || !strings.Contains(err.Error(), "run formd v9.9.9 or newer") {
+		t.Fatalf("open = %v, want the newer store refused, naming v9.9.9", err)
+	}
+	after, err := os.ReadFile(journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("the journal changed although the store was refused")
+	}
 }
