@@ -18,6 +18,10 @@ import (
 // by go install module@version), then to "dev".
 var version = ""
 
+// commit may be stamped the same way (…/internal/release.commit=…) for
+// builds without version control information (-buildvcs=false).
+var commit = ""
+
 // Version is this binary's release, such as v1.2.3, or "dev".
 func Version() string {
 	if version != "" {
@@ -33,6 +37,9 @@ func Version() string {
 // "-dirty" when the work tree had changes), or "" when the build did not
 // record it (go test, a build outside the repository).
 func Commit() string {
+	if commit != "" {
+		return commit
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""
@@ -107,7 +114,7 @@ func (e *TooNewError) Error() string {
 		by = "a newer release"
 	}
 	unknown := ""
-	if len(s.Unknown) > 0 {
+	if len(s.Unknown) > 0 && s.Version <= s.Known {
 		unknown = fmt.Sprintf(", not its migrations %v", s.Unknown)
 	}
 	return fmt.Sprintf("%s %s: this data was written by formd %s (schema %d); this binary, formd %s, knows schema %d%s; run formd %s or newer (nothing was changed)",
