@@ -171,6 +171,36 @@ func checkUpgrade(t *testing.T, data, storeURL string, fx upgradeFixture) {
 	if code, _, body := post("new-after-upgrade", map[string]string{"name": "Fay", "email": "fay@example.org"}); code != 201 || !strings.Contains(body, `"waitlisted"`) {
 		t.Errorf("a new participant with the %d places taken: %d %s, want 201 waitlisted", fx.Capacity, code, body)
 	}
+	// An entry the old release left undecided holds its participant for
+	// today's submissions too: a new key with its value is a duplicate.
+	if len(fx.Undecided) > 0 {
+		key := fx.Undecided[0]
+		n := strings.TrimLeft(strings.TrimPrefix(key, "burst-"), "0")
+		if n == "" {
+			n = "0"
+		}
+		b, _ := json.Marshal(map[string]string{"n": n})
+		req, _ := http.NewRequest("POST", h.URL+"/v1/forms/upgrade-burst/submissions", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "burst-again")
+		resp, err := servertest.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		poll.UntilNil(t, "the resend of "+key+"'s participant decided", 30*time.Second, func() error {
+			o, ok, err := st.Outcome(ctx, "upgrade-burst", "burst-again")
+			switch {
+			case err != nil:
+				return err
+			case !ok:
+				return errors.New("no outcome")
+			case o.Status != "duplicate":
+				t.Fatalf("a new key for the participant of %s, left undecided by the old release: %s, want duplicate", key, o.Status)
+			}
+			return nil
+		})
+	}
 	if fx.Webhooks {
 		ds, err := st.DeliveryStats(ctx)
 		if err != nil {

@@ -32,11 +32,11 @@ import (
 )
 
 var (
-	_ journal.Journal      = (*Journal)(nil)
-	_ journal.Pruner       = (*Journal)(nil)
-	_ journal.Forgetter    = (*Journal)(nil)
-	_ journal.Writability  = (*Journal)(nil)
-	_ journal.DigestFiller = (*Journal)(nil)
+	_ journal.Journal        = (*Journal)(nil)
+	_ journal.Pruner         = (*Journal)(nil)
+	_ journal.Forgetter      = (*Journal)(nil)
+	_ journal.Writability    = (*Journal)(nil)
+	_ journal.LegacyRehasher = (*Journal)(nil)
 )
 
 // Options configure the journal. Zero values take the defaults.
@@ -388,13 +388,14 @@ func (j *Journal) closeDBs() {
 	j.rdb.Close()
 }
 
-// FillDigests records a digest for each entry journaled without one
-// (journal.DigestFiller), once: only while the file has the mark its
-// migration to version 4 set, in one transaction that clears it.
-func (j *Journal) FillDigests(ctx context.Context, digest func(journal.Entry) ([32]byte, bool)) (int, error) {
+// RehashLegacy records today's digest and claims for each entry journaled
+// without a digest (journal.LegacyRehasher), once: only while the file
+// has the mark its migration to version 4 set, in one transaction that
+// clears it.
+func (j *Journal) RehashLegacy(ctx context.Context, rehash func(journal.Entry) ([32]byte, []string, bool)) (int, error) {
 	tx, err := j.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("fill digests: %w", err)
+		return 0, fmt.Errorf("rehash legacy entries: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	var marked int
@@ -403,37 +404,37 @@ func (j *Journal) FillDigests(ctx context.Context, digest func(journal.Entry) ([
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT `+entryColumns+` FROM main.journal_entries WHERE digest IS NULL ORDER BY seq`)
 	if err != nil {
-		return 0, fmt.Errorf("fill digests: %w", err)
+		return 0, fmt.Errorf("rehash legacy entries: %w", err)
 	}
 	var es []journal.Entry
 	for rows.Next() {
 		e, err := scanEntry(rows)
 		if err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("fill digests: %w", err)
+			return 0, fmt.Errorf("rehash legacy entries: %w", err)
 		}
 		es = append(es, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("fill digests: %w", err)
+		return 0, fmt.Errorf("rehash legacy entries: %w", err)
 	}
 	n := 0
 	for _, e := range es {
-		d, ok := digest(e)
+		d, claims, ok := rehash(e)
 		if !ok {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE main.journal_entries SET digest = ? WHERE seq = ?`, d[:], e.Seq); err != nil {
-			return 0, fmt.Errorf("fill digests: %w", err)
+		if _, err := tx.ExecContext(ctx, `UPDATE main.journal_entries SET digest = ?, claims = ? WHERE seq = ?`, d[:], strings.Join(claims, ","), e.Seq); err != nil {
+			return 0, fmt.Errorf("rehash legacy entries: %w", err)
 		}
 		n++
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM main.journal_meta WHERE k = 'digests_missing'`); err != nil {
-		return 0, fmt.Errorf("fill digests: %w", err)
+		return 0, fmt.Errorf("rehash legacy entries: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("fill digests: %w", err)
+		return 0, fmt.Errorf("rehash legacy entries: %w", err)
 	}
 	return n, nil
 }

@@ -124,6 +124,7 @@ title: Upgrade burst
 durability: async
 fields:
   - {name: n, type: text, required: true}
+unique: [[n]]
 `, capacity, notify)
 }
 
