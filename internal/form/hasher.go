@@ -1,9 +1,11 @@
 package form
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"hash"
 	"slices"
 	"strconv"
@@ -62,6 +64,46 @@ func (h *Hasher) Digest(formID string, in map[string]any) [32]byte {
 		buf = appendLenPrefixed(buf, canonical(in[n]))
 	}
 	return h.Sum(buf)
+}
+
+// DataDigest is Digest of an entry's normalized data (Accepted.Data)
+// taken as the values of a request: the fields the form does not define
+// (under ExtraKey) at the top level again. Normalizing twice changes
+// nothing, so two sends of one content have one DataDigest however each
+// was spelled. It stands in for the digest of entries journaled before
+// digests (the journal's upgrade records it), and a retry of such an
+// entry is compared by it. ok is false when data is not an object.
+func (h *Hasher) DataDigest(formID string, data []byte) (d [32]byte, ok bool) {
+	in, err := EntryValues(data)
+	if err != nil {
+		return d, false
+	}
+	return h.Digest(formID, in), true
+}
+
+// EntryValues turns an entry's normalized data (Accepted.Data) back into
+// values as a request sends them, for Validate or Digest: numbers as
+// json.Number, the fields the form does not define (under ExtraKey) at
+// the top level again.
+func EntryValues(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var in map[string]any
+	if err := dec.Decode(&in); err != nil {
+		return nil, err
+	}
+	if in == nil {
+		return nil, errors.New("entry data is not an object")
+	}
+	if extra, isObj := in[ExtraKey].(map[string]any); isObj {
+		delete(in, ExtraKey)
+		for k, v := range extra {
+			if _, taken := in[k]; !taken {
+				in[k] = v
+			}
+		}
+	}
+	return in, nil
 }
 
 // canonical writes a decoded value as one string, strings in their

@@ -233,7 +233,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		}
 		if a.Duplicate {
 			refund()
-			return h.retry(w, r, f, a.Entry, digest, &acc.Fingerprint, pref)
+			return h.retry(w, r, f, a.Entry, digest, acc, pref)
 		}
 		return h.accepted(w, r, f, e, "respond-async")
 	}
@@ -248,7 +248,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		// A retry is not a new submission: it does not count against the
 		// client's rate limit.
 		refund()
-		return h.retry(w, r, f, a.Entry, digest, &acc.Fingerprint, pref)
+		return h.retry(w, r, f, a.Entry, digest, acc, pref)
 	}
 	return h.finish(w, r, f, e, outcome, pref, false)
 }
@@ -261,12 +261,12 @@ func derivedKey(fp [32]byte) string { return "fp-" + hex.EncodeToString(fp[:16])
 // validation refused — unless its key was journaled by an earlier send,
 // which then gets that submission's answer.
 func (h *Handler) refused(w http.ResponseWriter, r *http.Request, f *form.Form, b body, key string, derived bool, digest [32]byte, pref preference, refusal error) error {
-	var fp *[32]byte
+	var acc *form.Accepted
 	if derived {
 		// The key is the content's: only content that validates has one.
-		acc, err := f.Validate(b.values, h.cfg.Hasher)
-		if err == nil {
-			key, fp = derivedKey(acc.Fingerprint), &acc.Fingerprint
+		var err error
+		if acc, err = f.Validate(b.values, h.cfg.Hasher); err == nil {
+			key = derivedKey(acc.Fingerprint)
 		} else {
 			key = ""
 		}
@@ -283,7 +283,7 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, f *form.Form, 
 				w.Header().Set("Idempotency-Key", key)
 				w.Header().Set("Formd-Key-Derived", "true")
 			}
-			return h.retry(w, r, f, e, digest, fp, pref)
+			return h.retry(w, r, f, e, digest, acc, pref)
 		}
 	}
 	var ve *form.ValidationError
@@ -319,11 +319,16 @@ func (h *Handler) earlier(ctx context.Context, formID, key string) (journal.Entr
 // retry answers a request for a key journaled earlier (entry e): the
 // first outcome once decided, else a wait for it like a first send. The
 // request is the same submission when its values as sent match the first
-// send's (digest), or, for entries journaled before digests, when its
-// normalized content does (fp, when it validated).
-func (h *Handler) retry(w http.ResponseWriter, r *http.Request, f *form.Form, e journal.Entry, digest [32]byte, fp *[32]byte, pref preference) error {
+// send's (digest), or when its normalized content does (acc, when it
+// validated: the fingerprint, or for entries journaled before digests and
+// keyed fingerprints, the digest their upgrade recorded from their data).
+func (h *Handler) retry(w http.ResponseWriter, r *http.Request, f *form.Form, e journal.Entry, digest [32]byte, acc *form.Accepted, pref preference) error {
 	sameRequest := e.Digest != ([32]byte{}) && e.Digest == digest
-	sameContent := fp != nil && *fp == e.Fingerprint
+	sameContent := acc != nil && acc.Fingerprint == e.Fingerprint
+	if !sameRequest && !sameContent && acc != nil && e.Digest != ([32]byte{}) {
+		d, ok := h.cfg.Hasher.DataDigest(f.ID(), acc.Data)
+		sameContent = ok && d == e.Digest
+	}
 	if !sameRequest && !sameContent {
 		return problem.New(problem.CodeKeyReused, "this key was used for a submission with different content; use a new key for new content")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/formd/formd/internal/journal/natsjournal"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
 	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/release"
 	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore"
@@ -38,6 +39,9 @@ var (
 // OpenDrivers opens the journal and the store the settings name. This is
 // the one place that knows the driver packages.
 func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, Store, error) {
+	if err := refuseNewer(ctx, cfg); err != nil {
+		return nil, nil, err
+	}
 	if cfg.DecideAtAppend && cfg.Journal == "sqlite" && cfg.Store == "sqlite" {
 		return openEmbedded(ctx, cfg, log)
 	}
@@ -65,14 +69,20 @@ func openEmbedded(ctx context.Context, cfg config.Config, log *slog.Logger) (jou
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the journal and the store: %w", err)
 	}
-	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: spath, Writer: w, Readers: cfg.SQLiteReaders})
+	// The journal first: its migrations bring an older file's tables to
+	// their journal_ names (sqlitejournal, migration 3). Until they have,
+	// an older journal's table "entries" is main.entries on this
+	// connection and hides the store's, which the store's unqualified
+	// statements would meet (TestSharedFilesShareNoName pins the rule).
+	j, err := sqlitejournal.Open(ctx, sqlitejournal.Options{Path: jpath, Writer: w, QueueSize: cfg.QueueSize, MaxSize: cfg.JournalMaxSize, Logger: log})
 	if err != nil {
 		w.Close()
 		return nil, nil, err
 	}
-	j, err := sqlitejournal.Open(ctx, sqlitejournal.Options{Path: jpath, Writer: w, QueueSize: cfg.QueueSize, MaxSize: cfg.JournalMaxSize, Logger: log})
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: spath, Writer: w, Readers: cfg.SQLiteReaders})
 	if err != nil {
-		st.Close()
+		j.Close()
+		w.Close()
 		return nil, nil, err
 	}
 	return j, st, nil
@@ -128,6 +138,9 @@ func OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
 // stream and consumer are used as the instances made them, never changed,
 // and no background work starts.
 func AttachDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, Store, error) {
+	if err := refuseNewer(ctx, cfg); err != nil {
+		return nil, nil, err
+	}
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -177,4 +190,52 @@ func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st de
 		return natsjournal.Open(ctx, opts)
 	}
 	return nil, fmt.Errorf("journal %q is not supported by this build", cfg.Journal)
+}
+
+// refuseNewer refuses data of which any part has a newer schema than this
+// binary knows, before either part is opened: each driver refuses its own
+// too, but the journal, opened first, would already have recorded this
+// release when the store refused.
+func refuseNewer(ctx context.Context, cfg config.Config) error {
+	schemas, err := SchemaVersions(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	for _, s := range schemas {
+		if err := release.Check(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SchemaVersions reads the schema of each file or database the settings
+// name (the sqlite journal, then the store), writing nothing and creating
+// nothing: for formd version, and for a backup's manifest. A nats journal
+// has no schema of formd's and is left out. Each Schema says whether this
+// binary can open it (TooNew).
+func SchemaVersions(ctx context.Context, cfg config.Config) ([]release.Schema, error) {
+	var out []release.Schema
+	if cfg.Journal == "sqlite" {
+		s, err := sqlitejournal.ReadSchema(ctx, filepath.Join(cfg.Data, "journal.db"))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	}
+	switch {
+	case cfg.Store == "sqlite":
+		s, err := sqlitestore.ReadSchema(ctx, filepath.Join(cfg.Data, "store.db"))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	case strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://"):
+		s, err := pgstore.ReadSchema(ctx, cfg.Store)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

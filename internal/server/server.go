@@ -134,6 +134,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	if err := s.Forms.Refresh(ctx); err != nil {
 		return err
 	}
+	if err := s.upgradeHashes(ctx); err != nil {
+		return err
+	}
 	// A request over HTTPS, formd's own or a trusted proxy's, gets a
 	// Secure session cookie; so does every request when the public URL
 	// says https.

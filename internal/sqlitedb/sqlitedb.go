@@ -174,3 +174,16 @@ func OpenReader(path string, n int) (*sql.DB, error) {
 	db.SetMaxIdleConns(n)
 	return db, nil
 }
+
+// OpenReadOnly opens one connection that cannot write the file at all
+// (mode=ro): not even the checkpoint SQLite runs when the last connection
+// to a WAL file closes, so a tool that only looks (formd version) leaves
+// the files byte for byte as they were. It fails on a missing file
+// rather than create it.
+func OpenReadOnly(path string) (*sql.DB, error) {
+	db, err := sql.Open(driverName, "file:"+escapePath(path)+"?mode=ro&_busy_timeout=10000")
+	if err != nil {
+		return nil, fmt.Errorf("open %s read-only: %w", path, err)
+	}
+	return single(db), nil
+}

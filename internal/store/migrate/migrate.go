@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/formd/formd/internal/release"
 )
 
 // Migration is one file of a migrations directory.
@@ -36,12 +38,22 @@ type DB interface {
 	// InTx runs fn in one transaction: committed when fn returns nil,
 	// rolled back when it returns an error.
 	InTx(ctx context.Context, fn func(Exec) error) error
+	// QueryRow runs a query outside any transaction of the runner, for
+	// the reads that come before any write (Read).
+	QueryRow(ctx context.Context, query string, args ...any) Row
 }
+
+// Row is one row of a query (*sql.Row, pgx.Row).
+type Row interface{ Scan(dst ...any) error }
 
 // SQL is a database/sql database as a DB.
 func SQL(db *sql.DB) DB { return sqlDB{db} }
 
 type sqlDB struct{ db *sql.DB }
+
+func (d sqlDB) QueryRow(ctx context.Context, q string, args ...any) Row {
+	return d.db.QueryRowContext(ctx, q, args...)
+}
 
 func (d sqlDB) InTx(ctx context.Context, fn func(Exec) error) error {
 	tx, err := d.db.BeginTx(ctx, nil)
@@ -73,6 +85,13 @@ type Dialect struct {
 	// Record adds a version (its one argument) to schema_migrations unless
 	// it is there, changing one row when it added it.
 	Record string
+	// HasTable counts the tables named by its one argument (0 or 1) in
+	// the database's schema at hand.
+	HasTable string
+	// WrittenBy records the release that opened the database (its
+	// arguments: the release's name, the schema version) in the table
+	// written_by, one row; "" for a database without it.
+	WrittenBy string
 }
 
 // ErrBadName marks a migrations directory the runner refuses: a file that
@@ -112,11 +131,21 @@ func Read(fsys fs.FS, dir string) ([]Migration, error) {
 
 // Apply applies the migrations in dir of fsys that schema_migrations does
 // not record, in version order, each in its own transaction with its
-// record. It stops at the first that fails, naming it; those before it
-// stay applied.
-func Apply(ctx context.Context, db DB, d Dialect, fsys fs.FS, dir string) error {
+// record, then records the release (Dialect.WrittenBy, named by release).
+// It stops at the first that fails, naming it; those before it stay
+// applied. A database that records a migration this binary does not have
+// (written by a newer release) is refused with a *release.TooNewError
+// before anything is written.
+func Apply(ctx context.Context, db DB, d Dialect, fsys fs.FS, dir string, s release.Schema) error {
 	ms, err := Read(fsys, dir)
 	if err != nil {
+		return err
+	}
+	s, err = status(ctx, db, d, ms, s)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := release.Check(s); err != nil {
 		return err
 	}
 	if err := db.InTx(ctx, func(exec Exec) error {
@@ -135,7 +164,75 @@ func Apply(ctx context.Context, db DB, d Dialect, fsys fs.FS, dir string) error 
 			return fmt.Errorf("migrate %s: %w", m.Name, err)
 		}
 	}
+	if d.WrittenBy == "" {
+		return nil
+	}
+	if err := db.InTx(ctx, func(exec Exec) error {
+		_, err := exec(ctx, d.WrittenBy, release.Name(), s.Known)
+		return err
+	}); err != nil {
+		return fmt.Errorf("migrate: record the release: %w", err)
+	}
 	return nil
+}
+
+// Status says what the database has (s names it: What, Where): its
+// newest recorded version, the versions it records that dir of fsys does
+// not have, the newest dir has, and the release that last wrote it. It
+// writes nothing.
+func Status(ctx context.Context, db DB, d Dialect, fsys fs.FS, dir string, s release.Schema) (release.Schema, error) {
+	ms, err := Read(fsys, dir)
+	if err != nil {
+		return s, err
+	}
+	return status(ctx, db, d, ms, s)
+}
+
+func status(ctx context.Context, db DB, d Dialect, ms []Migration, s release.Schema) (release.Schema, error) {
+	s.Version, s.Unknown, s.WrittenBy, s.Empty = 0, nil, "", false
+	if len(ms) > 0 {
+		s.Known = ms[len(ms)-1].Version
+	}
+	has := func(table string) (bool, error) {
+		var n int
+		if err := db.QueryRow(ctx, d.HasTable, table).Scan(&n); err != nil {
+			return false, fmt.Errorf("look for table %s: %w", table, err)
+		}
+		return n > 0, nil
+	}
+	ok, err := has("schema_migrations")
+	if err != nil || !ok {
+		s.Empty = err == nil
+		return s, err
+	}
+	known := make(map[int]bool, len(ms))
+	for _, m := range ms {
+		known[m.Version] = true
+	}
+	var list string
+	if err := db.QueryRow(ctx, `SELECT coalesce(max(version), 0), coalesce(string_agg(CAST(version AS TEXT), ','), '') FROM schema_migrations`).Scan(&s.Version, &list); err != nil {
+		return s, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	for _, f := range strings.Split(list, ",") {
+		if v, err := strconv.Atoi(f); err == nil && !known[v] {
+			s.Unknown = append(s.Unknown, v)
+		}
+	}
+	slices.Sort(s.Unknown)
+	if d.WrittenBy == "" {
+		return s, nil
+	}
+	if ok, err := has("written_by"); err != nil || !ok {
+		return s, err
+	}
+	var by *string
+	if err := db.QueryRow(ctx, `SELECT max(release) FROM written_by`).Scan(&by); err != nil {
+		return s, fmt.Errorf("read written_by: %w", err)
+	}
+	if by != nil {
+		s.WrittenBy = *by
+	}
+	return s, nil
 }
 
 // apply records m's version and, when it was not recorded before, runs m,

@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/formd/formd/internal/release"
 	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store/migrate"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
@@ -38,6 +39,7 @@ var databases = []database{
 		dialect: migrate.Dialect{
 			CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
 			Record:      `INSERT INTO schema_migrations(version, applied_at) VALUES (?, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) ON CONFLICT DO NOTHING`,
+			HasTable:    `SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name = ?`,
 		},
 		open:      openSQLite,
 		oldTable:  `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
@@ -49,6 +51,7 @@ var databases = []database{
 			Lock:        `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`,
 			CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`,
 			Record:      `INSERT INTO schema_migrations(version, applied_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`,
+			HasTable:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1`,
 		},
 		open:      openPostgres,
 		oldTable:  `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`,
@@ -82,6 +85,10 @@ func openSQLite(t *testing.T) (migrate.DB, query) {
 }
 
 type pgDB struct{ pool *pgxpool.Pool }
+
+func (d pgDB) QueryRow(ctx context.Context, q string, args ...any) migrate.Row {
+	return d.pool.QueryRow(ctx, q, args...)
+}
 
 func (d pgDB) InTx(ctx context.Context, fn func(migrate.Exec) error) error {
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
@@ -168,7 +175,7 @@ func TestAppliesInOrderOnce(t *testing.T) {
 			"0002_ok.sql": `INSERT INTO log(step) VALUES (2); INSERT INTO log(step) VALUES (3)`,
 		})
 		for range 2 {
-			if err := migrate.Apply(ctxT(t), db, d.dialect, fsys, "migrations"); err != nil {
+			if err := migrate.Apply(ctxT(t), db, d.dialect, fsys, "migrations", release.Schema{What: "test"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -193,7 +200,7 @@ func TestFailingMigrationLeavesNothing(t *testing.T) {
 			"0002_b.sql": `CREATE TABLE half (x integer); INSERT INTO a(x) VALUES (1); INSERT INTO missing(x) VALUES (1)`,
 			"0003_c.sql": `CREATE TABLE c (x integer)`,
 		})
-		err := migrate.Apply(ctxT(t), db, d.dialect, bad, "migrations")
+		err := migrate.Apply(ctxT(t), db, d.dialect, bad, "migrations", release.Schema{What: "test"})
 		if err == nil || !strings.Contains(err.Error(), "0002_b.sql") {
 			t.Fatalf("apply = %v, want an error naming 0002_b.sql", err)
 		}
@@ -208,7 +215,7 @@ func TestFailingMigrationLeavesNothing(t *testing.T) {
 			"0002_b.sql": `CREATE TABLE half (x integer); INSERT INTO a(x) VALUES (1)`,
 			"0003_c.sql": `CREATE TABLE c (x integer)`,
 		})
-		if err := migrate.Apply(ctxT(t), db, d.dialect, good, "migrations"); err != nil {
+		if err := migrate.Apply(ctxT(t), db, d.dialect, good, "migrations", release.Schema{What: "test"}); err != nil {
 			t.Fatalf("apply once fixed: %v (did the failed attempt leave table half behind?)", err)
 		}
 		if got := versions(t, q); !slices.Equal(got, []string{"1", "2", "3"}) {
@@ -257,7 +264,7 @@ func TestOldDatabaseRecognized(t *testing.T) {
 			"0011_k.sql":  `CREATE TABLE k (x integer)`,
 			"0003_ab.sql": `INSERT INTO a(x) VALUES (3)`,
 		})
-		if err := migrate.Apply(ctxT(t), db, d.dialect, fsys, "migrations"); err != nil {
+		if err := migrate.Apply(ctxT(t), db, d.dialect, fsys, "migrations", release.Schema{What: "test"}); err != nil {
 			t.Fatalf("apply on the old database: %v", err)
 		}
 		if got := versions(t, q); !slices.Equal(got, []string{"1", "2", "3", "10", "11"}) {
@@ -282,7 +289,7 @@ func TestBadNames(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db, q := openSQLite(t)
-			err := migrate.Apply(ctxT(t), db, databases[0].dialect, fsys, "migrations")
+			err := migrate.Apply(ctxT(t), db, databases[0].dialect, fsys, "migrations", release.Schema{What: "test"})
 			if !errors.Is(err, migrate.ErrBadName) {
 				t.Fatalf("apply = %v, want ErrBadName", err)
 			}
@@ -291,4 +298,46 @@ func TestBadNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A database that records a migration the directory does not have was
+// written by a newer release: refused with both versions named, before
+// the runner writes anything (not even the missing migrations below it).
+func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, d database) {
+		db, q := d.open(t)
+		newer := files(map[string]string{
+			"0001_a.sql": `CREATE TABLE a (x integer)`,
+			"0004_d.sql": `CREATE TABLE d (x integer)`,
+		})
+		if err := migrate.Apply(ctxT(t), db, d.dialect, newer, "migrations", release.Schema{What: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		older := files(map[string]string{
+			"0001_a.sql": `CREATE TABLE a (x integer)`,
+			"0002_b.sql": `CREATE TABLE b (x integer)`,
+			"0003_c.sql": `CREATE TABLE c (x integer)`,
+		})
+		err := migrate.Apply(ctxT(t), db, d.dialect, older, "migrations", release.Schema{What: "store", Where: "here"})
+		var tooNew *release.TooNewError
+		if !errors.As(err, &tooNew) || !errors.Is(err, release.ErrTooNew) {
+			t.Fatalf("apply = %v, want a *release.TooNewError", err)
+		}
+		if s := tooNew.Schema; s.Version != 4 || s.Known != 3 || !slices.Equal(s.Unknown, []int{4}) {
+			t.Fatalf("refused schema %+v, want version 4, known 3, unknown [4]", s)
+		}
+		for _, want := range []string{"store here", "schema 4", "knows schema 3", "or newer"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("message %q does not say %q", err, want)
+			}
+		}
+		if got := versions(t, q); !slices.Equal(got, []string{"1", "4"}) {
+			t.Fatalf("versions after the refusal %v, want 1 4 untouched", got)
+		}
+		st, err := migrate.Status(ctxT(t), db, d.dialect, older, "migrations", release.Schema{})
+		if err != nil || !st.TooNew() {
+			t.Fatalf("status = %+v, %v; want too new", st, err)
+		}
+	})
 }

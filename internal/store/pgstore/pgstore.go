@@ -80,7 +80,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := migrate.Apply(ctx, migrations{pool}, dialect, schema, "migrations"); err != nil {
+	if err := upgrade(ctx, pool, where(cfg)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, classify("schema", err))
 	}
@@ -94,10 +94,17 @@ var dialect = migrate.Dialect{
 	Lock:        `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`,
 	CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`,
 	Record:      `INSERT INTO schema_migrations(version, applied_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`,
+	HasTable:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1`,
+	WrittenBy: `INSERT INTO written_by(one, release, schema, at) VALUES (1, $1, $2, now())
+		ON CONFLICT (one) DO UPDATE SET release = excluded.release, schema = excluded.schema, at = excluded.at`,
 }
 
 // migrations runs package migrate's transactions on the pool.
 type migrations struct{ pool *pgxpool.Pool }
+
+func (m migrations) QueryRow(ctx context.Context, q string, args ...any) migrate.Row {
+	return m.pool.QueryRow(ctx, q, args...)
+}
 
 func (m migrations) InTx(ctx context.Context, fn func(migrate.Exec) error) error {
 	return pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {

@@ -74,7 +74,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := migrate.Apply(ctx, migrate.SQL(wdb), dialect, schema, "migrations"); err != nil {
+	if err := upgrade(ctx, wdb, opts.Path); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("open store %s: %w", opts.Path, err)
 	}
@@ -106,6 +106,9 @@ var dialect = migrate.Dialect{
 	CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
 	Record: `INSERT INTO schema_migrations(version, applied_at)
 		VALUES (?, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) ON CONFLICT DO NOTHING`,
+	HasTable: `SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name = ?`,
+	WrittenBy: `INSERT INTO written_by(one, release, schema, at) VALUES (1, ?, ?, CAST(unixepoch('subsec') * 1000000 AS INTEGER))
+		ON CONFLICT(one) DO UPDATE SET release = excluded.release, schema = excluded.schema, at = excluded.at`,
 }
 
 // classify marks failures of the database itself as store.ErrUnavailable.

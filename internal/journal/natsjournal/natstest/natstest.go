@@ -24,6 +24,13 @@ import (
 // JetStream enabled.
 const EnvURL = "FORMD_TEST_NATS_URL"
 
+// EnvRequire, set to 1, makes a missing or unreachable external server
+// fail the tests that need it (ExternalURL) rather than skip them: a CI
+// that is meant to run them must not pass because they skipped.
+const EnvRequire = "FORMD_REQUIRE_SERVICES"
+
+func required() bool { return os.Getenv(EnvRequire) == "1" }
+
 // URL is the external server's URL, or "" when none is configured.
 func URL() string { return os.Getenv(EnvURL) }
 
@@ -36,7 +43,7 @@ var announced atomic.Bool
 // (named by suites) are skipped and why, and ExternalURL then skips
 // without repeating it. With EnvURL set it prints nothing.
 func AnnounceSkip(suites string) {
-	if URL() != "" {
+	if URL() != "" || required() {
 		return
 	}
 	announced.Store(true)
@@ -44,17 +51,42 @@ func AnnounceSkip(suites string) {
 }
 
 // ExternalURL is the external server's URL; it skips the test when none
-// is configured.
+// is configured (fails it under FORMD_REQUIRE_SERVICES=1), and fails it
+// when the server does not answer.
 func ExternalURL(t testing.TB) string {
 	t.Helper()
 	url := URL()
 	if url == "" {
+		if required() {
+			t.Fatalf("%s=1 and %s is not set: this run must test against a running NATS server (such as nats://127.0.0.1:4222)", EnvRequire, EnvURL)
+		}
 		if announced.Load() {
 			t.SkipNow()
 		}
 		t.Skipf("set %s to run this against a running NATS server", EnvURL)
 	}
+	reachable(t, url)
 	return url
+}
+
+// reachable fails t when no server of url (comma-separated nats:// URLs)
+// accepts a connection.
+func reachable(t testing.TB, url string) {
+	t.Helper()
+	var last error
+	for _, u := range strings.Split(url, ",") {
+		host := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(u), "nats://"), "tls://")
+		if i := strings.LastIndex(host, "@"); i >= 0 {
+			host = host[i+1:]
+		}
+		c, err := net.DialTimeout("tcp", host, 5*time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		last = err
+	}
+	t.Fatalf("%s=%s: no NATS server answers (is it running?): %v", EnvURL, url, last)
 }
 
 // Name makes a stream name that no other test uses, so that tests can share

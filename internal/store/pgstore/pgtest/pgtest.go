@@ -1,7 +1,8 @@
 // Package pgtest gives each test a schema of its own in the PostgreSQL
 // database named by FORMD_TEST_POSTGRES_URL, so that tests run in parallel
 // and leave nothing behind; it skips the test when the variable is unset,
-// and AnnounceSkip says so once for the package.
+// and AnnounceSkip says so once for the package — unless
+// FORMD_REQUIRE_SERVICES=1 (set by .ci/run), when the test fails instead.
 package pgtest
 
 import (
@@ -21,6 +22,13 @@ import (
 // EnvURL names the environment variable of the test database.
 const EnvURL = "FORMD_TEST_POSTGRES_URL"
 
+// EnvRequire, set to 1, makes a missing or unreachable database fail the
+// tests that need it rather than skip them: a CI that is meant to run the
+// PostgreSQL suites must not pass with an "ok" line because they skipped.
+const EnvRequire = "FORMD_REQUIRE_SERVICES"
+
+func required() bool { return os.Getenv(EnvRequire) == "1" }
+
 // announced is set once AnnounceSkip has said why the tests skip, so
 // that each skip need not say it again.
 var announced atomic.Bool
@@ -30,7 +38,7 @@ var announced atomic.Bool
 // are skipped and why, and the tests then skip without repeating it.
 // With EnvURL set it prints nothing.
 func AnnounceSkip(suites string) {
-	if os.Getenv(EnvURL) != "" {
+	if os.Getenv(EnvURL) != "" || required() {
 		return
 	}
 	announced.Store(true)
@@ -43,6 +51,9 @@ func URL(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv(EnvURL)
 	if base == "" {
+		if required() {
+			t.Fatalf("%s=1 and %s is not set: this run must test against PostgreSQL (such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", EnvRequire, EnvURL)
+		}
 		if announced.Load() {
 			t.SkipNow()
 		}
@@ -55,7 +66,7 @@ func URL(t testing.TB) string {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
-		t.Fatalf("connect to %s: %v", EnvURL, err)
+		t.Fatalf("connect to %s (is PostgreSQL running?): %v", EnvURL, err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
