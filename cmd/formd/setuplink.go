@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/config"
@@ -22,7 +23,7 @@ func init() {
 func setupLinkCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("formd setup-link", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("public", "127.0.0.1:8080", "the host:port browsers reach formd at, for the printed link")
+	addr := fs.String("public", "127.0.0.1:8080", "where browsers reach formd, for the printed link: a URL (https://forms.example.org) or a host:port (http:// is assumed)")
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -48,7 +49,11 @@ func setupLinkCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "formd setup-link: formd has an account already: sign in, or add one with formd users add")
 		return 1
 	}
-	fmt.Fprintln(stdout, accounts.SetupURL(*addr, code))
+	base := *addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	fmt.Fprintln(stdout, accounts.SetupURL(base, code))
 	fmt.Fprintln(stderr, "formd: the earlier setup link no longer works; this one does for 24 hours, once.")
 	return 0
 }
