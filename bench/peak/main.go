@@ -57,6 +57,7 @@ func main() {
 	conns := flag.Int("conns", 500, "wrk connections")
 	old := flag.Int("old", 200000, "old entries the retention pass erases")
 	drain := flag.Duration("drain", 6*time.Minute, "how long to wait for the outbox to drain")
+	templateDir := flag.String("template", "", "a data directory already holding the -old entries (a copy of one an earlier run loaded); empty: load them")
 	flag.StringVar(&profileDir, "pprof", "", "a directory: take a CPU profile of formd during each measured run, saved there as MODE-ROUND.pprof")
 	flag.Parse()
 	if *bin == "" {
@@ -71,10 +72,13 @@ func main() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(work)
-	template := filepath.Join(work, "template")
+	template := *templateDir
 	start := time.Now()
-	if err := preload(*bin, template, *old); err != nil {
-		log.Fatal(err)
+	if template == "" {
+		template = filepath.Join(work, "template")
+		if err := preload(*bin, template, *old); err != nil {
+			log.Fatal(err)
+		}
 	}
 	fmt.Printf("# %s, %d cores, load average %s; %d old entries loaded in %.0fs; %d rounds of %s at %d connections\n",
 		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), loadavg(), *old, time.Since(start).Seconds(), *rounds, *duration, *conns)
@@ -518,7 +522,7 @@ func reportArrivals(ctx context.Context, base string, round int, sent, failed *a
 	defer close(jobs)
 	start := answers(base)
 	var queued int64
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
@@ -606,7 +610,7 @@ type retentionWatch struct {
 }
 
 func (rw *retentionWatch) watch(ctx context.Context, base string, want int64) {
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
