@@ -15,7 +15,8 @@ import (
 // at most PerEndpoint sends at a time, each of a batch of its deliveries
 // sent one after another: the claim takes no more of one endpoint than
 // PerEndpoint batches, and none of an endpoint with that many waiting or
-// whose breaker is open (they stay due, in the store, for a later claim).
+// whose breaker holds it back (they stay due, in the store, for a later
+// claim).
 // The owner's mail is claimed a form's minute at a time and sent as one
 // worker's job: one mail per entry, or one digest when there are more
 // than the form's digest_over.
