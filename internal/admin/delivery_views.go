@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/problem"
 )
@@ -44,7 +45,7 @@ type AttemptView struct {
 	At      time.Time
 	Status  int // HTTP status or SMTP reply code; 0 without an answer
 	Latency time.Duration
-	Outcome string // delivered | retry | gone | refused
+	Outcome attempt.Outcome
 	Excerpt string
 }
 
@@ -103,7 +104,7 @@ func deliveriesJSON(v EntryView) any {
 			dj.NextAt = &t
 		}
 		for _, a := range d.Attempts {
-			dj.Attempts = append(dj.Attempts, attemptJSON{At: a.At.UTC(), Status: a.Status, LatencyMS: float64(a.Latency) / float64(time.Millisecond), Outcome: a.Outcome, Excerpt: a.Excerpt})
+			dj.Attempts = append(dj.Attempts, attemptJSON{At: a.At.UTC(), Status: a.Status, LatencyMS: float64(a.Latency) / float64(time.Millisecond), Outcome: string(a.Outcome), Excerpt: a.Excerpt})
 		}
 		out = append(out, dj)
 	}

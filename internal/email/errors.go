@@ -1,6 +1,7 @@
 package email
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -42,6 +43,10 @@ type Error struct {
 	// Permanent is true when the same Send would fail the same way: a 5xx
 	// reply, a refused recipient, an invalid Message.
 	Permanent bool
+	// Recipient is true when the server refused a recipient (its reply to
+	// RCPT TO), not the session: the next message, to someone else, may
+	// well pass.
+	Recipient bool
 	// Err is the underlying error.
 	Err error
 }
@@ -63,4 +68,24 @@ func (e *Error) Unwrap() error { return e.Err }
 func IsPermanent(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Permanent
+}
+
+// IsTransport reports whether err is a failure of the SMTP server as a
+// whole or of the way to it — connecting, TLS, the greeting, EHLO, AUTH, a
+// timeout, a 4xx such as 421 to the session — rather than of one message
+// or one recipient: the next message would most likely meet it too, so
+// it is what a circuit breaker counts. A cancelled Send (formd stopping)
+// is none of these.
+func IsTransport(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	switch e.Op {
+	case "connect":
+		return true
+	case "send":
+		return !e.Recipient && !e.Permanent
+	}
+	return false
 }

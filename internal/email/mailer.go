@@ -214,7 +214,7 @@ func classify(ctx context.Context, err error) *Error {
 	var te *textproto.Error
 	switch {
 	case errors.As(err, &se):
-		e.Op, e.Code = "send", se.ErrorCode()
+		e.Op, e.Code, e.Recipient = "send", se.ErrorCode(), se.Reason == gomail.ErrSMTPRcptTo
 	case errors.As(err, &te):
 		e.Code = te.Code
 	}

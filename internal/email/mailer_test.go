@@ -196,6 +196,10 @@ func TestSendFailures(t *testing.T) {
 		op         string
 		code       int
 		permanent  bool
+		// transport: the server as a whole failed, so that the outbox's
+		// circuit breaker counts it; a refused recipient or message does
+		// not.
+		transport bool
 	}{
 		{name: "550 to RCPT", o: serverOptions{rcpt: func(string) error {
 			return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
@@ -203,19 +207,22 @@ func TestSendFailures(t *testing.T) {
 		{name: "451 to RCPT", o: serverOptions{rcpt: func(string) error {
 			return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
 		}}, op: "send", code: 451},
+		{name: "421 to MAIL FROM", o: serverOptions{mail: func() error {
+			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "shutting down"}
+		}}, op: "send", code: 421, transport: true},
 		{name: "554 to DATA", o: serverOptions{data: func() error {
 			return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "content refused"}
 		}}, op: "send", code: 554, permanent: true},
 		{name: "452 to DATA", o: serverOptions{data: func() error {
 			return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "disk full"}
-		}}, op: "send", code: 452},
-		{name: "wrong password", o: serverOptions{cert: &cert, user: "formd", pass: "right"}, user: "formd", pass: "wrong", trust: trust, op: "connect", code: 535, permanent: true},
-		{name: "server down", down: true, op: "connect"},
+		}}, op: "send", code: 452, transport: true},
+		{name: "wrong password", o: serverOptions{cert: &cert, user: "formd", pass: "right"}, user: "formd", pass: "wrong", trust: trust, op: "connect", code: 535, permanent: true, transport: true},
+		{name: "server down", down: true, op: "connect", transport: true},
 		// Without TLS the server offers no AUTH; Send does not go on
 		// without the authentication it was configured for.
-		{name: "password but no TLS offered", o: serverOptions{user: "formd", pass: "secret"}, user: "formd", pass: "secret", op: "connect"},
-		{name: "untrusted certificate", o: serverOptions{cert: &cert}, trust: otherTrust, op: "connect"},
-		{name: "untrusted certificate, smtps", o: serverOptions{cert: &cert, implicit: true}, trust: otherTrust, op: "connect"},
+		{name: "password but no TLS offered", o: serverOptions{user: "formd", pass: "secret"}, user: "formd", pass: "secret", op: "connect", transport: true},
+		{name: "untrusted certificate", o: serverOptions{cert: &cert}, trust: otherTrust, op: "connect", transport: true},
+		{name: "untrusted certificate, smtps", o: serverOptions{cert: &cert, implicit: true}, trust: otherTrust, op: "connect", transport: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,6 +241,9 @@ func TestSendFailures(t *testing.T) {
 			t.Logf("%v", err)
 			if e.Op != tc.op || e.Code != tc.code || e.Permanent != tc.permanent || IsPermanent(err) != tc.permanent {
 				t.Errorf("Send = %v: op %q code %d permanent %v, want %q %d %v", err, e.Op, e.Code, e.Permanent, tc.op, tc.code, tc.permanent)
+			}
+			if IsTransport(err) != tc.transport {
+				t.Errorf("IsTransport(%v) = %v, want %v", err, !tc.transport, tc.transport)
 			}
 			if ts != nil && len(ts.received()) != 0 {
 				t.Errorf("server received a message")

@@ -28,7 +28,9 @@ type serverOptions struct {
 	implicit bool
 	// user and pass, when set, are required with AUTH PLAIN before MAIL.
 	user, pass string
-	// rcpt and data, when set, answer RCPT TO and DATA instead of 250.
+	// mail, rcpt and data, when set, answer MAIL FROM, RCPT TO and DATA
+	// instead of 250.
+	mail func() error
 	rcpt func(to string) error
 	data func() error
 }
@@ -132,6 +134,11 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 	if s.ts.o.user != "" && s.user == "" {
 		return &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "authentication required"}
+	}
+	if s.ts.o.mail != nil {
+		if err := s.ts.o.mail(); err != nil {
+			return err
+		}
 	}
 	s.msg = received{from: from}
 	return nil

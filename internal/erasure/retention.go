@@ -12,6 +12,7 @@ package erasure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -60,10 +61,14 @@ func NewRetention(forms Forms, st Eraser, pruner journal.Pruner, now func() time
 }
 
 // RunOnce applies every form's retention once and says how many entries it
-// erased from the store and deleted from the journal.
+// erased from the store and deleted from the journal. A form whose step
+// fails does not stop the others: the pass goes on and returns every
+// form's error (a busy write-ahead log is no error: the drivers retry it
+// and, still busy, leave it to the next checkpoint).
 func (j *Retention) RunOnce(ctx context.Context) (erased, pruned int, err error) {
+	var errs []error
 	for _, f := range j.forms.All() {
-		if f.Def.Retention == nil {
+		if f.Def.Retention == nil || ctx.Err() != nil {
 			continue
 		}
 		cutoff := j.now().Add(-time.Duration(*f.Def.Retention))
@@ -71,7 +76,8 @@ func (j *Retention) RunOnce(ctx context.Context) (erased, pruned int, err error)
 		erased += n
 		j.erased.Add(float64(n))
 		if err != nil {
-			return erased, pruned, fmt.Errorf("retention of %s: %w", f.ID(), err)
+			errs = append(errs, fmt.Errorf("retention of %s: %w", f.ID(), err))
+			continue
 		}
 		if j.journal == nil {
 			continue
@@ -80,10 +86,13 @@ func (j *Retention) RunOnce(ctx context.Context) (erased, pruned int, err error)
 		pruned += n
 		j.pruned.Add(float64(n))
 		if err != nil {
-			return erased, pruned, fmt.Errorf("retention of %s: %w", f.ID(), err)
+			errs = append(errs, fmt.Errorf("retention of %s: %w", f.ID(), err))
 		}
 	}
-	return erased, pruned, nil
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return erased, pruned, errors.Join(errs...)
 }
 
 // drain repeats a bounded step until it does less than a full chunk.

@@ -13,7 +13,8 @@ import (
 // stage of the pipeline (intake, journal, processor, store, outbox), so
 // that none of them can pull the others in through it. Of formd's own
 // packages it imports only webhooks, for the syntax of a webhook's URL and
-// secret in a definition, and webhooks imports none.
+// secret in a definition, and webhooks imports only attempt (the word for an
+// attempt's outcome), which imports none.
 func TestImportsNoPipeline(t *testing.T) {
 	t.Parallel()
 	allowed := map[string]bool{"github.com/formd/formd/internal/webhooks": true}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
@@ -30,15 +31,15 @@ func statusWord(e store.Event) string {
 
 // sendMail sends the owner's mail (one entry, or a digest of the group)
 // or the person's confirmation.
-func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.Delivery, docs entryDocs) outcome {
-	o := outcome{kind: "email"}
+func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.Delivery, docs entryDocs) result {
+	o := result{kind: "email"}
 	if d.mail == nil {
-		o.result, o.err = "deferred", errNoSMTP
+		o.outcome, o.err = attempt.Deferred, errNoSMTP
 		return o
 	}
 	setup := d.notifyOf(f)
 	if len(setup.to) == 0 && setup.confirm == "" {
-		o.result, o.err = "refused", errors.New("the form no longer sends e-mail")
+		o.outcome, o.err = attempt.Refused, errors.New("the form no longer sends e-mail")
 		return o
 	}
 	lang := setup.lang
@@ -52,25 +53,28 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 	case first.Endpoint == endpointConfirm:
 		doc, err := d.entry(ctx, docs, first.Event.EntryID)
 		if err != nil {
-			o.result, o.err = "retry", err
+			o.outcome, o.err = attempt.Retry, err
 			return o
 		}
 		addr := fieldText(values(doc)[setup.confirm])
 		if addr == "" {
-			o.result, o.err = "refused", fmt.Errorf("the entry has no address in %s (erased, or left empty)", setup.confirm)
+			// The address is the person's to give or not: without one
+			// there is no one to confirm to, and nothing failed.
+			o.outcome, o.err = attempt.Skipped, fmt.Errorf("not sent: the entry has no address in %s (erased, or left empty)", setup.confirm)
+			o.excerpt = o.err.Error()
 			return o
 		}
 		if skip, err := d.confirmable(ctx, f, first, addr); err != nil {
-			o.result, o.err = "retry", err
+			o.outcome, o.err = attempt.Retry, err
 			return o
 		} else if skip != "" {
-			o.result, o.err, o.excerpt = "skipped", errors.New(skip), skip
+			o.outcome, o.err, o.excerpt = attempt.Skipped, errors.New(skip), skip
 			return o
 		}
 		v := email.ConfirmationView{FormTitle: title, Status: statusWord(first.Event), ReceivedAt: doc.ReceivedAt,
 			Receipt: hex.EncodeToString(doc.Fingerprint[:]), Fields: fieldValues(f, lang, doc)}
 		if msg, o.err = d.render(email.Confirmation, lang, v); o.err != nil {
-			o.result = "refused"
+			o.outcome = attempt.Refused
 			return o
 		}
 		msg.To = []string{addr}
@@ -81,7 +85,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 		for _, dl := range group {
 			doc, err := d.entry(ctx, docs, dl.Event.EntryID)
 			if err != nil {
-				o.result, o.err = "retry", err
+				o.outcome, o.err = attempt.Retry, err
 				return o
 			}
 			if len(v.Entries) < email.MaxDigestRows {
@@ -89,7 +93,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			}
 		}
 		if msg, o.err = d.render(email.Digest, lang, v); o.err != nil {
-			o.result = "refused"
+			o.outcome = attempt.Refused
 			return o
 		}
 		msg.To = setup.to
@@ -97,13 +101,13 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 	default:
 		doc, err := d.entry(ctx, docs, first.Event.EntryID)
 		if err != nil {
-			o.result, o.err = "retry", err
+			o.outcome, o.err = attempt.Retry, err
 			return o
 		}
 		v := email.EntryView{FormID: f.ID(), FormTitle: title, Status: statusWord(first.Event), ID: doc.ID, Key: doc.Key, ReceivedAt: doc.ReceivedAt,
 			Receipt: hex.EncodeToString(doc.Fingerprint[:]), Fields: fieldValues(f, lang, doc), ConsoleURL: d.consoleURL("forms", f.ID(), "submissions", doc.ID)}
 		if msg, o.err = d.render(email.Entry, lang, v); o.err != nil {
-			o.result = "refused"
+			o.outcome = attempt.Refused
 			return o
 		}
 		msg.To = setup.to
@@ -115,11 +119,16 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 	o.latency = d.opts.Now().Sub(start)
 	switch {
 	case err == nil:
-		o.result, o.status = "delivered", 250
-	case email.IsPermanent(err):
-		o.result, o.err = "refused", err
+		o.outcome, o.status = attempt.Delivered, 250
+	case email.IsPermanent(err) && !email.IsTransport(err):
+		// This message or recipient is refused (a 5xx to RCPT TO or
+		// DATA): that delivery alone fails. A 5xx to the session (such
+		// as a refused password) is the server's, retried below.
+		o.outcome, o.err = attempt.Refused, err
 	default:
-		o.result, o.err = "retry", err
+		// Only a failure of the server as a whole counts against the
+		// SMTP breaker, not one recipient's.
+		o.outcome, o.err, o.fault = attempt.Retry, err, email.IsTransport(err)
 	}
 	var me *email.Error
 	if errors.As(err, &me) {

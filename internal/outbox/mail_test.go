@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -25,6 +26,9 @@ type smtpServer struct {
 	mu   sync.Mutex
 	got  []*mail.Message
 	to   [][]string
+	// refuse is a recipient the server answers 550 (no such mailbox);
+	// set it before the first mail.
+	refuse string
 }
 
 func startSMTP(t *testing.T) *smtpServer {
@@ -56,6 +60,9 @@ type smtpSession struct {
 
 func (s *smtpSession) Mail(string, *smtp.MailOptions) error { return nil }
 func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if s.ss.refuse != "" && to == s.ss.refuse {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
+	}
 	s.to = append(s.to, to)
 	return nil
 }
@@ -197,5 +204,75 @@ notify:
 	ds, as := f.deliveriesOf(outs[0].ID)
 	if ds[0].State != store.DeliveryPending || ds[0].Attempts != 0 || len(as) != 0 {
 		t.Fatalf("without SMTP: %+v %+v", ds, as)
+	}
+}
+
+// TestOnePersonStopsNoOnesMail: ten entries without the optional
+// confirmation address and one whose address the server refuses (550),
+// then a hundred normal ones. The confirmations without an address are
+// skipped, not dead letters; the refused one fails alone; neither counts
+// against the SMTP server's breaker, so every normal confirmation and the
+// owner's digest arrive, and the outbox counts one failure.
+func TestOnePersonStopsNoOnesMail(t *testing.T) {
+	t.Parallel()
+	srv := startSMTP(t)
+	srv.refuse = "bad@example.org"
+	mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Name: "Fair", Address: "fair@example.org"}, email.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
+	f := newFixture(t, `
+id: fair
+title: Spring fair
+fields:
+  - {name: name, type: text}
+  - {name: email, type: email, required: false}
+notify:
+  email: {to: [owner@example.org], confirm: email, digest_over: 10}
+`, mailer, outbox.Options{Now: clk.Now})
+	var data []string
+	for i := range 10 {
+		data = append(data, fmt.Sprintf(`{"name":"no address %d"}`, i))
+	}
+	data = append(data, `{"name":"refused","email":"bad@example.org"}`)
+	for i := range 100 {
+		data = append(data, fmt.Sprintf(`{"name":"p%d","email":"p%d@example.org"}`, i, i))
+	}
+	outs := f.submit("fair", data...)
+	// A minute and a few seconds: the owner's mail leaves at the end of
+	// its minute; nothing else should need longer.
+	for range 70 {
+		f.drive()
+		clk.add(time.Second)
+	}
+	f.drive()
+	msgs, to := srv.messages()
+	confirmations, digests := 0, 0
+	for i := range msgs {
+		switch {
+		case len(to[i]) == 1 && to[i][0] == "owner@example.org":
+			digests++
+		case len(to[i]) == 1 && strings.HasSuffix(to[i][0], "@example.org"):
+			confirmations++
+		}
+	}
+	if confirmations != 100 || digests != 1 {
+		t.Fatalf("%d confirmations and %d mails to the owner arrived, want 100 and one digest", confirmations, digests)
+	}
+	st, err := f.st.DeliveryStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Failed != 1 || st.Pending != 0 {
+		t.Fatalf("outbox %+v: want the one refusal failed and nothing pending", st)
+	}
+	for _, o := range outs[:10] {
+		ds, as := f.deliveriesOf(o.ID)
+		for _, d := range ds {
+			if d.Endpoint == "email:confirm" && (d.State != store.DeliverySkipped || len(as) == 0) {
+				t.Fatalf("a confirmation without an address: %+v %+v, want skipped", d, as)
+			}
+		}
 	}
 }

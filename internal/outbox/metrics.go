@@ -10,25 +10,36 @@ type Metrics struct {
 	attempts      *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
 	breakerOpened prometheus.Counter
+	breakerOpen   *prometheus.GaugeVec
 }
 
 // NewMetrics registers the dispatcher's metrics with reg (nil: none).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "formd_deliveries_total",
-			Help: "Delivery attempts by kind (webhook, email), endpoint and outcome (delivered, retry, gone, refused)."}, []string{"kind", "endpoint", "outcome"}),
+			Help: "Delivery attempts by kind (webhook, email), endpoint and outcome (delivered, retry, gone, refused, skipped)."}, []string{"kind", "endpoint", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "formd_delivery_seconds",
 			Help: "Time of one delivery attempt, to the receiver's answer.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 13)}, []string{"kind"}),
 		breakerOpened: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_delivery_breaker_opened_total",
-			Help: "Times an endpoint's circuit breaker opened after consecutive failures."}),
+			Help: "Times an endpoint's circuit breaker opened: its failure rate tripped it, or its probe failed."}),
+		breakerOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "formd_delivery_breaker_open",
+			Help: "1 while an endpoint's circuit breaker holds its deliveries back (open, or waiting for its probe), 0 when closed; e-mail is endpoint smtp."}, []string{"endpoint"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.attempts, m.latency, m.breakerOpened)
+		reg.MustRegister(m.attempts, m.latency, m.breakerOpened, m.breakerOpen)
 	}
 	return m
 }
 
-func (m *Metrics) observe(o outcome, endpoint string) {
-	m.attempts.WithLabelValues(o.kind, endpoint, o.result).Inc()
-	m.latency.WithLabelValues(o.kind).Observe(o.latency.Seconds())
+func (m *Metrics) observe(r result, endpoint string) {
+	m.attempts.WithLabelValues(r.kind, endpoint, string(r.outcome)).Inc()
+	m.latency.WithLabelValues(r.kind).Observe(r.latency.Seconds())
+}
+
+func (m *Metrics) breakerState(key string, open bool) {
+	v := 0.0
+	if open {
+		v = 1
+	}
+	m.breakerOpen.WithLabelValues(key).Set(v)
 }

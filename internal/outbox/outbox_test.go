@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/outbox"
@@ -245,7 +246,7 @@ func TestWebhookDelivered(t *testing.T) {
 	}
 	f.waitState(outs[0].ID, store.DeliveryDelivered)
 	ds, as := f.deliveriesOf(outs[0].ID)
-	if len(ds) != 1 || ds[0].State != store.DeliveryDelivered || len(as) != 1 || as[0].Status != 204 || as[0].Outcome != "delivered" {
+	if len(ds) != 1 || ds[0].State != store.DeliveryDelivered || len(as) != 1 || as[0].Status != 204 || as[0].Outcome != attempt.Delivered {
 		t.Fatalf("delivery log: %+v %+v", ds, as)
 	}
 	// Cancelling the first promotes the second: two more events.
@@ -280,7 +281,7 @@ func TestRetriesUntilDelivered(t *testing.T) {
 	poll.Until(t, "the delivery", 15*time.Second, func() bool { return len(r.deliveries()) == 1 })
 	f.waitState(outs[0].ID, store.DeliveryDelivered)
 	ds, as := f.deliveriesOf(outs[0].ID)
-	if ds[0].Attempts != 3 || len(as) != 3 || as[0].Status != 503 || as[1].Status != 503 || as[2].Outcome != "delivered" {
+	if ds[0].Attempts != 3 || len(as) != 3 || as[0].Status != 503 || as[1].Status != 503 || as[2].Outcome != attempt.Delivered {
 		t.Fatalf("attempts: %+v %+v", ds, as)
 	}
 }
@@ -407,7 +408,7 @@ notify:
 `, dead.URL, secret, good.srv.URL, secret)
 	reg := prometheus.NewRegistry()
 	// The attempts hang until released: no timeout ends them in the test.
-	f := newFixture(t, yaml, nil, outbox.Options{Workers: 8, PerEndpoint: 2, BreakerAfter: 3, BreakerOpen: time.Hour,
+	f := newFixture(t, yaml, nil, outbox.Options{Workers: 8, PerEndpoint: 2, BreakerWindow: 3, BreakerOpen: time.Hour,
 		SendTimeout: time.Hour, Lease: 3 * time.Hour, Metrics: outbox.NewMetrics(reg),
 		Schedule: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}})
 	f.run()

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -48,6 +49,9 @@ func connectSettings(c *sqlite3.SQLiteConn) error {
 // begin IMMEDIATE (so a writer never fails half-way on a lock), 64 MiB of
 // page cache.
 const writerParams = "?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000&_txlock=immediate&_cache_size=-65536"
+
+// busyTimeout is the writer's _busy_timeout above.
+const busyTimeout = 10 * time.Second
 
 // OpenWriter opens the single write connection of a file, creating it.
 func OpenWriter(path string) (*sql.DB, error) {
@@ -146,21 +150,79 @@ func ownerOnly(path string) error {
 	return nil
 }
 
-// Truncate checkpoints the write-ahead log into the database file and
-// truncates it, so that page versions holding erased data leave the WAL
-// too. It waits for readers (busy_timeout) rather than fail.
-func Truncate(ctx context.Context, db *sql.DB) error {
+// Checkpoint copies what the write-ahead log of schema ("main", or
+// SharedSchema on the shared writer) holds into the database file, as far
+// as readers allow, without waiting for any (PASSIVE): cheap enough to run
+// after every chunk of a long deletion, so that the WAL does not grow
+// through it, and never holding the write connection for a busy timeout.
+func Checkpoint(ctx context.Context, db *sql.DB, schema string) error {
 	var busy, logFrames, checkpointed int
-	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &checkpointed); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if busy != 0 {
-		return fmt.Errorf("checkpoint: %w", ErrCheckpointBusy)
+	if err := db.QueryRowContext(ctx, "PRAGMA "+schema+".wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &checkpointed); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", schema, err)
 	}
 	return nil
 }
 
-// ErrCheckpointBusy means a reader kept the WAL from being truncated; the
+// Truncate waits for readers, tries, and tries again: see Truncate.
+const (
+	truncateWait  = 50 * time.Millisecond // the busy timeout of one try
+	truncatePause = 20 * time.Millisecond // the first pause between tries, doubling
+	truncateTries = 8                     // about 3s in all
+)
+
+// Truncate checkpoints the write-ahead log of schema ("main", or
+// SharedSchema on the shared writer) into the database file and truncates
+// it, so that page versions holding erased data leave the WAL too. A
+// reader on an older snapshot keeps it from finishing: each try waits for
+// readers at most truncateWait, and between tries the connection is free
+// for other writers (on the embedded fast path, intake), so that a
+// truncation never holds it for the 10s busy timeout. After truncateTries
+// busy tries it returns ErrCheckpointBusy.
+func Truncate(ctx context.Context, db *sql.DB, schema string) error {
+	pause := truncatePause
+	for try := 1; ; try++ {
+		busy, err := truncateOnce(ctx, db, schema)
+		if err != nil || !busy {
+			return err
+		}
+		if try == truncateTries {
+			return fmt.Errorf("checkpoint %s: %w", schema, ErrCheckpointBusy)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("checkpoint %s: %w", schema, ctx.Err())
+		case <-t.C:
+		}
+		pause *= 2
+	}
+}
+
+// truncateOnce is one try of Truncate, on the connection pinned for it
+// with a short busy timeout, restored before it goes back to the pool.
+func truncateOnce(ctx context.Context, db *sql.DB, schema string) (busy bool, err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("checkpoint %s: %w", schema, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", truncateWait.Milliseconds())); err != nil {
+		return false, fmt.Errorf("checkpoint %s: %w", schema, err)
+	}
+	defer func() {
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeout.Milliseconds())); rerr != nil && err == nil {
+			err = fmt.Errorf("checkpoint %s: restore the busy timeout: %w", schema, rerr)
+		}
+	}()
+	var b, logFrames, checkpointed int
+	if err := conn.QueryRowContext(ctx, "PRAGMA "+schema+".wal_checkpoint(TRUNCATE)").Scan(&b, &logFrames, &checkpointed); err != nil {
+		return false, fmt.Errorf("checkpoint %s: %w", schema, err)
+	}
+	return b != 0, nil
+}
+
+// ErrCheckpointBusy means readers kept the WAL from being truncated; the
 // next checkpoint finishes the job.
 var ErrCheckpointBusy = errors.New("the write-ahead log is in use by a reader")
 

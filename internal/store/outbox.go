@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/formd/formd/internal/attempt"
 )
 
 // The outbox: deliveries of events to endpoints (webhooks, e-mail). The
@@ -17,7 +19,7 @@ const (
 	DeliveryPending   = "pending"   // to be sent, at NextAt
 	DeliveryDelivered = "delivered" // the endpoint took it
 	DeliveryFailed    = "failed"    // given up on: a delivery dead letter
-	DeliverySkipped   = "skipped"   // its endpoint was disabled (410 Gone)
+	DeliverySkipped   = "skipped"   // not sent, not failed: its endpoint was disabled (410 Gone), or there was no one to send it to
 )
 
 // DeliveryKey names one delivery: an event to an endpoint.
@@ -63,7 +65,7 @@ type Attempt struct {
 	At      time.Time
 	Status  int // HTTP status or SMTP reply code; 0 without an answer
 	Latency time.Duration
-	Outcome string // delivered | retry | gone | refused
+	Outcome attempt.Outcome
 	Excerpt string // the start of the answer, or why there was none
 }
 

@@ -50,8 +50,9 @@
 //
 // # Outcomes
 //
-// Send answers a Result whose Outcome tells the dispatcher what to do:
-// Delivered (a 2xx within the timeout), Retry (with the receiver's
+// Send answers a Result whose Outcome (an attempt.Outcome, the one word
+// for an attempt's outcome that the dispatcher, the store and the metrics
+// use too) tells the dispatcher what to do: Delivered (a 2xx within the timeout), Retry (with the receiver's
 // Retry-After on 429 and 503), Gone (410: disable the endpoint) or
 // Refused (retrying cannot help). Only the status counts; at most 4 KiB
 // of the answer is read, and a short, sanitised excerpt is kept for the

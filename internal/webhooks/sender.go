@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/formd/formd/internal/attempt"
 )
 
 // Defaults for Options.
@@ -34,43 +36,6 @@ const (
 	maxRetryAfter   = 24 * time.Hour
 	maxIDLength     = 255
 )
-
-// Outcome is what the caller does with a delivery after one attempt. The
-// zero value is no outcome, so that a forgotten Result is never mistaken
-// for a delivery.
-type Outcome int
-
-// The outcomes of an attempt.
-const (
-	// Delivered means the receiver answered 2xx within the timeout: the
-	// delivery is done.
-	Delivered Outcome = iota + 1
-	// Retry means the attempt failed in a way that may pass later (a
-	// timeout, a connection error, any status other than 2xx and 410):
-	// try again with backoff, no sooner than Result.RetryAfter.
-	Retry
-	// Gone means the receiver answered 410: disable the endpoint and
-	// stop delivering to it.
-	Gone
-	// Refused means retrying cannot help: the URL, the id or the secrets
-	// are unusable, or the guard refused the address.
-	Refused
-)
-
-// String names the outcome for logs and metrics labels.
-func (o Outcome) String() string {
-	switch o {
-	case Delivered:
-		return "delivered"
-	case Retry:
-		return "retry"
-	case Gone:
-		return "gone"
-	case Refused:
-		return "refused"
-	}
-	return "outcome(" + strconv.Itoa(int(o)) + ")"
-}
 
 // Options configure a Sender. Zero values take the defaults.
 type Options struct {
@@ -138,8 +103,12 @@ type Request struct {
 // Result is what happened to one attempt, for the caller's decision and
 // the delivery log.
 type Result struct {
-	// Outcome is what the caller does next.
-	Outcome Outcome
+	// Outcome is what the caller does next: attempt.Delivered on a 2xx,
+	// attempt.Gone on a 410, attempt.Refused when retrying cannot help
+	// (the URL, the id or the secrets are unusable, or the guard refused
+	// the address), attempt.Retry for everything else (a timeout, a
+	// connection error, any other status), no sooner than RetryAfter.
+	Outcome attempt.Outcome
 	// Status is the HTTP status the receiver answered, or 0 when there
 	// was no answer.
 	Status int
@@ -217,7 +186,7 @@ func (s *Sender) Close() {
 func (s *Sender) Send(ctx context.Context, req Request) Result {
 	start := s.opts.Now()
 	refused := func(err error) Result {
-		return Result{Outcome: Refused, Latency: s.opts.Now().Sub(start), Err: err}
+		return Result{Outcome: attempt.Refused, Latency: s.opts.Now().Sub(start), Err: err}
 	}
 	if err := s.opts.Guard.CheckURL(req.URL); err != nil {
 		return refused(err)
@@ -260,16 +229,16 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	r := Result{Status: resp.StatusCode, Latency: latency, Excerpt: Excerpt(head)}
 	switch code := resp.StatusCode; {
 	case code >= 200 && code <= 299:
-		r.Outcome = Delivered
+		r.Outcome = attempt.Delivered
 	case code == http.StatusGone:
-		r.Outcome = Gone
+		r.Outcome = attempt.Gone
 		r.Err = fmt.Errorf("post webhook: %w", ErrGone)
 	case code >= 300 && code <= 399:
-		r.Outcome = Retry
+		r.Outcome = attempt.Retry
 		r.Excerpt = redirectNote(resp)
 		r.Err = fmt.Errorf("post webhook: %w: %s", ErrRedirect, resp.Status)
 	default:
-		r.Outcome = Retry
+		r.Outcome = attempt.Retry
 		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 			r.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), s.opts.Now())
 		}
@@ -282,10 +251,10 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 // the guard refused every address, Retry for everything else.
 func (s *Sender) failed(ctx context.Context, err error, latency time.Duration) Result {
 	if refusal, ok := errors.AsType[*RefusedAddressError](err); ok {
-		return Result{Outcome: Refused, Latency: latency, Err: fmt.Errorf("post webhook: %w", refusal)}
+		return Result{Outcome: attempt.Refused, Latency: latency, Err: fmt.Errorf("post webhook: %w", refusal)}
 	}
 	if errors.Is(err, ErrRefusedAddress) {
-		return Result{Outcome: Refused, Latency: latency, Err: fmt.Errorf("post webhook: %w", ErrRefusedAddress)}
+		return Result{Outcome: attempt.Refused, Latency: latency, Err: fmt.Errorf("post webhook: %w", ErrRefusedAddress)}
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("%w (%s)", ErrTimeout, s.opts.Timeout)
@@ -294,7 +263,7 @@ func (s *Sender) failed(ctx context.Context, err error, latency time.Duration) R
 		// delivery log already knows which endpoint this was.
 		err = ue.Err
 	}
-	return Result{Outcome: Retry, Latency: latency, Err: fmt.Errorf("post webhook: %w", err)}
+	return Result{Outcome: attempt.Retry, Latency: latency, Err: fmt.Errorf("post webhook: %w", err)}
 }
 
 // checkID refuses ids that cannot travel in a header or that no receiver

@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/webhooks"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
@@ -49,7 +50,7 @@ func TestSendDelivered(t *testing.T) {
 			req := request(t, rc.URL+"/hooks/formd")
 			req.Timestamp = ts
 			res := s.Send(context.Background(), req)
-			if res.Outcome != webhooks.Delivered || res.Status != status || res.Err != nil {
+			if res.Outcome != attempt.Delivered || res.Status != status || res.Err != nil {
 				t.Fatalf("Send = %+v, want Delivered %d", res, status)
 			}
 			if status != 204 && res.Excerpt != `{"ok":true}` {
@@ -106,14 +107,14 @@ func TestSendFailsThenSucceeds(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	s := newSender(t, webhooks.Options{Guard: webhooks.NewGuard(loopbackOnly), Now: func() time.Time { return now }}, nil)
 	want := []struct {
-		outcome webhooks.Outcome
+		outcome attempt.Outcome
 		status  int
 		excerpt string
 		err     error
 	}{
-		{webhooks.Retry, 500, "database is down", webhooks.ErrStatus},
-		{webhooks.Retry, 500, "database is down", webhooks.ErrStatus},
-		{webhooks.Delivered, 200, "thanks", nil},
+		{attempt.Retry, 500, "database is down", webhooks.ErrStatus},
+		{attempt.Retry, 500, "database is down", webhooks.ErrStatus},
+		{attempt.Delivered, 200, "thanks", nil},
 	}
 	for i, w := range want {
 		now = now.Add(time.Minute) // the caller's backoff
@@ -158,7 +159,7 @@ func TestSendTimeout(t *testing.T) {
 	start := time.Now()
 	res := s.Send(context.Background(), request(t, rc.URL))
 	elapsed := time.Since(start)
-	if res.Outcome != webhooks.Retry || res.Status != 0 || !errors.Is(res.Err, webhooks.ErrTimeout) {
+	if res.Outcome != attempt.Retry || res.Status != 0 || !errors.Is(res.Err, webhooks.ErrTimeout) {
 		t.Fatalf("Send = %+v, want Retry with ErrTimeout", res)
 	}
 	// The receiver answers only when released, after the test: Send came
@@ -184,7 +185,7 @@ func TestSendCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := s.Send(ctx, request(t, rc.URL))
-	if res.Outcome != webhooks.Retry || !errors.Is(res.Err, context.Canceled) {
+	if res.Outcome != attempt.Retry || !errors.Is(res.Err, context.Canceled) {
 		t.Fatalf("Send = %+v, want Retry with context.Canceled", res)
 	}
 }
@@ -194,7 +195,7 @@ func TestSendGone(t *testing.T) {
 	rc := newReceiver(t, answer(http.StatusGone, "this hook was deleted"))
 	s := newSender(t, webhooks.Options{Guard: webhooks.NewGuard(loopbackOnly)}, nil)
 	res := s.Send(context.Background(), request(t, rc.URL))
-	if res.Outcome != webhooks.Gone || res.Status != 410 || !errors.Is(res.Err, webhooks.ErrGone) || res.Excerpt != "this hook was deleted" {
+	if res.Outcome != attempt.Gone || res.Status != 410 || !errors.Is(res.Err, webhooks.ErrGone) || res.Excerpt != "this hook was deleted" {
 		t.Fatalf("Send = %+v, want Gone", res)
 	}
 }
@@ -237,7 +238,7 @@ func TestSendRetryAfter(t *testing.T) {
 			})
 			s := newSender(t, webhooks.Options{Guard: webhooks.NewGuard(loopbackOnly), Now: func() time.Time { return now }}, nil)
 			res := s.Send(context.Background(), request(t, rc.URL))
-			if res.Outcome != webhooks.Retry || res.Status != tc.status || res.RetryAfter != tc.want || !errors.Is(res.Err, webhooks.ErrStatus) {
+			if res.Outcome != attempt.Retry || res.Status != tc.status || res.RetryAfter != tc.want || !errors.Is(res.Err, webhooks.ErrStatus) {
 				t.Fatalf("Send = %+v, want Retry %d after %s", res, tc.status, tc.want)
 			}
 		})
@@ -268,7 +269,7 @@ func TestSendRedirectNotFollowed(t *testing.T) {
 			})
 			s := newSender(t, webhooks.Options{Guard: webhooks.NewGuard(loopbackOnly)}, nil)
 			res := s.Send(context.Background(), request(t, rc.URL))
-			if res.Outcome != webhooks.Retry || res.Status != tc.status || !errors.Is(res.Err, webhooks.ErrRedirect) {
+			if res.Outcome != attempt.Retry || res.Status != tc.status || !errors.Is(res.Err, webhooks.ErrRedirect) {
 				t.Fatalf("Send = %+v, want a failed attempt", res)
 			}
 			if !strings.Contains(res.Excerpt, "redirect not followed") || !strings.Contains(res.Excerpt, tc.location) {
@@ -302,7 +303,7 @@ func TestSendReadsLittleOfTheAnswer(t *testing.T) {
 	if errors.Is(res.Err, webhooks.ErrTimeout) {
 		t.Fatalf("Send = %+v: it waited for more than 4 KiB of the answer", res)
 	}
-	if res.Outcome != webhooks.Retry || res.Status != 400 {
+	if res.Outcome != attempt.Retry || res.Status != 400 {
 		t.Fatalf("Send = %+v", res)
 	}
 	checkExcerpt(t, res.Excerpt)
@@ -351,7 +352,7 @@ func TestSendRefusedAtConnectTime(t *testing.T) {
 			}
 			res := s.Send(context.Background(), request(t, url))
 			refusal, ok := errors.AsType[*webhooks.RefusedAddressError](res.Err)
-			if res.Outcome != webhooks.Refused || !ok {
+			if res.Outcome != attempt.Refused || !ok {
 				t.Fatalf("Send = %+v, want Refused with a *RefusedAddressError", res)
 			}
 			if refusal.IP.Unmap() != ip.Unmap() {
@@ -382,7 +383,7 @@ func TestSendRefusedLiterals(t *testing.T) {
 		"http://[fd00:ec2::254]/",
 	} {
 		res := s.Send(context.Background(), request(t, url))
-		if res.Outcome != webhooks.Refused || !errors.Is(res.Err, webhooks.ErrRefusedAddress) {
+		if res.Outcome != attempt.Refused || !errors.Is(res.Err, webhooks.ErrRefusedAddress) {
 			t.Errorf("Send(%s) = %+v, want Refused", url, res)
 		}
 	}
@@ -412,7 +413,7 @@ func TestSendRefusedRequests(t *testing.T) {
 		req := request(t, rc.URL)
 		tc.edit(&req)
 		res := s.Send(context.Background(), req)
-		if res.Outcome != webhooks.Refused || !errors.Is(res.Err, tc.want) {
+		if res.Outcome != attempt.Refused || !errors.Is(res.Err, tc.want) {
 			t.Errorf("%s: Send = %+v, want Refused with %v", tc.name, res, tc.want)
 		}
 	}
@@ -429,7 +430,7 @@ func TestSendConnectionError(t *testing.T) {
 	rc.Close() // nothing listens there any more
 	s := newSender(t, webhooks.Options{Guard: webhooks.NewGuard(loopbackOnly)}, nil)
 	res := s.Send(context.Background(), request(t, url+"/hooks?token=s3cr3t"))
-	if res.Outcome != webhooks.Retry || res.Status != 0 || res.Err == nil {
+	if res.Outcome != attempt.Retry || res.Status != 0 || res.Err == nil {
 		t.Fatalf("Send = %+v, want Retry", res)
 	}
 	if strings.Contains(res.Err.Error(), "s3cr3t") {
@@ -452,7 +453,7 @@ func TestSendIgnoresProxyEnvironment(t *testing.T) {
 	resolver := startDNS(t, map[string]netip.Addr{"receiver.formd.test": netip.MustParseAddr("127.0.0.1")})
 	s := newSender(t, webhooks.Options{Guard: webhooks.NewGuard(loopbackOnly)}, resolver)
 	res := s.Send(context.Background(), request(t, "http://receiver.formd.test:"+rc.port()+"/"))
-	if res.Outcome != webhooks.Delivered || res.Excerpt != "direct" {
+	if res.Outcome != attempt.Delivered || res.Excerpt != "direct" {
 		t.Fatalf("Send = %+v, want delivered directly", res)
 	}
 	if n := proxy.count(); n != 0 {
@@ -477,23 +478,11 @@ func TestSendConcurrent(t *testing.T) {
 	wg.Wait()
 	close(results)
 	for res := range results {
-		if res.Outcome != webhooks.Delivered {
+		if res.Outcome != attempt.Delivered {
 			t.Errorf("Send = %+v", res)
 		}
 	}
 	if n := rc.count(); n != 40 {
 		t.Errorf("receiver got %d requests, want 40", n)
-	}
-}
-
-func TestOutcomeString(t *testing.T) {
-	t.Parallel()
-	for o, want := range map[webhooks.Outcome]string{
-		webhooks.Delivered: "delivered", webhooks.Retry: "retry", webhooks.Gone: "gone",
-		webhooks.Refused: "refused", 0: "outcome(0)",
-	} {
-		if o.String() != want {
-			t.Errorf("%d.String() = %q, want %q", int(o), o.String(), want)
-		}
 	}
 }

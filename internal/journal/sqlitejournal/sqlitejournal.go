@@ -107,6 +107,11 @@ type Journal struct {
 	insert *sql.Stmt // prepared once on the write connection
 	shared bool      // wdb is the shared writer, closed by its owner
 
+	// prunedSinceTruncate says a full chunk of retention was pruned and
+	// only checkpointed: the chunk after it truncates the WAL, even when
+	// it finds nothing more.
+	prunedSinceTruncate atomic.Bool
+
 	// decide, when set, decides sync entries at append (DecideAtAppend).
 	decide atomic.Pointer[Decide]
 	// decidedAhead are entries decided at append that the processor's
@@ -964,8 +969,21 @@ func (j *Journal) Prune(ctx context.Context, form string, before time.Time, limi
 		return 0, fmt.Errorf("prune journal: %w", err)
 	}
 	n, _ := res.RowsAffected()
-	if n > 0 {
-		if err := sqlitedb.Truncate(ctx, j.wdb); err != nil {
+	switch {
+	case n == 0 && !j.prunedSinceTruncate.Load():
+	case int(n) == limit:
+		j.prunedSinceTruncate.Store(true)
+		// More to come: checkpoint without waiting for readers, so that
+		// the WAL does not grow through the pass.
+		if err := sqlitedb.Checkpoint(ctx, j.wdb, "main"); err != nil {
+			return int(n), fmt.Errorf("prune journal: %w", err)
+		}
+	default:
+		// The pass's last chunk: truncate the WAL, tried again while
+		// readers keep it busy; still busy, the pass has not failed (the
+		// entries are gone, and the next checkpoint truncates it).
+		j.prunedSinceTruncate.Store(false)
+		if err := sqlitedb.Truncate(ctx, j.wdb, "main"); err != nil && !errors.Is(err, sqlitedb.ErrCheckpointBusy) {
 			return int(n), fmt.Errorf("prune journal: %w", err)
 		}
 	}
@@ -1001,7 +1019,7 @@ func (j *Journal) Forget(ctx context.Context, form, key string) error {
 	if _, err := j.wdb.ExecContext(ctx, `DELETE FROM journal_entries WHERE seq = ?`, seq); err != nil {
 		return fmt.Errorf("forget journal entry: %w", err)
 	}
-	if err := sqlitedb.Truncate(ctx, j.wdb); err != nil {
+	if err := sqlitedb.Truncate(ctx, j.wdb, "main"); err != nil {
 		return fmt.Errorf("forget journal entry: %w", err)
 	}
 	return nil

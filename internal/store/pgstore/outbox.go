@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/store"
 	"github.com/jackc/pgx/v5"
 )
@@ -155,7 +156,7 @@ func (s *Store) FinishDeliveries(ctx context.Context, fs []store.Finish, now tim
 		for _, f := range fs {
 			if a := f.Attempt; !a.At.IsZero() {
 				b.Queue(`INSERT INTO delivery_attempts(event_seq, endpoint, at, status, latency_us, outcome, excerpt) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-					int64(f.EventSeq), f.Endpoint, micro(a.At), a.Status, a.Latency.Microseconds(), a.Outcome, a.Excerpt)
+					int64(f.EventSeq), f.Endpoint, micro(a.At), a.Status, a.Latency.Microseconds(), string(a.Outcome), a.Excerpt)
 			}
 			counted := 0
 			if f.Counted {
@@ -287,7 +288,9 @@ func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Deliver
 	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Attempt, error) {
 		var a store.Attempt
 		var seq, lat int64
-		err := r.Scan(&seq, &a.Endpoint, &a.At, &a.Status, &lat, &a.Outcome, &a.Excerpt)
+		var outcome string
+		err := r.Scan(&seq, &a.Endpoint, &a.At, &a.Status, &lat, &outcome, &a.Excerpt)
+		a.Outcome = attempt.Outcome(outcome)
 		a.EventSeq, a.Latency = uint64(seq), time.Duration(lat)*time.Microsecond
 		return a, err
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -238,7 +239,7 @@ func (s *Store) FinishDeliveries(ctx context.Context, fs []store.Finish, now tim
 	defer update.Close()
 	for _, f := range fs {
 		if a := f.Attempt; !a.At.IsZero() {
-			if _, err := logAttempt.ExecContext(ctx, f.EventSeq, f.Endpoint, a.At.UnixMicro(), a.Status, a.Latency.Microseconds(), a.Outcome, a.Excerpt); err != nil {
+			if _, err := logAttempt.ExecContext(ctx, f.EventSeq, f.Endpoint, a.At.UnixMicro(), a.Status, a.Latency.Microseconds(), string(a.Outcome), a.Excerpt); err != nil {
 				return classify("finish deliveries: log", err)
 			}
 		}
@@ -409,10 +410,11 @@ func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Deliver
 	for rows.Next() {
 		var a store.Attempt
 		var at, lat int64
-		if err := rows.Scan(&a.EventSeq, &a.Endpoint, &at, &a.Status, &lat, &a.Outcome, &a.Excerpt); err != nil {
+		var outcome string
+		if err := rows.Scan(&a.EventSeq, &a.Endpoint, &at, &a.Status, &lat, &outcome, &a.Excerpt); err != nil {
 			return nil, nil, classify("read delivery attempts", err)
 		}
-		a.At, a.Latency = time.UnixMicro(at), time.Duration(lat)*time.Microsecond
+		a.At, a.Latency, a.Outcome = time.UnixMicro(at), time.Duration(lat)*time.Microsecond, attempt.Outcome(outcome)
 		as = append(as, a)
 	}
 	if err := rows.Err(); err != nil {

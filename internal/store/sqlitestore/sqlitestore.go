@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/formd/formd/internal/form"
@@ -57,6 +58,10 @@ type Store struct {
 	hot *stmts
 	// shared says wdb is the shared writer of the embedded fast path.
 	shared bool
+	// erasedSinceTruncate says a full chunk of retention was erased and
+	// only checkpointed: the chunk after it truncates the WAL, even when it
+	// finds nothing more.
+	erasedSinceTruncate atomic.Bool
 }
 
 // Open opens the store file, creating it and applying migrations as needed.
@@ -493,8 +498,11 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter,
 	if limit <= 0 {
 		limit = 100
 	}
+	// CROSS JOIN keeps the few dead letters the outer loop: left to
+	// itself, SQLite scanned every entry for its status, on every
+	// /metrics scrape.
 	rows, err := s.rdb.QueryContext(ctx, `SELECT d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at FROM dead_letters d
-		JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at, d.entry_id LIMIT ?`, limit)
+		CROSS JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at, d.entry_id LIMIT ?`, limit)
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}
@@ -891,12 +899,42 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 // Erase removes the data and claims of old entries of a form, oldest
 // first (by id among equals), then truncates the WAL so no copy of a page
 // stays there.
+//
+// It is retention's step, repeated until a chunk comes back short: after
+// each chunk the WAL is checkpointed without waiting for readers, and
+// after the last it is truncated, tried again while readers keep it busy
+// (sqlitedb.Truncate). A WAL still busy after that does not fail the pass:
+// the data is gone from the tables, and the next pass or checkpoint
+// truncates it.
 func (s *Store) Erase(ctx context.Context, form string, before time.Time, limit int) (int, error) {
 	if limit < 1 {
 		return 0, nil
 	}
-	return s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at, id LIMIT ?`,
+	n, err := s.erase(ctx, "erase old data", `SELECT id FROM entries WHERE form = ? AND received_at < ? AND data IS NOT NULL ORDER BY received_at, id LIMIT ?`,
 		form, before.UnixMicro(), limit)
+	if err != nil || (n == 0 && !s.erasedSinceTruncate.Load()) {
+		return n, err
+	}
+	if n == limit {
+		s.erasedSinceTruncate.Store(true)
+		if err := sqlitedb.Checkpoint(ctx, s.wdb, s.schema()); err != nil {
+			return n, classify("erase old data: checkpoint the WAL", err)
+		}
+		return n, nil
+	}
+	s.erasedSinceTruncate.Store(false)
+	if err := sqlitedb.Truncate(ctx, s.wdb, s.schema()); err != nil && !errors.Is(err, sqlitedb.ErrCheckpointBusy) {
+		return n, classify("erase old data: truncate the WAL", err)
+	}
+	return n, nil
+}
+
+// schema is the store file's name on its write connection.
+func (s *Store) schema() string {
+	if s.shared {
+		return sqlitedb.SharedSchema
+	}
+	return "main"
 }
 
 // EraseEntries erases the entries with these ids.
@@ -913,10 +951,18 @@ func (s *Store) EraseEntries(ctx context.Context, ids []string) (int, error) {
 			return n, err
 		}
 	}
+	if n > 0 {
+		if err := sqlitedb.Truncate(ctx, s.wdb, s.schema()); err != nil {
+			// The data is gone from the tables; the WAL is truncated at
+			// the next checkpoint.
+			return n, classify("erase entries: truncate the WAL", err)
+		}
+	}
 	return n, nil
 }
 
-// erase erases the entries the query selects, in one transaction.
+// erase erases the entries the query selects, in one transaction; the
+// caller sees to the WAL.
 func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (int, error) {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -950,11 +996,6 @@ func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (i
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, classify(op+": commit", err)
-	}
-	if err := sqlitedb.Truncate(ctx, s.wdb); err != nil {
-		// The data is gone from the tables; the WAL is truncated at the
-		// next checkpoint.
-		return int(n), classify(op+": truncate the WAL", err)
 	}
 	return int(n), nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 )
@@ -215,12 +216,12 @@ func testLeases(t *testing.T, s store.Store) {
 	}
 	key := b[0].DeliveryKey
 	stale := store.Finish{DeliveryKey: key, Owner: "instance-a", State: store.DeliveryDelivered, Counted: true,
-		Attempt: store.Attempt{DeliveryKey: key, At: now.Add(61 * time.Second), Status: 200, Outcome: "delivered", Excerpt: "late"}}
+		Attempt: store.Attempt{DeliveryKey: key, At: now.Add(61 * time.Second), Status: 200, Outcome: attempt.Delivered, Excerpt: "late"}}
 	if err := s.FinishDeliveries(ctx, []store.Finish{stale}, now.Add(61*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	retry := store.Finish{DeliveryKey: key, Owner: "instance-b", State: store.DeliveryPending, NextAt: now.Add(3 * time.Minute), Counted: true,
-		Error: "503", Attempt: store.Attempt{DeliveryKey: key, At: now.Add(2 * time.Minute), Status: 503, Latency: 3 * time.Millisecond, Outcome: "retry", Excerpt: "busy"}}
+		Error: "503", Attempt: store.Attempt{DeliveryKey: key, At: now.Add(2 * time.Minute), Status: 503, Latency: 3 * time.Millisecond, Outcome: attempt.Retry, Excerpt: "busy"}}
 	if err := s.FinishDeliveries(ctx, []store.Finish{retry}, now.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func testLeases(t *testing.T, s store.Store) {
 		t.Fatalf("the retry: %+v", c)
 	}
 	done := store.Finish{DeliveryKey: key, Owner: "instance-b", State: store.DeliveryDelivered, Counted: true,
-		Attempt: store.Attempt{DeliveryKey: key, At: now.Add(3 * time.Minute), Status: 204, Outcome: "delivered"}}
+		Attempt: store.Attempt{DeliveryKey: key, At: now.Add(3 * time.Minute), Status: 204, Outcome: attempt.Delivered}}
 	if err := s.FinishDeliveries(ctx, []store.Finish{done}, now.Add(3*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func testLeases(t *testing.T, s store.Store) {
 	if err != nil || len(ds) != 1 || ds[0].State != store.DeliveryDelivered || ds[0].Attempts != 2 {
 		t.Fatalf("deliveries of the entry: %+v %v", ds, err)
 	}
-	if len(as) != 3 || as[0].Excerpt != "late" || as[1].Status != 503 || as[1].Latency != 3*time.Millisecond || as[2].Outcome != "delivered" {
+	if len(as) != 3 || as[0].Excerpt != "late" || as[1].Status != 503 || as[1].Latency != 3*time.Millisecond || as[2].Outcome != attempt.Delivered {
 		t.Fatalf("the log: %+v", as)
 	}
 	docs, err := s.EntryDocs(ctx, []string{evs[0].EntryID, "no-such-entry"})
