@@ -141,7 +141,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		s.SetupCode = code
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store})
+		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store}, &dataFSCollector{dir: cfg.Data})
 	s.notify = processor.NewNotifier()
 	procOpts := processor.Options{
 		Workers: cfg.Workers, BatchSize: cfg.BatchSize, MaxAttempts: cfg.MaxAttempts,
