@@ -41,6 +41,13 @@ func (c *journalCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	if w, ok := c.j.(journal.Writability); ok {
+		v := 1.0
+		if err := w.Writable(ctx); err != nil {
+			v = 0
+		}
+		ch <- prometheus.MustNewConstMetric(writableDesc, prometheus.GaugeValue, v)
+	}
 	st, err := c.j.Stats(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "journal")
@@ -57,13 +64,6 @@ func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, reason := range l.LaxDurability() {
 			ch <- prometheus.MustNewConstMetric(laxDesc, prometheus.GaugeValue, 1, reason)
 		}
-	}
-	if w, ok := c.j.(journal.Writability); ok {
-		v := 1.0
-		if err := w.Writable(ctx); err != nil {
-			v = 0
-		}
-		ch <- prometheus.MustNewConstMetric(writableDesc, prometheus.GaugeValue, v)
 	}
 	if sz, ok := c.j.(journal.Sizer); ok {
 		used, limit, err := sz.Size(ctx)
