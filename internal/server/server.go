@@ -274,6 +274,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	stopDebug := s.startDebug()
 	s.log.Info("formd serving", "addr", ln.Addr().String(), "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
+	stopSystemd := s.startSystemd(ln.Addr().String())
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -281,6 +282,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.ready.Store(false)
 	s.log.Info("formd shutting down")
+	s.stopping()
 	shutCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
@@ -289,6 +291,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stopDebug()
 	stopBg()
 	waitBg()
+	stopSystemd()
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/config"
+)
+
+func init() {
+	commands["healthcheck"] = command{"exit 0 if the server at --addr says it is ready (GET /readyz), else 1: for a container's HEALTHCHECK", healthcheck}
+}
+
+// healthcheck asks the server at the configured address (--addr,
+// FORMD_ADDR, the config file: what serve listens on) whether it is
+// ready. A scratch image has no curl or wget; this is the image's probe.
+func healthcheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("formd healthcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	loader := config.NewLoader(fs, os.Getenv, "addr")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loader.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "formd healthcheck: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	url := "http://" + publicAddr(cfg.Addr) + "/readyz"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd healthcheck: %v\n", err)
+		return 2
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd healthcheck: %s: %v\n", url, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "formd healthcheck: %s: %s\n%s", url, resp.Status, body)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s", strings.TrimSpace(string(body))+"\n")
+	return 0
+}
