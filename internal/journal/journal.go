@@ -6,7 +6,7 @@
 // natsjournal); journaltest checks it. Intake and processor each depend only
 // on the few methods they call. What a driver may lack is a small interface
 // of its own below (Pruner, Forgetter, Writability, FormCounter, OutcomeBus,
-// LaxDurability), found by a type assertion to that interface and checked
+// LaxDurability, Liveness, Sizer), found by a type assertion to that interface and checked
 // by journaltest on every driver that has it.
 package journal
 
@@ -185,4 +185,24 @@ type LaxDurability interface {
 	// entries losable and what setting would fix it; empty when nothing
 	// does. The server exports each as a metric to alert on.
 	LaxDurability() []string
+}
+
+// Liveness is a journal whose appends go through a writer of its own
+// (sqlitejournal: one goroutine that group-commits), which can say that
+// writer still turns. A writer stuck in a commit (a disk that hangs, a
+// lock held by another program) accepts appends into its queue but makes
+// none durable; the server stops its systemd watchdog pings then, so that
+// systemd restarts it.
+type Liveness interface {
+	// Alive returns nil once the writer has answered, or ctx's error if
+	// it has not by then.
+	Alive(ctx context.Context) error
+}
+
+// Sizer is a journal kept in a file of bounded size (sqlitejournal with
+// --journal-max-size), which can say how much of that bound it uses, for
+// an alert before the bound refuses appends.
+type Sizer interface {
+	// Size returns the bytes the journal uses, and its bound (0 for none).
+	Size(ctx context.Context) (used, limit int64, err error)
 }

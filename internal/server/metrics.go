@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"time"
 
 	"github.com/formd/formd/internal/journal"
@@ -18,6 +20,9 @@ var (
 	deadDesc      = prometheus.NewDesc("formd_dead_letters", "Entries dead-lettered and not yet retried (up to 10000).", nil, nil)
 	laxDesc       = prometheus.NewDesc("formd_journal_durability_lax", "1 for each reason the journal's settings could lose acknowledged entries (a NATS stream with one replica, servers without sync_interval: always); alert on it.", []string{"reason"}, nil)
 	scrapeErrDesc = prometheus.NewDesc("formd_scrape_errors", "1 when a part of the scrape could not be read.", []string{"part"}, nil)
+	writableDesc  = prometheus.NewDesc("formd_journal_writable", "1 when the journal can take appends now (a write the size of a submission commits), 0 when it cannot (disk full, file read-only, --journal-max-size reached): submissions get 503.", nil, nil)
+	jSizeDesc     = prometheus.NewDesc("formd_journal_size_bytes", "Bytes the journal's file uses (its pages in use): what --journal-max-size bounds.", nil, nil)
+	jMaxSizeDesc  = prometheus.NewDesc("formd_journal_max_size_bytes", "The journal's bound (--journal-max-size) in bytes; absent when there is none.", nil, nil)
 )
 
 // journalCollector reads the journal's backlog at scrape time.
@@ -28,11 +33,21 @@ func (c *journalCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- oldestDesc
 	ch <- lastSeqDesc
 	ch <- laxDesc
+	ch <- writableDesc
+	ch <- jSizeDesc
+	ch <- jMaxSizeDesc
 }
 
 func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	if w, ok := c.j.(journal.Writability); ok {
+		v := 1.0
+		if err := w.Writable(ctx); err != nil {
+			v = 0
+		}
+		ch <- prometheus.MustNewConstMetric(writableDesc, prometheus.GaugeValue, v)
+	}
 	st, err := c.j.Stats(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "journal")
@@ -48,6 +63,17 @@ func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
 	if l, ok := c.j.(journal.LaxDurability); ok {
 		for _, reason := range l.LaxDurability() {
 			ch <- prometheus.MustNewConstMetric(laxDesc, prometheus.GaugeValue, 1, reason)
+		}
+	}
+	if sz, ok := c.j.(journal.Sizer); ok {
+		used, limit, err := sz.Size(ctx)
+		if err != nil {
+			ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "journal_size")
+			return
+		}
+		ch <- prometheus.MustNewConstMetric(jSizeDesc, prometheus.GaugeValue, float64(used))
+		if limit > 0 {
+			ch <- prometheus.MustNewConstMetric(jMaxSizeDesc, prometheus.GaugeValue, float64(limit))
 		}
 	}
 }
@@ -87,12 +113,14 @@ var (
 	outboxOldestDesc   = prometheus.NewDesc("formd_outbox_oldest_pending_seconds", "Age of the event of the oldest delivery not yet made; 0 when none waits.", nil, nil)
 	outboxFailedDesc   = prometheus.NewDesc("formd_outbox_failed", "Delivery dead letters: deliveries given up on after their retries, waiting for an owner's redelivery.", nil, nil)
 	outboxUnfannedDesc = prometheus.NewDesc("formd_outbox_unfanned_events", "Events not yet turned into deliveries.", nil, nil)
+	disabledDesc       = prometheus.NewDesc("formd_endpoint_disabled", "1 for each endpoint switched off because it answered 410 Gone: nothing is delivered to it until an owner enables it again.", []string{"endpoint"}, nil)
 )
 
 // outboxCollector reads the outbox's backlog at scrape time.
 type outboxCollector struct {
 	s interface {
 		DeliveryStats(ctx context.Context) (store.DeliveryStats, error)
+		DisabledEndpoints(ctx context.Context) (map[string]string, error)
 	}
 }
 
@@ -101,11 +129,19 @@ func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- outboxOldestDesc
 	ch <- outboxFailedDesc
 	ch <- outboxUnfannedDesc
+	ch <- disabledDesc
 }
 
 func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	if off, err := c.s.DisabledEndpoints(ctx); err != nil {
+		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "disabled_endpoints")
+	} else {
+		for endpoint := range off {
+			ch <- prometheus.MustNewConstMetric(disabledDesc, prometheus.GaugeValue, 1, endpoint)
+		}
+	}
 	st, err := c.s.DeliveryStats(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "outbox")
@@ -119,4 +155,31 @@ func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(outboxOldestDesc, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(outboxFailedDesc, prometheus.GaugeValue, float64(st.Failed))
 	ch <- prometheus.MustNewConstMetric(outboxUnfannedDesc, prometheus.GaugeValue, float64(st.UnfannedEvents))
+}
+
+var (
+	fsFreeDesc = prometheus.NewDesc("formd_data_fs_free_bytes", "Bytes free for formd on the filesystem that holds --data.", nil, nil)
+	fsSizeDesc = prometheus.NewDesc("formd_data_fs_size_bytes", "Size in bytes of the filesystem that holds --data.", nil, nil)
+)
+
+// dataFSCollector reads the free space under the data directory at
+// scrape time: the journal, the store and uploads all grow there.
+type dataFSCollector struct{ dir string }
+
+func (c *dataFSCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- fsFreeDesc
+	ch <- fsSizeDesc
+}
+
+func (c *dataFSCollector) Collect(ch chan<- prometheus.Metric) {
+	free, size, err := diskSpace(c.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return // no data directory: nothing of formd's is kept on this disk
+	}
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "data_fs")
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(fsFreeDesc, prometheus.GaugeValue, float64(free))
+	ch <- prometheus.MustNewConstMetric(fsSizeDesc, prometheus.GaugeValue, float64(size))
 }

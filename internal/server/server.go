@@ -165,7 +165,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	s.SetupCode, s.SetupPending = code, state == accounts.SetupPending
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store})
+		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store}, &dataFSCollector{dir: cfg.Data})
 	s.notify = processor.NewNotifier()
 	procOpts := processor.Options{
 		Workers: cfg.Workers, BatchSize: cfg.BatchSize, MaxAttempts: cfg.MaxAttempts,
@@ -320,6 +320,7 @@ func (s *Server) ServeOn(ctx context.Context, ls Listeners) error {
 	stopSide := s.startSide(ls)
 	stopDebug := s.startDebug()
 	s.log.Info("formd serving", "addr", ln.Addr().String(), "https", s.tlsConf != nil, "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
+	stopSystemd := s.startSystemd(ln.Addr().String())
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -327,6 +328,7 @@ func (s *Server) ServeOn(ctx context.Context, ls Listeners) error {
 	}
 	s.ready.Store(false)
 	s.log.Info("formd shutting down")
+	s.stopping()
 	shutCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
@@ -336,6 +338,7 @@ func (s *Server) ServeOn(ctx context.Context, ls Listeners) error {
 	stopDebug()
 	stopBg()
 	waitBg()
+	stopSystemd()
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}

@@ -2,6 +2,7 @@ package journaltest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -218,5 +219,55 @@ func testLaxDurability(t *testing.T, open func() journal.Journal) {
 	}
 	if again := slices.Sorted(slices.Values(l.LaxDurability())); !slices.Equal(again, first) {
 		t.Fatalf("the same storage reopened: %q, before %q", again, first)
+	}
+}
+
+// testLiveness: an open journal's writer answers, idle and after an
+// append; a closed one's does not, and Alive returns when its context
+// ends rather than hang.
+func testLiveness(t *testing.T, open func() journal.Journal) {
+	j := open()
+	l := capability[journal.Liveness](t, j)
+	ctx := ctxT(t)
+	if err := l.Alive(ctx); err != nil {
+		t.Fatalf("a new journal: %v", err)
+	}
+	mustAppend(t, j, NewEntry("f", "a"))
+	if err := l.Alive(ctx); err != nil {
+		t.Fatalf("after an append: %v", err)
+	}
+	closeJ(t, j)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := l.Alive(short); err == nil {
+		t.Fatal("a closed journal's writer says it is alive")
+	}
+}
+
+// testSizer: a journal counts the bytes it uses, more after many appends
+// than before, and without a bound it reports none.
+func testSizer(t *testing.T, open func() journal.Journal) {
+	j := open()
+	defer closeJ(t, j)
+	sz := capability[journal.Sizer](t, j)
+	ctx := ctxT(t)
+	before, limit, err := sz.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before <= 0 || limit != 0 {
+		t.Fatalf("a new journal: %d bytes used of %d, want some used and no bound", before, limit)
+	}
+	for i := range 200 {
+		e := NewEntry("f", fmt.Sprintf("k%03d", i))
+		e.Data = []byte(`{"note":"` + strings.Repeat("x", 500) + `"}`)
+		mustAppend(t, j, e)
+	}
+	after, _, err := sz.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after < before+200*500 {
+		t.Fatalf("after 200 appends of 500 bytes: %d bytes used, %d before", after, before)
 	}
 }

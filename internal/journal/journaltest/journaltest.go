@@ -50,6 +50,8 @@ func Run(t *testing.T, newJournal Opener) {
 		{"FormCounter", testFormCounter},
 		{"OutcomeBus", testOutcomeBus},
 		{"LaxDurability", testLaxDurability},
+		{"Liveness", testLiveness},
+		{"Sizer", testSizer},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

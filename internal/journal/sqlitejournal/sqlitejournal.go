@@ -37,6 +37,8 @@ var (
 	_ journal.Forgetter      = (*Journal)(nil)
 	_ journal.Writability    = (*Journal)(nil)
 	_ journal.LegacyRehasher = (*Journal)(nil)
+	_ journal.Liveness       = (*Journal)(nil)
+	_ journal.Sizer          = (*Journal)(nil)
 )
 
 // Options configure the journal. Zero values take the defaults.
@@ -99,6 +101,11 @@ type Journal struct {
 	wdb   *sql.DB // the one write connection
 	rdb   *sql.DB // readers
 	queue chan *appendReq
+	// ping carries Alive's questions to the writer, which closes each
+	// channel between two commits.
+	ping chan chan struct{}
+	// limit is the file's bound in bytes (whole pages), 0 for none.
+	limit int64
 
 	closeMu sync.RWMutex
 	closing bool
@@ -236,8 +243,10 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		closeWriter()
 		return nil, fmt.Errorf("open journal %s: %w", opts.Path, err)
 	}
+	var limit int64
 	if opts.MaxSize > 0 {
-		if err := limitSize(ctx, wdb, opts.MaxSize); err != nil {
+		var err error
+		if limit, err = limitSize(ctx, wdb, opts.MaxSize); err != nil {
 			closeWriter()
 			return nil, fmt.Errorf("open journal %s: %w", opts.Path, err)
 		}
@@ -252,6 +261,8 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		wdb:      wdb,
 		rdb:      rdb,
 		queue:    make(chan *appendReq, opts.QueueSize),
+		ping:     make(chan chan struct{}),
+		limit:    limit,
 		inflight: map[uint64]*flight{},
 		wake:     make(chan struct{}, 1),
 		queued:   map[queuedKey]journal.Entry{},
@@ -282,17 +293,18 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 	return j, nil
 }
 
-// limitSize sets the file's page budget from a size in bytes.
-func limitSize(ctx context.Context, db *sql.DB, size int64) error {
+// limitSize sets the file's page budget from a size in bytes, and
+// returns the budget in bytes.
+func limitSize(ctx context.Context, db *sql.DB, size int64) (int64, error) {
 	var pageSize int64
 	if err := db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
-		return fmt.Errorf("read page size: %w", err)
+		return 0, fmt.Errorf("read page size: %w", err)
 	}
 	var got int64
 	if err := db.QueryRowContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, max(size/pageSize, 1))).Scan(&got); err != nil {
-		return fmt.Errorf("limit the size: %w", err)
+		return 0, fmt.Errorf("limit the size: %w", err)
 	}
-	return nil
+	return got * pageSize, nil
 }
 
 // migrate creates a new file's schema, or applies the migrations an
@@ -525,8 +537,39 @@ func (j *Journal) writeLoop() {
 			clear(batch)
 		case <-tick.C:
 			j.saveWatermark()
+		case done := <-j.ping:
+			close(done)
 		}
 	}
+}
+
+// Alive asks the writer to answer between two commits: it does at once
+// when idle, after its commit when busy, and not while a commit hangs.
+func (j *Journal) Alive(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case j.ping <- done:
+	case <-ctx.Done():
+		return fmt.Errorf("journal writer: no answer: %w", ctx.Err())
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("journal writer: no answer: %w", ctx.Err())
+	}
+}
+
+// Size is what the file's pages in use take (free pages are used again
+// before the file grows, so they do not count against the bound), and the
+// bound set by Options.MaxSize.
+func (j *Journal) Size(ctx context.Context) (used, limit int64, err error) {
+	var pages, free, pageSize int64
+	if err := j.rdb.QueryRowContext(ctx, `SELECT p.page_count, f.freelist_count, s.page_size
+		FROM pragma_page_count() p, pragma_freelist_count() f, pragma_page_size() s`).Scan(&pages, &free, &pageSize); err != nil {
+		return 0, 0, fmt.Errorf("journal size: %w", err)
+	}
+	return (pages - free) * pageSize, j.limit, nil
 }
 
 // queueAsync records an async append in queued, or finds the entry

@@ -130,3 +130,73 @@ PRAGMA user_version = 2;`); err != nil {
 		t.Fatalf("append after the migration: %+v %v", a, err)
 	}
 }
+
+// A writer stuck in a commit (another program holds the file's write
+// lock) does not answer Alive, and answers again once the lock is gone:
+// the server's systemd watchdog pings follow it.
+func TestAliveFollowsAStuckWriter(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := sqlitejournal.Open(context.Background(), sqlitejournal.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	if err := j.Alive(ctx); err != nil {
+		t.Fatalf("idle writer: %v", err)
+	}
+	other, err := sqlitedb.OpenWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx, err := other.BeginTx(ctx, nil) // immediate: takes the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended := make(chan error, 1)
+	go func() {
+		_, err := j.Append(ctx, journaltest.NewEntry("f", "stuck"), true)
+		appended <- err
+	}()
+	// The writer waits for the lock up to its busy timeout (10 s).
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		err := j.Alive(short)
+		cancel()
+		if err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer kept answering while its commit waited for another program's lock")
+		}
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-appended; err != nil {
+		t.Fatalf("the append once the lock is gone: %v", err)
+	}
+	if err := j.Alive(ctx); err != nil {
+		t.Fatalf("after the lock is gone: %v", err)
+	}
+}
+
+// Size reports the bound --journal-max-size set, in whole pages.
+func TestSizeReportsTheBound(t *testing.T) {
+	t.Parallel()
+	j, err := sqlitejournal.Open(context.Background(), sqlitejournal.Options{Path: filepath.Join(t.TempDir(), "journal.db"), MaxSize: 1<<20 + 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	used, limit, err := j.Size(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit != 1<<20 || used <= 0 || used > limit {
+		t.Fatalf("used %d of %d, want some of 1048576", used, limit)
+	}
+}
