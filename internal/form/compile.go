@@ -216,6 +216,9 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 	notFor("max_length", fd.MaxLength != nil, TypeText, TypeTextarea, TypeEmail)
 	notFor("min", fd.Min != nil, TypeText, TypeTextarea, TypeNumber, TypeMultiselect, TypeDate)
 	notFor("max", fd.Max != nil, TypeText, TypeTextarea, TypeEmail, TypeNumber, TypeMultiselect, TypeDate)
+	notFor("max_size", fd.MaxSize != nil, TypeFile)
+	notFor("max_files", fd.MaxFiles != nil, TypeFile)
+	notFor("accept", len(fd.Accept) > 0, TypeFile)
 
 	switch fd.Type {
 	case TypeText, TypeTextarea, TypeEmail, TypeMultiselect:
@@ -274,6 +277,8 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 		if cf.minDate != "" && cf.maxDate != "" && cf.minDate > cf.maxDate {
 			c.add(name, fmt.Sprintf("min %s is after max %s", cf.minDate, cf.maxDate))
 		}
+	case TypeFile:
+		c.checkFile(name, fd)
 	case TypePhone:
 		if fd.Region != "" {
 			r := strings.ToUpper(fd.Region)
