@@ -55,6 +55,13 @@ func TestAccounts(t *testing.T) {
 	})
 }
 
+func TestUploads(t *testing.T) {
+	storetest.RunUploads(t, func(t *testing.T, now func() time.Time) func() storetest.UploadStore {
+		u := pgtest.URL(t)
+		return func() storetest.UploadStore { return openClocked(t, u, now) }
+	})
+}
+
 // Instances starting together migrate once.
 func TestConcurrentOpen(t *testing.T) {
 	t.Parallel()
@@ -279,8 +286,8 @@ func TestOpensADatabaseOfTheOldMigrations(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations`).Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != "1,2,3,10,11,12,13,14,15" {
-		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12 to 15 added", versions)
+	if versions != "1,2,3,10,11,12,13,14,15,50" {
+		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12 to 15 and 50 added", versions)
 	}
 	var n int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'entries_retention'`).Scan(&n); err != nil || n != 1 {

@@ -107,8 +107,8 @@ func TestOpensAStoreOfTheOldMigrations(t *testing.T) {
 	if err := db.QueryRow(`SELECT group_concat(version, ',') FROM (SELECT version FROM schema_migrations ORDER BY version)`).Scan(&versions); err != nil {
 		t.Fatal(err)
 	}
-	if versions != "1,2,3,10,11,12,15,16" {
-		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12, 15 and 16 added", versions)
+	if versions != "1,2,3,10,11,12,15,16,50" {
+		t.Fatalf("versions %s, want 1,2,3,10,11 kept and 12, 15, 16 and 50 added", versions)
 	}
 	// The old claim still holds its participant: the same token is a
 	// duplicate.
@@ -121,4 +121,17 @@ func TestOpensAStoreOfTheOldMigrations(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_retention'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the retention index: %d %v", n, err)
 	}
+}
+
+func TestUploads(t *testing.T) {
+	storetest.RunUploads(t, func(t *testing.T, now func() time.Time) func() storetest.UploadStore {
+		path := filepath.Join(t.TempDir(), "store.db")
+		return func() storetest.UploadStore {
+			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			return s
+		}
+	})
 }
