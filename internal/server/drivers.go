@@ -28,6 +28,7 @@ import (
 type Store interface {
 	store.Store
 	accounts.Store
+	store.Uploads
 }
 
 var (

@@ -1,0 +1,225 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/server/servertest"
+)
+
+const uploadForms = `
+id: exam
+fields:
+  - {name: name,  type: text, required: true}
+  - {name: photo, type: file, required: true, max_size: 1MiB, accept: [image/png, image/jpeg]}
+`
+
+// photoBytes are n bytes that sniff as a JPEG photo, different for each
+// seed.
+func photoBytes(n, seed int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*31 + seed*7 + i/251)
+	}
+	copy(b, "\xff\xd8\xff\xe0\x00\x10JFIF\x00")
+	return b
+}
+
+func tusDo(t *testing.T, c *http.Client, method, url string, hdr map[string]string, body []byte) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res
+}
+
+// upload sends the bytes over tus in two PATCHes, asking for the offset
+// with HEAD in between as a client does after a drop, and returns the id.
+func upload(t *testing.T, h *servertest.Harness, body []byte) string {
+	t.Helper()
+	c := servertest.Client()
+	meta := "field " + base64.StdEncoding.EncodeToString([]byte("photo")) + ",filename " + base64.StdEncoding.EncodeToString([]byte("photo.jpg"))
+	res := tusDo(t, c, "POST", h.URL+"/v1/forms/exam/uploads", map[string]string{"Upload-Length": strconv.Itoa(len(body)), "Upload-Metadata": meta}, nil)
+	if res.StatusCode != 201 {
+		t.Fatalf("create: %d", res.StatusCode)
+	}
+	loc := h.URL + res.Header.Get("Location")
+	half := len(body) / 2
+	octets := map[string]string{"Content-Type": "application/offset+octet-stream"}
+	octets["Upload-Offset"] = "0"
+	if res := tusDo(t, c, "PATCH", loc, octets, body[:half]); res.StatusCode != 204 {
+		t.Fatalf("first half: %d", res.StatusCode)
+	}
+	res = tusDo(t, c, "HEAD", loc, nil, nil)
+	if res.Header.Get("Upload-Offset") != strconv.Itoa(half) {
+		t.Fatalf("HEAD offset %q, want %d", res.Header.Get("Upload-Offset"), half)
+	}
+	octets["Upload-Offset"] = res.Header.Get("Upload-Offset")
+	if res := tusDo(t, c, "PATCH", loc, octets, body[half:]); res.StatusCode != 204 {
+		t.Fatalf("second half: %d", res.StatusCode)
+	}
+	return loc[strings.LastIndexByte(loc, '/')+1:]
+}
+
+type submitted struct {
+	status int
+	code   string
+	id     string
+	body   []byte
+	replay string
+}
+
+func submitWithPhoto(t *testing.T, h *servertest.Harness, key, name, uploadID string) submitted {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"name": name, "photo": "upload:" + uploadID})
+	req, _ := http.NewRequest("POST", h.URL+"/v1/forms/exam/submissions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	res, err := servertest.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var doc struct{ ID, Code string }
+	json.Unmarshal(b, &doc)
+	return submitted{status: res.StatusCode, code: doc.Code, id: doc.ID, body: b, replay: res.Header.Get("Idempotent-Replayed")}
+}
+
+// TestUploadsExactlyOnce: an upload is attached to one entry only, a
+// retry of the key gets the same entry and file, and after a restart the
+// acknowledged entry's file is byte for byte what was sent. On both
+// paths of the embedded drivers.
+func TestUploadsExactlyOnce(t *testing.T) {
+	for _, atAppend := range []bool{true, false} {
+		t.Run(fmt.Sprintf("decide-at-append=%v", atAppend), func(t *testing.T) {
+			t.Parallel()
+			opts := servertest.Options{Config: func(c *config.Config) { c.DecideAtAppend = atAppend }}
+			h := servertest.Start(t, uploadForms, opts)
+			photo := photoBytes(300<<10, 1)
+			id := upload(t, h, photo)
+
+			first := submitWithPhoto(t, h, "k1", "Li Lei", id)
+			if first.status != 201 {
+				t.Fatalf("first submission: %d %s", first.status, first.body)
+			}
+			again := submitWithPhoto(t, h, "k1", "Li Lei", id)
+			if again.status != 200 || again.replay != "true" || !bytes.Equal(again.body, first.body) {
+				t.Fatalf("retry of the key: %d %s (replayed %q)", again.status, again.body, again.replay)
+			}
+			if other := submitWithPhoto(t, h, "k2", "Han Meimei", id); other.status != 422 || other.code != "upload-already-used" {
+				t.Fatalf("another submission naming the upload: %d %s", other.status, other.body)
+			}
+
+			// Two new submissions name one fresh upload at once: one wins.
+			contested := upload(t, h, photoBytes(10<<10, 2))
+			var wg sync.WaitGroup
+			answers := make([]submitted, 2)
+			for i := range answers {
+				wg.Go(func() {
+					answers[i] = submitWithPhoto(t, h, fmt.Sprintf("race-%d", i), fmt.Sprintf("racer %d", i), contested)
+				})
+			}
+			wg.Wait()
+			won, lost := 0, 0
+			for _, a := range answers {
+				switch {
+				case a.status == 201:
+					won++
+				case a.status == 422 && a.code == "upload-already-used":
+					lost++
+				default:
+					t.Fatalf("racing submission: %d %s", a.status, a.body)
+				}
+			}
+			if won != 1 || lost != 1 {
+				t.Fatalf("%d won and %d lost the race for one upload", won, lost)
+			}
+			// The loser's retry is the loser's answer, not a second chance.
+			for i, a := range answers {
+				if a.status == 422 {
+					if r := submitWithPhoto(t, h, fmt.Sprintf("race-%d", i), fmt.Sprintf("racer %d", i), contested); r.status != 422 || r.code != "upload-already-used" {
+						t.Fatalf("retry of the losing key: %d %s", r.status, r.body)
+					}
+				}
+			}
+
+			// After a restart on the same files the entry has its file,
+			// byte for byte.
+			h.Stop()
+			h = servertest.Start(t, uploadForms, servertest.Options{Data: h.Data, Config: opts.Config})
+			ctx := context.Background()
+			files, err := h.Server.Store.EntryUploads(ctx, first.id)
+			if err != nil || len(files) != 1 || files[0].ID != id {
+				t.Fatalf("the entry's files after a restart: %+v %v", files, err)
+			}
+			if files[0].SHA256 != sha256.Sum256(photo) || files[0].Type != "image/jpeg" || files[0].Size != int64(len(photo)) {
+				t.Fatalf("recorded file %+v", files[0])
+			}
+			f, err := h.Server.Uploads.Open(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			sum := sha256.New()
+			if _, err := io.Copy(sum, f); err != nil {
+				t.Fatal(err)
+			}
+			if got := [32]byte(sum.Sum(nil)); got != sha256.Sum256(photo) {
+				t.Fatal("the stored bytes are not the bytes sent")
+			}
+			if u, err := h.Server.Store.Upload(ctx, id); err != nil || u.Entry != first.id {
+				t.Fatalf("upload claimed by %q (%v), want %s", u.Entry, err, first.id)
+			}
+		})
+	}
+}
+
+// TestSubmissionUploadValidation: a reference to nothing, to an upload
+// still being sent, or to more files than the field takes is a
+// validation failure with a code per field, and nothing is journaled.
+func TestSubmissionUploadValidation(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, uploadForms, servertest.Options{})
+	c := servertest.Client()
+	meta := "field " + base64.StdEncoding.EncodeToString([]byte("photo"))
+	res := tusDo(t, c, "POST", h.URL+"/v1/forms/exam/uploads", map[string]string{"Upload-Length": "100", "Upload-Metadata": meta}, nil)
+	incomplete := res.Header.Get("Location")
+	incomplete = incomplete[strings.LastIndexByte(incomplete, '/')+1:]
+	for name, tc := range map[string]struct{ id, code string }{
+		"unknown":    {"0123456789abcdef0123456789abcdef", "upload-not-found"},
+		"incomplete": {incomplete, "upload-incomplete"},
+	} {
+		a := submitWithPhoto(t, h, "v-"+name, "Li", tc.id)
+		var p struct {
+			Code   string
+			Errors []struct{ Field, Code string }
+		}
+		json.Unmarshal(a.body, &p)
+		if a.status != 422 || p.Code != "validation-failed" || len(p.Errors) != 1 || p.Errors[0].Field != "photo" || p.Errors[0].Code != tc.code {
+			t.Errorf("%s upload: %d %s", name, a.status, a.body)
+		}
+	}
+}
