@@ -93,6 +93,9 @@ type Deps struct {
 	// Deliveries are an entry's deliveries as the console shows them;
 	// New makes them from Outbox when it is nil.
 	Deliveries Deliveries
+	// Files lists an entry's files with signed links, for exports; nil
+	// leaves file fields as their upload:<id> references.
+	Files export.FileLister
 }
 
 // Handler serves /v1/admin/.
@@ -256,7 +259,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, c call) error {
 	w.Header().Set("Content-Type", export.ContentType(format))
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, f.ID(), format))
 	w.Header().Set("Cache-Control", "no-store")
-	opts := export.Options{Labels: r.URL.Query().Get("header") == "labels", Lang: r.URL.Query().Get("lang")}
+	opts := export.Options{Labels: r.URL.Query().Get("header") == "labels", Lang: r.URL.Query().Get("lang"), Files: h.Files}
 	sel, err := h.ParseSelection(f, r.URL.Query())
 	if err != nil {
 		return err

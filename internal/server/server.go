@@ -53,8 +53,10 @@ type Server struct {
 	notify    *processor.Notifier
 	retention *erasure.Retention
 	outbox    *outbox.Dispatcher
-	// Uploads takes file fields' bytes (package uploads).
+	// Uploads takes file fields' bytes (package uploads); Links signs
+	// the links owners download them through.
 	Uploads *uploads.Service
+	Links   *uploads.Links
 	// Guard checks webhook addresses, with --webhook-allow.
 	Guard   *webhooks.Guard
 	unlock  func() // releases the data directory's lock
@@ -180,7 +182,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	// The hosted result page shows a key's status as the status endpoint
 	// does (intake.Statuses, below both), and the intake hands the hosted
 	// pages plain posts that need a fix.
-	if err := s.openUploads(); err != nil {
+	if err := s.openUploads(secret); err != nil {
 		return err
 	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
@@ -193,10 +195,11 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	mux := http.NewServeMux()
 	in.Register(mux)
 	s.Uploads.Register(mux)
+	s.Uploads.RegisterDownloads(mux, s.Links)
 	counter, _ := s.Journal.(journal.FormCounter)
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
 		CheckURL: s.Guard.CheckURL, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
-		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor})
+		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor, Files: s.entryFiles})
 	adm.Register(mux)
 	console.New(adm, s.Accounts, s.cfg.TrustedProxies, log).Register(mux)
 	pages.Register(mux)

@@ -193,6 +193,7 @@ func TestUploadsExactlyOnce(t *testing.T) {
 			if u, err := h.Server.Store.Upload(ctx, id); err != nil || u.Entry != first.id {
 				t.Fatalf("upload claimed by %q (%v), want %s", u.Entry, err, first.id)
 			}
+			checkExportAndDownload(t, h, first.id, photo)
 		})
 	}
 }
@@ -221,5 +222,70 @@ func TestSubmissionUploadValidation(t *testing.T) {
 		if a.status != 422 || p.Code != "validation-failed" || len(p.Errors) != 1 || p.Errors[0].Field != "photo" || p.Errors[0].Code != tc.code {
 			t.Errorf("%s upload: %d %s", name, a.status, a.body)
 		}
+	}
+}
+
+// checkExportAndDownload reads the form's JSONL export as the owner and
+// downloads the entry's photo through the signed link it carries.
+func checkExportAndDownload(t *testing.T, h *servertest.Harness, entryID string, photo []byte) {
+	t.Helper()
+	c := servertest.Client()
+	req, _ := http.NewRequest("GET", h.URL+"/v1/admin/forms/exam/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("export: %d", res.StatusCode)
+	}
+	var file struct {
+		Name, Type, SHA256, URL string
+		Size                    int64
+	}
+	dec := json.NewDecoder(res.Body)
+	for dec.More() {
+		var row struct {
+			ID   string
+			Data map[string]json.RawMessage
+		}
+		if err := dec.Decode(&row); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := row.Data["_uploads"]; ok {
+			t.Fatalf("the export shows the internal list of uploads: %v", row.Data)
+		}
+		if row.ID == entryID {
+			if err := json.Unmarshal(row.Data["photo"], &file); err != nil {
+				t.Fatalf("photo in the export: %s: %v", row.Data["photo"], err)
+			}
+		}
+	}
+	sum := sha256.Sum256(photo)
+	if file.Name != "photo.jpg" || file.Type != "image/jpeg" || file.Size != int64(len(photo)) || file.SHA256 != fmt.Sprintf("%x", sum) || !strings.HasPrefix(file.URL, "/v1/files/"+entryID+"/") {
+		t.Fatalf("exported file %+v", file)
+	}
+	dl, err := c.Get(h.URL + file.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(dl.Body)
+	dl.Body.Close()
+	if dl.StatusCode != 200 || !bytes.Equal(got, photo) {
+		t.Fatalf("download: %d, %d bytes", dl.StatusCode, len(got))
+	}
+	if cd := dl.Header.Get("Content-Disposition"); cd != `attachment; filename="photo.jpg"; filename*=UTF-8''photo.jpg` {
+		t.Fatalf("Content-Disposition %q", cd)
+	}
+	if dl.Header.Get("X-Content-Type-Options") != "nosniff" || dl.Header.Get("Content-Type") != "image/jpeg" {
+		t.Fatalf("download headers %v", dl.Header)
+	}
+	// A link whose signature or expiry was changed opens nothing.
+	tampered := strings.Replace(file.URL, "exp=", "exp=9", 1)
+	if r, err := c.Get(h.URL + tampered); err != nil || r.StatusCode != 403 {
+		t.Fatalf("tampered link: %v %v", r.StatusCode, err)
+	} else {
+		r.Body.Close()
 	}
 }
