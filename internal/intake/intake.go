@@ -183,7 +183,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pref := parsePrefer(r.Header.Values("Prefer"))
-	b, err := decodeBody(r, h.cfg.MaxBody)
+	b, err := decodeBodyWith(r, h.cfg.MaxBody, h.filesFor(r.Context(), f))
 	if err != nil {
 		return err
 	}

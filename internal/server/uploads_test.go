@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -287,5 +288,60 @@ func checkExportAndDownload(t *testing.T, h *servertest.Harness, entryID string,
 		t.Fatalf("tampered link: %v %v", r.StatusCode, err)
 	} else {
 		r.Body.Close()
+	}
+}
+
+func multipartPost(t *testing.T, h *servertest.Harness, key string, photo []byte) *http.Response {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	mw.WriteField("_key", key)
+	mw.WriteField("name", "Li Lei")
+	fw, _ := mw.CreateFormFile("photo", "证件照.jpg")
+	fw.Write(photo)
+	mw.Close()
+	req, _ := http.NewRequest("POST", h.URL+"/v1/forms/exam/submissions", &buf)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Accept", "text/html")
+	c := servertest.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res
+}
+
+// TestPlainPostWithAFile: the hosted page without JavaScript posts
+// multipart/form-data with the file; the server streams it to the upload
+// store (a body far over --max-body is fine when the file is within its
+// field's max_size) and submits it; the same post sent again is the same
+// submission with the same file.
+func TestPlainPostWithAFile(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, uploadForms, servertest.Options{Config: func(c *config.Config) { c.MaxBody = 64 << 10 }})
+	photo := photoBytes(300<<10, 3)
+	for range 2 {
+		if res := multipartPost(t, h, "html-1", photo); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("plain post with a photo: %d", res.StatusCode)
+		}
+	}
+	ctx := context.Background()
+	o, ok, err := h.Server.Store.Outcome(ctx, "exam", "html-1")
+	if err != nil || !ok || o.Status != "stored" {
+		t.Fatalf("outcome %+v %v %v", o, ok, err)
+	}
+	files, err := h.Server.Store.EntryUploads(ctx, o.ID)
+	if err != nil || len(files) != 1 || files[0].SHA256 != sha256.Sum256(photo) || files[0].Name != "证件照.jpg" {
+		t.Fatalf("the entry's files: %+v %v", files, err)
+	}
+	// A file over the field's max_size, and one of a type it does not take.
+	if res := multipartPost(t, h, "html-2", photoBytes(1<<20+1, 4)); res.StatusCode != 413 {
+		t.Fatalf("a file over max_size: %d", res.StatusCode)
+	}
+	if res := multipartPost(t, h, "html-3", []byte("%PDF-1.7 not a photo")); res.StatusCode != 422 {
+		t.Fatalf("a PDF for a photo field: %d", res.StatusCode)
 	}
 }
