@@ -42,6 +42,24 @@ func withFiles(f *form.Form, rows func(context.Context, func(store.Row) error) e
 	}
 }
 
+// FileData is an entry's data as exports give it: each file field's
+// value the files' {name, type, size, sha256, url} (from files, when
+// set), the internal list of upload ids left out. Data naming no upload
+// is returned as is.
+func FileData(ctx context.Context, f *form.Form, entryID string, data json.RawMessage, files FileLister) (json.RawMessage, error) {
+	if f == nil || !bytes.Contains(data, []byte(`"`+form.UploadsKey+`":`)) {
+		return data, nil
+	}
+	var byField map[string][]uploads.File
+	if files != nil {
+		var err error
+		if byField, err = files(ctx, entryID); err != nil {
+			return nil, fmt.Errorf("entry %s: list its files: %w", entryID, err)
+		}
+	}
+	return rewriteFiles(f, data, byField)
+}
+
 // rewriteFiles rewrites one entry's data, keeping its members' order.
 func rewriteFiles(f *form.Form, data json.RawMessage, byField map[string][]uploads.File) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))

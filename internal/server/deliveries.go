@@ -36,6 +36,7 @@ func (s *Server) openOutbox(ctx context.Context, reg *prometheus.Registry) error
 	sender := webhooks.NewSender(webhooks.Options{Guard: s.Guard})
 	s.outbox = outbox.New(s.Store, s.Forms, sender, mailer, outbox.Options{
 		Lease: s.cfg.DeliveryLease, ConsoleURL: s.cfg.PublicURL, Logger: s.log, Metrics: outbox.NewMetrics(reg),
+		Files: s.entryFiles,
 	})
 	reg.MustRegister(&outboxCollector{s: s.Store})
 	return nil

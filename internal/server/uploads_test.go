@@ -10,12 +10,16 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
 )
 
@@ -343,5 +347,61 @@ func TestPlainPostWithAFile(t *testing.T) {
 	}
 	if res := multipartPost(t, h, "html-3", []byte("%PDF-1.7 not a photo")); res.StatusCode != 422 {
 		t.Fatalf("a PDF for a photo field: %d", res.StatusCode)
+	}
+}
+
+// TestWebhookCarriesTheFile: the stored event's body gives the photo as
+// {name, type, size, sha256, url}, and the link downloads it.
+func TestWebhookCarriesTheFile(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var bodies [][]byte
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	forms := uploadForms + fmt.Sprintf("notify:\n  webhooks: [{url: %q, secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}]\n", recv.URL)
+	h := servertest.Start(t, forms, servertest.Options{Config: func(c *config.Config) {
+		c.WebhookAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	}})
+	photo := photoBytes(20<<10, 5)
+	if a := submitWithPhoto(t, h, "wh-1", "Li Lei", upload(t, h, photo)); a.status != 201 {
+		t.Fatalf("submission: %d %s", a.status, a.body)
+	}
+	var body []byte
+	poll.Until(t, "the stored event's webhook", 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bodies) > 0 {
+			body = bodies[0]
+		}
+		return body != nil
+	})
+	var ev struct {
+		Data struct {
+			Data map[string]json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		t.Fatal(err)
+	}
+	var file struct{ Name, Type, SHA256, URL string }
+	if err := json.Unmarshal(ev.Data.Data["photo"], &file); err != nil || file.SHA256 != fmt.Sprintf("%x", sha256.Sum256(photo)) || file.Type != "image/jpeg" {
+		t.Fatalf("photo in the webhook body: %s (%v)", ev.Data.Data["photo"], err)
+	}
+	if _, ok := ev.Data.Data["_uploads"]; ok {
+		t.Fatalf("the webhook body shows the internal list of uploads: %s", body)
+	}
+	res, err := servertest.Client().Get(h.URL + file.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !bytes.Equal(got, photo) {
+		t.Fatalf("download from the webhook's link: %d", res.StatusCode)
 	}
 }
