@@ -113,4 +113,3 @@ func FileAllowance(f *form.Form) int64 {
 	}
 	return n
 }
-
