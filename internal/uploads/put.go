@@ -101,15 +101,3 @@ func (b *headBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// FileAllowance is how many bytes of files a plain post to the form may
-// carry: every file field's max_size times its max_files.
-func FileAllowance(f *form.Form) int64 {
-	var n int64
-	for _, fd := range f.Fields() {
-		if fd.Type == form.TypeFile {
-			n += fd.MaxSizeOf() * int64(fd.MaxFilesOf())
-		}
-	}
-	return n
-}

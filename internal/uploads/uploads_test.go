@@ -370,3 +370,56 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("a claimed upload's bytes went with the expiry: %v", err)
 	}
 }
+
+// failingComplete is the store with CompleteUpload failing while fail is
+// set: formd stopping between the last byte's fsync and its record.
+type failingComplete struct {
+	*sqlitestore.Store
+	mu   sync.Mutex
+	fail bool
+}
+
+func (f *failingComplete) CompleteUpload(ctx context.Context, id string, sum [32]byte, typ string) error {
+	f.mu.Lock()
+	fail := f.fail
+	f.mu.Unlock()
+	if fail {
+		return store.ErrUnavailable
+	}
+	return f.Store.CompleteUpload(ctx, id, sum, typ)
+}
+
+// An upload whose bytes are all on disk but whose completion was never
+// recorded is completed when a submission names it, with the digest of
+// the bytes on disk.
+func TestCompletionRecordedLater(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	fc := &failingComplete{Store: r.st, fail: true}
+	svc, err := New(fc, r.forms, Config{Dir: r.dir, Expiry: time.Hour, Now: r.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	svc.Register(mux)
+	r.srv.Config.Handler = mux
+	body := png(3000)
+	loc := r.create("photo", len(body))
+	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	if res := r.patch(loc, 0, body, false); res.StatusCode != 503 {
+		t.Fatalf("PATCH whose completion cannot be recorded: %d", res.StatusCode)
+	}
+	if u, _ := r.st.Upload(context.Background(), id); u.Complete {
+		t.Fatal("complete without its record")
+	}
+	fc.mu.Lock()
+	fc.fail = false
+	fc.mu.Unlock()
+	errs, err := svc.Check(context.Background(), r.forms["exam"], []form.UploadRef{{Field: "photo", ID: id}})
+	if err != nil || len(errs) != 0 {
+		t.Fatalf("check: %v %v", errs, err)
+	}
+	if u, _ := r.st.Upload(context.Background(), id); !u.Complete || u.SHA256 != sha256.Sum256(body) || u.Type != "image/png" {
+		t.Fatalf("completed later: %+v", u)
+	}
+}
