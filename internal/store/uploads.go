@@ -71,6 +71,14 @@ type Uploads interface {
 	// and says whether it did. A claim committed at the same time wins:
 	// the record stays.
 	DeleteUpload(ctx context.Context, id string) (bool, error)
+	// ErasedUploads lists up to limit ids of uploads claimed by entries
+	// whose data was erased (retention, forget): their bytes are to go
+	// with the data.
+	ErasedUploads(ctx context.Context, limit int) ([]string, error)
+	// DropErasedUpload removes the claim and the record of an upload
+	// whose entry's data was erased, once its bytes are deleted; false
+	// when the upload is not such a one.
+	DropErasedUpload(ctx context.Context, id string) (bool, error)
 }
 
 // uploadsMember is how form.UploadsKey starts in an entry's data.

@@ -15,8 +15,9 @@ const expireBatch = 100
 
 // RunOnce deletes the uploads no entry claimed whose expiry has passed:
 // the record first (a claim decided meanwhile keeps it, see
-// store.Uploads.DeleteUpload), then the bytes. It returns how many it
-// deleted; a full batch means there may be more.
+// store.Uploads.DeleteUpload), then the bytes; and the uploads of
+// entries whose data was erased. It returns how many it deleted; a full
+// batch means there may be more.
 func (s *Service) RunOnce(ctx context.Context) (int, error) {
 	ids, err := s.st.ExpiredUploads(ctx, s.cfg.Now(), expireBatch)
 	if err != nil {
@@ -26,6 +27,22 @@ func (s *Service) RunOnce(ctx context.Context) (int, error) {
 	for _, id := range ids {
 		if err := s.remove(ctx, id); err != nil {
 			return n, fmt.Errorf("expire upload %s: %w", id, err)
+		}
+		n++
+	}
+	// The files of entries whose data was erased (retention, forget) go
+	// with it: the bytes first, then the claim and the record, so that a
+	// stop in between leaves a record that the next pass finishes.
+	erased, err := s.st.ErasedUploads(ctx, expireBatch)
+	if err != nil {
+		return n, fmt.Errorf("erase uploads: %w", err)
+	}
+	for _, id := range erased {
+		if err := s.removeBytes(id); err != nil {
+			return n, fmt.Errorf("erase upload %s: %w", id, err)
+		}
+		if _, err := s.st.DropErasedUpload(ctx, id); err != nil {
+			return n, fmt.Errorf("erase upload %s: %w", id, err)
 		}
 		n++
 	}

@@ -40,6 +40,8 @@ type Store interface {
 	Upload(ctx context.Context, id string) (store.Upload, error)
 	ExpiredUploads(ctx context.Context, now time.Time, limit int) ([]string, error)
 	DeleteUpload(ctx context.Context, id string) (bool, error)
+	ErasedUploads(ctx context.Context, limit int) ([]string, error)
+	DropErasedUpload(ctx context.Context, id string) (bool, error)
 }
 
 // Forms finds a form by id.
@@ -305,6 +307,11 @@ func (s *Service) remove(ctx context.Context, id string) error {
 	if err != nil || !ok {
 		return err
 	}
+	return s.removeBytes(id)
+}
+
+// removeBytes deletes an upload's files.
+func (s *Service) removeBytes(id string) error {
 	for _, p := range []string{filepath.Join(s.cfg.Dir, id), filepath.Join(s.cfg.Dir, id+".info")} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("delete upload bytes: %w", err)

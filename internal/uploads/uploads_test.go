@@ -369,6 +369,16 @@ func TestExpiry(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(r.dir, claimed)); err != nil || !bytes.Equal(got, png(64)) {
 		t.Fatalf("a claimed upload's bytes went with the expiry: %v", err)
 	}
+	// Once the entry's data is erased (retention, forget), its file goes.
+	if n, err := r.st.EraseEntries(ctx, []string{e.ID}); err != nil || n != 1 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	if n, err := r.svc.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("erased %d, %v; want the erased entry's file", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, claimed)); !os.IsNotExist(err) {
+		t.Fatalf("an erased entry's file stays: %v", err)
+	}
 }
 
 // failingComplete is the store with CompleteUpload failing while fail is

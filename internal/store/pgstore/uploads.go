@@ -129,3 +129,46 @@ func (s *Store) DeleteUpload(ctx context.Context, id string) (bool, error) {
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// ErasedUploads lists uploads claimed by entries whose data was erased.
+func (s *Store) ErasedUploads(ctx context.Context, limit int) ([]string, error) {
+	if limit < 1 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT c.upload_id FROM upload_claims c JOIN entries e ON e.id = c.entry_id
+		WHERE e.data IS NULL ORDER BY c.upload_id LIMIT $1`, limit)
+	if err != nil {
+		return nil, classify("list erased uploads", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, classify("list erased uploads", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list erased uploads", err)
+	}
+	return out, nil
+}
+
+// DropErasedUpload removes an erased entry's upload claim and record.
+func (s *Store) DropErasedUpload(ctx context.Context, id string) (bool, error) {
+	dropped := false
+	err := s.inTx(ctx, "drop erased upload", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM upload_claims WHERE upload_id = $1
+			AND entry_id IN (SELECT id FROM entries WHERE data IS NULL)`, id)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM uploads WHERE id = $1`, id); err != nil {
+			return err
+		}
+		dropped = true
+		return nil
+	})
+	return dropped, err
+}

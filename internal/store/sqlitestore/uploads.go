@@ -165,3 +165,52 @@ func (s *Store) DeleteUpload(ctx context.Context, id string) (bool, error) {
 	n, _ := res.RowsAffected()
 	return n == 1, nil
 }
+
+// ErasedUploads lists uploads claimed by entries whose data was erased.
+func (s *Store) ErasedUploads(ctx context.Context, limit int) ([]string, error) {
+	if limit < 1 {
+		return nil, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT c.upload_id FROM upload_claims c JOIN entries e ON e.id = c.entry_id
+		WHERE e.data IS NULL ORDER BY c.upload_id LIMIT ?`, limit)
+	if err != nil {
+		return nil, classify("list erased uploads", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, classify("list erased uploads", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list erased uploads", err)
+	}
+	return out, nil
+}
+
+// DropErasedUpload removes an erased entry's upload claim and record.
+func (s *Store) DropErasedUpload(ctx context.Context, id string) (bool, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return false, classify("drop erased upload: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	res, err := tx.ExecContext(ctx, `DELETE FROM upload_claims WHERE upload_id = ?1
+		AND entry_id IN (SELECT id FROM entries WHERE data IS NULL)`, id)
+	if err != nil {
+		return false, classify("drop erased upload", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM uploads WHERE id = ?`, id); err != nil {
+		return false, classify("drop erased upload", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, classify("drop erased upload: commit", err)
+	}
+	return true, nil
+}

@@ -36,6 +36,7 @@ func RunUploads(t *testing.T, newStore UploadOpener) {
 		{"RefusalGivesBackClaims", testUploadGiveBack},
 		{"ConcurrentClaimsOneWins", testUploadConcurrent},
 		{"ExpiryLeavesClaimed", testUploadExpiry},
+		{"ErasedEntriesLetTheirFilesGo", testUploadErased},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -241,5 +242,36 @@ func testUploadExpiry(t *testing.T, s UploadStore) {
 	}
 	if ids, _ := s.ExpiredUploads(ctxT(t), later, 0); ids != nil {
 		t.Fatalf("limit 0 listed %v", ids)
+	}
+}
+
+func testUploadErased(t *testing.T, s UploadStore) {
+	kept, erased := newUpload(t, s, "f", true), newUpload(t, s, "f", true)
+	keep, gone := withUploads("f", "a", 1, kept.ID), withUploads("f", "b", 2, erased.ID)
+	mustApply(t, s, keep, gone)
+	if ids, err := s.ErasedUploads(ctxT(t), 10); err != nil || len(ids) != 0 {
+		t.Fatalf("erased uploads before any erasure: %v %v", ids, err)
+	}
+	if n, err := s.EraseEntries(ctxT(t), []string{gone.ID}); err != nil || n != 1 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	ids, err := s.ErasedUploads(ctxT(t), 10)
+	if err != nil || len(ids) != 1 || ids[0] != erased.ID {
+		t.Fatalf("erased uploads %v %v, want %s", ids, err, erased.ID)
+	}
+	if ok, err := s.DropErasedUpload(ctxT(t), kept.ID); err != nil || ok {
+		t.Fatalf("dropping a live entry's upload: %v %v", ok, err)
+	}
+	if ok, err := s.DropErasedUpload(ctxT(t), erased.ID); err != nil || !ok {
+		t.Fatalf("dropping an erased entry's upload: %v %v", ok, err)
+	}
+	if _, err := s.Upload(ctxT(t), erased.ID); !errors.Is(err, store.ErrUploadNotFound) {
+		t.Fatalf("an erased entry's upload stays: %v", err)
+	}
+	if got := mustUpload(t, s, kept.ID); got.Entry != keep.ID {
+		t.Fatalf("the live entry's upload: %+v", got)
+	}
+	if ids, _ := s.ErasedUploads(ctxT(t), 10); len(ids) != 0 {
+		t.Fatalf("erased uploads after the drop: %v", ids)
 	}
 }
