@@ -363,6 +363,12 @@ func (f *Form) Fields() []Field {
 	return out
 }
 
+// AllowsOrigin says whether a browser page of this origin may submit to
+// the form and upload its files (its origins, or *).
+func (f *Form) AllowsOrigin(origin string) bool {
+	return slices.Contains(f.Def.Origins, origin) || slices.Contains(f.Def.Origins, "*")
+}
+
 // OpenAt says whether the form takes submissions at t.
 func (f *Form) OpenAt(t time.Time) bool {
 	if f.Def.OpensAt != nil && t.Before(*f.Def.OpensAt) {

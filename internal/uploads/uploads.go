@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,23 @@ func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
 			writeProblem(w, r, problem.New(problem.CodeFormNotFound, "no form has this id"), 0)
 			return
 		}
+		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(r, origin) {
+			if !s.forms.Get(formID).AllowsOrigin(origin) {
+				writeProblem(w, r, problem.New(problem.CodeOriginNotAllowed, "this form does not accept uploads from this origin"), 0)
+				return
+			}
+			hdr := w.Header()
+			hdr.Set("Access-Control-Allow-Origin", origin)
+			hdr.Add("Vary", "Origin")
+			hdr.Set("Access-Control-Expose-Headers", "Location, Upload-Offset, Upload-Length, Upload-Expires, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Retry-After")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				hdr.Set("Access-Control-Allow-Methods", "POST, HEAD, PATCH, DELETE, OPTIONS")
+				hdr.Set("Access-Control-Allow-Headers", "Tus-Resumable, Upload-Length, Upload-Metadata, Upload-Offset, Content-Type, X-HTTP-Method-Override, X-Requested-With")
+				hdr.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
 		rw := &rewriter{ResponseWriter: w, r: r, base: "/v1/forms/" + formID + "/uploads/"}
 		if upload {
 			id := r.PathValue("id")
@@ -176,6 +194,12 @@ func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), formKey{}, formID))
 		s.tus.Middleware(h).ServeHTTP(rw, r)
 	})
+}
+
+// sameOrigin says the Origin is this server (the hosted page).
+func sameOrigin(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
 }
 
 // preCreate authorises a creation: the form has the file field named in

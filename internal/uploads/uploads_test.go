@@ -433,3 +433,28 @@ func TestCompletionRecordedLater(t *testing.T) {
 		t.Fatalf("completed later: %+v", u)
 	}
 }
+
+// Browser pages of the form's origins may upload (CORS); others are
+// refused before anything is stored.
+func TestUploadOrigins(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	f, _ := form.Parse([]byte(photoForm+"origins: [https://exam.example.org]\n"), "")
+	r.forms["exam"] = f[0]
+	pre := r.do("OPTIONS", "/v1/forms/exam/uploads/0123456789abcdef0123456789abcdef", map[string]string{
+		"Origin": "https://exam.example.org", "Access-Control-Request-Method": "PATCH"}, nil)
+	if pre.StatusCode != 204 || pre.Header.Get("Access-Control-Allow-Origin") != "https://exam.example.org" ||
+		!strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "Upload-Offset") || !strings.Contains(pre.Header.Get("Access-Control-Allow-Methods"), "PATCH") {
+		t.Fatalf("preflight: %d %v", pre.StatusCode, pre.Header)
+	}
+	res := r.do("POST", "/v1/forms/exam/uploads", map[string]string{"Origin": "https://exam.example.org",
+		"Upload-Length": "10", "Upload-Metadata": metadata("field", "photo")}, nil)
+	if res.StatusCode != 201 || !strings.Contains(res.Header.Get("Access-Control-Expose-Headers"), "Location") {
+		t.Fatalf("creation from the form's origin: %d %v", res.StatusCode, res.Header)
+	}
+	res = r.do("POST", "/v1/forms/exam/uploads", map[string]string{"Origin": "https://evil.example",
+		"Upload-Length": "10", "Upload-Metadata": metadata("field", "photo")}, nil)
+	if res.StatusCode != 403 || !strings.HasPrefix(problemCode(t, res), "origin-not-allowed") {
+		t.Fatalf("creation from another origin: %d", res.StatusCode)
+	}
+}
