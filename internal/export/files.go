@@ -82,15 +82,19 @@ func rewriteFiles(f *form.Form, data json.RawMessage, byField map[string][]uploa
 			continue
 		}
 		if fd, ok := f.Field(k); ok && fd.Type == form.TypeFile && byField != nil {
-			var err error
+			var files any = byField[k]
 			if fd.MaxFilesOf() == 1 && len(byField[k]) == 1 {
-				v, err = json.Marshal(byField[k][0])
-			} else {
-				v, err = json.Marshal(byField[k])
+				files = byField[k][0]
 			}
-			if err != nil {
+			// Links keep their & (an encoder escapes it for HTML
+			// otherwise), so that a CSV cell shows a link one can open.
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(files); err != nil {
 				return nil, err
 			}
+			v = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		}
 		if b.Len() > 1 {
 			b.WriteByte(',')
