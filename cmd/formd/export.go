@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/server"
+	"github.com/formd/formd/internal/uploads"
 )
 
 func init() {
@@ -28,7 +30,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "output file (default: standard output)")
 	head := fs.String("header", "names", "column headings of csv and xlsx: names (the fields' names) or labels")
 	lang := fs.String("lang", "", "with --header labels, the labels' language (such as zh); default: each label's default")
-	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
+	loader := config.NewLoader(fs, os.Getenv, append(slices.Clone(config.StorageSettings), "public-url", "link-ttl")...)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -66,6 +68,18 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	if f == nil {
 		fmt.Fprintf(stderr, "formd export: no form %q in the store (--data %s)\n", *formID, cfg.Data)
 		return 1
+	}
+	// File fields carry signed links to download each file from a
+	// running server (--public-url, else links relative to it), valid
+	// for --link-ttl.
+	secret, err := server.InstallationSecret(ctx, cfg, st)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd export: %v\n", err)
+		return 1
+	}
+	links := uploads.NewLinks(secret, cfg.PublicURL, cfg.LinkTTL, time.Now)
+	opts.Files = func(ctx context.Context, entryID string) (map[string][]uploads.File, error) {
+		return links.Files(ctx, st, entryID)
 	}
 	if *out == "" {
 		if err := export.Write(ctx, st, f, *format, stdout, opts); err != nil {

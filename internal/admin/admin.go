@@ -98,6 +98,9 @@ type Deps struct {
 	// TrustedProxies say whose X-Forwarded-For to believe for a client's
 	// address (a password change counts against it).
 	TrustedProxies []netip.Prefix
+	// Files lists an entry's files with signed links, for exports; nil
+	// leaves file fields as their upload:<id> references.
+	Files export.FileLister
 }
 
 // ClientIP is the request's client address, as the trusted proxies say.
@@ -264,7 +267,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, c call) error {
 	w.Header().Set("Content-Type", export.ContentType(format))
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, f.ID(), format))
 	w.Header().Set("Cache-Control", "no-store")
-	opts := export.Options{Labels: r.URL.Query().Get("header") == "labels", Lang: r.URL.Query().Get("lang")}
+	opts := export.Options{Labels: r.URL.Query().Get("header") == "labels", Lang: r.URL.Query().Get("lang"), Files: h.Files}
 	sel, err := h.ParseSelection(f, r.URL.Query())
 	if err != nil {
 		return err

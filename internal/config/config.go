@@ -105,6 +105,12 @@ type Config struct {
 	// store's).
 	Secret []byte
 
+	// UploadExpiry is how long an upload no submission claimed is kept
+	// before its bytes are deleted; LinkTTL how long a signed download
+	// link of an entry's file works.
+	UploadExpiry time.Duration
+	LinkTTL      time.Duration
+
 	LogLevel  slog.Level
 	LogFormat string
 	// DebugAddr, when set, serves Go's pprof profiles on that address:
@@ -435,6 +441,9 @@ var settings = []setting{
 		c.DebugAddr = v
 		return nil
 	}},
+	// uploads (a file field's bytes)
+	{"upload-expiry", "24h", "how long an upload that no submission names is kept before its bytes are deleted", durationSetter(func(c *Config) *time.Duration { return &c.UploadExpiry }, time.Minute, 30*24*time.Hour)},
+	{"link-ttl", "15m", "how long a signed link to download an entry's file (in exports and webhooks) works", durationSetter(func(c *Config) *time.Duration { return &c.LinkTTL }, time.Minute, 7*24*time.Hour)},
 	{"log-format", "json", "json or text", func(c *Config, v string) error {
 		if v != "json" && v != "text" {
 			return fmt.Errorf("%q is not a log format: use json or text", v)

@@ -43,6 +43,10 @@ type Options struct {
 	// Rows, when set, streams these entries instead of every entry of
 	// the form (a console's filtered view).
 	Rows func(ctx context.Context, fn func(store.Row) error) error
+	// Files, when set, gives each file field's files as {name, type,
+	// size, sha256, url}; without it a file field's value stays the
+	// upload:<id> reference.
+	Files FileLister
 }
 
 // ContentType is the media type of a format.
@@ -64,6 +68,7 @@ func Write(ctx context.Context, src Source, f *form.Form, format string, w io.Wr
 	if rows == nil {
 		rows = func(ctx context.Context, fn func(store.Row) error) error { return src.Export(ctx, f.ID(), fn) }
 	}
+	rows = withFiles(f, rows, opts.Files)
 	var err error
 	switch format {
 	case "csv":

@@ -224,6 +224,9 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 	notFor("max_length", fd.MaxLength != nil, TypeText, TypeTextarea, TypeEmail)
 	notFor("min", fd.Min != nil, TypeText, TypeTextarea, TypeNumber, TypeMultiselect, TypeDate)
 	notFor("max", fd.Max != nil, TypeText, TypeTextarea, TypeEmail, TypeNumber, TypeMultiselect, TypeDate)
+	notFor("max_size", fd.MaxSize != nil, TypeFile)
+	notFor("max_files", fd.MaxFiles != nil, TypeFile)
+	notFor("accept", len(fd.Accept) > 0, TypeFile)
 
 	switch fd.Type {
 	case TypeText, TypeTextarea, TypeEmail, TypeMultiselect:
@@ -282,6 +285,8 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 		if cf.minDate != "" && cf.maxDate != "" && cf.minDate > cf.maxDate {
 			c.add(name, fmt.Sprintf("min %s is after max %s", cf.minDate, cf.maxDate))
 		}
+	case TypeFile:
+		c.checkFile(name, fd)
 	case TypePhone:
 		if fd.Region != "" {
 			r := strings.ToUpper(fd.Region)
@@ -364,6 +369,12 @@ func (f *Form) Fields() []Field {
 		out[i] = cf.Field
 	}
 	return out
+}
+
+// AllowsOrigin says whether a browser page of this origin may submit to
+// the form and upload its files (its origins, or *).
+func (f *Form) AllowsOrigin(origin string) bool {
+	return slices.Contains(f.Def.Origins, origin) || slices.Contains(f.Def.Origins, "*")
 }
 
 // OpenAt says whether the form takes submissions at t.

@@ -26,9 +26,12 @@ const (
 	TypeMultiselect = "multiselect"
 	TypeCheckbox    = "checkbox"
 	TypeDate        = "date"
+	// TypeFile is a field whose value names uploads made beforehand
+	// ("upload:<id>"), see file.go.
+	TypeFile = "file"
 )
 
-var fieldTypes = []string{TypeText, TypeTextarea, TypeEmail, TypePhone, TypeNumber, TypeSelect, TypeMultiselect, TypeCheckbox, TypeDate}
+var fieldTypes = []string{TypeText, TypeTextarea, TypeEmail, TypePhone, TypeNumber, TypeSelect, TypeMultiselect, TypeCheckbox, TypeDate, TypeFile}
 
 // What a form does when its capacity is taken.
 const (
@@ -121,6 +124,13 @@ type Field struct {
 	// sets and fingerprints) beyond NFKC, such as [strip_spaces, upper]
 	// for an ID number. The stored value stays as typed.
 	Normalize []string `yaml:"normalize" json:"normalize,omitempty"`
+	// MaxSize, MaxFiles and Accept bound a file field: the size of one
+	// file (default DefaultMaxSize), how many files (default 1) and the
+	// types a file's bytes may be (MIME types such as image/jpeg or
+	// image/*, or extensions such as .pdf; any type when empty).
+	MaxSize  *Size    `yaml:"max_size" json:"max_size,omitempty"`
+	MaxFiles *int     `yaml:"max_files" json:"max_files,omitempty"`
+	Accept   []string `yaml:"accept" json:"accept,omitempty"`
 }
 
 // Option is one choice of a select or multiselect field, written as a plain

@@ -56,6 +56,10 @@ type Accepted struct {
 	// Claims holds one opaque token per unique set whose fields are all
 	// filled; two submissions with equal compared values share it.
 	Claims []string
+	// Uploads are the uploads the file fields name, in field order; their
+	// ids are also in Data under UploadsKey, for the decision that claims
+	// them.
+	Uploads []UploadRef
 }
 
 // ExtraKey is the member of an entry's data that holds the submitted
@@ -80,8 +84,22 @@ const (
 func (f *Form) Validate(in map[string]any, h *Hasher) (*Accepted, error) {
 	vals := make([]value, len(f.fields))
 	var errs []FieldError
+	var uploads []UploadRef
 	for i := range f.fields {
 		cf := &f.fields[i]
+		if cf.Type == TypeFile {
+			v, ids, fe := cf.normalizeFile(in[cf.Name])
+			if fe != nil {
+				fe.Field = cf.Name
+				errs = append(errs, *fe)
+				continue
+			}
+			vals[i] = v
+			for _, id := range ids {
+				uploads = append(uploads, UploadRef{Field: cf.Name, ID: id})
+			}
+			continue
+		}
 		v, fe := cf.normalize(in[cf.Name])
 		if fe != nil {
 			fe.Field = cf.Name
@@ -96,9 +114,10 @@ func (f *Form) Validate(in map[string]any, h *Hasher) (*Accepted, error) {
 		return nil, &ValidationError{Errors: errs}
 	}
 	return &Accepted{
-		Data:        f.encode(vals, extra),
+		Data:        f.encode(vals, extra, uploads),
 		Fingerprint: f.fingerprint(h, vals, extra),
 		Claims:      f.claims(h, vals),
+		Uploads:     uploads,
 	}, nil
 }
 
@@ -530,8 +549,9 @@ func toBool(raw any) (bool, bool) {
 }
 
 // encode writes the values as a JSON object in field order, then the
-// fields the form does not define under ExtraKey.
-func (f *Form) encode(vals []value, extra []extraField) json.RawMessage {
+// fields the form does not define under ExtraKey, then the ids of the
+// uploads named under UploadsKey.
+func (f *Form) encode(vals []value, extra []extraField, uploads []UploadRef) json.RawMessage {
 	b := make([]byte, 0, 64*len(vals))
 	b = append(b, '{')
 	first := true
@@ -576,6 +596,21 @@ func (f *Form) encode(vals []value, extra []extraField) json.RawMessage {
 			b = append(b, x.value...)
 		}
 		b = append(b, '}')
+		first = false
+	}
+	if len(uploads) > 0 {
+		if !first {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, UploadsKey)
+		b = append(b, ":["...)
+		for i, u := range uploads {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, u.ID)
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}')
 }

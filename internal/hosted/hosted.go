@@ -153,6 +153,9 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 		Fields:      fieldViews(f, l),
 		Msgs:        messages(l),
 	}
+	for _, fd := range f.Fields() {
+		v.Multipart = v.Multipart || fd.Type == form.TypeFile
+	}
 	if f.Def.Spam != nil {
 		v.Honeypot = f.Def.Spam.Honeypot
 	}

@@ -25,10 +25,14 @@ type pageView struct {
 	Notice   string
 	Places   string
 	ShowForm bool
-	Key      string
-	Shown    string
-	Honeypot string
-	Fields   []fieldView
+	// Multipart says the form has a file field: the page posts
+	// multipart/form-data, which the server streams to the upload store,
+	// and the SDK leaves it to the browser (it does not upload yet).
+	Multipart bool
+	Key       string
+	Shown     string
+	Honeypot  string
+	Fields    []fieldView
 	// Msgs are the status element's data-msg-* and data-err-* attributes:
 	// the SDK's texts in the page's language.
 	Msgs template.HTMLAttr
@@ -56,6 +60,10 @@ type fieldView struct {
 	Error  string
 	// Autofocus marks the first field to fix.
 	Autofocus bool
+	// Accept and Multiple are a file input's: the types it takes and
+	// whether it takes more than one file.
+	Accept   string
+	Multiple bool
 }
 
 // fill keeps what a person sent for this field, as the decoder gave it
@@ -140,6 +148,10 @@ func fieldViews(f *form.Form, l lang) []fieldView {
 			if fd.Max != nil {
 				v.Max = strconv.FormatFloat(fd.Max.Num, 'f', -1, 64)
 			}
+		case form.TypeFile:
+			v.Input = "file"
+			v.Accept = strings.Join(fd.Accept, ",")
+			v.Multiple = fd.MaxFilesOf() > 1
 		case form.TypeDate:
 			v.Input = "date"
 			if fd.Min != nil {

@@ -4,7 +4,6 @@ import (
 	"github.com/formd/formd/internal/problem"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/formd/formd/internal/form"
@@ -20,7 +19,7 @@ func (h *Handler) checkOrigin(w http.ResponseWriter, r *http.Request, f *form.Fo
 	if origin == "" || sameOrigin(r, origin) {
 		return nil
 	}
-	if !slices.Contains(f.Def.Origins, origin) && !slices.Contains(f.Def.Origins, "*") {
+	if !f.AllowsOrigin(origin) {
 		return problem.New(problem.CodeOriginNotAllowed, "this form does not accept submissions from this origin")
 	}
 	hdr := w.Header()

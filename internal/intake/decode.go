@@ -41,7 +41,20 @@ const (
 
 // decodeBody reads the request body by its content type, within limit
 // bytes. Errors are *problem.Problem (400, 413, 415).
-func decodeBody(r *http.Request, limit int64) (body, error) {
+func decodeBody(r *http.Request, limit int64) (body, error) { return decodeBodyWith(r, limit, nil) }
+
+// fileSink stores a file part of a multipart body and returns the id of
+// the upload it made (see postedFiles); nil refuses file parts (415).
+type fileSink interface {
+	// allowance is how many bytes of files the body may carry beyond
+	// the limit.
+	allowance() int64
+	put(field, filename, key string, n int, r io.Reader) (string, error)
+}
+
+// decodeBodyWith is decodeBody that takes multipart file parts into
+// files.
+func decodeBodyWith(r *http.Request, limit int64, files fileSink) (body, error) {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return body{}, problem.New(problem.CodeUnsupportedMediaType, "the request has no Content-Type; send application/json, application/x-www-form-urlencoded or multipart/form-data")
@@ -69,7 +82,11 @@ func decodeBody(r *http.Request, limit int64) (body, error) {
 		if boundary == "" {
 			return body{}, problem.New(problem.CodeInvalidRequest, "multipart/form-data needs a boundary parameter")
 		}
-		return decodeMultipart(rd, boundary)
+		if files != nil {
+			rd.left += files.allowance()
+			rd.limit += files.allowance()
+		}
+		return decodeMultipart(rd, boundary, files, r.Header.Get("Idempotency-Key"))
 	}
 	return body{}, problem.New(problem.CodeUnsupportedMediaType, fmt.Sprintf("%s is not accepted; send application/json, application/x-www-form-urlencoded or multipart/form-data", mt))
 }
@@ -112,6 +129,15 @@ func (c *capReader) failure(what string) *problem.Problem {
 		return problem.New(problem.CodePayloadTooLarge, fmt.Sprintf("the body is over the limit of %d bytes", c.limit))
 	}
 	return problem.New(problem.CodeInvalidRequest, what)
+}
+
+// failureOr is 413 when the body ran over its limit, else err (a file
+// part that could not be stored).
+func (c *capReader) failureOr(err error) error {
+	if c.over {
+		return c.failure("")
+	}
+	return err
 }
 
 func readAll(rd *capReader) ([]byte, error) {
@@ -187,9 +213,10 @@ func decodeURLEncoded(raw []byte) (body, error) {
 	return b, b.takeReserved()
 }
 
-func decodeMultipart(rd *capReader, boundary string) (body, error) {
+func decodeMultipart(rd *capReader, boundary string, files fileSink, key string) (body, error) {
 	mr := multipart.NewReader(rd, boundary)
 	fields := map[string][]string{}
+	nfiles := 0
 	for n := 0; ; n++ {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -201,10 +228,26 @@ func decodeMultipart(rd *capReader, boundary string) (body, error) {
 		if n >= maxParts {
 			return body{}, problem.New(problem.CodeInvalidRequest, fmt.Sprintf("the multipart body has more than %d parts", maxParts))
 		}
-		if part.FileName() != "" {
-			return body{}, problem.New(problem.CodeUnsupportedMediaType, "file uploads are not accepted; send only text fields")
-		}
 		name := part.FormName()
+		if part.FileName() != "" {
+			if files == nil {
+				return body{}, problem.New(problem.CodeUnsupportedMediaType, "file uploads are not accepted; send only text fields")
+			}
+			if key == "" && len(fields[form.KeyField]) == 1 {
+				key = fields[form.KeyField][0] // the hosted page sends _key first
+			}
+			id, err := files.put(name, part.FileName(), key, nfiles, part)
+			if err != nil {
+				var p *problem.Problem
+				if errors.As(err, &p) {
+					return body{}, p
+				}
+				return body{}, rd.failureOr(err)
+			}
+			nfiles++
+			fields[name] = append(fields[name], form.UploadPrefix+id)
+			continue
+		}
 		val, err := io.ReadAll(io.LimitReader(part, maxFieldSize+1))
 		if err != nil {
 			return body{}, rd.failure("the multipart body cannot be read")

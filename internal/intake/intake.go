@@ -85,6 +85,10 @@ type Config struct {
 	Places Places
 	// Arrivals, if set, keeps the SDK's arrival reports.
 	Arrivals Arrivals
+	// Uploads, if set, checks the uploads a submission's file fields name
+	// (package uploads) and takes plain HTML posts' files; without it no
+	// upload reference is valid.
+	Uploads Uploads
 	// Hasher keys fingerprints, claims and request digests with the
 	// installation's secret. Required.
 	Hasher  *form.Hasher
@@ -183,7 +187,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pref := parsePrefer(r.Header.Values("Prefer"))
-	b, err := decodeBody(r, h.cfg.MaxBody)
+	b, err := decodeBodyWith(r, h.cfg.MaxBody, h.filesFor(r.Context(), f))
 	if err != nil {
 		return err
 	}
@@ -202,6 +206,9 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	var acc *form.Accepted
 	if refusal == nil {
 		acc, refusal = f.Validate(b.values, h.cfg.Hasher)
+	}
+	if refusal == nil && len(acc.Uploads) > 0 {
+		refusal = h.checkUploads(r.Context(), f, acc.Uploads)
 	}
 	if refusal != nil {
 		return h.refused(w, r, f, b, key, derived, digest, pref, refusal)

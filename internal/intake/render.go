@@ -79,6 +79,14 @@ func firstAnswer(o store.Outcome) answer {
 		p := problem.New(problem.CodeCapacityReached, "every place on this form is taken")
 		p.Key = o.Key
 		return answer{status: p.Status, body: p.Body(), problem: p}
+	case store.StatusUploadUsed:
+		p := problem.New(problem.CodeUploadUsed, "a file this submission names belongs to another submission")
+		p.Key = o.Key
+		return answer{status: p.Status, body: p.Body(), problem: p}
+	case store.StatusUploadMissing:
+		p := problem.New(problem.CodeUploadNotFound, "a file this submission names is not a complete upload of this form (it may have expired)")
+		p.Key = o.Key
+		return answer{status: p.Status, body: p.Body(), problem: p}
 	default: // dead-lettered: durable in the journal, waiting for an operator
 		return answer{status: 202, body: statusDoc(o.ID, o.Form, o.Key, statusProcessing, o.ReceivedAt, o.Fingerprint)}
 	}

@@ -16,7 +16,9 @@ import (
 // {"type","timestamp","data":{"id","form","site","key","status",
 // "received_at","receipt","data":{…}}}, with the fields the form does not
 // define under "extra". The same event always has the same body, so a
-// retry is the same message.
+// retry is the same message — but for the links to an entry's files
+// (each file field is {name, type, size, sha256, url}), which are signed
+// afresh at each attempt so that they work when it arrives.
 type eventJSON struct {
 	Type      string    `json:"type"`
 	Timestamp string    `json:"timestamp"`
@@ -45,6 +47,10 @@ func (d *Dispatcher) eventBody(ctx context.Context, e store.Event, docs entryDoc
 		return nil, err
 	}
 	data, extra := export.SplitExtra(doc.Data)
+	data, err = export.FileData(ctx, d.forms.Get(doc.Form), doc.ID, data, d.opts.Files)
+	if err != nil {
+		return nil, err
+	}
 	if len(data) == 0 {
 		data = json.RawMessage("{}")
 	}

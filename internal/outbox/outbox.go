@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/email"
+	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/webhooks"
@@ -113,6 +114,9 @@ type Options struct {
 	BreakerTrip    int
 	BreakerOpen    time.Duration
 	BreakerMaxOpen time.Duration
+	// Files lists an entry's files with signed links, for the file
+	// fields of webhook bodies; nil leaves their upload:<id> references.
+	Files export.FileLister
 	// Poll is how often the loops look for work when nothing woke them.
 	// Default 1s.
 	Poll time.Duration

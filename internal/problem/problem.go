@@ -56,6 +56,12 @@ const (
 	CodeTokenRevoked         = "token-revoked"
 	CodeResetInvalid         = "reset-invalid"
 	CodeJobRunning           = "job-running"
+	// Uploads (a file field's bytes).
+	CodeFileRejected      = "file-rejected"
+	CodeUploadUsed        = "upload-already-used"
+	CodeUploadNotFound    = "upload-not-found"
+	CodeUploadOffset      = "upload-offset-mismatch"
+	CodeUploadUnavailable = "upload-unavailable"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -107,6 +113,11 @@ var Codes = map[string]Info{
 	CodeTokenRevoked:         {Status: 409, Title: "Token revoked", Explain: "This API token was revoked already."},
 	CodeResetInvalid:         {Status: 400, Title: "Reset link not valid", Explain: "The password reset link is wrong, used or expired (it works once, for a few hours). Ask an owner for a new one; on the server, formd users passwd --email sets a password."},
 	CodeJobRunning:           {Status: 409, Title: "Job already running", Explain: "You already have an audit of this form running: follow it on its job page, or wait for it to finish before starting another.", RetryAfter: 5},
+	CodeFileRejected:         {Status: 422, Title: "File rejected", Explain: "The uploaded file's bytes are of a type the form's file field does not accept (the type is found from the bytes, not from the file's name), or the upload names no file field of this form. The detail names the field and the type found. The upload was deleted; send a file of an accepted type."},
+	CodeUploadUsed:           {Status: 422, Title: "Upload already used", Explain: "An upload this submission names belongs to another submission already: an upload is attached to one entry only. Upload the file again for this submission. Nothing was stored."},
+	CodeUploadNotFound:       {Status: 422, Title: "Upload not found", Explain: "No complete upload of this form has this id: it was never made, it expired (uploads that no submission names are deleted after a while), or its bytes are still being sent. Upload the file again, or finish the upload, and submit again. Nothing was stored."},
+	CodeUploadOffset:         {Status: 409, Title: "Wrong upload offset", Explain: "The PATCH's Upload-Offset is not where the upload stands. Ask with HEAD for the Upload-Offset the server has, and send the rest from there."},
+	CodeUploadUnavailable:    {Status: 503, Title: "Upload storage unavailable", Explain: "The server could not store the upload's bytes (its disk may be full). Nothing was kept of this request; send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 5},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 

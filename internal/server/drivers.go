@@ -29,6 +29,7 @@ import (
 type Store interface {
 	store.Store
 	accounts.Store
+	store.Uploads
 }
 
 var (

@@ -35,6 +35,7 @@ import (
 	"github.com/formd/formd/internal/processor"
 	"github.com/formd/formd/internal/replay"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/uploads"
 	"github.com/formd/formd/internal/webhooks"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -54,6 +55,10 @@ type Server struct {
 	notify    *processor.Notifier
 	retention *erasure.Retention
 	outbox    *outbox.Dispatcher
+	// Uploads takes file fields' bytes (package uploads); Links signs
+	// the links owners download them through.
+	Uploads *uploads.Service
+	Links   *uploads.Links
 	// Guard checks webhook addresses, with --webhook-allow.
 	Guard   *webhooks.Guard
 	unlock  func() // releases the data directory's lock
@@ -201,20 +206,25 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	// The hosted result page shows a key's status as the status endpoint
 	// does (intake.Statuses, below both), and the intake hands the hosted
 	// pages plain posts that need a fix.
+	if err := s.openUploads(secret); err != nil {
+		return err
+	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
 	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
 	in := intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
 		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.Store,
-		Logger: log, Metrics: intake.NewMetrics(reg),
+		Uploads: s.Uploads, Logger: log, Metrics: intake.NewMetrics(reg),
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
+	s.Uploads.Register(mux)
+	s.Uploads.RegisterDownloads(mux, s.Links)
 	counter, _ := s.Journal.(journal.FormCounter)
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
 		CheckURL: s.Guard.CheckURL, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
-		TrustedProxies: s.cfg.TrustedProxies})
+		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles})
 	adm.Register(mux)
 	console.New(adm, s.Accounts, s.cfg.TrustedProxies, log).Register(mux)
 	pages.Register(mux)
@@ -281,6 +291,7 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	wg.Go(func() { s.Forms.Run(ctx, s.cfg.FormsRefresh) })
 	wg.Go(func() { s.retention.Run(ctx, s.cfg.RetentionEvery) })
 	wg.Go(func() { s.outbox.Run(ctx) })
+	wg.Go(func() { s.Uploads.Run(ctx, uploadExpireEvery) })
 	s.ready.Store(true)
 	return wg.Wait
 }

@@ -16,6 +16,9 @@ var (
 	// processor retries the same batch with backoff and counts no attempt
 	// against the entries; a request is answered 503 store-unavailable.
 	ErrUnavailable error = &codedError{"store unavailable", "store-unavailable"}
+	// ErrUploadNotFound means no upload has that id (never made, or
+	// expired and deleted).
+	ErrUploadNotFound error = &codedError{"upload not found", "upload-not-found"}
 )
 
 // codedError is a sentinel that names its problem code.

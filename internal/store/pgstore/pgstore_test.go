@@ -56,6 +56,13 @@ func TestAccounts(t *testing.T) {
 	})
 }
 
+func TestUploads(t *testing.T) {
+	storetest.RunUploads(t, func(t *testing.T, now func() time.Time) func() storetest.UploadStore {
+		u := pgtest.URL(t)
+		return func() storetest.UploadStore { return openClocked(t, u, now) }
+	})
+}
+
 // Instances starting together migrate once.
 func TestConcurrentOpen(t *testing.T) {
 	t.Parallel()

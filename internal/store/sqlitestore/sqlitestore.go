@@ -302,6 +302,13 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 	}
 	o := store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: status, Status: status,
 		ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}
+	// uploads: the entry's files are claimed before anything else is decided.
+	if refused, err := claimUploads(ctx, tx, sub); err != nil || refused != "" {
+		if err != nil {
+			return o, err
+		}
+		return s.settle(ctx, st, o, refused, false)
+	}
 	if sub.Spam {
 		return o, nil
 	}

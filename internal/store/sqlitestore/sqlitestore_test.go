@@ -124,3 +124,16 @@ func TestOpensAStoreOfTheOldMigrations(t *testing.T) {
 		t.Fatalf("the retention index: %d %v", n, err)
 	}
 }
+
+func TestUploads(t *testing.T) {
+	storetest.RunUploads(t, func(t *testing.T, now func() time.Time) func() storetest.UploadStore {
+		path := filepath.Join(t.TempDir(), "store.db")
+		return func() storetest.UploadStore {
+			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			return s
+		}
+	})
+}

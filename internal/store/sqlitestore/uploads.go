@@ -1,0 +1,216 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+)
+
+var _ store.Uploads = (*Store)(nil)
+
+// claimUploads claims, for a just-inserted entry, the uploads its data
+// names (see package store): "" when it took them all, or the status the
+// entry is then decided with. The claims are inserted in the decision's
+// transaction, keyed by the upload's id; an id listed twice is claimed
+// once. On a refusal the claims it took are given back.
+func claimUploads(ctx context.Context, tx *sql.Tx, sub *journal.Entry) (string, error) {
+	ids, err := store.UploadIDs(sub.Data)
+	if err != nil || len(ids) == 0 {
+		return "", err
+	}
+	for n, id := range ids {
+		if slices.Contains(ids[:n], id) {
+			continue
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO upload_claims(upload_id, entry_id, form, n)
+			SELECT u.id, ?2, ?3, ?4 FROM uploads u WHERE u.id = ?1 AND u.form = ?3 AND u.completed_at IS NOT NULL
+			ON CONFLICT(upload_id) DO NOTHING`, id, sub.ID, sub.Form, n+1)
+		if err != nil {
+			return "", fmt.Errorf("claim upload: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k == 1 {
+			continue
+		}
+		status := store.StatusUploadMissing
+		var holder string
+		switch err := tx.QueryRowContext(ctx, `SELECT entry_id FROM upload_claims WHERE upload_id = ?`, id).Scan(&holder); {
+		case err == nil:
+			status = store.StatusUploadUsed
+		case !errors.Is(err, sql.ErrNoRows):
+			return "", fmt.Errorf("read the upload's claim: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM upload_claims WHERE entry_id = ?`, sub.ID); err != nil {
+			return "", fmt.Errorf("give back upload claims: %w", err)
+		}
+		return status, nil
+	}
+	return "", nil
+}
+
+// CreateUpload records a new, incomplete upload.
+func (s *Store) CreateUpload(ctx context.Context, u store.Upload) error {
+	_, err := s.wdb.ExecContext(ctx, `INSERT INTO uploads(id, form, field, size, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		u.ID, u.Form, u.Field, u.Size, u.Name, u.CreatedAt.UnixMicro(), u.ExpiresAt.UnixMicro())
+	if err != nil {
+		return classify("create upload", err)
+	}
+	return nil
+}
+
+// CompleteUpload records an upload's digest and type.
+func (s *Store) CompleteUpload(ctx context.Context, id string, sum [32]byte, typ string) error {
+	res, err := s.wdb.ExecContext(ctx, `UPDATE uploads SET sha256 = ?, type = ?, completed_at = ? WHERE id = ?`,
+		sum[:], typ, s.now().UnixMicro(), id)
+	if err != nil {
+		return classify("complete upload", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("complete upload %s: %w", id, store.ErrUploadNotFound)
+	}
+	return nil
+}
+
+const uploadColumns = `u.id, u.form, u.field, u.size, u.name, u.type, u.sha256, u.created_at, u.expires_at, coalesce(c.entry_id, '')`
+
+func scanUpload(sc interface{ Scan(...any) error }) (store.Upload, error) {
+	var (
+		u                store.Upload
+		sum              []byte
+		created, expires int64
+	)
+	if err := sc.Scan(&u.ID, &u.Form, &u.Field, &u.Size, &u.Name, &u.Type, &sum, &created, &expires, &u.Entry); err != nil {
+		return u, err
+	}
+	u.Complete = len(sum) == len(u.SHA256)
+	copy(u.SHA256[:], sum)
+	u.CreatedAt, u.ExpiresAt = time.UnixMicro(created), time.UnixMicro(expires)
+	return u, nil
+}
+
+// Upload reads one upload.
+func (s *Store) Upload(ctx context.Context, id string) (store.Upload, error) {
+	u, err := scanUpload(s.rdb.QueryRowContext(ctx, `SELECT `+uploadColumns+`
+		FROM uploads u LEFT JOIN upload_claims c ON c.upload_id = u.id WHERE u.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return u, fmt.Errorf("read upload %s: %w", id, store.ErrUploadNotFound)
+	}
+	if err != nil {
+		return u, classify("read upload", err)
+	}
+	return u, nil
+}
+
+// EntryUploads lists an entry's uploads in the order its data names them.
+func (s *Store) EntryUploads(ctx context.Context, entryID string) ([]store.Upload, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+uploadColumns+`
+		FROM upload_claims c JOIN uploads u ON u.id = c.upload_id WHERE c.entry_id = ? ORDER BY c.n`, entryID)
+	if err != nil {
+		return nil, classify("read entry uploads", err)
+	}
+	defer rows.Close()
+	var out []store.Upload
+	for rows.Next() {
+		u, err := scanUpload(rows)
+		if err != nil {
+			return nil, classify("read entry uploads", err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read entry uploads", err)
+	}
+	return out, nil
+}
+
+// ExpiredUploads lists unclaimed uploads expired at now.
+func (s *Store) ExpiredUploads(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if limit < 1 {
+		return nil, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT u.id FROM uploads u WHERE u.expires_at <= ?
+		AND NOT EXISTS (SELECT 1 FROM upload_claims c WHERE c.upload_id = u.id) ORDER BY u.expires_at, u.id LIMIT ?`, now.UnixMicro(), limit)
+	if err != nil {
+		return nil, classify("list expired uploads", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, classify("list expired uploads", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list expired uploads", err)
+	}
+	return out, nil
+}
+
+// DeleteUpload removes an unclaimed upload's record. The one write
+// connection orders it with every decision, so a claim is either
+// committed before (the record stays) or comes after (and finds no
+// upload).
+func (s *Store) DeleteUpload(ctx context.Context, id string) (bool, error) {
+	res, err := s.wdb.ExecContext(ctx, `DELETE FROM uploads WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM upload_claims WHERE upload_id = ?1)`, id)
+	if err != nil {
+		return false, classify("delete upload", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// ErasedUploads lists uploads claimed by entries whose data was erased.
+func (s *Store) ErasedUploads(ctx context.Context, limit int) ([]string, error) {
+	if limit < 1 {
+		return nil, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT c.upload_id FROM upload_claims c JOIN entries e ON e.id = c.entry_id
+		WHERE e.data IS NULL ORDER BY c.upload_id LIMIT ?`, limit)
+	if err != nil {
+		return nil, classify("list erased uploads", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, classify("list erased uploads", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list erased uploads", err)
+	}
+	return out, nil
+}
+
+// DropErasedUpload removes an erased entry's upload claim and record.
+func (s *Store) DropErasedUpload(ctx context.Context, id string) (bool, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return false, classify("drop erased upload: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	res, err := tx.ExecContext(ctx, `DELETE FROM upload_claims WHERE upload_id = ?1
+		AND entry_id IN (SELECT id FROM entries WHERE data IS NULL)`, id)
+	if err != nil {
+		return false, classify("drop erased upload", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM uploads WHERE id = ?`, id); err != nil {
+		return false, classify("drop erased upload", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, classify("drop erased upload: commit", err)
+	}
+	return true, nil
+}

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/formd/formd/internal/form"
+)
+
+// Decisions about the uploads an entry names (a file field's
+// "upload:<id>"): the decision claims each for its entry in its own
+// transaction, by a unique claim keyed by the upload's id. When an upload
+// is claimed by another entry, or is not a complete upload of the entry's
+// form, the entry is decided with one of these statuses, which make no
+// entry live (no claim, no place, no event), and a retry of its key gets
+// the same answer.
+const (
+	// StatusUploadUsed: an upload the entry names belongs to another entry.
+	StatusUploadUsed = "upload-used"
+	// StatusUploadMissing: an upload the entry names is not a complete
+	// upload of its form (never made, expired, or still uploading).
+	StatusUploadMissing = "upload-missing"
+)
+
+// Upload is one file sent to a form's file field, as the store records it.
+type Upload struct {
+	ID    string
+	Form  string
+	Field string
+	// Size is the length the upload declared (Upload-Length).
+	Size int64
+	// Name is the file name the client gave (Upload-Metadata filename),
+	// as given: sanitize it before use.
+	Name string
+	// Type is the MIME type sniffed from the bytes once complete.
+	Type string
+	// SHA256 is the digest of the bytes once complete.
+	SHA256    [32]byte
+	Complete  bool
+	CreatedAt time.Time
+	// ExpiresAt is when an upload no entry claimed is deleted.
+	ExpiresAt time.Time
+	// Entry is the id of the entry that claimed the upload; "" while
+	// unclaimed.
+	Entry string
+}
+
+// Uploads is what a store driver keeps about uploads, beside the
+// decisions that claim them (Apply, for entries whose data lists uploads
+// under form.UploadsKey). Every driver has it; storetest.RunUploads pins
+// the rules.
+type Uploads interface {
+	// CreateUpload records a new, incomplete upload.
+	CreateUpload(ctx context.Context, u Upload) error
+	// CompleteUpload records that every byte of an upload is durable, with
+	// its digest and sniffed type. ErrNotFound when there is no such
+	// upload.
+	CompleteUpload(ctx context.Context, id string, sum [32]byte, typ string) error
+	// Upload reads one upload, with the entry that claimed it; ErrNotFound.
+	Upload(ctx context.Context, id string) (Upload, error)
+	// EntryUploads lists the uploads an entry claimed, in the order its
+	// data names them.
+	EntryUploads(ctx context.Context, entryID string) ([]Upload, error)
+	// ExpiredUploads lists up to limit ids of uploads no entry claimed
+	// whose expiry is at or before now, oldest expiry first.
+	ExpiredUploads(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// DeleteUpload removes an upload's record unless an entry claimed it,
+	// and says whether it did. A claim committed at the same time wins:
+	// the record stays.
+	DeleteUpload(ctx context.Context, id string) (bool, error)
+	// ErasedUploads lists up to limit ids of uploads claimed by entries
+	// whose data was erased (retention, forget): their bytes are to go
+	// with the data.
+	ErasedUploads(ctx context.Context, limit int) ([]string, error)
+	// DropErasedUpload removes the claim and the record of an upload
+	// whose entry's data was erased, once its bytes are deleted; false
+	// when the upload is not such a one.
+	DropErasedUpload(ctx context.Context, id string) (bool, error)
+}
+
+// uploadsMember is how form.UploadsKey starts in an entry's data.
+var uploadsMember = []byte(`"` + form.UploadsKey + `":`)
+
+// UploadIDs are the ids of the uploads an entry's data names (under
+// form.UploadsKey), for the decision that claims them; nil for data
+// naming none, which is found without decoding the data.
+func UploadIDs(data []byte) ([]string, error) {
+	if !bytes.Contains(data, uploadsMember) {
+		return nil, nil
+	}
+	var d struct {
+		IDs []string `json:"_uploads"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("read the uploads the entry names: %w", err)
+	}
+	return d.IDs, nil
+}

@@ -1,0 +1,126 @@
+package uploads
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/formd/formd/internal/problem"
+	"github.com/tus/tusd/v2/pkg/handler"
+)
+
+// problemType is the media type of every error answer.
+const problemType = "application/problem+json"
+
+// writeProblem answers with p, at status when it is not 0 (a tus answer
+// whose status the protocol fixes, such as 404 for an unknown upload).
+func writeProblem(w http.ResponseWriter, r *http.Request, p *problem.Problem, status int) {
+	if status != 0 {
+		p.Status = status
+	}
+	h := w.Header()
+	h.Set("Tus-Resumable", "1.0.0")
+	if p.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
+	}
+	h.Set("Content-Type", problemType)
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	if r.Method != http.MethodHead {
+		w.Write(p.Body())
+	}
+}
+
+// tusProblem is p as the error a tusd hook returns, so that tusd answers
+// with the problem document.
+func tusProblem(p *problem.Problem, status int) error {
+	if status != 0 {
+		p.Status = status
+	}
+	hdr := handler.HTTPHeader{"Content-Type": problemType}
+	if p.RetryAfter > 0 {
+		hdr["Retry-After"] = strconv.Itoa(p.RetryAfter)
+	}
+	return handler.Error{ErrorCode: p.Code, Message: p.Detail, HTTPResponse: handler.HTTPResponse{StatusCode: p.Status, Body: string(p.Body()), Header: hdr}}
+}
+
+// tusCodes maps tusd's own error answers to problem codes.
+func tusCode(status int) string {
+	switch status {
+	case http.StatusConflict:
+		return problem.CodeUploadOffset
+	case http.StatusNotFound, http.StatusGone:
+		return problem.CodeUploadNotFound
+	case http.StatusRequestEntityTooLarge:
+		return problem.CodePayloadTooLarge
+	case http.StatusServiceUnavailable, http.StatusInsufficientStorage:
+		return problem.CodeUploadUnavailable
+	case http.StatusMethodNotAllowed:
+		return problem.CodeMethodNotAllowed
+	case http.StatusForbidden, http.StatusLocked, http.StatusBadRequest, http.StatusPreconditionFailed, http.StatusUnsupportedMediaType:
+		return problem.CodeInvalidRequest
+	}
+	return problem.CodeInternal
+}
+
+// rewriter adapts tusd's answers to formd's API: Location names the
+// upload under its form, the expiration extension is announced (formd
+// sends Upload-Expires), and tusd's plain-text errors become problem
+// documents with a stable code.
+type rewriter struct {
+	http.ResponseWriter
+	r       *http.Request
+	base    string
+	swallow bool
+	wrote   bool
+}
+
+func (w *rewriter) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	h := w.Header()
+	if loc := h.Get("Location"); loc != "" {
+		if i := strings.LastIndex(loc, "/v1/uploads/"); i >= 0 {
+			h.Set("Location", w.base+loc[i+len("/v1/uploads/"):])
+		}
+	}
+	if ext := h.Get("Tus-Extension"); ext != "" && !strings.Contains(ext, "expiration") {
+		h.Set("Tus-Extension", ext+",expiration")
+	}
+	if code >= 400 && !strings.HasPrefix(h.Get("Content-Type"), problemType) {
+		p := problem.New(tusCode(code), "")
+		if code == http.StatusConflict {
+			p.Detail = "Upload-Offset is not where the upload stands: ask with HEAD and send from the offset it gives"
+		}
+		p.Status = code
+		body := p.Body()
+		h.Set("Content-Type", problemType)
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		if p.RetryAfter > 0 {
+			h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
+		}
+		w.ResponseWriter.WriteHeader(code)
+		if w.r.Method != http.MethodHead {
+			w.ResponseWriter.Write(body)
+		}
+		w.swallow = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rewriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.swallow {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets tusd's http.ResponseController reach the connection (its
+// read deadlines).
+func (w *rewriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

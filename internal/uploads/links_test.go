@@ -1,0 +1,52 @@
+package uploads
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestContentDisposition(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{
+		"photo.jpg":             `attachment; filename="photo.jpg"; filename*=UTF-8''photo.jpg`,
+		"我的照片.png":              `attachment; filename="____.png"; filename*=UTF-8''%E6%88%91%E7%9A%84%E7%85%A7%E7%89%87.png`,
+		"a\"b;c\r\n.html":       `attachment; filename="a_b_c__.html"; filename*=UTF-8''a%22b%3Bc%0D%0A.html`,
+		"":                      `attachment; filename="file"; filename*=UTF-8''file`,
+		"50% off report v2.pdf": `attachment; filename="50_ off report v2.pdf"; filename*=UTF-8''50%25%20off%20report%20v2.pdf`,
+	} {
+		if got := ContentDisposition(name); got != want {
+			t.Errorf("ContentDisposition(%q) =\n %s\nwant\n %s", name, got, want)
+		}
+	}
+}
+
+func TestLinksExpireAndBindEntryAndFile(t *testing.T) {
+	t.Parallel()
+	c := &clock{now: time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)}
+	l := NewLinks([]byte("formd test secret, 32 bytes long"), "https://forms.example.org/", 15*time.Minute, c.Now)
+	link := l.URL("entry-1", "0123456789abcdef0123456789abcdef")
+	if !strings.HasPrefix(link, "https://forms.example.org/v1/files/entry-1/0123456789abcdef0123456789abcdef?exp=") {
+		t.Fatalf("link %s", link)
+	}
+	u, _ := url.Parse(link)
+	exp, sig := u.Query().Get("exp"), u.Query().Get("sig")
+	if err := l.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err != nil {
+		t.Fatalf("a fresh link: %v", err)
+	}
+	if err := l.check("entry-2", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
+		t.Fatal("the link opens another entry's file")
+	}
+	if err := l.check("entry-1", "fedcba9876543210fedcba9876543210", exp, sig); err == nil {
+		t.Fatal("the link opens another file")
+	}
+	other := NewLinks([]byte("another installation's secret!!!"), "", 15*time.Minute, c.Now)
+	if err := other.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
+		t.Fatal("another installation's key accepts the link")
+	}
+	c.add(15 * time.Minute)
+	if err := l.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
+		t.Fatal("the link works after its TTL")
+	}
+}

@@ -1,0 +1,390 @@
+// Package uploads takes a file field's bytes before the submission that
+// names them: resumable uploads over the tus protocol 1.0 (creation,
+// expiration, termination) at /v1/forms/{form}/uploads, served by tusd as
+// a library over a directory under --data, each write fsync'd. An upload
+// belongs to one form and field; once every byte is durable its SHA-256
+// and its type sniffed from the bytes are recorded in the store, and a
+// type the field does not accept is refused (422 file-rejected) and
+// deleted. The submission claims the upload in its decision (package
+// store); an upload nobody claims expires and its bytes are deleted
+// (RunOnce).
+package uploads
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/problem"
+	"github.com/formd/formd/internal/store"
+	"github.com/tus/tusd/v2/pkg/handler"
+	"github.com/tus/tusd/v2/pkg/memorylocker"
+	expslog "golang.org/x/exp/slog"
+)
+
+// Store is the part of the store uploads are recorded in.
+type Store interface {
+	CreateUpload(ctx context.Context, u store.Upload) error
+	CompleteUpload(ctx context.Context, id string, sum [32]byte, typ string) error
+	Upload(ctx context.Context, id string) (store.Upload, error)
+	ExpiredUploads(ctx context.Context, now time.Time, limit int) ([]string, error)
+	DeleteUpload(ctx context.Context, id string) (bool, error)
+	ErasedUploads(ctx context.Context, limit int) ([]string, error)
+	DropErasedUpload(ctx context.Context, id string) (bool, error)
+}
+
+// Forms finds a form by id.
+type Forms interface {
+	Get(id string) *form.Form
+}
+
+// Config tunes the uploads.
+type Config struct {
+	// Dir holds the bytes (--data/uploads); made 0700 if missing.
+	Dir string
+	// Expiry is how long an upload no entry claimed is kept
+	// (--upload-expiry).
+	Expiry time.Duration
+	// Now is the clock; time.Now by default.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Service serves the uploads and expires them.
+type Service struct {
+	cfg   Config
+	st    Store
+	forms Forms
+	files durableStore
+	tus   *handler.UnroutedHandler
+}
+
+type formKey struct{}
+
+// New makes the service.
+func New(st Store, forms Forms, cfg Config) (*Service, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Expiry <= 0 {
+		return nil, errors.New("uploads: the expiry must be positive")
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create the uploads directory: %w", err)
+	}
+	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("restrict the uploads directory: %w", err)
+	}
+	s := &Service{cfg: cfg, st: st, forms: forms, files: newDurableStore(cfg.Dir)}
+	composer := handler.NewStoreComposer()
+	s.files.UseIn(composer)
+	memorylocker.New().UseIn(composer)
+	tus, err := handler.NewUnroutedHandler(handler.Config{
+		StoreComposer:             composer,
+		BasePath:                  "/v1/uploads/", // Location is rewritten to the form's path
+		MaxSize:                   form.MaxMaxSize,
+		DisableDownload:           true,
+		DisableConcatenation:      true,
+		Cors:                      &handler.CorsConfig{Disable: true},
+		PreUploadCreateCallback:   s.preCreate,
+		PreFinishResponseCallback: s.preFinish,
+		// tusd logs every request at info; its errors are answers that
+		// formd rewrites (rewriter), so its own log is not kept.
+		Logger: expslog.New(expslog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("uploads: %w", err)
+	}
+	s.tus = tus
+	return s, nil
+}
+
+// Register adds the tus routes to mux. tusd reads X-HTTP-Method-Override
+// on a POST (for clients such as WeChat's wx.request that cannot send
+// PATCH), so POST on an upload's address is a PATCH or a DELETE when the
+// header says so.
+func (s *Service) Register(mux *http.ServeMux) {
+	mux.Handle("POST /v1/forms/{form}/uploads", s.route(s.tus.PostFile, false))
+	mux.Handle("OPTIONS /v1/forms/{form}/uploads", s.route(options, false))
+	byMethod := func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodHead:
+			s.tus.HeadFile(w, r)
+		case http.MethodPatch:
+			s.tus.PatchFile(w, r)
+		case http.MethodDelete:
+			s.tus.DelFile(w, r)
+		case http.MethodOptions:
+			options(w, r)
+		default:
+			w.Header().Set("Allow", "HEAD, PATCH, DELETE, OPTIONS, POST with X-HTTP-Method-Override")
+			writeProblem(w, r, problem.New(problem.CodeMethodNotAllowed, "use HEAD, PATCH or DELETE on an upload"), http.StatusMethodNotAllowed)
+		}
+	}
+	for _, m := range []string{"HEAD", "PATCH", "DELETE", "POST", "OPTIONS"} {
+		mux.Handle(m+" /v1/forms/{form}/uploads/{id}", s.route(byMethod, true))
+	}
+}
+
+// options is the answer to OPTIONS, which tusd's middleware writes
+// (Tus-Version, Tus-Extension, Tus-Max-Size) before it would get here.
+func options(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }
+
+// route checks the form (and, for an upload's address, that the upload
+// is the form's), hands the request to tusd with the path tusd reads the
+// id from, and rewrites its answer: the Location of the form's path,
+// expiration among the extensions, and errors as problem documents.
+func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		formID := r.PathValue("form")
+		if s.forms.Get(formID) == nil {
+			writeProblem(w, r, problem.New(problem.CodeFormNotFound, "no form has this id"), 0)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(r, origin) {
+			if !s.forms.Get(formID).AllowsOrigin(origin) {
+				writeProblem(w, r, problem.New(problem.CodeOriginNotAllowed, "this form does not accept uploads from this origin"), 0)
+				return
+			}
+			hdr := w.Header()
+			hdr.Set("Access-Control-Allow-Origin", origin)
+			hdr.Add("Vary", "Origin")
+			hdr.Set("Access-Control-Expose-Headers", "Location, Upload-Offset, Upload-Length, Upload-Expires, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Retry-After")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				hdr.Set("Access-Control-Allow-Methods", "POST, HEAD, PATCH, DELETE, OPTIONS")
+				hdr.Set("Access-Control-Allow-Headers", "Tus-Resumable, Upload-Length, Upload-Metadata, Upload-Offset, Content-Type, X-HTTP-Method-Override, X-Requested-With")
+				hdr.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		rw := &rewriter{ResponseWriter: w, r: r, base: "/v1/forms/" + formID + "/uploads/"}
+		if upload {
+			id := r.PathValue("id")
+			u, err := s.st.Upload(r.Context(), id)
+			switch {
+			case errors.Is(err, store.ErrUploadNotFound) || err == nil && u.Form != formID:
+				writeProblem(w, r, problem.New(problem.CodeUploadNotFound, "no upload of this form has this id"), http.StatusNotFound)
+				return
+			case err != nil:
+				writeProblem(w, r, problem.From(err), 0)
+				return
+			}
+			w.Header().Set("Upload-Expires", u.ExpiresAt.UTC().Format(http.TimeFormat))
+			r2 := *r
+			r2.URL = new(*r.URL)
+			r2.URL.Path = id
+			r = &r2
+		}
+		r = r.WithContext(context.WithValue(r.Context(), formKey{}, formID))
+		s.tus.Middleware(h).ServeHTTP(rw, r)
+	})
+}
+
+// sameOrigin says the Origin is this server (the hosted page).
+func sameOrigin(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+// preCreate authorises a creation: the form has the file field named in
+// Upload-Metadata ("field"), the declared length is within its
+// max_size. The upload is recorded before its files are made, so that an
+// upload whose files never came is still found and expired.
+func (s *Service) preCreate(ev handler.HookEvent) (handler.HTTPResponse, handler.FileInfoChanges, error) {
+	var none handler.FileInfoChanges
+	formID, _ := ev.Context.Value(formKey{}).(string)
+	f := s.forms.Get(formID)
+	if f == nil {
+		return handler.HTTPResponse{}, none, tusProblem(problem.New(problem.CodeFormNotFound, "no form has this id"), 0)
+	}
+	name := ev.Upload.MetaData["field"]
+	fd, ok := f.Field(name)
+	if !ok || fd.Type != form.TypeFile {
+		return handler.HTTPResponse{}, none, tusProblem(problem.New(problem.CodeFileRejected,
+			fmt.Sprintf("give the file field in Upload-Metadata (field %q is not a file field of this form)", name)), 0)
+	}
+	if ev.Upload.SizeIsDeferred {
+		return handler.HTTPResponse{}, none, tusProblem(problem.New(problem.CodeInvalidRequest, "give the file's length in Upload-Length"), 0)
+	}
+	if ev.Upload.Size > fd.MaxSizeOf() {
+		return handler.HTTPResponse{}, none, tusProblem(problem.New(problem.CodePayloadTooLarge,
+			fmt.Sprintf("field %s takes files of at most %s; this one is %d bytes", name, form.Size(fd.MaxSizeOf()), ev.Upload.Size)), 0)
+	}
+	now := s.cfg.Now().UTC()
+	u := store.Upload{ID: newID(), Form: formID, Field: name, Size: ev.Upload.Size, Name: fileName(ev.Upload.MetaData),
+		CreatedAt: now, ExpiresAt: now.Add(s.cfg.Expiry)}
+	if err := s.st.CreateUpload(ev.Context, u); err != nil {
+		return handler.HTTPResponse{}, none, tusProblem(problem.From(err), 0)
+	}
+	resp := handler.HTTPResponse{Header: handler.HTTPHeader{"Upload-Expires": u.ExpiresAt.Format(http.TimeFormat)}}
+	return resp, handler.FileInfoChanges{ID: u.ID, MetaData: handler.MetaData{"field": name, "filename": u.Name}}, nil
+}
+
+// preFinish runs once every byte is durable (tusd calls it after
+// FinishUpload, which fsyncs): it fixes the upload's digest and type.
+func (s *Service) preFinish(ev handler.HookEvent) (handler.HTTPResponse, error) {
+	u, err := s.complete(ev.Context, ev.Upload.ID)
+	if err != nil {
+		var rej *rejection
+		if errors.As(err, &rej) {
+			return handler.HTTPResponse{}, tusProblem(rej.problem(), 0)
+		}
+		return handler.HTTPResponse{}, tusProblem(problem.From(err), 0)
+	}
+	return handler.HTTPResponse{Header: handler.HTTPHeader{"Upload-Expires": u.ExpiresAt.UTC().Format(http.TimeFormat)}}, nil
+}
+
+// rejection is a complete upload whose bytes its field does not take.
+type rejection struct{ field, typ string }
+
+func (r *rejection) Error() string {
+	return "file rejected: field " + r.field + " does not accept " + r.typ
+}
+
+func (r *rejection) problem() *problem.Problem {
+	return problem.New(problem.CodeFileRejected, fmt.Sprintf("field %s does not accept this file: its bytes are %s", r.field, r.typ))
+}
+
+// complete fixes a fully written upload's SHA-256 and sniffed type in the
+// store, or deletes it when its field does not accept the type.
+func (s *Service) complete(ctx context.Context, id string) (store.Upload, error) {
+	u, err := s.st.Upload(ctx, id)
+	if err != nil {
+		return u, err
+	}
+	if u.Complete {
+		return u, nil
+	}
+	f, err := os.Open(filepath.Join(s.cfg.Dir, id))
+	if err != nil {
+		return u, fmt.Errorf("open upload: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return u, fmt.Errorf("read upload: %w", err)
+	}
+	typ := sniff(head[:n])
+	h := sha256.New()
+	h.Write(head[:n])
+	size, err := io.Copy(h, f)
+	if err != nil {
+		return u, fmt.Errorf("hash upload: %w", err)
+	}
+	if size+int64(n) != u.Size {
+		return u, fmt.Errorf("upload %s has %d of its %d bytes", id, size+int64(n), u.Size)
+	}
+	fd, ok := s.fieldOf(u)
+	if !ok || !fd.Accepts(typ) {
+		rej := &rejection{field: u.Field, typ: typ}
+		if err := s.remove(ctx, id); err != nil {
+			return u, errors.Join(rej, err)
+		}
+		return u, rej
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	if err := s.st.CompleteUpload(ctx, id, sum, typ); err != nil {
+		return u, err
+	}
+	u.SHA256, u.Type, u.Complete = sum, typ, true
+	return u, nil
+}
+
+func (s *Service) fieldOf(u store.Upload) (form.Field, bool) {
+	f := s.forms.Get(u.Form)
+	if f == nil {
+		return form.Field{}, false
+	}
+	fd, ok := f.Field(u.Field)
+	return fd, ok && fd.Type == form.TypeFile
+}
+
+// sniff is the type of a file's first bytes (net/http's sniffing
+// algorithm, the WHATWG one browsers use), without parameters other than
+// a text charset.
+func sniff(head []byte) string {
+	return http.DetectContentType(head)
+}
+
+// remove deletes an upload's bytes, then its record. A claimed upload is
+// never removed: its record stays and so do its bytes.
+func (s *Service) remove(ctx context.Context, id string) error {
+	ok, err := s.st.DeleteUpload(ctx, id)
+	if err != nil || !ok {
+		return err
+	}
+	return s.removeBytes(id)
+}
+
+// removeBytes deletes an upload's files.
+func (s *Service) removeBytes(id string) error {
+	for _, p := range []string{filepath.Join(s.cfg.Dir, id), filepath.Join(s.cfg.Dir, id+".info")} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("delete upload bytes: %w", err)
+		}
+	}
+	return nil
+}
+
+// Open reads the bytes of an upload.
+func (s *Service) Open(id string) (*os.File, error) {
+	if !validID(id) {
+		return nil, store.ErrUploadNotFound
+	}
+	return os.Open(filepath.Join(s.cfg.Dir, id))
+}
+
+func validID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil
+}
+
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// fileName is the name the client gave (tus-js-client sends filename;
+// name is common too), cut to a sane length; it is sanitized again
+// whenever it is used in a header.
+func fileName(md handler.MetaData) string {
+	n := md["filename"]
+	if n == "" {
+		n = md["name"]
+	}
+	n = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, filepath.Base(strings.ReplaceAll(n, `\`, "/")))
+	if n == "." || n == "/" {
+		n = ""
+	}
+	if len(n) > 255 {
+		n = n[:255]
+	}
+	return n
+}
