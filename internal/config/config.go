@@ -110,6 +110,13 @@ type Config struct {
 	// DebugAddr, when set, serves Go's pprof profiles on that address:
 	// keep it on loopback.
 	DebugAddr string
+
+	// BackupEvery, when set, has the server back up the embedded data
+	// into a new directory under BackupDir that often, keeping the
+	// newest BackupKeep.
+	BackupEvery time.Duration
+	BackupDir   string
+	BackupKeep  int
 }
 
 // setting is one configurable value: its flag name (the file key too), its
@@ -335,6 +342,12 @@ var settings = []setting{
 		c.DebugAddr = v
 		return nil
 	}},
+	{"backup-every", "0s", "back up the embedded journal, store and secret this often (such as 1h) into a new directory under --backup-dir; 0s for no scheduled backups", durationSetter(func(c *Config) *time.Duration { return &c.BackupEvery }, 0, 30*24*time.Hour)},
+	{"backup-dir", "", "where scheduled backups go (one directory each, named by its time); best on another disk than --data", func(c *Config, v string) error {
+		c.BackupDir = v
+		return nil
+	}},
+	{"backup-keep", "48", "scheduled backups kept in --backup-dir; older ones are removed", intSetter(func(c *Config) *int { return &c.BackupKeep }, 1, 100000)},
 	{"log-format", "json", "json or text", func(c *Config, v string) error {
 		if v != "json" && v != "text" {
 			return fmt.Errorf("%q is not a log format: use json or text", v)
@@ -427,6 +440,16 @@ func (l *Loader) Load() (Config, error) {
 	}
 	if c.MaxWait < c.DefaultWait {
 		return c, fmt.Errorf("setting max-wait (%s) is below wait (%s); raise --max-wait or lower --wait", c.MaxWait, c.DefaultWait)
+	}
+	if c.BackupEvery > 0 {
+		switch {
+		case c.BackupEvery < time.Minute:
+			return c, fmt.Errorf("setting backup-every (%s) is below 1m; back up every minute or less often, or use Litestream for continuous replication (README, Backups)", c.BackupEvery)
+		case c.BackupDir == "":
+			return c, errors.New("setting backup-every needs backup-dir: name where the backups go (--backup-dir, FORMD_BACKUP_DIR), best on another disk than --data")
+		case c.Journal != "sqlite" || c.Store != "sqlite":
+			return c, errors.New("setting backup-every backs up the embedded sqlite journal and store only: back up a postgres store with pg_dump or PITR and a nats journal with 'nats stream backup' (README, Backups)")
+		}
 	}
 	if c.Workers == 0 {
 		c.Workers = 1

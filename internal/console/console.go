@@ -22,6 +22,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
@@ -46,6 +47,9 @@ type Handler struct {
 	sessions Sessions
 	trusted  []netip.Prefix
 	log      *slog.Logger
+	// BackupFailure, when set, says whether the last scheduled backup
+	// failed, when and why: the pages then show a notice.
+	BackupFailure func() (at time.Time, reason string, failed bool)
 }
 
 // New makes the console on the admin API's service code.
@@ -130,6 +134,8 @@ type page struct {
 	// Promoted are the entries an action promoted from the waitlist.
 	Promoted []string
 	Data     any
+	// Backup is the last scheduled backup's failure; nil when none.
+	Backup *backupNotice
 }
 
 // CSRF is the session's token for the page's forms.
@@ -197,6 +203,9 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, p pag
 // instead of half a page.
 func (h *Handler) render(w http.ResponseWriter, status int, name string, p page) {
 	var buf bytes.Buffer
+	if p.P.Via != "" {
+		p.Backup = h.backupNotice()
+	}
 	if err := templates.ExecuteTemplate(&buf, name, p); err != nil {
 		h.log.Error("render console page", "template", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)

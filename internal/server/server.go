@@ -52,6 +52,7 @@ type Server struct {
 	notify    *processor.Notifier
 	retention *erasure.Retention
 	outbox    *outbox.Dispatcher
+	backups   backups
 	// Guard checks webhook addresses, with --webhook-allow.
 	Guard   *webhooks.Guard
 	unlock  func() // releases the data directory's lock
@@ -142,6 +143,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store})
+	s.backups = newBackups(cfg, log, reg)
 	s.notify = processor.NewNotifier()
 	procOpts := processor.Options{
 		Workers: cfg.Workers, BatchSize: cfg.BatchSize, MaxAttempts: cfg.MaxAttempts,
@@ -191,7 +193,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		CheckURL: s.Guard.CheckURL, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor})
 	adm.Register(mux)
-	console.New(adm, s.Accounts, s.cfg.TrustedProxies, log).Register(mux)
+	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
+	cons.BackupFailure = s.backups.failure
+	cons.Register(mux)
 	pages.Register(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -248,6 +252,9 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	wg.Go(func() { s.Forms.Run(ctx, s.cfg.FormsRefresh) })
 	wg.Go(func() { s.retention.Run(ctx, s.cfg.RetentionEvery) })
 	wg.Go(func() { s.outbox.Run(ctx) })
+	if s.backups.schedule != nil {
+		wg.Go(func() { s.backups.schedule.Run(ctx) })
+	}
 	s.ready.Store(true)
 	return wg.Wait
 }
