@@ -122,7 +122,7 @@ func Take(ctx context.Context, opts Options) (m Manifest, err error) {
 			os.Remove(p) //nolint:errcheck // best effort: a failed backup leaves nothing
 		}
 		if created {
-			os.Remove(opts.To) //nolint:errcheck // only if still empty
+			os.RemoveAll(opts.To) //nolint:errcheck // this backup made it: nothing else is in it
 		}
 	}()
 	if free, ferr := opts.freeSpace(opts.To); ferr == nil && free < need {
@@ -228,8 +228,13 @@ func prepareDir(dir string) (created bool, err error) {
 func copyDB(ctx context.Context, src, dst string, need int64) (File, error) {
 	dir := filepath.Dir(dst)
 	tmp := filepath.Join(dir, "."+filepath.Base(dst)+".partial")
-	os.Remove(tmp) //nolint:errcheck // a leftover of a killed backup
-	defer os.Remove(tmp)
+	removeTmp := func() {
+		for _, suffix := range []string{"", "-journal", "-wal", "-shm"} {
+			os.Remove(tmp + suffix) //nolint:errcheck // a leftover, or gone after the rename
+		}
+	}
+	removeTmp() // a leftover of a killed backup
+	defer removeTmp()
 	if err := sqlitedb.Copy(ctx, src, tmp); err != nil {
 		return File{}, writeError(dir, need, err)
 	}

@@ -64,8 +64,25 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 	if same, err := sameDir(opts.From, opts.Data); err == nil && same {
 		return m, nil, fmt.Errorf("the backup %s and --data %s are one directory: restore into a new directory", opts.From, opts.Data)
 	}
+	held, err := heldFiles(opts.Data)
+	if err != nil {
+		return m, nil, err
+	}
 	_, statErr := os.Stat(opts.Data)
 	existed := statErr == nil
+	if len(held) > 0 && !opts.Force {
+		// A server's directory is refused as that, not as "not empty":
+		// try its lock (the file is there already, so nothing is made).
+		if _, err := os.Stat(filepath.Join(opts.Data, "formd.lock")); err == nil {
+			release, err := opts.Lock(opts.Data)
+			if err != nil {
+				return m, nil, fmt.Errorf("refusing to restore into %s: %w; nothing was changed", opts.Data, err)
+			}
+			release()
+		}
+		return m, nil, fmt.Errorf("%s is not empty (it holds %s): restore into a new directory, or add --force to replace its journal, store and secret; nothing was changed",
+			opts.Data, strings.Join(held, ", "))
+	}
 	release, err := opts.Lock(opts.Data)
 	if err != nil {
 		return m, nil, fmt.Errorf("refusing to restore into %s: %w; nothing was changed", opts.Data, err)
@@ -79,20 +96,6 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 			}
 		}
 	}()
-	entries, err := os.ReadDir(opts.Data)
-	if err != nil {
-		return m, nil, fmt.Errorf("read %s: %w", opts.Data, err)
-	}
-	var held []string
-	for _, e := range entries {
-		if e.Name() != "formd.lock" {
-			held = append(held, e.Name())
-		}
-	}
-	if len(held) > 0 && !opts.Force {
-		return m, nil, fmt.Errorf("%s is not empty (it holds %s): restore into a new directory, or add --force to replace its journal, store and secret; nothing was changed",
-			opts.Data, strings.Join(held, ", "))
-	}
 	if len(held) > 0 {
 		for _, name := range []string{StoreFile, JournalFile} {
 			for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -147,6 +150,25 @@ func installFile(src, dst string, want File) error {
 		return fmt.Errorf("restore %s: %w", dst, err)
 	}
 	return syncDir(dir)
+}
+
+// heldFiles lists what a data directory holds but its lock file; nothing
+// when it does not exist.
+func heldFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	var held []string
+	for _, e := range entries {
+		if e.Name() != "formd.lock" {
+			held = append(held, e.Name())
+		}
+	}
+	return held, nil
 }
 
 func sameDir(a, b string) (bool, error) {
