@@ -234,7 +234,7 @@ func TestScheduleRunOnce(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if want := []string{"formd-20261201T100000Z", "formd-20261201T110000Z"}; strings.Join(names, ",") != strings.Join(want, ",") {
+	if want := []string{"formd-20261201T100000.000Z", "formd-20261201T110000.000Z"}; strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("backups kept: %v, want %v", names, want)
 	}
 	for _, n := range names {

@@ -30,7 +30,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_backup_failures_total",
 			Help: "Scheduled backups that failed."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "formd_backup_duration_seconds",
-			Help: "How long each scheduled backup took, successful or not.", Buckets: prometheus.ExponentialBuckets(0.1, 3, 10)}),
+			Help: "How long each scheduled backup took, successful or not.", Buckets: []float64{0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000, 3000}}),
 	}
 	reg.MustRegister(m.lastSuccess, m.failures, m.duration)
 	return m
@@ -102,7 +102,7 @@ func (s *Schedule) Run(ctx context.Context) {
 
 // nameLayout names a scheduled backup by its start time, so names sort
 // in time order.
-const nameLayout = "formd-20060102T150405Z"
+const nameLayout = "formd-20060102T150405.000Z"
 
 // runOnce takes one backup: into a hidden directory first, renamed to its
 // name only once whole, so that a backup cut short by a crash is never
@@ -131,7 +131,7 @@ func (s *Schedule) take(ctx context.Context, start time.Time) error {
 	name := start.UTC().Format(nameLayout)
 	final := filepath.Join(s.opts.Dir, name)
 	if _, err := os.Stat(final); err == nil {
-		return fmt.Errorf("a backup named %s is already in %s; backups are taken at most once a second", name, s.opts.Dir)
+		return fmt.Errorf("a backup named %s is already in %s; backups are taken at most once a millisecond", name, s.opts.Dir)
 	}
 	partial := filepath.Join(s.opts.Dir, "."+name+".partial")
 	os.RemoveAll(partial) //nolint:errcheck // a leftover of a killed run
