@@ -42,6 +42,11 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	if *from == "" {
 		return fail(2, "--from DIR is required: the backup to restore")
 	}
+	dataSet := os.Getenv(config.Env("data")) != ""
+	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
+	if !dataSet {
+		return fail(2, "--data NEWDIR is required: the directory to restore into (new or empty)")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	known, err := server.KnownSchemas(ctx)
