@@ -93,8 +93,14 @@ type Options struct {
 
 // Take writes a backup of opts.Data into opts.To. On an error nothing of
 // the backup is left behind but the directory, and the data is untouched:
-// the live files are only ever read.
+// the live files are only ever read. It works at the lowest CPU priority
+// (on Linux), so that intake beside it keeps the processor.
 func Take(ctx context.Context, opts Options) (m Manifest, err error) {
+	lowPriority(func() { m, err = take(ctx, opts) })
+	return m, err
+}
+
+func take(ctx context.Context, opts Options) (m Manifest, err error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

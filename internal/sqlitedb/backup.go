@@ -43,17 +43,42 @@ func Copy(ctx context.Context, src, dst string) error {
 		return fmt.Errorf("open %s: %w", dst, err)
 	}
 	defer dconn.Close()
+	// One snapshot for the whole copy: a read transaction held on the
+	// source connection, which the backup's steps read through. In WAL
+	// mode it never blocks a writer, and a writer's commits do not
+	// restart the copy, so it can go in steps: each step commits (and
+	// syncs) what it wrote, so the copy never piles up gigabytes of
+	// dirty pages that the server's own fsyncs would then wait behind.
+	if _, err := sconn.ExecContext(ctx, "BEGIN"); err != nil {
+		return fmt.Errorf("copy %s: begin: %w", src, err)
+	}
+	defer sconn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK") //nolint:errcheck // ends the read transaction
+	var tables int
+	if err := sconn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
+		return fmt.Errorf("copy %s: read: %w", src, err)
+	}
 	err = dconn.Raw(func(d any) error {
 		return sconn.Raw(func(s any) error {
 			b, err := d.(*sqlite3.SQLiteConn).Backup("main", s.(*sqlite3.SQLiteConn), "main")
 			if err != nil {
 				return err
 			}
-			// All pages in one step: one read transaction, one snapshot.
-			// Steps of a few pages would let a writer's commit restart
-			// the copy, again and again under a steady load.
-			_, err = b.Step(-1)
-			return errors.Join(err, b.Finish())
+			steps := 0
+			for {
+				done, err := b.Step(stepPages)
+				if err != nil || done {
+					return errors.Join(err, b.Finish())
+				}
+				if err := ctx.Err(); err != nil {
+					return errors.Join(err, b.Finish())
+				}
+				// A copy that restarts (it should not, in its own
+				// snapshot) finishes in one step: that cannot restart.
+				if steps++; steps > 4*(b.PageCount()/stepPages+1) {
+					_, err := b.Step(-1)
+					return errors.Join(err, b.Finish())
+				}
+			}
 		})
 	})
 	if err != nil {
@@ -66,6 +91,10 @@ func Copy(ctx context.Context, src, dst string) error {
 	}
 	return nil
 }
+
+// stepPages is how many pages one step of Copy copies: 16 MiB of 4 KiB
+// pages.
+const stepPages = 4096
 
 // IsFull says whether err is SQLite's "database or disk is full".
 func IsFull(err error) bool {
