@@ -94,7 +94,7 @@ measure() {
   # Seconds of the window a backup was running in.
   local covered=0
   if [ "$kind" = backup ]; then
-    covered=$(cat "$OUT/backups" "$OUT/backups.cut" 2>/dev/null | awk -v ws="$ws" -v we="$we" '{s=$1<ws?ws:$1; e=$2>we?we:$2; if (e>s) c+=e-s} END {printf "%.1f", c}')
+    covered=$({ cat "$OUT/backups" "$OUT/backups.cut" 2>/dev/null || true; } | awk -v ws="$ws" -v we="$we" '{s=$1<ws?ws:$1; e=$2>we?we:$2; if (e>s) c+=e-s} END {printf "%.1f", c}')
   fi
   rm -f "$OUT/backups.cut" "$OUT/backup.started"
   echo "$kind $rps $p50 $p99 $covered" >>"$OUT/results"

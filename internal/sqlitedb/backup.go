@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -65,12 +66,18 @@ func Copy(ctx context.Context, src, dst string) error {
 			}
 			steps := 0
 			for {
+				start := time.Now()
 				done, err := b.Step(stepPages)
 				if err != nil || done {
 					return errors.Join(err, b.Finish())
 				}
-				if err := ctx.Err(); err != nil {
-					return errors.Join(err, b.Finish())
+				// As long again idle as the step took: the copy takes at
+				// most half of the disk's time, and the server's commits
+				// the rest.
+				select {
+				case <-ctx.Done():
+					return errors.Join(ctx.Err(), b.Finish())
+				case <-time.After(time.Since(start)):
 				}
 				// A copy that restarts (it should not, in its own
 				// snapshot) finishes in one step: that cannot restart.
