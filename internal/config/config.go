@@ -135,6 +135,12 @@ type Config struct {
 	// MetricsAddr serves /metrics ("" for nowhere); the public address
 	// never does, since it names every form of every site.
 	MetricsAddr string
+	// BackupEvery, when set, has the server back up the embedded data
+	// into a new directory under BackupDir that often, keeping the
+	// newest BackupKeep.
+	BackupEvery time.Duration
+	BackupDir   string
+	BackupKeep  int
 }
 
 // TLS reports whether formd itself terminates TLS.
@@ -444,6 +450,12 @@ var settings = []setting{
 	// uploads (a file field's bytes)
 	{"upload-expiry", "24h", "how long an upload that no submission names is kept before its bytes are deleted", durationSetter(func(c *Config) *time.Duration { return &c.UploadExpiry }, time.Minute, 30*24*time.Hour)},
 	{"link-ttl", "15m", "how long a signed link to download an entry's file (in exports and webhooks) works", durationSetter(func(c *Config) *time.Duration { return &c.LinkTTL }, time.Minute, 7*24*time.Hour)},
+	{"backup-every", "0s", "back up the embedded journal, store and secret this often (such as 1h) into a new directory under --backup-dir; 0s for no scheduled backups", durationSetter(func(c *Config) *time.Duration { return &c.BackupEvery }, 0, 30*24*time.Hour)},
+	{"backup-dir", "", "where scheduled backups go (one directory each, named by its time); best on another disk than --data", func(c *Config, v string) error {
+		c.BackupDir = v
+		return nil
+	}},
+	{"backup-keep", "48", "scheduled backups kept in --backup-dir; older ones are removed", intSetter(func(c *Config) *int { return &c.BackupKeep }, 1, 100000)},
 	{"log-format", "json", "json or text", func(c *Config, v string) error {
 		if v != "json" && v != "text" {
 			return fmt.Errorf("%q is not a log format: use json or text", v)
@@ -539,6 +551,16 @@ func (l *Loader) Load() (Config, error) {
 	}
 	if err := c.settleTLS(source); err != nil {
 		return c, err
+	}
+	if c.BackupEvery > 0 {
+		switch {
+		case c.BackupEvery < time.Minute:
+			return c, fmt.Errorf("setting backup-every (%s) is below 1m; back up every minute or less often, or use Litestream for continuous replication (README, Backups)", c.BackupEvery)
+		case c.BackupDir == "":
+			return c, errors.New("setting backup-every needs backup-dir: name where the backups go (--backup-dir, FORMD_BACKUP_DIR), best on another disk than --data")
+		case c.Journal != "sqlite" || c.Store != "sqlite":
+			return c, errors.New("setting backup-every backs up the embedded sqlite journal and store only: back up a postgres store with pg_dump or PITR and a nats journal with 'nats stream backup' (README, Backups)")
+		}
 	}
 	if c.Workers == 0 {
 		c.Workers = 1

@@ -63,6 +63,10 @@ func TestErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--postgres-max-conns", "0"}, nil, `setting postgres-max-conns (--postgres-max-conns, FORMD_POSTGRES_MAX_CONNS; from --postgres-max-conns): "0" is not a whole number from 1 to 1000`},
 		{nil, map[string]string{"FORMD_SQLITE_READERS": "many"}, `setting sqlite-readers (--sqlite-readers, FORMD_SQLITE_READERS; from FORMD_SQLITE_READERS): "many" is not a whole number from 1 to 256`},
 		{[]string{"--places-ttl", "1h"}, nil, `setting places-ttl (--places-ttl, FORMD_PLACES_TTL; from --places-ttl): "1h" is not a duration from 0s to 1m0s`},
+		{[]string{"--backup-every", "1h"}, nil, "setting backup-every needs backup-dir"},
+		{nil, map[string]string{"FORMD_BACKUP_EVERY": "10s", "FORMD_BACKUP_DIR": "/b"}, "backup-every (10s) is below 1m"},
+		{[]string{"--backup-every", "1h", "--backup-dir", "/b", "--store", "postgres://db/x"}, nil, "back up a postgres store with pg_dump"},
+		{[]string{"--backup-keep", "0"}, nil, `"0" is not a whole number from 1`},
 	}
 	for _, tc := range cases {
 		_, err := load(t, tc.args, tc.env)

@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
@@ -49,6 +50,9 @@ type Handler struct {
 	sessions Sessions
 	trusted  []netip.Prefix
 	log      *slog.Logger
+	// BackupFailure, when set, says whether the last scheduled backup
+	// failed, when and why: the pages then show a notice.
+	BackupFailure func() (at time.Time, reason string, failed bool)
 }
 
 // New makes the console on the admin API's service code.
@@ -138,6 +142,8 @@ type page struct {
 	// Promoted are the entries an action promoted from the waitlist.
 	Promoted []string
 	Data     any
+	// Backup is the last scheduled backup's failure; nil when none.
+	Backup *backupNotice
 }
 
 // CSRF is the session's token for the page's forms.
@@ -223,6 +229,9 @@ var entryID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // instead of half a page.
 func (h *Handler) render(w http.ResponseWriter, status int, name string, p page) {
 	var buf bytes.Buffer
+	if p.P.Via != "" {
+		p.Backup = h.backupNotice()
+	}
 	if err := templates.ExecuteTemplate(&buf, name, p); err != nil {
 		h.log.Error("render console page", "template", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)

@@ -40,7 +40,7 @@ func (s *Server) openOutbox(ctx context.Context, reg *prometheus.Registry) error
 		// form, counted in the store so that the bound holds across
 		// instances.
 		Confirmations: outbox.ConfirmBudget{Store: s.Store},
-		Files: s.entryFiles,
+		Files:         s.entryFiles,
 	})
 	reg.MustRegister(&outboxCollector{s: s.Store})
 	return nil

@@ -26,9 +26,6 @@ import (
 // each entry once its branch is merged; the test then checks it like any
 // other, and says so when an entry is left behind after its series came.
 var notYetExported = map[string]string{
-	"formd_backup_last_success_timestamp_seconds": "the backup branch (issue 16)",
-	"formd_backup_failures_total":                 "the backup branch (issue 16)",
-	"formd_backup_duration_seconds":               "the backup branch (issue 16)",
 	// Exported only when formd serves TLS itself; TestOwnCertificate
 	// scrapes it there.
 	"formd_tls_cert_expiry_timestamp_seconds": "TLS only (TestOwnCertificate)",

@@ -59,6 +59,7 @@ type Server struct {
 	// the links owners download them through.
 	Uploads *uploads.Service
 	Links   *uploads.Links
+	backups backups
 	// Guard checks webhook addresses, with --webhook-allow.
 	Guard   *webhooks.Guard
 	unlock  func() // releases the data directory's lock
@@ -171,6 +172,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	s.SetupCode, s.SetupPending = code, state == accounts.SetupPending
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&journalCollector{j: s.Journal}, &storeCollector{s: s.Store}, &dataFSCollector{dir: cfg.Data})
+	s.backups = newBackups(cfg, log, reg)
 	s.notify = processor.NewNotifier()
 	procOpts := processor.Options{
 		Workers: cfg.Workers, BatchSize: cfg.BatchSize, MaxAttempts: cfg.MaxAttempts,
@@ -226,7 +228,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
 		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles})
 	adm.Register(mux)
-	console.New(adm, s.Accounts, s.cfg.TrustedProxies, log).Register(mux)
+	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
+	cons.BackupFailure = s.backups.failure
+	cons.Register(mux)
 	pages.Register(mux)
 	// /metrics names every form of every site: it is served on
 	// --metrics-addr, never on the public address.
@@ -292,6 +296,9 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	wg.Go(func() { s.retention.Run(ctx, s.cfg.RetentionEvery) })
 	wg.Go(func() { s.outbox.Run(ctx) })
 	wg.Go(func() { s.Uploads.Run(ctx, uploadExpireEvery) })
+	if s.backups.schedule != nil {
+		wg.Go(func() { s.backups.schedule.Run(ctx) })
+	}
 	s.ready.Store(true)
 	return wg.Wait
 }

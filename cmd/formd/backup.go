@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/formd/formd/internal/backup"
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/release"
+)
+
+func init() {
+	commands["backup"] = command{"copy the embedded journal, store and secret while the server runs (backup verify DIR checks one)", backupCmd}
+}
+
+func backupCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "verify" {
+		return verifyCmd(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("formd backup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	to := fs.String("to", "", "the backup directory: new, or empty (required)")
+	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "formd backup: "+format+"\n", a...)
+		return code
+	}
+	cfg, err := loader.Load()
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if *to == "" {
+		return fail(2, "--to DIR is required: the directory to write the backup to (new or empty), best on another disk than --data")
+	}
+	if cfg.Journal != "sqlite" || cfg.Store != "sqlite" {
+		return fail(2, "formd backup copies the embedded sqlite journal and store; back up a postgres store with pg_dump or PITR, "+
+			"and a nats journal with 'nats stream backup' (README, Backups)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	m, err := backup.Take(ctx, backup.Options{Data: cfg.Data, To: *to, Version: release.Version(), Commit: release.Commit(), Progress: func(f backup.File) {
+		fmt.Fprintf(stdout, "copied %-12s %12d bytes  sha256 %s\n", f.Name, f.Size, f.SHA256)
+	}})
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	printManifest(stdout, m)
+	if m.NoSecret {
+		fmt.Fprintln(stdout, "the installation secret is not in --data (it is given with --secret / FORMD_SECRET): keep it with this backup yourself; a restore needs it")
+	}
+	fmt.Fprintf(stdout, "backup written to %s in %s; check it any time with: formd backup verify %s\n", *to, m.Finished.Sub(m.Started).Round(time.Millisecond), *to)
+	return 0
+}
+
+func verifyCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("formd backup verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, "Usage: formd backup verify DIR") }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	dir := fs.Arg(0)
+	m, err := backup.Verify(context.Background(), dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd backup verify: %v\n", err)
+		return 1
+	}
+	printManifest(stdout, m)
+	fmt.Fprintf(stdout, "%s is whole: every file matches the manifest and passes SQLite's integrity check\n", dir)
+	return 0
+}
+
+func printManifest(w io.Writer, m backup.Manifest) {
+	fmt.Fprintf(w, "written by formd %s, from %s to %s\n", m.Formd, m.Started.Format(time.RFC3339), m.Finished.Format(time.RFC3339))
+	for _, f := range m.Files {
+		schema := ""
+		if f.Schema > 0 {
+			schema = fmt.Sprintf("  schema %d", f.Schema)
+		}
+		fmt.Fprintf(w, "  %-12s %12d bytes%s\n", f.Name, f.Size, schema)
+	}
+	fmt.Fprintf(w, "journal entries: %d; store entries by status:", m.Journaled)
+	statuses := make([]string, 0, len(m.Entries))
+	for s := range m.Entries {
+		statuses = append(statuses, s)
+	}
+	sort.Strings(statuses)
+	for _, s := range statuses {
+		fmt.Fprintf(w, " %s %d", s, m.Entries[s])
+	}
+	fmt.Fprintln(w)
+}

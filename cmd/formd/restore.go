@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/formd/formd/internal/backup"
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/release"
+	"github.com/formd/formd/internal/replay"
+	"github.com/formd/formd/internal/server"
+	"github.com/formd/formd/internal/store"
+)
+
+func init() {
+	commands["restore"] = command{"restore a backup into a new data directory, verified first, audited after", restoreCmd}
+}
+
+func restoreCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("formd restore", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "the backup directory (formd backup --to, or one under --backup-dir) (required)")
+	force := fs.Bool("force", false, "replace the journal, store and secret of a --data directory that has them")
+	loader := config.NewLoader(fs, os.Getenv, "data", "secret", "log-level", "log-format")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "formd restore: "+format+"\n", a...)
+		return code
+	}
+	cfg, err := loader.Load()
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if *from == "" {
+		return fail(2, "--from DIR is required: the backup to restore")
+	}
+	dataSet := os.Getenv(config.Env("data")) != ""
+	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
+	if !dataSet {
+		return fail(2, "--data NEWDIR is required: the directory to restore into (new or empty)")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	known, err := server.KnownSchemas(ctx)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	m, unlock, err := backup.Restore(ctx, backup.RestoreOptions{From: *from, Data: cfg.Data, Force: *force,
+		Version: release.Version(), Known: known, Lock: server.LockData})
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	defer unlock()
+	fmt.Fprintf(stdout, "verified and copied the backup of %s (formd %s) into %s\n", m.Started.Format("2006-01-02 15:04:05 MST"), m.Formd, cfg.Data)
+	printManifest(stdout, m)
+	if m.NoSecret {
+		fmt.Fprintln(stdout, "the backup has no secret file: start formd with the --secret / FORMD_SECRET it was taken with")
+	}
+	if err := settle(ctx, cfg, stdout); err != nil {
+		return fail(1, "the files are in place in %s, but: %v", cfg.Data, err)
+	}
+	fmt.Fprintf(stdout, "restored: start it with formd serve --data %s\n", cfg.Data)
+	return 0
+}
+
+// settle opens the restored data with today's drivers (migrating it if
+// the backup is older), decides what the journal holds beyond the store
+// — the journal was copied after the store, so it may hold entries the
+// store has not decided — and audits the result.
+func settle(ctx context.Context, cfg config.Config, stdout io.Writer) error {
+	log := cfg.Logger(os.Stderr)
+	j, st, err := server.AttachDrivers(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	defer j.Close()
+	if _, err := server.InstallationSecret(ctx, cfg, st); err != nil {
+		return err
+	}
+	before, err := replay.Audit(ctx, j, st, journal.Filter{}, nil)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	fmt.Fprintf(stdout, "journal entries: %d; decided in the store: %d; journaled after the store was copied, to decide now: %d\n",
+		before.Journaled, before.Decided, before.Missing)
+	if before.Missing > 0 {
+		newProc := func(observe func(store.Outcome)) replay.Processor {
+			return processor.New(j, st, processor.NewNotifier(), processor.Options{Logger: log, Observe: observe, MaxAttempts: 1})
+		}
+		r, err := replay.Run(ctx, j, st, newProc, replay.Options{})
+		if err != nil {
+			return fmt.Errorf("decide the journal's entries: %w", err)
+		}
+		for _, k := range r.Keys() {
+			fmt.Fprintf(stdout, "  %-32s %d\n", k, r.Counts[k])
+		}
+	}
+	after, err := replay.Audit(ctx, j, st, journal.Filter{}, nil)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	fmt.Fprintf(stdout, "audit: journal entries %d, with an outcome %d, without %d, without their first event %d\n",
+		after.Journaled, after.Decided, after.Missing, len(after.WithoutEvent))
+	for _, k := range after.Keys() {
+		fmt.Fprintf(stdout, "  %-28s %d\n", k, after.Statuses[k])
+	}
+	if !after.OK() {
+		return fmt.Errorf("the audit of the restored data is not clean; run formd audit --data %s for the details", cfg.Data)
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/journal/sqlitejournal"
+	"github.com/formd/formd/internal/sqlitedb"
+	"github.com/formd/formd/internal/store/sqlitestore"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// newData makes a data directory with a real (empty) store and journal,
+// a secret, and padding bytes of data in the store.
+func newData(t *testing.T, padding int) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(dir, StoreFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	j, err := sqlitejournal.Open(ctx, sqlitejournal.Options{Path: filepath.Join(dir, JournalFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	if err := os.WriteFile(filepath.Join(dir, SecretFile), []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if padding > 0 {
+		w, err := sqlitedb.OpenWriter(filepath.Join(dir, StoreFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := w.Exec(`CREATE TABLE test_padding (b BLOB); INSERT INTO test_padding VALUES (randomblob(?))`, padding); err != nil {
+			t.Fatal(err)
+		}
+		if err := sqlitedb.Truncate(ctx, w, "main"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// sums reads the SHA-256 of every file in dir, to show it unchanged.
+func sums(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		_, s, err := fileSum(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = s
+	}
+	return out
+}
+
+func equalSums(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// mountTmpfs mounts a tmpfs of size bytes (mount options opts added) on a
+// new directory, or skips: only root may mount.
+func mountTmpfs(t *testing.T, size int, opts string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	dir := t.TempDir()
+	o := "size=" + strconv.Itoa(size)
+	if opts != "" {
+		o += "," + opts
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", o, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() }) //nolint:errcheck // best effort
+	return dir
+}
+
+// metric reads one series' value (a histogram's count) from reg.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	t.Fatalf("no series %s", name)
+	return 0
+}
+
+// TestTakeDiskFull fills a real small disk during a backup: once caught
+// before writing (the free space is below what the data takes), once
+// when the disk fills in the middle of the copy (the free-space check
+// told a lie). Each time the error names the directory and what to do,
+// nothing of the backup is left, and the data is untouched.
+func TestTakeDiskFull(t *testing.T) {
+	data := newData(t, 3<<20)
+	before := sums(t, data)
+	for _, tc := range []struct {
+		name  string
+		free  func(string) (int64, error)
+		check string
+	}{
+		{"before writing", nil, "full"},
+		{"in the middle", func(string) (int64, error) { return 1 << 40, nil }, "full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			disk := mountTmpfs(t, 1<<20, "")
+			to := filepath.Join(disk, "b")
+			_, err := Take(context.Background(), Options{Data: data, To: to, freeSpace: tc.free})
+			var full *DiskFullError
+			if !errors.As(err, &full) {
+				t.Fatalf("Take on a full disk: %v, want a DiskFullError", err)
+			}
+			msg := err.Error()
+			for _, want := range []string{to, "free space there or choose a bigger disk", "the data is untouched"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not say %q", msg, want)
+				}
+			}
+			if entries, _ := os.ReadDir(disk); len(entries) != 0 {
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				t.Errorf("a failed backup left %v on the disk", names)
+			}
+			if !equalSums(before, sums(t, data)) {
+				t.Error("the data changed during a failed backup")
+			}
+		})
+	}
+}
+
+// TestTakeUnwritable is a backup directory this process cannot write: a
+// read-only file system (root writes anywhere else), and a path through
+// a file.
+func TestTakeUnwritable(t *testing.T) {
+	data := newData(t, 0)
+	before := sums(t, data)
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{"through a file": filepath.Join(file, "b")}
+	if os.Geteuid() == 0 {
+		cases["read-only disk"] = filepath.Join(mountTmpfs(t, 1<<20, "ro"), "b")
+	} else {
+		ro := t.TempDir()
+		if err := os.Chmod(ro, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		cases["read-only directory"] = filepath.Join(ro, "b")
+	}
+	for name, to := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Take(context.Background(), Options{Data: data, To: to})
+			if err == nil {
+				t.Fatal("Take into an unwritable directory succeeded")
+			}
+			for _, want := range []string{to, "choose a directory this user can write"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+	if !equalSums(before, sums(t, data)) {
+		t.Error("the data changed")
+	}
+}
+
+// TestScheduleRunOnce takes scheduled backups, keeps the newest, counts
+// a failure and reports it, and recovers.
+func TestScheduleRunOnce(t *testing.T) {
+	data := newData(t, 0)
+	dir := filepath.Join(t.TempDir(), "backups")
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	s := NewSchedule(ScheduleOptions{Data: data, Dir: dir, Every: time.Hour, Keep: 2, Now: func() time.Time { return now }, Metrics: m})
+	if got := metric(t, reg, "formd_backup_last_success_timestamp_seconds"); got != 0 {
+		t.Fatalf("last success before any backup: %v, want 0", got)
+	}
+	for range 3 {
+		if err := s.runOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Hour)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"formd-20261201T100000.000Z", "formd-20261201T110000.000Z"}; strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Fatalf("backups kept: %v, want %v", names, want)
+	}
+	for _, n := range names {
+		if _, err := Verify(context.Background(), filepath.Join(dir, n)); err != nil {
+			t.Errorf("scheduled backup %s: %v", n, err)
+		}
+	}
+	if got, want := metric(t, reg, "formd_backup_last_success_timestamp_seconds"), float64(time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC).Unix()); got != want {
+		t.Errorf("last success %v, want %v", got, want)
+	}
+
+	// The data directory goes away: the next run fails, is counted and
+	// reported, and leaves no partial backup behind.
+	os.Rename(data, data+".gone") //nolint:errcheck // checked by the failure below
+	if err := s.runOnce(context.Background()); err == nil {
+		t.Fatal("a backup of a missing data directory succeeded")
+	}
+	if got := metric(t, reg, "formd_backup_failures_total"); got != 1 {
+		t.Errorf("failures %v, want 1", got)
+	}
+	if st := s.Status(); st.LastError == "" || !st.LastFailure.Equal(now) {
+		t.Errorf("status after a failure: %+v", st)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("a failed scheduled backup left something: %d entries in %s", len(entries), dir)
+	}
+	os.Rename(data+".gone", data) //nolint:errcheck // checked by the success below
+	now = now.Add(time.Hour)
+	if err := s.runOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Status(); st.LastError != "" {
+		t.Errorf("status after a success: %+v", st)
+	}
+	if n := metric(t, reg, "formd_backup_duration_seconds"); n != 5 {
+		t.Errorf("backups timed: %v, want 5", n)
+	}
+}
+
+// TestCompareVersions pins which releases are newer.
+func TestCompareVersions(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"v1.2.3", "v1.2.3", 0}, {"v1.3.0", "v1.2.9", 1}, {"v1.2.3", "v2.0.0", -1},
+		{"v1.2.3-rc1", "v1.2.3", 0}, {"dev", "v1.0.0", 0}, {"v1.0.0", "dev", 0},
+	} {
+		if got := compareVersions(tc.a, tc.b); got != tc.want {
+			t.Errorf("compareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

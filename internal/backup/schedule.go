@@ -1,0 +1,182 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the backup series; they are registered on every server, at
+// 0 until a backup runs, so alert rules can name them.
+type Metrics struct {
+	lastSuccess prometheus.Gauge
+	failures    prometheus.Counter
+	duration    prometheus.Histogram
+}
+
+// NewMetrics registers the backup series on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "formd_backup_last_success_timestamp_seconds",
+			Help: "Unix time of the last scheduled backup that finished (0: none yet)."}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_backup_failures_total",
+			Help: "Scheduled backups that failed."}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "formd_backup_duration_seconds",
+			Help: "How long each scheduled backup took, successful or not.", Buckets: []float64{0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000, 3000}}),
+	}
+	reg.MustRegister(m.lastSuccess, m.failures, m.duration)
+	return m
+}
+
+// ScheduleOptions configure backups inside the server.
+type ScheduleOptions struct {
+	Data, Dir       string
+	Every           time.Duration
+	Keep            int
+	Version, Commit string
+	Now             func() time.Time
+	Log             *slog.Logger
+	Metrics         *Metrics
+}
+
+// Schedule takes a backup of the data directory every so often into a
+// directory of its own under Dir (named by its start time), and keeps the
+// newest Keep.
+type Schedule struct {
+	opts ScheduleOptions
+
+	mu     sync.Mutex
+	status Status
+}
+
+// Status is what the last scheduled backups did, for the console.
+type Status struct {
+	LastSuccess, LastFailure time.Time
+	// LastError is why the last one failed; empty when the last one
+	// succeeded.
+	LastError string
+}
+
+// NewSchedule makes a schedule; Run runs it.
+func NewSchedule(opts ScheduleOptions) *Schedule {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	return &Schedule{opts: opts}
+}
+
+// Status is the schedule's last result.
+func (s *Schedule) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// Run takes a backup every Every until ctx ends.
+func (s *Schedule) Run(ctx context.Context) {
+	t := time.NewTicker(s.opts.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.runOnce(ctx) //nolint:errcheck // logged and counted there
+		}
+	}
+}
+
+// nameLayout names a scheduled backup by its start time, so names sort
+// in time order.
+const nameLayout = "formd-20060102T150405.000Z"
+
+// runOnce takes one backup: into a hidden directory first, renamed to its
+// name only once whole, so that a backup cut short by a crash is never
+// taken for one. Then it removes the oldest beyond Keep.
+func (s *Schedule) runOnce(ctx context.Context) error {
+	start := s.opts.Now()
+	err := s.take(ctx, start)
+	s.opts.Metrics.duration.Observe(s.opts.Now().Sub(start).Seconds())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.opts.Metrics.failures.Inc()
+		s.status.LastFailure, s.status.LastError = start, err.Error()
+		s.opts.Log.Error("scheduled backup failed", "dir", s.opts.Dir, "err", err)
+		return err
+	}
+	s.opts.Metrics.lastSuccess.Set(float64(s.opts.Now().Unix()))
+	s.status.LastSuccess, s.status.LastError = start, ""
+	return nil
+}
+
+func (s *Schedule) take(ctx context.Context, start time.Time) error {
+	if err := os.MkdirAll(s.opts.Dir, 0o700); err != nil {
+		return fmt.Errorf("cannot make the backup directory %s (--backup-dir, FORMD_BACKUP_DIR): %w; choose one this user can write", s.opts.Dir, err)
+	}
+	name := start.UTC().Format(nameLayout)
+	final := filepath.Join(s.opts.Dir, name)
+	if _, err := os.Stat(final); err == nil {
+		return fmt.Errorf("a backup named %s is already in %s; backups are taken at most once a millisecond", name, s.opts.Dir)
+	}
+	partial := filepath.Join(s.opts.Dir, "."+name+".partial")
+	os.RemoveAll(partial) //nolint:errcheck // a leftover of a killed run
+	_, err := Take(ctx, Options{Data: s.opts.Data, To: partial, Version: s.opts.Version, Commit: s.opts.Commit, Now: s.opts.Now})
+	if err != nil {
+		os.RemoveAll(partial) //nolint:errcheck // best effort: nothing of a failed backup is kept
+		return err
+	}
+	if err := os.Rename(partial, final); err != nil {
+		os.RemoveAll(partial) //nolint:errcheck // best effort
+		return fmt.Errorf("name the backup %s: %w", final, err)
+	}
+	if err := syncDir(s.opts.Dir); err != nil {
+		return fmt.Errorf("sync %s: %w", s.opts.Dir, err)
+	}
+	return s.prune()
+}
+
+// prune removes the oldest scheduled backups beyond Keep, and leftovers
+// of runs that a crash cut short.
+func (s *Schedule) prune() error {
+	entries, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("list the backups in %s: %w", s.opts.Dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := time.Parse(nameLayout, e.Name()); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for len(names) > s.opts.Keep {
+		if err := os.RemoveAll(filepath.Join(s.opts.Dir, names[0])); err != nil {
+			return fmt.Errorf("remove the old backup %s: %w", filepath.Join(s.opts.Dir, names[0]), err)
+		}
+		names = names[1:]
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".formd-") && strings.HasSuffix(e.Name(), ".partial") {
+			os.RemoveAll(filepath.Join(s.opts.Dir, e.Name())) //nolint:errcheck // a leftover; the next run tries again
+		}
+	}
+	return nil
+}

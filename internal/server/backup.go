@@ -1,0 +1,60 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/formd/formd/internal/backup"
+	"github.com/formd/formd/internal/config"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// LockData takes the data directory's lock as formd serve does, for a
+// restore: it fails while a server runs on dir, and keeps one from
+// starting there until release.
+func LockData(dir string) (release func(), err error) { return lockData(dir) }
+
+// KnownSchemas are the schema versions this build gives the embedded
+// files, read from fresh ones made with today's drivers.
+func KnownSchemas(ctx context.Context) (map[string]int, error) {
+	return backup.KnownSchemas(ctx, func(ctx context.Context, dir string) error {
+		cfg := config.Default()
+		cfg.Data = dir
+		j, st, err := OpenDrivers(ctx, cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return err
+		}
+		return errors.Join(j.Close(), st.Close())
+	})
+}
+
+// backups are the server's scheduled backups: the metrics always (at 0
+// without a schedule, so alert rules can name them), the schedule when
+// --backup-every is set.
+type backups struct {
+	metrics  *backup.Metrics
+	schedule *backup.Schedule
+}
+
+func newBackups(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) backups {
+	b := backups{metrics: backup.NewMetrics(reg)}
+	if cfg.BackupEvery > 0 {
+		b.schedule = backup.NewSchedule(backup.ScheduleOptions{
+			Data: cfg.Data, Dir: cfg.BackupDir, Every: cfg.BackupEvery, Keep: cfg.BackupKeep,
+			Log: log, Metrics: b.metrics,
+		})
+	}
+	return b
+}
+
+// failure is the last scheduled backup's failure, for the console's
+// notice; ok is false when the last one succeeded or none ran.
+func (b backups) failure() (at time.Time, reason string, failed bool) {
+	if b.schedule == nil {
+		return time.Time{}, "", false
+	}
+	st := b.schedule.Status()
+	return st.LastFailure, st.LastError, st.LastError != ""
+}
