@@ -44,6 +44,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/formd/formd/bench/proc"
 )
 
 func main() {
@@ -68,7 +70,7 @@ func main() {
 	base := "http://" + ln.Addr().String()
 
 	fmt.Printf("# %s on %d cores, load average %s; %d rounds, %s at %d clients, paced %d/s for %s\n",
-		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), loadavg(), *rounds, *duration, *clients, *paced, *pacedFor)
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), proc.LoadAvg(), *rounds, *duration, *clients, *paced, *pacedFor)
 	var results []result
 	for r := 1; r <= *rounds; r++ {
 		for _, mode := range []string{"none", "webhooks"} {
@@ -190,7 +192,7 @@ func runMode(bin, mode, base string, rcv *receiver, dur time.Duration, clients, 
 	if err := os.WriteFile(formsFile, []byte(def), 0o600); err != nil {
 		return res, err
 	}
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return res, err
 	}
@@ -199,7 +201,7 @@ func runMode(bin, mode, base string, rcv *receiver, dur time.Duration, clients, 
 		"--log-level", "warn", "--webhook-allow", "127.0.0.0/8"}
 	var debugAddr string
 	if profileDir != "" {
-		dport, err := freePort()
+		dport, err := proc.FreePort()
 		if err != nil {
 			return res, err
 		}
@@ -221,7 +223,7 @@ func runMode(bin, mode, base string, rcv *receiver, dur time.Duration, clients, 
 		cmd.Wait()                       //nolint:errcheck // its exit status does not matter here
 	}()
 	url := "http://" + addr + "/v1/forms/bench/submissions"
-	if err := waitReady("http://" + addr + "/readyz"); err != nil {
+	if err := proc.WaitReady("http://"+addr+"/readyz", 30*time.Second); err != nil {
 		b, _ := os.ReadFile(logf.Name())
 		return res, fmt.Errorf("%w\n%s", err, b)
 	}
@@ -233,7 +235,7 @@ func runMode(bin, mode, base string, rcv *receiver, dur time.Duration, clients, 
 	warmStart := time.Now()
 	gen.closedLoop(clients, 2*time.Second, nil)
 
-	cpu0 := cpuTicks(cmd.Process.Pid)
+	cpu0 := proc.CPUTicks(cmd.Process.Pid)
 	start := time.Now()
 	var acks sync.Map // entry id → time of the 201
 	profiled := make(chan error, 1)
@@ -249,11 +251,11 @@ func runMode(bin, mode, base string, rcv *receiver, dur time.Duration, clients, 
 		return res, err
 	}
 	stop := time.Now()
-	cpu1 := cpuTicks(cmd.Process.Pid)
+	cpu1 := proc.CPUTicks(cmd.Process.Pid)
 	res.accepted, res.failed = n.ok, n.failed
 	res.intakeRate = float64(n.ok) / stop.Sub(start).Seconds()
 	if n.ok > 0 {
-		res.cpuPerSubUS = float64(cpu1-cpu0) / float64(clkTck) * 1e6 / float64(n.ok)
+		res.cpuPerSubUS = float64(cpu1-cpu0) / float64(proc.ClkTck) * 1e6 / float64(n.ok)
 	}
 	if mode != "webhooks" {
 		return res, nil
@@ -455,52 +457,4 @@ func fmtRatios(v []float64) string {
 		s[i] = fmt.Sprintf("%.2f", x)
 	}
 	return strings.Join(s, " ")
-}
-
-func waitReady(url string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("formd did not become ready at %s", url)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// clkTck is the kernel's clock ticks a second (USER_HZ), 100 on Linux.
-const clkTck = 100
-
-// cpuTicks is a process's user and system CPU time in clock ticks.
-func cpuTicks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -48,6 +48,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/formd/formd/bench/proc"
 )
 
 func main() {
@@ -81,7 +83,7 @@ func main() {
 		}
 	}
 	fmt.Printf("# %s, %d cores, load average %s; %d old entries loaded in %.0fs; %d rounds of %s at %d connections\n",
-		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), loadavg(), *old, time.Since(start).Seconds(), *rounds, *duration, *conns)
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), proc.LoadAvg(), *old, time.Since(start).Seconds(), *rounds, *duration, *conns)
 	var results []result
 	for r := 1; r <= *rounds; r++ {
 		for _, mode := range []string{"bare", "full"} {
@@ -226,7 +228,7 @@ type formd struct {
 }
 
 func startFormd(bin string, args []string, logPath string) (*formd, error) {
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +246,7 @@ func startFormd(bin string, args []string, logPath string) (*formd, error) {
 	}
 	logf.Close()
 	f := &formd{launched: launched, cmd: cmd, base: "http://" + addr, logPath: logPath}
-	if err := waitReady(f.base + "/readyz"); err != nil {
+	if err := proc.WaitReady(f.base+"/readyz", 60*time.Second); err != nil {
 		f.stop()
 		b, _ := os.ReadFile(logPath)
 		return nil, fmt.Errorf("%w\n%s", err, b)
@@ -316,7 +318,7 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 	}
 	var debugAddr string
 	if profileDir != "" {
-		p, err := freePort()
+		p, err := proc.FreePort()
 		if err != nil {
 			return res, err
 		}
@@ -359,9 +361,9 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 	} else {
 		profiled <- nil
 	}
-	cpu0 := cpuTicks(f.cmd.Process.Pid)
+	cpu0 := proc.CPUTicks(f.cmd.Process.Pid)
 	w, err := runWrk(url, conns, dur, 1)
-	cpu1 := cpuTicks(f.cmd.Process.Pid)
+	cpu1 := proc.CPUTicks(f.cmd.Process.Pid)
 	peakEnd := time.Now()
 	if err != nil {
 		cancel()
@@ -374,7 +376,7 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 	res.accepted, res.statuses, res.p50, res.p99 = w.created, w.statuses, w.p50, w.p99
 	res.intake = float64(w.created) / w.seconds
 	if w.created > 0 {
-		res.cpuUS = float64(cpu1-cpu0) / clkTck * 1e6 / float64(w.created)
+		res.cpuUS = float64(cpu1-cpu0) / proc.ClkTck * 1e6 / float64(w.created)
 	}
 	if mode == "full" {
 		// The outbox drains: every entry's two webhooks and confirmation,
@@ -728,51 +730,4 @@ func profile(debugAddr string, d time.Duration, path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-func waitReady(url string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("formd did not become ready at %s", url)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// clkTck is the kernel's clock ticks a second (USER_HZ), 100 on Linux.
-const clkTck = 100
-
-// cpuTicks is a process's user and system CPU time in clock ticks.
-func cpuTicks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -39,6 +39,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/formd/formd/bench/proc"
 )
 
 func main() {
@@ -52,7 +54,7 @@ func main() {
 		log.Fatal("-formd is required: the path of a built formd binary (go build -o /tmp/formd ./cmd/formd)")
 	}
 	fmt.Printf("# %s, load average %s: %d runs of %d submissions, %.0f%% of first attempts answered 500, kill -9 at half, %s to deliver\n",
-		time.Now().UTC().Format(time.RFC3339), loadavg(), *runs, *subs, *failRate*100, *wait)
+		time.Now().UTC().Format(time.RFC3339), proc.LoadAvg(), *runs, *subs, *failRate*100, *wait)
 	passed := 0
 	for r := 1; r <= *runs; r++ {
 		res, err := run(*bin, r, *subs, *wait, *failRate)
@@ -174,7 +176,7 @@ func run(bin string, n, subs int, wait time.Duration, failRate float64) (result,
 	if err := os.WriteFile(formsFile, fmt.Appendf(nil, formYAML, "http://"+ln.Addr().String()), 0o600); err != nil {
 		return res, err
 	}
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return res, err
 	}
@@ -190,7 +192,7 @@ func run(bin string, n, subs int, wait time.Duration, failRate float64) (result,
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
-		if err := waitReady("http://" + addr + "/readyz"); err != nil {
+		if err := proc.WaitReady("http://"+addr+"/readyz", 30*time.Second); err != nil {
 			cmd.Process.Kill() //nolint:errcheck // it may be gone
 			cmd.Wait()         //nolint:errcheck // its status does not matter
 			return nil, err
@@ -321,36 +323,4 @@ func submit(client *http.Client, url, key, name string) (string, int, error) {
 		time.Sleep(pause)
 		pause = min(2*pause, time.Second)
 	}
-}
-
-func waitReady(url string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("formd did not become ready at %s", url)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -1,0 +1,69 @@
+// Package proc is what the benchmark programs under bench/ ask of this
+// machine about the formd they start: a free port for it, when it is
+// ready, how much CPU it used, and how loaded the machine was, so that
+// each program reports the same figures the same way.
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ClkTck is the kernel's clock ticks a second (USER_HZ), 100 on Linux.
+const ClkTck = 100
+
+// FreePort is a loopback TCP port free at the moment of asking.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// WaitReady polls url (a /readyz) until it answers 200, for at most
+// within.
+func WaitReady(url string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("formd did not become ready at %s", url)
+}
+
+// CPUTicks is a process's user and system CPU time in clock ticks
+// (ClkTck a second); 0 when it cannot be read.
+func CPUTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+// LoadAvg is the machine's 1, 5 and 15 minute load averages, as text.
+func LoadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
