@@ -291,6 +291,7 @@ test('screenshots, desktop and phone, English and Chinese', { skip: process.env.
     ['submissions', '/admin/forms/spring-fair/submissions'],
     ['entry', `/admin/forms/spring-fair/entries/${ids['Qian Yu']}`],
     ['proof', '/admin/forms/spring-fair/proof'],
+    ['account', '/admin/account'],
   ];
   const state = await owner.storageState();
   for (const [width, height, device] of [[1280, 900, 'desktop'], [390, 844, 'phone']]) {

@@ -36,8 +36,8 @@ func TestScheduledBackups(t *testing.T) {
 		// enforces, so the test need not wait.
 		c.BackupEvery, c.BackupDir, c.BackupKeep = 20*time.Millisecond, dir, 2
 	}})
-	poll.Until(t, "a failed backup on /metrics", 20*time.Second, func() bool { return metric(t, h.URL, "formd_backup_failures_total") > 0 })
-	if n := metric(t, h.URL, "formd_backup_last_success_timestamp_seconds"); n != 0 {
+	poll.Until(t, "a failed backup on /metrics", 20*time.Second, func() bool { return metric(t, h.MetricsURL, "formd_backup_failures_total") > 0 })
+	if n := metric(t, h.MetricsURL, "formd_backup_last_success_timestamp_seconds"); n != 0 {
 		t.Errorf("last success %d before any succeeded", n)
 	}
 	c := signedIn(t, h)
@@ -50,7 +50,7 @@ func TestScheduledBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.Until(t, "a backup to succeed", 20*time.Second, func() bool {
-		return metric(t, h.URL, "formd_backup_last_success_timestamp_seconds") > 0
+		return metric(t, h.MetricsURL, "formd_backup_last_success_timestamp_seconds") > 0
 	})
 	poll.Until(t, "the console's notice to go", 20*time.Second, func() bool {
 		return !strings.Contains(consolePage(t, c, h), "The last scheduled backup failed")
