@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/release"
 	"github.com/formd/formd/internal/sqlitedb"
 )
@@ -155,7 +156,7 @@ func take(ctx context.Context, opts Options) (m Manifest, err error) {
 		return m, fmt.Errorf("read the secret %s: %w", filepath.Join(opts.Data, SecretFile), err)
 	default:
 		dst := filepath.Join(opts.To, SecretFile)
-		if err := writeFileAtomic(dst, secret); err != nil {
+		if err := atomicfile.WriteFile(dst, secret, 0o600); err != nil {
 			return m, writeError(opts.To, need, err)
 		}
 		written = append(written, dst)
@@ -174,7 +175,7 @@ func take(ctx context.Context, opts Options) (m Manifest, err error) {
 		return m, err
 	}
 	dst := filepath.Join(opts.To, ManifestFile)
-	if err := writeFileAtomic(dst, append(raw, '\n')); err != nil {
+	if err := atomicfile.WriteFile(dst, append(raw, '\n'), 0o600); err != nil {
 		return m, writeError(opts.To, need, err)
 	}
 	written = append(written, dst)
@@ -263,7 +264,7 @@ func copyDB(ctx context.Context, src, dst string, need int64) (File, error) {
 	if err := os.Rename(tmp, dst); err != nil {
 		return File{}, writeError(dir, need, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return File{}, writeError(dir, need, err)
 	}
 	v, err := schemaVersion(ctx, dst)
@@ -370,43 +371,4 @@ func schemaVersion(ctx context.Context, path string) (int, error) {
 func hexSum(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-// writeFileAtomic writes data to path through a synced temporary file and
-// a rename, then syncs the directory so the rename itself is durable.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

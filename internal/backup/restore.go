@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/formd/formd/internal/atomicfile"
 )
 
 // RestoreOptions say which backup to restore where.
@@ -149,7 +151,7 @@ func installFile(src, dst string, want File) error {
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return fmt.Errorf("restore %s: %w", dst, err)
 	}
-	return syncDir(dir)
+	return atomicfile.SyncDir(dir)
 }
 
 // heldFiles lists what a data directory holds but its lock file; nothing

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/formd/formd/internal/atomicfile"
 )
 
 // Metrics are the backup series; they are registered on every server, at
@@ -144,7 +146,7 @@ func (s *Schedule) take(ctx context.Context, start time.Time) error {
 		os.RemoveAll(partial) //nolint:errcheck // best effort
 		return fmt.Errorf("name the backup %s: %w", final, err)
 	}
-	if err := syncDir(s.opts.Dir); err != nil {
+	if err := atomicfile.SyncDir(s.opts.Dir); err != nil {
 		return fmt.Errorf("sync %s: %w", s.opts.Dir, err)
 	}
 	return s.prune()

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/form"
 )
@@ -82,43 +83,8 @@ func fileSecret(path string) ([]byte, error) {
 	}
 	secret := make([]byte, form.SecretSize)
 	rand.Read(secret) //nolint:errcheck // crypto/rand does not fail on supported systems
-	if err := writeFileAtomic(path, []byte(hex.EncodeToString(secret)+"\n")); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(hex.EncodeToString(secret)+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("make the secret file: %w", err)
 	}
 	return secret, nil
-}
-
-// writeFileAtomic writes data to path through a synced temporary file and
-// a rename, then syncs the directory so the rename itself is durable.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
