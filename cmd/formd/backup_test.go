@@ -125,27 +125,7 @@ func backupUnderLoad(t *testing.T, bin string, kill bool) {
 	}
 	t.Logf("restore:\n%s", ro.String())
 
-	srv2 := startFormd(t, bin, restored, formsPath)
-	poll.Until(t, "the restored journal's backlog to drain", 30*time.Second, func() bool { return backlog(client, srv2.metrics) == 0 })
-	srv2.stop(t)
-
-	var audit bytes.Buffer
-	if code := run([]string{"audit", "--data", restored}, &audit, &audit); code != 0 {
-		t.Fatalf("formd audit of the restored data exit %d:\n%s", code, audit.String())
-	}
-	var exp, expErr bytes.Buffer
-	if code := run([]string{"export", "--data", restored, "--form", "crash", "--format", "jsonl"}, &exp, &expErr); code != 0 {
-		t.Fatalf("formd export exit %d: %s", code, expErr.String())
-	}
-	keys := map[string]int{}
-	sc := bufio.NewScanner(&exp)
-	for sc.Scan() {
-		var row struct{ Key string }
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
-		keys[row.Key]++
-	}
+	keys := openRestored(t, bin, restored, formsPath, client)
 	for k, n := range keys {
 		if n != 1 {
 			t.Errorf("key %s stored %d times", k, n)
@@ -175,4 +155,32 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 		w.do()
 	}
 	return n, err
+}
+
+// openRestored starts formd on restored data until its journal's backlog
+// is decided, then checks that the audit is clean and says how many times
+// each key is stored, from the export.
+func openRestored(t *testing.T, bin, restored, formsPath string, client *http.Client) map[string]int {
+	t.Helper()
+	srv2 := startFormd(t, bin, restored, formsPath)
+	poll.Until(t, "the restored journal's backlog to drain", 30*time.Second, func() bool { return backlog(client, srv2.metrics) == 0 })
+	srv2.stop(t)
+	var audit bytes.Buffer
+	if code := run([]string{"audit", "--data", restored}, &audit, &audit); code != 0 {
+		t.Fatalf("formd audit of the restored data exit %d:\n%s", code, audit.String())
+	}
+	var exp, expErr bytes.Buffer
+	if code := run([]string{"export", "--data", restored, "--form", "crash", "--format", "jsonl"}, &exp, &expErr); code != 0 {
+		t.Fatalf("formd export exit %d: %s", code, expErr.String())
+	}
+	keys := map[string]int{}
+	sc := bufio.NewScanner(&exp)
+	for sc.Scan() {
+		var row struct{ Key string }
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatal(err)
+		}
+		keys[row.Key]++
+	}
+	return keys
 }

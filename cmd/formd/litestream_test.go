@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -187,26 +185,7 @@ func TestLitestream(t *testing.T) {
 	if code := run([]string{"replay", "--data", restored}, &rep, &rep); code != 0 {
 		t.Fatalf("formd replay exit %d:\n%s", code, rep.String())
 	}
-	srv2 := startFormd(t, bin, restored, formsPath)
-	poll.Until(t, "the restored journal's backlog to drain", 30*time.Second, func() bool { return backlog(client, srv2.metrics) == 0 })
-	srv2.stop(t)
-	var audit bytes.Buffer
-	if code := run([]string{"audit", "--data", restored}, &audit, &audit); code != 0 {
-		t.Fatalf("formd audit of the restored data exit %d:\n%s", code, audit.String())
-	}
-	var exp, expErr bytes.Buffer
-	if code := run([]string{"export", "--data", restored, "--form", "crash", "--format", "jsonl"}, &exp, &expErr); code != 0 {
-		t.Fatalf("formd export exit %d: %s", code, expErr.String())
-	}
-	keys := map[string]int{}
-	sc := bufio.NewScanner(&exp)
-	for sc.Scan() {
-		var row struct{ Key string }
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
-		keys[row.Key]++
-	}
+	keys := openRestored(t, bin, restored, formsPath, client)
 	after := 0
 	for k, n := range keys {
 		if n != 1 {
