@@ -18,8 +18,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(git -C "$here" rev-parse --show-toplevel)
 # The first release, the last commit before the embedded fast path, and
-# main when the upgrade tests began.
-releases="b3f9691 d2ed5ed 567ad3d"
+# main when the upgrade tests began, and the release that added backups,
+# HTTPS and uploads (RELEASES="…" makes only those named).
+releases="${RELEASES:-b3f9691 d2ed5ed 567ad3d 37359fb}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$repo" && go build -o "$tmp/gen" ./testdata/upgrade/gen)
