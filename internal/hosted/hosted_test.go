@@ -425,6 +425,9 @@ func TestSDK(t *testing.T) {
 	if got := body(t, get(t, mux, "/sdk/messages.js", nil)); got != sdkjs.Messages() {
 		t.Fatalf("/sdk/messages.js is not the embedded texts module")
 	}
+	if got := body(t, get(t, mux, "/sdk/uploads.js", nil)); got != sdkjs.Uploads() {
+		t.Fatalf("/sdk/uploads.js is not the embedded uploads module")
+	}
 	if res := get(t, mux, "/sdk/nothing.js", nil); res.StatusCode != http.StatusNotFound {
 		t.Fatalf("/sdk/nothing.js: %d, want 404", res.StatusCode)
 	}

@@ -38,6 +38,8 @@ func sdkFiles() map[string]sdkFile {
 	return map[string]sdkFile{
 		"formd.js":    newSDKFile("formd.js", sdkjs.Source()),
 		"messages.js": newSDKFile("messages.js", sdkjs.Messages()),
+		// Imported by formd.js when a submission has files.
+		"uploads.js": newSDKFile("uploads.js", sdkjs.Uploads()),
 	}
 }
 

@@ -53,7 +53,12 @@ budget() {
     exit 1
   fi
 }
-budget formd.js 6144
+# 6144 until issue 20: the hooks that keep a submission's files in the
+# outbox and hand them to uploads.js (about 800 bytes) raised it to 6656.
+budget formd.js 6656
+# The tus uploads, loaded by formd.js (import()) only when a submission
+# has a file: pages without file fields never fetch it.
+budget uploads.js 2560
 # The English and Chinese texts, for pages and mini-programs that do not
 # bring their own.
 budget messages.js 2048

@@ -11,6 +11,9 @@ var source string
 //go:embed messages.js
 var messages string
 
+//go:embed uploads.js
+var uploads string
+
 // Source is formd.js, the SDK as shipped.
 func Source() string { return source }
 
@@ -18,3 +21,8 @@ func Source() string { return source }
 // module of its own (formd.js does not import it), for pages that do not
 // bring their own texts, to be served beside formd.js.
 func Messages() string { return messages }
+
+// Uploads is uploads.js, the outbox's resumable file uploads (tus), which
+// formd.js imports (import("./uploads.js")) only when a submission has a
+// file: served beside formd.js.
+func Uploads() string { return uploads }

@@ -5,6 +5,7 @@
  * What the person sees.
  * - idle: nothing sent yet
  * - sending: on its way (the first try, or resumed after a reload)
+ * - uploading: its files' bytes are being sent (uploads.js); `progress` says how far, in %
  * - saved: in the outbox on this device's durable storage; retried until the server answers
  * - unsaved: the device refused to store it (quota, private mode, storage full):
  *   still being sent, but only while this page (or app) stays open
@@ -19,6 +20,7 @@
 export type State =
   | 'idle'
   | 'sending'
+  | 'uploading'
   | 'saved'
   | 'unsaved'
   | 'received'
@@ -48,7 +50,19 @@ export type FieldErrorCode =
   | 'too-few'
   | 'too-many'
   | 'pattern'
-  | 'unknown-field';
+  | 'unknown-field'
+  | 'file-rejected'
+  | 'file-too-large';
+
+/** The problem codes about uploads that have a text of their own (messages.js "code-CODE"). */
+export type UploadProblemCode =
+  | 'file-rejected'
+  | 'payload-too-large'
+  | 'upload-already-used'
+  | 'upload-not-found'
+  | 'upload-offset-mismatch'
+  | 'upload-unavailable'
+  | 'upload-file-lost';
 
 /** One problem with one field, from a 422 validation-failed answer. */
 export interface FieldError {
@@ -99,6 +113,71 @@ export interface StateEvent {
   processing?: boolean;
   /** On saved and unsaved: milliseconds to the next try. */
   retryIn?: number;
+  /** On uploading: the share of the files' bytes the server holds, 0–100. */
+  progress?: number;
+}
+
+/**
+ * One file of a submission, kept in the outbox with its entry until the
+ * entry is settled: the bytes (a Blob, in IndexedDB) or where they are
+ * (a mini-program file path), and how far its tus upload has got.
+ */
+export interface FileItem {
+  name: string;
+  /** The type the device gives; the server finds the real one from the bytes. */
+  type: string;
+  size: number;
+  /** Browsers: the File or Blob itself. */
+  blob?: Blob;
+  /** Mini-programs: a file path (copied under the user data path when it can be). */
+  path?: string;
+  /** The upload's address, written to the outbox as soon as the server made it. */
+  url?: string;
+  /** The upload's id: the submission names it as "upload:<id>". */
+  id?: string;
+  /** The bytes the server held when last asked or answered. */
+  offset?: number;
+  /** Every byte is on the server and it accepted the file. */
+  done?: boolean;
+}
+
+/** What uploads.js is given by the client for one entry. */
+export interface UploadContext {
+  send: (q: Omit<TransportRequest, 'timeout'> & { timeout?: number }) => Promise<TransportResponse>;
+  save: (e: Entry) => Promise<boolean>;
+  read: (f: FileItem, start: number, end: number) => Promise<Blob | ArrayBuffer>;
+  /** Bytes per PATCH. */
+  chunk: number;
+  retryAfter: (r: TransportResponse) => number;
+  progress: (t: { size: number; sent: number }) => void;
+}
+
+/** What one pass of uploads.js says the client does next. */
+export type UploadStep =
+  | { done: true; wait?: undefined; end?: undefined }
+  | { wait: number; problem?: Problem; done?: undefined; end?: undefined }
+  | { end: [State, Partial<StateEvent>]; done?: undefined; wait?: undefined };
+
+/** The upload module's functions (uploads.js). */
+export interface UploadModule {
+  upload(c: UploadContext, e: Entry): Promise<UploadStep>;
+  restart(e: Entry): void;
+}
+
+/** wx or uni: their file system manager, for miniProgramFiles() in uploads.js. */
+export interface MiniProgramFiles {
+  getFileSystemManager: () => {
+    readFile: (o: {
+      filePath: string;
+      position?: number;
+      length?: number;
+      success?: (r: { data: string | ArrayBuffer }) => void;
+      fail?: (err: { errMsg: string }) => void;
+    }) => void;
+    copyFileSync: (src: string, dest: string) => void;
+    unlinkSync: (path: string) => void;
+  };
+  env?: { USER_DATA_PATH: string };
 }
 
 /** One submission in the outbox. */
@@ -115,6 +194,12 @@ export interface Entry {
   tries: number;
   /** Set on the outbox's arrival beacons, which are not submissions. */
   kind?: 'arrival';
+  /** The files of file fields, uploaded before the entry is posted; their fields are filled with "upload:<id>" then. */
+  files?: Record<string, FileItem[]>;
+  /** Every file is uploaded and named in data. */
+  ready?: boolean;
+  /** How many times the uploads were made again because the server no longer had them. */
+  redo?: number;
 }
 
 /** One arrival beacon (issue 10), as POST /v1/forms/{form}/arrivals takes it in `events`. */
@@ -141,10 +226,12 @@ export interface Storage {
 }
 
 export interface TransportRequest {
-  method: 'GET' | 'POST';
+  /** HEAD and PATCH for uploads (tus). */
+  method: 'GET' | 'POST' | 'HEAD' | 'PATCH';
   url: string;
   headers: Record<string, string>;
-  body?: string;
+  /** A chunk of a file (Blob in browsers, ArrayBuffer in mini-programs) for a PATCH. */
+  body?: string | Blob | ArrayBuffer;
   /** Milliseconds before giving up on an answer. */
   timeout: number;
 }
@@ -192,6 +279,16 @@ export interface ClientOptions {
   arrivals?: boolean;
   /** Language tag for Client.lang (miniProgram() sets the system's). Default: the page's. */
   lang?: string;
+  /** The upload module; default: import('./uploads.js') when a submission has files (miniprogram.js's miniProgram() sets it). */
+  uploads?: UploadModule | Promise<UploadModule>;
+  /** Reads a chunk of a kept file; default: the Blob's slice. */
+  readFile?: (f: FileItem, start: number, end: number) => Promise<Blob | ArrayBuffer>;
+  /** Keeps a chosen file for later launches (mini-programs copy it under the user data path). */
+  keepFile?: (f: FileItem, key: string) => FileItem;
+  /** Deletes a kept file once its entry is settled. */
+  dropFile?: (f: FileItem) => void;
+  /** Bytes per upload chunk (PATCH). Default 1 MiB. */
+  chunkSize?: number;
 }
 
 export interface SubmitOptions {
@@ -243,9 +340,9 @@ export interface EnhanceOptions {
 export interface MiniProgramAPI {
   request: (o: {
     url: string;
-    method: 'GET' | 'POST';
+    method: 'GET' | 'POST' | 'HEAD';
     header: Record<string, string>;
-    data?: string;
+    data?: string | ArrayBuffer;
     timeout: number;
     dataType: 'text';
     responseType: 'text';
@@ -271,6 +368,11 @@ export interface Adapter {
   transport: Transport;
   storage: Storage;
   wake: (cb: () => void) => () => void;
+  /** Set by miniprogram.js: the upload module and the platform's file access. */
+  uploads?: UploadModule;
+  readFile?: (f: FileItem, start: number, end: number) => Promise<ArrayBuffer>;
+  keepFile?: (f: FileItem, key: string) => FileItem;
+  dropFile?: (f: FileItem) => void;
   /** The system's language tag, e.g. "zh_CN". */
   lang?: string;
 }

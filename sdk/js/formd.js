@@ -23,6 +23,8 @@
 /** @typedef {import('./formd.js').EnhanceOptions} EnhanceOptions */
 /** @typedef {import('./formd.js').FieldError} FieldError */
 /** @typedef {import('./formd.js').MiniProgramAPI} MiniProgramAPI */
+/** @typedef {import('./formd.js').FileItem} FileItem */
+/** @typedef {import('./formd.js').UploadContext} UploadContext */
 /** @typedef {import('./formd.js').Adapter} Adapter */
 /** @typedef {{sig: string, done: Promise<StateEvent>, resolve: (e: StateEvent) => void, durable: boolean}} Run */
 
@@ -67,6 +69,7 @@ const MSG = {
   closed: 'This form is not taking submissions now.',
   full: 'Sorry, every place is taken.',
   failed: 'The form could not be sent.',
+  uploading: 'Uploading… {percent} %',
 };
 
 /**
@@ -111,6 +114,39 @@ const parse = (s) => {
 };
 
 /**
+ * A file value: a Blob (a File from an input) in browsers; a chosen file's
+ * {tempFilePath, size} (chooseMedia) or {path, size} in mini-programs.
+ * @param {any} v
+ */
+const isFile = (v) => (typeof Blob == 'function' && v instanceof Blob) || !!(v && typeof v == 'object' && (v.tempFilePath || v.path) && v.size >= 0);
+
+/**
+ * Takes the files out of a submission's values, to be kept with the entry
+ * and uploaded before it is sent (uploads.js); a list of files leaves []
+ * in its place, a single file nothing.
+ * @param {Record<string, unknown>} data
+ * @returns {[Record<string, unknown>, Record<string, FileItem[]> | undefined]}
+ */
+const split = (data) => {
+  /** @type {Record<string, any>} */
+  const d = { ...data };
+  /** @type {Record<string, FileItem[]> | undefined} */
+  let files;
+  for (const k in d) {
+    const v = d[k];
+    const l = Array.isArray(v) ? v : [v];
+    if (!l.length || !l.every(isFile)) continue;
+    (files = files || {})[k] = l.map((f) => {
+      const path = f.tempFilePath || f.path;
+      return { name: f.name || (path ? path.split('/').pop() : ''), type: f.type || '', size: f.size, blob: path ? undefined : f, path };
+    });
+    if (Array.isArray(v)) d[k] = [];
+    else delete d[k];
+  }
+  return [d, files];
+};
+
+/**
  * A transport failure; timeout says the request may have reached the server.
  * @param {boolean} timeout
  */
@@ -149,12 +185,12 @@ export function fetchTransport(f = (u, i) => fetch(u, i)) {
  * @returns {Storage}
  */
 export function memoryStorage() {
-  /** Copies as JSON, as the durable stores do. @type {Map<string, string>} */
+  /** Copies as JSON, as the durable stores do; files by reference. @type {Map<string, [string, Entry['files']]>} */
   const m = new Map();
   return {
-    put: async (e) => (m.set(e.key, JSON.stringify(e)), false),
+    put: async (e) => (m.set(e.key, [JSON.stringify(e), e.files]), false),
     delete: async (k) => void m.delete(k),
-    list: async () => Array.from(m.values(), (e) => JSON.parse(e)),
+    list: async () => Array.from(m.values(), ([j, files]) => ({ ...JSON.parse(j), files })),
   };
 }
 
@@ -208,7 +244,9 @@ export function indexedDBStorage(name = 'formd', idb = globalThis.indexedDB) {
  */
 export function localStorageStorage(ls = globalThis.localStorage, prefix = 'formd:') {
   return {
-    put: async (e) => ls.setItem(prefix + e.key, JSON.stringify(e)),
+    // A file's bytes do not fit in Web Storage: an entry with files is
+    // not saved whole.
+    put: async (e) => (ls.setItem(prefix + e.key, JSON.stringify(e)), !e.files),
     delete: async (k) => ls.removeItem(prefix + k),
     list: async () => {
       /** @type {Entry[]} */
@@ -308,9 +346,11 @@ export function miniProgram(api, key = 'formd-outbox') {
       new Promise((res, rej) =>
         api.request({
           url: q.url,
-          method: q.method,
-          header: q.headers,
-          data: q.body,
+          // wx.request and uni.request have no PATCH: tus takes a POST
+          // that says it is one.
+          method: q.method == 'PATCH' ? 'POST' : q.method,
+          header: q.method == 'PATCH' ? { ...q.headers, 'X-HTTP-Method-Override': 'PATCH' } : q.headers,
+          data: /** @type {string | ArrayBuffer | undefined} */ (q.body),
           timeout: q.timeout,
           // Not "json": the SDK parses, so a problem+json body is read too.
           dataType: 'text',
@@ -391,8 +431,12 @@ export function createClient(o = {}) {
   /** Submission requests on their way: beacons wait until there are none. */
   let busy = 0;
 
-  /** @param {string} url @param {Record<string, unknown>} data */
-  const sigOf = (url, data) => url + JSON.stringify({ ...data, _ts: 0 });
+  /**
+   * @param {string} url
+   * @param {Record<string, unknown>} data
+   * @param {Entry['files']} [files] named by their names and sizes
+   */
+  const sigOf = (url, data, files) => url + JSON.stringify({ ...data, _ts: 0, _f: files && Object.keys(files).map((k) => [k, files[k].map((f) => [f.name, f.size])]) });
 
   /**
    * @param {number} ms
@@ -477,20 +521,29 @@ export function createClient(o = {}) {
    * @param {string} url
    * @param {Entry} [e] the entry to POST
    */
-  const req = async (method, url, e) => {
+  const req = (method, url, e) =>
+    raw({
+      method,
+      url,
+      timeout,
+      headers: e ? { 'Content-Type': 'application/json', Accept: 'application/json', 'Idempotency-Key': e.key } : { Accept: 'application/json' },
+      body: e && JSON.stringify(e.data),
+    });
+
+  /** @param {TransportRequest} q */
+  const raw = async (q) => {
+    if (closed) throw netError(false);
     busy++;
     try {
-      return await transport({
-        method,
-        url,
-        timeout,
-        headers: e ? { 'Content-Type': 'application/json', Accept: 'application/json', 'Idempotency-Key': e.key } : { Accept: 'application/json' },
-        body: e && JSON.stringify(e.data),
-      });
+      return await transport(q);
     } finally {
       if (!--busy) kick(0);
     }
   };
+
+  /** The upload module (uploads.js), loaded with the first file. */
+  const up = () => o.uploads || import('./uploads.js');
+  const chunk = o.chunkSize || 1 << 20;
 
   // Arrival beacons (issue 10): for each key, when the person pressed send
   // and when the server's definitive answer came, kept in the outbox like
@@ -589,6 +642,7 @@ export function createClient(o = {}) {
     const at = now();
     const ev = emit(run, e, state, more);
     await drop(e);
+    if (o.dropFile) for (const k in e.files || {}) (e.files || {})[k].forEach(o.dropFile);
     beacon(e, 'answered', at, state);
     run.resolve(ev);
   };
@@ -632,17 +686,30 @@ export function createClient(o = {}) {
    */
   const drive = async (run, e, resumed) => {
     let probe = resumed && e.tries > 0;
-    // A new entry was written with its first try already counted.
-    let counted = !resumed;
+    // A new entry was written with its first try already counted (one
+    // with files: once they are uploaded).
+    let counted = !resumed && e.tries > 0;
     let n = 0;
     /** A definitive error held until the status lookup says the key is unknown. @type {[State, Partial<StateEvent>] | undefined} */
     let held;
     /** @type {State | undefined} */
     let told;
+    /** @type {UploadContext} */
+    const uc = {
+      // A chunk may take a while on a slow network: at least 8 kB/s.
+      send: (q) => raw({ timeout: timeout + (q.body ? chunk / 8 : 0), ...q }),
+      save,
+      read: o.readFile || ((f, a, b) => Promise.resolve(/** @type {Blob} */ (f.blob).slice(a, b))),
+      chunk,
+      retryAfter: (r) => retryAfter(r.header('Retry-After'), now()),
+      progress: (t) => emit(run, e, (told = 'uploading'), { progress: t.size ? Math.floor((t.sent * 100) / t.size) : 100 }),
+    };
     emit(run, e, 'sending');
     if (!run.durable) emit(run, e, (told = 'unsaved'));
     for (;;) {
       let wait = 0;
+      /** Why the files wait (the server's storage is full). @type {any} */
+      let why;
       try {
         /** @type {TransportResponse} */
         let r;
@@ -660,6 +727,18 @@ export function createClient(o = {}) {
             continue;
           }
         } else {
+          if (e.files && !e.ready) {
+            // The files' bytes first (uploads.js), then the submission
+            // that names them, under the same key.
+            const u = await (await up()).upload(uc, e);
+            if (closed) return;
+            if (u.end) return settle(run, e, ...u.end);
+            if (!u.done) {
+              wait = u.wait || 0;
+              why = u.problem;
+              throw 0;
+            }
+          }
           if (!counted) {
             e.tries++;
             run.durable = (await save(e)) || run.durable;
@@ -674,6 +753,12 @@ export function createClient(o = {}) {
           if (s === 202) return accepted(run, e, r);
           if (s < 500 && s !== 408 && s !== 425 && s !== 429) {
             const p = r.body || {};
+            // The uploads expired before the submission came: made again
+            // from the kept files (a few times at most).
+            if (p.code === 'upload-not-found' && e.files && (e.redo = (e.redo || 0) + 1) < 4) {
+              (await up()).restart(e);
+              continue;
+            }
             /** @type {[State, Partial<StateEvent>]} */
             const end = [BY_CODE[p.code] || 'failed', { problem: p, errors: p.errors || [] }];
             // The first send of this key: the answer is its first outcome.
@@ -691,7 +776,7 @@ export function createClient(o = {}) {
       }
       const d = Math.max(wait, random() * Math.min(cap, base * 2 ** n++));
       const st = run.durable ? 'saved' : 'unsaved';
-      if (st !== told) emit(run, e, (told = st), { retryIn: d });
+      if (st !== told || why) emit(run, e, (told = st), { retryIn: d, problem: why });
       // A wake-up (back online, page shown) may cut the backoff short, but
       // not a wait the server asked for.
       await sleep(d, !wait);
@@ -710,7 +795,7 @@ export function createClient(o = {}) {
     /** @type {Promise<StateEvent>} */
     const done = new Promise((r) => (resolve = r));
     /** @type {Run} */
-    const run = { sig: sigOf(e.url, e.data), done, resolve, durable: resumed };
+    const run = { sig: sigOf(e.url, e.data, e.files), done, resolve, durable: resumed };
     running.set(e.key, run);
     // The entry is in the outbox before anything is sent; the beacon that
     // says it was started is written once its request is on its way.
@@ -748,13 +833,17 @@ export function createClient(o = {}) {
     submit(form, data, opts = {}) {
       if (closed) return Promise.reject(new Error('formd client closed'));
       const url = opts.url || `${endpoint}/v1/forms/${encodeURIComponent(form)}/submissions`;
-      const sig = sigOf(url, data);
+      const [plain, files] = split(data);
+      const sig = sigOf(url, plain, files);
       // A press again while the first is on its way joins it; after the
       // server has the entry, the same values get the same result.
       for (const r of running.values()) if (r.sig === sig) return r.done;
       const had = answered.get(sig);
       if (had) return Promise.resolve(tell(had));
-      return start({ key: newKey(), form, url, data, at: now(), tries: 1 }, false);
+      const key = newKey();
+      const keep = o.keepFile;
+      if (files && keep) for (const k in files) files[k] = files[k].map((f) => keep(f, key));
+      return start({ key, form, url, data: plain, files, at: now(), tries: files ? 0 : 1 }, false);
     },
     flush,
     on(f) {
@@ -804,8 +893,12 @@ function collect(el, shown) {
   const d = {};
   for (const x of /** @type {HTMLInputElement[]} */ (Array.from(el.elements))) {
     const { name, type } = x;
-    if (!name || x.disabled || name === '_key' || !('value' in x) || /^(submit|button|reset|image|file|fieldset)$/.test(type)) continue;
-    if (type === 'checkbox') {
+    if (!name || x.disabled || name === '_key' || !('value' in x) || /^(submit|button|reset|image|fieldset)$/.test(type)) continue;
+    if (type === 'file') {
+      // Kept in the outbox and uploaded before the submission.
+      const l = Array.from(x.files || []);
+      if (l.length) d[name] = x.multiple ? l : l[0];
+    } else if (type === 'checkbox') {
       // A yes/no box (value "true", or the default "on") is a boolean;
       // boxes with their own values are the choices of a list.
       if (x.value === 'true' || x.value === 'on') d[name] = x.checked;
@@ -911,7 +1004,11 @@ export function enhance(el, o = {}) {
     el.dataset.state = ev.state;
     el.setAttribute('aria-busy', String(ev.state === 'sending'));
     box.setAttribute('data-state', ev.state);
-    box.textContent = text('msg-' + ev.state, MSG[ev.state]);
+    // A problem code with a text of its own (a file refused, storage
+    // full) says more than the state.
+    const c = ev.problem && ev.problem.code;
+    const more = c ? text('code-' + c, '') : '';
+    box.textContent = (text('msg-' + ev.state, MSG[ev.state]) + (more && ' ' + more)).replace('{percent}', String(ev.progress));
     if (ev.state === 'invalid') mark(ev.errors || []);
     for (const t of ['formd:state', 'formd:' + ev.state]) el.dispatchEvent(new CustomEvent(t, { detail: ev, bubbles: true }));
   };

@@ -1,7 +1,8 @@
 // @ts-check
 /**
  * The SDK's texts for people, in English and Simplified Chinese: one per
- * state ("msg-STATE") and one per field error code ("err-CODE"). A module
+ * state ("msg-STATE"), one per field error code ("err-CODE") and one per
+ * upload problem code ("code-CODE", shown after the state's text). A module
  * of its own, so that formd.js stays within its size budget for pages
  * that bring their own texts (the hosted page passes them as data-msg-*
  * and data-err-* attributes); no imports, so it loads next to any copy of
@@ -46,6 +47,19 @@ export const MESSAGES = {
     'err-too-many': '{label}: too many chosen[, choose at most {limit}]',
     'err-pattern': '{label} does not have the expected format',
     'err-unknown-field': '{label} is not a field of this form',
+    // Files (uploads.js): the state while their bytes go, the field
+    // errors the client makes of a refused file, and the server's problem
+    // codes about uploads, shown after the state's text.
+    'msg-uploading': 'Uploading… {percent} %',
+    'err-file-rejected': '{label}: this type of file is not accepted',
+    'err-file-too-large': '{label}: the file is too large',
+    'code-file-rejected': 'The form does not accept this type of file (the type is found from the bytes, not the name).',
+    'code-payload-too-large': 'The file is larger than this form accepts.',
+    'code-upload-already-used': 'A file of this submission was already sent with another one: choose the file again.',
+    'code-upload-not-found': 'The uploaded file is no longer on the server: choose the file again.',
+    'code-upload-offset-mismatch': 'The upload continues from where the server stands.',
+    'code-upload-unavailable': 'The server cannot store files right now: they stay on this device and are sent again shortly.',
+    'code-upload-file-lost': 'The file is no longer on this device: choose it again.',
   },
   zh: {
     'msg-idle': '',
@@ -77,6 +91,16 @@ export const MESSAGES = {
     'err-too-many': '选择的项目太多[，最多选 {limit} 项]。',
     'err-pattern': '格式不正确。',
     'err-unknown-field': '此表单没有这一项。',
+    'msg-uploading': '上传中… {percent}%',
+    'err-file-rejected': '不接受这种类型的文件。',
+    'err-file-too-large': '文件太大。',
+    'code-file-rejected': '此表单不接受这种类型的文件（类型按文件内容判断，而不是文件名）。',
+    'code-payload-too-large': '文件超过此表单允许的大小。',
+    'code-upload-already-used': '此提交中的文件已随另一份提交发送：请重新选择文件。',
+    'code-upload-not-found': '服务器上已没有上传的文件：请重新选择文件。',
+    'code-upload-offset-mismatch': '上传将从服务器已收到的位置继续。',
+    'code-upload-unavailable': '服务器暂时无法保存文件：文件保留在本机，稍后会自动重新发送。',
+    'code-upload-file-lost': '文件已不在本机：请重新选择。',
   },
 };
 

@@ -1,3 +1,7 @@
-// Types of miniprogram.js: formd.js and messages.js in one entry.
+// Types of miniprogram.js: formd.js and messages.js in one entry, and
+// miniProgram() with uploads.
+import type { Adapter, MiniProgramAPI, MiniProgramFiles } from './formd.js';
 export * from './formd.js';
 export * from './messages.js';
+export { miniProgramFiles } from './uploads.js';
+export function miniProgram(api: MiniProgramAPI & Partial<MiniProgramFiles>, storageKey?: string): Adapter;

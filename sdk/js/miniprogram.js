@@ -2,8 +2,30 @@
 /**
  * The entry for mini-program npm builds (WeChat developer tools build
  * `main` and what it imports into miniprogram_npm/@formd/sdk, and nothing
- * else of the package): the SDK and its English and Chinese texts in one.
+ * else of the package): the SDK and its English and Chinese texts in one,
+ * and the uploads module, imported here because mini-program builds have
+ * no import(): miniProgram(wx) gives the client the module and the
+ * platform's file access, so files chosen with chooseMedia are uploaded
+ * in chunks over wx.request / uni.request.
  * @module formd/miniprogram
  */
+import { miniProgram as core } from './formd.js';
+import * as uploads from './uploads.js';
+
 export * from './formd.js';
 export * from './messages.js';
+export { miniProgramFiles } from './uploads.js';
+
+/**
+ * formd.js's miniProgram() with uploads: chunks read with the file system
+ * manager, chosen files copied under the user data path.
+ * @param {import('./formd.js').MiniProgramAPI & Partial<import('./formd.js').MiniProgramFiles>} api
+ * @param {string} [key]
+ * @returns {import('./formd.js').Adapter}
+ */
+export function miniProgram(api, key) {
+  const a = core(api, key);
+  if (!api.getFileSystemManager) return a;
+  const f = uploads.miniProgramFiles(/** @type {import('./formd.js').MiniProgramFiles} */ (api));
+  return { ...a, uploads, readFile: f.read, keepFile: f.keep, dropFile: f.drop };
+}

@@ -6,11 +6,13 @@ import { readFileSync } from 'node:fs';
 import { MESSAGES, messages } from '../messages.js';
 import { fieldText, language } from '../formd.js';
 
-const STATES = ['idle', 'sending', 'saved', 'unsaved', 'received', 'waitlisted', 'duplicate', 'invalid', 'closed', 'full', 'failed'];
+const STATES = ['idle', 'sending', 'uploading', 'saved', 'unsaved', 'received', 'waitlisted', 'duplicate', 'invalid', 'closed', 'full', 'failed'];
 const CODES = [
   'required', 'invalid-value', 'invalid-email', 'invalid-phone', 'invalid-option', 'invalid-date', 'not-a-number', 'not-an-integer',
   'too-small', 'too-large', 'too-short', 'too-long', 'too-early', 'too-late', 'too-few', 'too-many', 'pattern', 'unknown-field',
+  'file-rejected', 'file-too-large',
 ];
+const PROBLEMS = ['file-rejected', 'payload-too-large', 'upload-already-used', 'upload-not-found', 'upload-offset-mismatch', 'upload-unavailable', 'upload-file-lost'];
 const LIMITED = ['too-small', 'too-large', 'too-short', 'too-long', 'too-early', 'too-late', 'too-few', 'too-many'];
 
 /** The members of a string-literal union in formd.d.ts. */
@@ -23,6 +25,7 @@ function union(name) {
 test('the lists here are the ones formd.d.ts declares', () => {
   assert.deepEqual(union('State'), STATES);
   assert.deepEqual(union('FieldErrorCode'), CODES);
+  assert.deepEqual(union('UploadProblemCode'), PROBLEMS);
 });
 
 for (const lang of ['en', 'zh']) {
@@ -43,8 +46,13 @@ for (const lang of ['en', 'zh']) {
     }
   });
 
+  test(`${lang}: a text for every upload problem code, and the progress in the uploading state`, () => {
+    for (const c of PROBLEMS) assert.ok(MESSAGES[lang]['code-' + c], `code-${c}`);
+    assert.match(MESSAGES[lang]['msg-uploading'], /\{percent\}/);
+  });
+
   test(`${lang}: nothing more than the states and codes`, () => {
-    const want = [...STATES.map((s) => 'msg-' + s), ...CODES.map((c) => 'err-' + c)].sort();
+    const want = [...STATES.map((s) => 'msg-' + s), ...CODES.map((c) => 'err-' + c), ...PROBLEMS.map((c) => 'code-' + c)].sort();
     assert.deepEqual(Object.keys(MESSAGES[lang]).sort(), want);
   });
 }

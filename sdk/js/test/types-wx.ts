@@ -9,3 +9,12 @@ const all: Required<MiniProgramAPI> = wx;
 void all;
 const client = createClient({ endpoint: 'https://forms.example.org', ...miniProgram(wx) });
 client.submit('spring-fair-2027', { name: '李雷', phone: '13800138000' });
+
+// The file system manager and user data path the uploads use (uploads.js),
+// against the official typings, and miniprogram.js's miniProgram() with them.
+import { miniProgram as withUploads } from '../miniprogram.js';
+import type { MiniProgramFiles } from '../formd.js';
+const files: Required<MiniProgramFiles> = wx;
+void files;
+const up = createClient({ endpoint: 'https://forms.example.org', ...withUploads(wx) });
+wx.chooseMedia({ count: 1, mediaType: ['image'], success: (r) => void up.submit('spring-fair-2027', { photo: r.tempFiles[0] }) });
