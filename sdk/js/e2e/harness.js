@@ -208,3 +208,67 @@ export function ensureOutputDir() {
   if (!existsSync(outputDir)) mkdirSync(outputDir, { recursive: true });
   return outputDir;
 }
+
+/**
+ * A recording HTTP proxy in front of formd (issue 20's upload tests): it
+ * logs what reached the server — each request's method (after
+ * X-HTTP-Method-Override), path, Upload-Offset and the body bytes it
+ * forwarded — and can hold back one PATCH (the nth) so that a test can cut
+ * the network or reload the page while that chunk is on its way: a held
+ * PATCH is never forwarded; when the browser gives up on it (offline,
+ * reload) it is dropped.
+ * @param {string} target formd's base URL
+ */
+export async function recordingProxy(target) {
+  const { createServer: httpServer, request } = await import('node:http');
+  const t = new URL(target);
+  /** @type {{method: string, path: string, offset: number | null, bytes: number, status: number}[]} */
+  const log = [];
+  let patches = 0;
+  /** @type {number} */
+  let holdAt = 0;
+  /** @type {null | {path: string, release: () => void, drop: () => void}} */
+  let held = null;
+  const srv = httpServer((req, res) => {
+    const method = String(req.headers['x-http-method-override'] || req.method);
+    const entry = { method, path: String(req.url), offset: req.headers['upload-offset'] == null ? null : Number(req.headers['upload-offset']), bytes: 0, status: 0 };
+    const forward = () => {
+      log.push(entry);
+      const up = request({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+        entry.status = r.statusCode || 0;
+        res.writeHead(r.statusCode || 502, r.headers);
+        r.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      req.on('data', (b) => (entry.bytes += b.length));
+      req.on('aborted', () => up.destroy());
+      req.pipe(up);
+    };
+    if (method === 'PATCH' && ++patches === holdAt) {
+      // Held: nothing of it reaches formd.
+      held = {
+        path: entry.path,
+        release: () => forward(),
+        drop: () => {
+          req.destroy();
+          res.destroy();
+        },
+      };
+      req.on('close', () => held && held.path === entry.path && (held = null));
+      return;
+    }
+    forward();
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', () => r(undefined)));
+  const { port } = /** @type {import('node:net').AddressInfo} */ (srv.address());
+  return {
+    base: `http://127.0.0.1:${port}`,
+    log,
+    /** Holds back the nth PATCH from now on (1 = the next one). */
+    hold: (n) => {
+      holdAt = patches + n;
+    },
+    held: () => held,
+    close: () => new Promise((r) => (srv.closeAllConnections(), srv.close(() => r(undefined)))),
+  };
+}
