@@ -4,3 +4,6 @@
 // request 合法域名), or every request fails with "url not in domain list".
 export const FORMD_ENDPOINT = 'https://forms.example.org';
 export const FORM_ID = 'spring-fair-2027';
+// The form of the photo page (pages/photo): a text field "name" and a file
+// field "photo" (see sdk/js/README.md, "Uploads").
+export const PHOTO_FORM_ID = 'exam-2027';

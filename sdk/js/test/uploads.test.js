@@ -10,103 +10,15 @@ import { createClient, memoryStorage, localStorageStorage } from '../formd.js';
 import * as uploadsModule from '../uploads.js';
 import { miniProgram } from '../miniprogram.js';
 import { b64, resolve } from '../uploads.js';
-import { fakeClock, loggingStorage, res, netErr, doc, opts, settle, until } from './fakes.js';
+import { fakeClock, loggingStorage, res, opts, settle, until } from './fakes.js';
 import { fakeWx } from './fake-wx.js';
+import { fakeUni } from './fake-uni.js';
+import { tusServer, SUBS, BASE, wxAnswer, fakeFS } from './fake-tus.js';
 
-const BASE = 'https://formd.test';
-const SUBS = BASE + '/v1/forms/fair/submissions';
 
 /** size bytes of a repeatable pattern. */
 const bytes = (size) => Uint8Array.from({ length: size }, (_, i) => (i * 7 + 3) & 255);
 const sha = (b) => createHash('sha256').update(b).digest('hex');
-
-/**
- * A tus server in memory. hooks.patch(req, upload, n) may return a
- * response or throw (after the server kept `keep` bytes of the chunk, as a
- * real server keeps what arrived before a connection dropped).
- */
-function tusServer(hooks = {}) {
-  /** @type {Map<string, {size: number, data: Uint8Array, offset: number, field: string, meta: string}>} */
-  const ups = new Map();
-  const log = [];
-  let seq = 0;
-  let patches = 0;
-  let received = 0;
-  const handle = async (q) => {
-    const m = /\/v1\/forms\/fair\/uploads(?:\/(\w+))?$/.exec(q.url);
-    const method = q.headers['X-HTTP-Method-Override'] || q.method;
-    if (q.url === SUBS && method === 'POST') {
-      log.push('submit');
-      if (hooks.submit) {
-        const r = hooks.submit(q);
-        if (r) return r;
-      }
-      const data = JSON.parse(q.body);
-      for (const v of Object.values(data)) {
-        for (const ref of [v].flat()) {
-          if (typeof ref !== 'string' || !ref.startsWith('upload:')) continue;
-          const u = ups.get(ref.slice(7));
-          if (!u || u.offset !== u.size) return res(422, { code: 'upload-not-found', status: 422 });
-        }
-      }
-      return res(201, { ...doc(q.headers['Idempotency-Key']), data });
-    }
-    if (!m) return res(404, null);
-    const id = m[1];
-    if (!id && method === 'POST') {
-      if (hooks.create) {
-        const r = hooks.create(q);
-        if (r) return r;
-      }
-      const nid = 'u' + ++seq;
-      const meta = Object.fromEntries(q.headers['Upload-Metadata'].split(',').map((kv) => kv.split(' ')).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]));
-      const size = Number(q.headers['Upload-Length']);
-      ups.set(nid, { size, data: new Uint8Array(size), offset: 0, field: meta.field, meta });
-      log.push(`create ${nid} ${meta.field} ${meta.filename}`);
-      return res(201, null, { Location: `/v1/forms/fair/uploads/${nid}`, 'Tus-Resumable': '1.0.0' });
-    }
-    const u = ups.get(id);
-    if (!u) {
-      log.push(`${method} ${id} 404`);
-      return res(404, { code: 'upload-not-found', status: 404 });
-    }
-    if (method === 'HEAD') {
-      log.push(`HEAD ${id} ${u.offset}`);
-      return res(200, null, { 'Upload-Offset': u.offset, 'Upload-Length': u.size });
-    }
-    if (method === 'PATCH') {
-      const at = Number(q.headers['Upload-Offset']);
-      const chunk = new Uint8Array(q.body instanceof ArrayBuffer ? q.body : await q.body.arrayBuffer());
-      patches++;
-      if (at !== u.offset) {
-        log.push(`PATCH ${id} @${at} 409`);
-        return res(409, { code: 'upload-offset-mismatch', status: 409 });
-      }
-      if (hooks.patch) {
-        const h = hooks.patch(q, u, patches);
-        if (h && h.keep !== undefined) {
-          u.data.set(chunk.subarray(0, h.keep), u.offset);
-          u.offset += h.keep;
-          received += h.keep;
-          log.push(`PATCH ${id} @${at} cut after ${h.keep}`);
-          throw netErr(false);
-        }
-        if (h) return h;
-      }
-      u.data.set(chunk, u.offset);
-      u.offset += chunk.length;
-      received += chunk.length;
-      log.push(`PATCH ${id} @${at} +${chunk.length}`);
-      if (u.offset === u.size && hooks.finish) {
-        const r = hooks.finish(u);
-        if (r) return r;
-      }
-      return res(204, null, { 'Upload-Offset': u.offset });
-    }
-    return res(405, null);
-  };
-  return { handle, ups, log, received: () => received, transport: (q) => handle(q) };
-}
 
 /** Storage that clones as IndexedDB does (Blobs kept), logging puts. */
 function blobStorage(log = []) {
@@ -299,7 +211,7 @@ test('helpers: tus metadata base64 of UTF-8, Location resolved against the endpo
 // WeChat: chooseMedia's file, chunks read with the file system manager,
 // PATCH sent as POST with X-HTTP-Method-Override, and the app sent to the
 // background mid-upload (requests fail while it is), resumed on onAppShow.
-test('wx: chunks over wx.request with the method override, resumed on onAppShow after the background', async () => {
+for (const [platform, make] of Object.entries({ wx: fakeWx, uni: fakeUni })) test(`${platform}: chunks over request() with the method override, resumed on onAppShow after the background`, async () => {
   const file = bytes(700);
   const files = new Map([['wxfile://tmp/photo.jpg', file]]);
   let background = false;
@@ -314,30 +226,8 @@ test('wx: chunks over wx.request with the method override, resumed on onAppShow 
     },
   });
   const seen = [];
-  const wx = fakeWx({
-    answer: async (o) => {
-      seen.push([o.method, o.header['X-HTTP-Method-Override'] || '', o.data instanceof ArrayBuffer]);
-      if (background) return { fail: 'offline' };
-      try {
-        const r = await s.handle({ method: o.method, url: o.url, headers: o.header, body: o.data });
-        const h = {};
-        for (const k of ['Location', 'Upload-Offset', 'Retry-After']) if (r.header(k)) h[k] = r.header(k);
-        return { statusCode: r.status, header: h, data: r.body ? JSON.stringify(r.body) : '' };
-      } catch {
-        return { fail: 'offline' };
-      }
-    },
-  });
-  const fsm = {
-    readFile: (o) => setImmediate(() => {
-      const b = files.get(o.filePath);
-      if (!b) return o.fail({ errMsg: 'readFile:fail no such file' });
-      const part = b.slice(o.position, o.position + o.length);
-      o.success({ data: part.buffer.slice(part.byteOffset, part.byteOffset + part.byteLength) });
-    }),
-    copyFileSync: (a, b) => files.set(b, files.get(a)),
-    unlinkSync: (p) => files.delete(p),
-  };
+  const wx = make({ answer: wxAnswer(s, () => background, seen) });
+  const fsm = fakeFS(files);
   const api = Object.assign(wx, { getFileSystemManager: () => fsm, env: { USER_DATA_PATH: 'wxfile://usr' } });
   const clock = fakeClock();
   const client = createClient({ endpoint: BASE, ...miniProgram(api), now: clock.now, setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout, random: () => 0.5, arrivals: false, chunkSize: 256 });
