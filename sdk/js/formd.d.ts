@@ -145,7 +145,8 @@ export interface FileItem {
 export interface UploadContext {
   send: (q: Omit<TransportRequest, 'timeout'> & { timeout?: number }) => Promise<TransportResponse>;
   save: (e: Entry) => Promise<boolean>;
-  read: (f: FileItem, start: number, end: number) => Promise<Blob | ArrayBuffer>;
+  /** The platform's file access (mini-programs); without it, Blobs are sliced. */
+  read?: (f: FileItem, start: number, end: number) => Promise<Blob | ArrayBuffer>;
   /** Bytes per PATCH. */
   chunk: number;
   retryAfter: (r: TransportResponse) => number;

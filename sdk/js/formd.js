@@ -699,7 +699,7 @@ export function createClient(o = {}) {
       // A chunk may take a while on a slow network: at least 8 kB/s.
       send: (q) => raw({ timeout: timeout + (q.body ? chunk / 8 : 0), ...q }),
       save,
-      read: o.readFile || ((f, a, b) => Promise.resolve(/** @type {Blob} */ (f.blob).slice(a, b))),
+      read: o.readFile,
       chunk,
       retryAfter: (r) => retryAfter(r.header('Retry-After'), now()),
       progress: (t) => emit(run, e, (told = 'uploading'), { progress: t.size ? Math.floor((t.sent * 100) / t.size) : 100 }),

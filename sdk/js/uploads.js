@@ -148,6 +148,10 @@ export function restart(e) {
  */
 async function one(c, e, field, f) {
   if (!f.path && !(typeof Blob == 'function' && f.blob instanceof Blob)) return { end: ['failed', { problem: { code: 'upload-file-lost', detail: 'the file is no longer on this device' } }] };
+  // A file path needs the platform's file access: miniProgram() from
+  // miniprogram.js (@formd/sdk's main entry) gives it.
+  if (f.path && !c.read) return { end: ['failed', { problem: { code: 'upload-no-file-access', detail: "use miniProgram() from '@formd/sdk/miniprogram.js' to upload files in a mini-program" } }] };
+  const read = c.read || readBlob;
   const tus = { 'Tus-Resumable': TUS };
   for (let again = 0; ; again++) {
     if (!f.url) {
@@ -181,7 +185,7 @@ async function one(c, e, field, f) {
     c.progress(totals(e));
     while (/** @type {number} */ (f.offset) < f.size) {
       const at = /** @type {number} */ (f.offset);
-      const chunk = await c.read(f, at, Math.min(f.size, at + c.chunk));
+      const chunk = await read(f, at, Math.min(f.size, at + c.chunk));
       const r = await c.send({
         method: 'PATCH',
         url: /** @type {string} */ (f.url),

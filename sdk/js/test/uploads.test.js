@@ -255,3 +255,13 @@ for (const [platform, make] of Object.entries({ wx: fakeWx, uni: fakeUni })) tes
   assert.equal(files.has(kept), false, 'the kept copy is deleted once received');
   client.close();
 });
+
+test('a file path without the platform file access (formd.js miniProgram, not miniprogram.js): failed, saying what to use', async () => {
+  const s = tusServer();
+  const t = setup(s);
+  const ev = await t.client.submit('fair', { photo: { tempFilePath: 'wxfile://tmp/a.jpg', size: 10 } });
+  assert.equal(ev.state, 'failed');
+  assert.equal(ev.problem.code, 'upload-no-file-access');
+  assert.match(ev.problem.detail, /miniprogram\.js/);
+  assert.deepEqual(s.log, [], 'nothing sent');
+});
