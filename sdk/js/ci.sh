@@ -61,7 +61,10 @@ budget formd.js 6656
 budget uploads.js 2560
 # The English and Chinese texts, for pages and mini-programs that do not
 # bring their own.
-budget messages.js 2048
+# 2048 until issue 20: the upload texts (the uploading state, two field
+# errors, seven problem codes, in both languages) took it from 1440 to
+# about 2020 bytes; 2560 leaves room for the next texts.
+budget messages.js 2560
 
 step "build formd"
 tmp=$(mktemp -d)

@@ -105,7 +105,7 @@ export interface StateEvent {
   key: string;
   /** The status document, on received and waitlisted. */
   doc?: StatusDoc;
-  /** The server's problem document, on definitive errors. */
+  /** The server's problem document, on definitive errors; on saved, why the files wait (upload-unavailable: the server's storage is full). */
   problem?: Problem;
   /** Field errors, on invalid. */
   errors?: FieldError[];
