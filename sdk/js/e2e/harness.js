@@ -254,7 +254,11 @@ export async function recordingProxy(target) {
           res.destroy();
         },
       };
-      req.on('close', () => held && held.path === entry.path && (held = null));
+      // The browser gave up on it (offline, reload, closed): its
+      // connection closes.
+      const gone = () => held && held.path === entry.path && (held = null);
+      res.on('close', gone);
+      req.socket.on('close', gone);
       return;
     }
     forward();

@@ -2,14 +2,14 @@
 // against a real `formd serve`: the hosted page without JavaScript posting
 // multipart, and the SDK on a page of another origin uploading a 5 MiB
 // photo over tus through a recording proxy (what reached formd: methods,
-// offsets, bytes) while the network drops halfway, and while the page is
-// reloaded. "Received once" and the bytes' SHA-256 are checked through
+// offsets, bytes) while the network drops halfway, while the page is
+// reloaded, and while the browser is closed. "Received once" and the bytes' SHA-256 are checked through
 // the admin export; the fields are found by their accessible names.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { Formd, formdBinary, withBrowser, waitFor, recordingProxy } from './harness.js';
+import { Formd, formdBinary, withBrowser, waitFor, recordingProxy, tempDir } from './harness.js';
 
 const MiB = 1 << 20;
 
@@ -110,11 +110,11 @@ describe('uploads in Chromium', () => {
     };
 
     /**
-     * Opens the page, fills in the name and a 5 MiB photo, holds back the
-     * third 1 MiB chunk (the upload is 40 % through), presses Register and
-     * waits until that chunk is on its way.
+     * Opens the page, fills in the name and the photo, holds back the
+     * third 1 MiB chunk (a 5 MiB photo is 40 % through), presses Register
+     * and waits until that chunk is on its way.
      */
-    async function startUpload(ctx, name, bytes) {
+    async function startUpload(ctx, name, bytes, percent = 40) {
       ctx.setDefaultTimeout(20000);
       const page = ctx.pages()[0] || (await ctx.newPage());
       await page.goto(origin + '/');
@@ -124,7 +124,7 @@ describe('uploads in Chromium', () => {
       proxy.hold(3);
       await page.getByRole('button', { name: 'Register' }).click();
       await waitFor(() => proxy.held(), { timeout: 20000, what: 'the third chunk on its way' });
-      await page.getByRole('status').filter({ hasText: 'Uploading… 40 %' }).waitFor();
+      await page.getByRole('status').filter({ hasText: `Uploading… ${percent} %` }).waitFor();
       return page;
     }
 
@@ -187,6 +187,46 @@ describe('uploads in Chromium', () => {
       const after = u.patches.slice(2);
       assert.equal(after[0].offset, 2 * MiB, 'resumed at the server offset');
       assert.equal(u.patches.reduce((n, p) => n + p.bytes, 0), 5 * MiB, 'every byte reached formd once');
+    });
+
+    test('the browser closed mid-upload: the next visit finishes it from the offset the server holds', async () => {
+      const bytes = jpeg(3 * MiB);
+      const name = person();
+      const from = proxy.log.length;
+      const profile = tempDir('formd-chromium-');
+      try {
+        await withBrowser(
+          {},
+          async (ctx) => {
+            await startUpload(ctx, name, bytes, 66);
+          },
+          { dir: profile.dir },
+        );
+        // The chunk on its way when the browser went never reaches formd.
+        const h = proxy.held();
+        if (h) h.drop();
+        assert.equal((await entriesNamed(name)).length, 0, 'nothing submitted before the next visit');
+        await withBrowser(
+          {},
+          async (ctx) => {
+            ctx.setDefaultTimeout(20000);
+            const page = ctx.pages()[0] || (await ctx.newPage());
+            await page.goto(origin + '/');
+            await page.waitForSelector('form[data-state="received"]', { timeout: 60000 });
+            assert.equal(await page.getByRole('status').textContent(), 'Received. Thank you!');
+          },
+          { dir: profile.dir },
+        );
+      } finally {
+        profile.cleanup();
+      }
+      const all = await entriesNamed(name);
+      assert.equal(all.length, 1, 'received once');
+      assert.equal(photoOf(all[0])[0].sha256, sha(bytes), 'the same bytes');
+      const u = upload(from);
+      assert.equal(u.created.length, 1, 'the same upload, resumed');
+      assert.equal(u.patches[2].offset, 2 * MiB, 'resumed at the server offset');
+      assert.equal(u.patches.reduce((n, p) => n + p.bytes, 0), 3 * MiB, 'every byte reached formd once');
     });
   });
 });
