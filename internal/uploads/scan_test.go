@@ -2,8 +2,8 @@ package uploads
 
 import (
 	"bytes"
-	"crypto/md5"
 	"context"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"io"
