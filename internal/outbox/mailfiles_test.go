@@ -37,6 +37,7 @@ func TestOwnerMailListsFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			links := uploads.NewLinks([]byte("0123456789abcdef0123456789abcdef"), "https://forms.example.org", 15*time.Minute, time.Now)
+			clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
 			var f *fixture
 			f = newFixture(t, `
 id: exam
@@ -45,7 +46,7 @@ fields:
   - {name: photo, type: file, label: {en: Photo, zh: 照片}}
 notify:
   email: {to: [owner@example.org], lang: `+tc.lang+`}
-`, mailer, outbox.Options{Files: func(ctx context.Context, id string) (map[string][]uploads.File, error) {
+`, mailer, outbox.Options{Now: clk.Now, Files: func(ctx context.Context, id string) (map[string][]uploads.File, error) {
 				return links.Files(ctx, f.st, id)
 			}})
 			ctx := context.Background()
@@ -58,6 +59,10 @@ notify:
 				t.Fatal(err)
 			}
 			f.submit("exam", `{"name":"Li","photo":"upload:`+up.ID+`","_uploads":["`+up.ID+`"]}`)
+			// The owner's mail waits for the end of the minute (a digest
+			// under peaks).
+			f.d.FanOutOnce(ctx)
+			clk.add(time.Minute)
 			var msgs []*mail.Message
 			poll.Until(t, "the owner's mail", 15*time.Second, func() bool {
 				f.d.FanOutOnce(ctx)
