@@ -102,9 +102,12 @@ func (d DirBytes) HasBytes(_ context.Context, id string) (bool, error) {
 const auditPage = 1000
 
 // AuditFiles compares the stored bytes with the upload records. The
-// bytes are listed first and every finding is checked again at the end,
-// so that an upload made, claimed or deleted while the audit runs (it
-// may run beside a server) is not reported.
+// bytes are listed first, then the records: a record always exists
+// before its bytes, so an upload made meanwhile is never taken for an
+// orphan; a claimed upload's bytes are looked for when its record is
+// read, and a file no record names is looked at again at the end, so
+// that one deleted while the audit runs (beside a server) is not
+// reported.
 func AuditFiles(ctx context.Context, st AuditStore, bytes ByteIndex, now time.Time) (FileAudit, error) {
 	var a FileAudit
 	stored := map[string]time.Time{}
