@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	commands["export"] = command{"export a form's entries: --form ID --format csv|jsonl|xlsx [-o FILE]", exportCmd}
+	commands["export"] = command{"export a form's entries: --form ID --format csv|jsonl|xlsx [--with-files] [-o FILE]", exportCmd}
 }
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
@@ -30,6 +30,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "output file (default: standard output)")
 	head := fs.String("header", "names", "column headings of csv and xlsx: names (the fields' names) or labels")
 	lang := fs.String("lang", "", "with --header labels, the labels' language (such as zh); default: each label's default")
+	withFiles := fs.Bool("with-files", false, "write a zip: the entries (file fields pointing into it) and every file under files/<entry>/")
 	loader := config.NewLoader(fs, os.Getenv, append(slices.Clone(config.StorageSettings), "public-url", "link-ttl")...)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -81,14 +82,18 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	opts.Files = func(ctx context.Context, entryID string) (map[string][]uploads.File, error) {
 		return links.Files(ctx, st, entryID)
 	}
+	write := func(w io.Writer) error { return export.Write(ctx, st, f, *format, w, opts) }
+	if *withFiles {
+		write = zipExport(ctx, cfg, st, f, *format, opts)
+	}
 	if *out == "" {
-		if err := export.Write(ctx, st, f, *format, stdout, opts); err != nil {
+		if err := write(stdout); err != nil {
 			fmt.Fprintf(stderr, "formd export: %v\n", err)
 			return 1
 		}
 		return 0
 	}
-	if err := writeAtomic(*out, func(w io.Writer) error { return export.Write(ctx, st, f, *format, w, opts) }); err != nil {
+	if err := writeAtomic(*out, write); err != nil {
 		fmt.Fprintf(stderr, "formd export: %v\n", err)
 		return 1
 	}

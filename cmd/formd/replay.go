@@ -20,7 +20,7 @@ import (
 
 func init() {
 	commands["replay"] = command{"decide journal entries again (by form, site, time window); changes nothing already stored", replayCmd}
-	commands["audit"] = command{"check that every journal entry has an outcome in the store, and every entry its first event", auditCmd}
+	commands["audit"] = command{"check that every journal entry has an outcome in the store, every entry its first event, and every claimed file its bytes", auditCmd}
 }
 
 // windowFlags are the journal filter flags replay and audit share.
@@ -146,7 +146,12 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	if r.Missing > 0 {
 		fmt.Fprintln(stdout, "entries without an outcome are decided when a server runs, or now with 'formd replay'")
 	}
-	if !r.OK() {
+	filesOK, err := auditFiles(ctx, cfg, st, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd audit: %v\n", err)
+		return 1
+	}
+	if !r.OK() || !filesOK {
 		return 1
 	}
 	return 0

@@ -432,6 +432,8 @@ type entryView struct {
 	Fields  []fieldValue
 	Journal *journal.Entry
 	Promote bool
+	// Files are the entry's files (files.go).
+	Files []entryFile
 }
 
 type fieldValue struct{ Label, Value string }
@@ -461,6 +463,10 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, p page) error {
 	if je, ok, err := h.adm.Journal.Lookup(r.Context(), f.ID(), e.Key); err == nil && ok {
 		v.Journal = &je
 	}
+	if v.Files, err = h.entryFiles(r.Context(), f, e, p.L.Tag); err != nil {
+		return err
+	}
+	withFileNames(f, v.Fields, v.Files)
 	p.Nav, p.Title, p.Data = "forms", title(f, p.L), v
 	h.render(w, http.StatusOK, "entry", p)
 	return nil

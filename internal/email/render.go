@@ -68,6 +68,8 @@ type EntryView struct {
 	// ConsoleURL links to the entry in the console; empty leaves the link
 	// out (for example when formd does not know its public address).
 	ConsoleURL string
+	// Files are the entry's files with signed links (files.go).
+	Files []FileLink
 }
 
 // DigestView is what the owner's digest of one form's entries in a window
@@ -334,14 +336,18 @@ func shorten(s string, n int) string {
 type entryData struct {
 	Title, FormID, Status, StatusWord, ID, Key, ReceivedAt, Receipt, ConsoleURL string
 	Fields                                                                      []field
+	Files                                                                       []fileRow
+	FilesUntil                                                                  string
 }
 
 func entryModel(l lang, v EntryView, loc *time.Location) entryData {
-	return entryData{
+	d := entryData{
 		Title: v.FormTitle, FormID: v.FormID, Status: v.Status, StatusWord: l.ownerStatus(v.Status),
 		ID: v.ID, Key: v.Key, ReceivedAt: l.when(v.ReceivedAt, loc), Receipt: v.Receipt,
 		ConsoleURL: v.ConsoleURL, Fields: fields(l, v.Fields),
 	}
+	d.Files, d.FilesUntil = fileRows(v.Files, loc, l)
+	return d
 }
 
 type digestRow struct {

@@ -81,6 +81,11 @@ func (h *Handler) checkUploads(ctx context.Context, f *form.Form, refs []form.Up
 			p.Errors = errs
 			return p
 		}
+		if fe.Code == problem.CodeFileInfected {
+			p := problem.New(problem.CodeFileInfected, fe.Message)
+			p.Errors = errs
+			return p
+		}
 	}
 	return &form.ValidationError{Errors: errs}
 }

@@ -106,6 +106,10 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 		}
 		v := email.EntryView{FormID: f.ID(), FormTitle: title, Status: statusWord(first.Event), ID: doc.ID, Key: doc.Key, ReceivedAt: doc.ReceivedAt,
 			Receipt: hex.EncodeToString(doc.Fingerprint[:]), Fields: fieldValues(f, lang, doc), ConsoleURL: d.consoleURL("forms", f.ID(), "submissions", doc.ID)}
+		if v.Files, err = d.ownerFiles(ctx, f, doc, v.Fields); err != nil {
+			o.outcome, o.err = attempt.Retry, err
+			return o
+		}
 		if msg, o.err = d.render(email.Entry, lang, v); o.err != nil {
 			o.outcome = attempt.Refused
 			return o

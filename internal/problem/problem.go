@@ -62,6 +62,9 @@ const (
 	CodeUploadNotFound    = "upload-not-found"
 	CodeUploadOffset      = "upload-offset-mismatch"
 	CodeUploadUnavailable = "upload-unavailable"
+	// Upload safety (--clamd).
+	CodeFileInfected    = "file-infected"
+	CodeScanUnavailable = "scan-unavailable"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -118,6 +121,8 @@ var Codes = map[string]Info{
 	CodeUploadNotFound:       {Status: 422, Title: "Upload not found", Explain: "No complete upload of this form has this id: it was never made, it expired (uploads that no submission names are deleted after a while), or its bytes are still being sent. Upload the file again, or finish the upload, and submit again. Nothing was stored."},
 	CodeUploadOffset:         {Status: 409, Title: "Wrong upload offset", Explain: "The PATCH's Upload-Offset is not where the upload stands. Ask with HEAD for the Upload-Offset the server has, and send the rest from there."},
 	CodeUploadUnavailable:    {Status: 503, Title: "Upload storage unavailable", Explain: "The server could not store the upload's bytes (its disk may be full). Nothing was kept of this request; send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 5},
+	CodeFileInfected:         {Status: 422, Title: "File infected", Explain: "The virus scanner (ClamAV) found malware in the uploaded file; the detail names what it found and the field. The file was deleted and nothing was stored: send a clean file."},
+	CodeScanUnavailable:      {Status: 503, Title: "Virus scanner unavailable", Explain: "Every file is scanned for viruses before a submission can use it, and the scanner could not be reached. The file is kept, unscanned and not usable yet; nothing was stored. Send the submission again, with the same key, after Retry-After seconds.", RetryAfter: 10},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -19,9 +20,17 @@ const uploadExpireEvery = time.Minute
 // through the shared store from any, but served only by it (an
 // S3-compatible store shared by every instance is not built yet).
 func (s *Server) openUploads(secret []byte) error {
-	u, err := uploads.New(s.Store, s.Forms, uploads.Config{
+	cfg := uploads.Config{
 		Dir: filepath.Join(s.cfg.Data, "uploads"), Expiry: s.cfg.UploadExpiry, Logger: s.log,
-	})
+	}
+	if s.cfg.Clamd != "" {
+		c, err := uploads.ParseClamd(s.cfg.Clamd)
+		if err != nil {
+			return fmt.Errorf("--clamd: %w", err)
+		}
+		cfg.Scanner = c
+	}
+	u, err := uploads.New(s.Store, s.Forms, cfg)
 	if err != nil {
 		return err
 	}

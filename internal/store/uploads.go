@@ -79,6 +79,9 @@ type Uploads interface {
 	// whose entry's data was erased, once its bytes are deleted; false
 	// when the upload is not such a one.
 	DropErasedUpload(ctx context.Context, id string) (bool, error)
+
+	// The rest is in uploadsafety.go.
+	UploadHolds
 }
 
 // uploadsMember is how form.UploadsKey starts in an entry's data.

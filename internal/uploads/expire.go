@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -25,8 +26,16 @@ func (s *Service) RunOnce(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, id := range ids {
-		if err := s.remove(ctx, id); err != nil {
+		// Only if still expired: a submission may have held it since it
+		// was listed (Check).
+		gone, err := s.st.ExpireUpload(ctx, id, s.cfg.Now())
+		if err != nil {
 			return n, fmt.Errorf("expire upload %s: %w", id, err)
+		}
+		if gone {
+			if err := s.removeBytes(id); err != nil {
+				return n, fmt.Errorf("expire upload %s: %w", id, err)
+			}
 		}
 		n++
 	}
@@ -88,9 +97,12 @@ func (s *Service) Check(ctx context.Context, f *form.Form, refs []form.UploadRef
 			u, err = s.completeIfWritten(ctx, u)
 		}
 		var rej *rejection
+		inf, infected := refusedUpload(err)
 		switch {
 		case errors.As(err, &rej):
 			errs = append(errs, form.FieldError{Field: ref.Field, Code: "file-rejected", Message: rej.problem().Detail})
+		case infected:
+			errs = append(errs, form.FieldError{Field: ref.Field, Code: problem.CodeFileInfected, Message: inf.problem().Detail})
 		case errors.Is(err, store.ErrUploadNotFound) || err == nil && (u.Form != f.ID() || u.Field != ref.Field):
 			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-not-found", Message: "names no upload of this field (it may have expired): upload the file again"})
 		case err != nil:
@@ -99,6 +111,24 @@ func (s *Service) Check(ctx context.Context, f *form.Form, refs []form.UploadRef
 			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-incomplete", Message: "names an upload whose bytes have not all arrived: finish the upload first"})
 		case u.Entry != "":
 			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-already-used", Message: "names an upload another submission has: upload the file again"})
+		}
+	}
+	if len(errs) > 0 {
+		return errs, nil
+	}
+	// The submission will be acknowledged: its uploads are held for as
+	// long again as an upload is kept, so that its decision, however late
+	// the processor comes to it, still finds them. An upload expired and
+	// deleted meanwhile is not found, and the submission is refused now
+	// rather than acknowledged and then decided upload-missing.
+	until := s.cfg.Now().Add(s.cfg.Expiry)
+	for _, ref := range refs {
+		held, err := s.st.HoldUpload(ctx, ref.ID, until)
+		if err != nil {
+			return nil, err
+		}
+		if !held {
+			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-not-found", Message: "names no upload of this field (it may have expired): upload the file again"})
 		}
 	}
 	return errs, nil

@@ -55,6 +55,10 @@ func (l *Links) URL(entry, upload string) string {
 		"?exp=" + strconv.FormatInt(exp, 10) + "&sig=" + l.sign(entry, upload, exp)
 }
 
+// expiry is when a link made now stops working (URL rounds it to the
+// second).
+func (l *Links) expiry() time.Time { return time.Unix(l.now().Add(l.ttl).Unix(), 0) }
+
 // errLink is a link that is wrong or expired; the answer does not say
 // which.
 var errLink = errors.New("file link not valid")
@@ -79,6 +83,9 @@ type File struct {
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
 	URL    string `json:"url"`
+	// Expires is when URL stops working (not in exports and webhook
+	// bodies, whose contract is the five members above).
+	Expires time.Time `json:"-"`
 }
 
 // EntryStore reads the uploads an entry claimed.
@@ -95,7 +102,7 @@ func (l *Links) Files(ctx context.Context, st EntryStore, entryID string) (map[s
 	out := make(map[string][]File, len(ups))
 	for _, u := range ups {
 		out[u.Field] = append(out[u.Field], File{Name: u.Name, Type: u.Type, Size: u.Size,
-			SHA256: hex.EncodeToString(u.SHA256[:]), URL: l.URL(entryID, u.ID)})
+			SHA256: hex.EncodeToString(u.SHA256[:]), URL: l.URL(entryID, u.ID), Expires: l.expiry()})
 	}
 	return out, nil
 }

@@ -50,11 +50,23 @@ func (s *Service) Put(ctx context.Context, f *form.Form, field, name, key string
 	if !fd.Accepts(typ) {
 		return "", (&rejection{field: field, typ: typ}).problem()
 	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	// Location metadata out, then the scan (safety.go): the digest is of
+	// the bytes kept.
+	if changed, err := s.clean(ctx, tmp, size, field, typ); err != nil {
+		if inf, ok := refusedUpload(err); ok {
+			return "", inf.problem()
+		}
+		return "", err
+	} else if changed {
+		if sum, err = digest(tmp, size); err != nil {
+			return "", err
+		}
+	}
 	if err := tmp.Sync(); err != nil {
 		return "", fmt.Errorf("store a posted file: %w", err)
 	}
-	var sum [32]byte
-	h.Sum(sum[:0])
 	id := newID()
 	if key != "" {
 		d := sha256.New()

@@ -13,7 +13,6 @@ package uploads
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -43,6 +42,8 @@ type Store interface {
 	DeleteUpload(ctx context.Context, id string) (bool, error)
 	ErasedUploads(ctx context.Context, limit int) ([]string, error)
 	DropErasedUpload(ctx context.Context, id string) (bool, error)
+	HoldUpload(ctx context.Context, id string, until time.Time) (bool, error)
+	ExpireUpload(ctx context.Context, id string, now time.Time) (bool, error)
 }
 
 // Forms finds a form by id.
@@ -57,6 +58,9 @@ type Config struct {
 	// Expiry is how long an upload no entry claimed is kept
 	// (--upload-expiry).
 	Expiry time.Duration
+	// Scanner, when set, scans every upload before it can be claimed
+	// (--clamd; scan.go).
+	Scanner Scanner
 	// Now is the clock; time.Now by default.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -245,6 +249,9 @@ func (s *Service) preFinish(ev handler.HookEvent) (handler.HTTPResponse, error) 
 		if errors.As(err, &rej) {
 			return handler.HTTPResponse{}, tusProblem(rej.problem(), 0)
 		}
+		if inf, ok := refusedUpload(err); ok {
+			return handler.HTTPResponse{}, tusProblem(inf.problem(), 0)
+		}
 		return handler.HTTPResponse{}, tusProblem(problem.From(err), 0)
 	}
 	return handler.HTTPResponse{Header: handler.HTTPHeader{"Upload-Expires": u.ExpiresAt.UTC().Format(http.TimeFormat)}}, nil
@@ -271,25 +278,21 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 	if u.Complete {
 		return u, nil
 	}
-	f, err := os.Open(filepath.Join(s.cfg.Dir, id))
+	f, err := os.OpenFile(filepath.Join(s.cfg.Dir, id), os.O_RDWR, 0)
 	if err != nil {
 		return u, fmt.Errorf("open upload: %w", err)
 	}
 	defer f.Close()
 	head := make([]byte, 512)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return u, fmt.Errorf("read upload: %w", err)
 	}
 	typ := sniff(head[:n])
-	h := sha256.New()
-	h.Write(head[:n])
-	size, err := io.Copy(h, f)
-	if err != nil {
-		return u, fmt.Errorf("hash upload: %w", err)
-	}
-	if size+int64(n) != u.Size {
-		return u, fmt.Errorf("upload %s has %d of its %d bytes", id, size+int64(n), u.Size)
+	if st, err := f.Stat(); err != nil {
+		return u, fmt.Errorf("read upload: %w", err)
+	} else if st.Size() != u.Size {
+		return u, fmt.Errorf("upload %s has %d of its %d bytes", id, st.Size(), u.Size)
 	}
 	fd, ok := s.fieldOf(u)
 	if !ok || !fd.Accepts(typ) {
@@ -299,8 +302,21 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 		}
 		return u, rej
 	}
-	var sum [32]byte
-	h.Sum(sum[:0])
+	// Photos lose their location metadata and the bytes are scanned
+	// (safety.go) before the digest is taken and the upload can be
+	// claimed.
+	if _, err := s.clean(ctx, f, u.Size, u.Field, typ); err != nil {
+		if inf, ok := refusedUpload(err); ok {
+			if err := s.remove(ctx, id); err != nil {
+				return u, errors.Join(inf, err)
+			}
+		}
+		return u, err
+	}
+	sum, err := digest(f, u.Size)
+	if err != nil {
+		return u, err
+	}
 	if err := s.st.CompleteUpload(ctx, id, sum, typ); err != nil {
 		return u, err
 	}

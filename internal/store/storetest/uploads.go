@@ -37,6 +37,8 @@ func RunUploads(t *testing.T, newStore UploadOpener) {
 		{"ConcurrentClaimsOneWins", testUploadConcurrent},
 		{"ExpiryLeavesClaimed", testUploadExpiry},
 		{"ErasedEntriesLetTheirFilesGo", testUploadErased},
+		{"HeldUploadsOutliveTheirExpiry", testUploadHold},
+		{"StatesForTheAudit", testUploadStates},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

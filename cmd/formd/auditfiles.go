@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/uploads"
+)
+
+// maxAuditListed bounds how many missing or orphaned files audit names.
+const maxAuditListed = 20
+
+// auditFiles is formd audit's part about uploads: every claimed file's
+// bytes stored, and no stored bytes that nothing references. It says
+// whether all is well.
+func auditFiles(ctx context.Context, cfg config.Config, st uploads.AuditStore, stdout io.Writer) (bool, error) {
+	a, err := uploads.AuditFiles(ctx, st, uploads.DirBytes(filepath.Join(cfg.Data, "uploads")), time.Now())
+	if err != nil {
+		return false, err
+	}
+	for i, m := range a.Missing {
+		if i == maxAuditListed {
+			fmt.Fprintf(stdout, "  … and %d more\n", len(a.Missing)-i)
+			break
+		}
+		fmt.Fprintf(stdout, "file missing: upload %s of entry %s\n", m.Upload, m.Entry)
+	}
+	for i, name := range a.Orphans {
+		if i == maxAuditListed {
+			fmt.Fprintf(stdout, "  … and %d more\n", len(a.Orphans)-i)
+			break
+		}
+		fmt.Fprintf(stdout, "file not referenced: %s\n", filepath.Join(cfg.Data, "uploads", name))
+	}
+	fmt.Fprintf(stdout, "uploads: %d, claimed by kept entries: %d, their bytes missing: %d, stored files nothing references: %d\n",
+		a.Uploads, a.Claimed, len(a.Missing), len(a.Orphans))
+	if len(a.Orphans) > 0 {
+		fmt.Fprintln(stdout, "files nothing references are left by a deletion cut short; delete them once you have looked")
+	}
+	return a.OK(), nil
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/sqlitestore"
+	"github.com/formd/formd/internal/uploads"
+)
+
+const filesForm = `
+id: cv
+fields:
+  - {name: name,  type: text}
+  - {name: cv,    type: file, max_files: 2}
+`
+
+// filesData makes a data directory with a form whose entries have files
+// (sent as plain posts are, through uploads.Service.Put) and returns the
+// bytes of each entry's files by entry id.
+func filesData(t *testing.T, data string, entries, filesEach int) map[string][][]byte {
+	t.Helper()
+	formsPath := filepath.Join(t.TempDir(), "forms.yaml")
+	os.WriteFile(formsPath, []byte(filesForm), 0o600)
+	var out bytes.Buffer
+	if code := run([]string{"forms", "apply", "-f", formsPath, "--data", data}, &out, &out); code != 0 {
+		t.Fatalf("forms apply: %d %s", code, out.String())
+	}
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(data, "store.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fs, err := form.Parse([]byte(filesForm), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := uploads.New(st, formsByID{"cv": fs[0]}, uploads.Config{Dir: filepath.Join(data, "uploads"), Expiry: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string][][]byte{}
+	for i := range entries {
+		var ids []string
+		for k := range filesEach {
+			b := []byte(fmt.Sprintf("%%PDF-1.4\nentry %d file %d\n%s", i, k, strings.Repeat("x", 1000*(k+1))))
+			id, err := svc.Put(ctx, fs[0], "cv", fmt.Sprintf("../CV %d/%d.pdf", i, k), "", k, bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+			sent[fmt.Sprintf("e%d", i)] = append(sent[fmt.Sprintf("e%d", i)], b)
+		}
+		refs, _ := json.Marshal(ids)
+		var vals []string
+		for _, id := range ids {
+			vals = append(vals, `"upload:`+id+`"`)
+		}
+		e := journal.Entry{ID: fmt.Sprintf("e%d", i), Seq: uint64(i + 1), Site: "default", Form: "cv", Key: fmt.Sprintf("k%d", i), ReceivedAt: time.Now(),
+			Data: []byte(`{"name":"N` + fmt.Sprint(i) + `","cv":[` + strings.Join(vals, ",") + `],"_uploads":` + string(refs) + `}`)}
+		if o, err := st.Apply(ctx, []journal.Entry{e}); err != nil || o[0].Status != store.StatusStored {
+			t.Fatalf("apply: %+v %v", o, err)
+		}
+	}
+	return sent
+}
+
+type formsByID map[string]*form.Form
+
+func (f formsByID) Get(id string) *form.Form { return f[id] }
+
+// formd export --with-files: a zip that opens, whose entries file points
+// at the files in it, each file byte for byte with the SHA-256 the
+// entries file gives.
+func TestExportWithFiles(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	sent := filesData(t, data, 3, 2)
+	zipPath := filepath.Join(t.TempDir(), "cv.zip")
+	var out bytes.Buffer
+	if code := run([]string{"export", "--data", data, "--form", "cv", "--format", "jsonl", "--with-files", "-o", zipPath}, &out, &out); code != 0 {
+		t.Fatalf("export: %d %s", code, out.String())
+	}
+	zr, err := zip.OpenReader(zipPath)
+	if err != nil {
+		t.Fatalf("the zip does not open: %v", err)
+	}
+	defer zr.Close()
+	members := map[string]*zip.File{}
+	for _, f := range zr.File {
+		members[f.Name] = f
+	}
+	ef := members["entries.jsonl"]
+	if ef == nil {
+		t.Fatalf("no entries.jsonl in %v", members)
+	}
+	rc, _ := ef.Open()
+	sc := bufio.NewScanner(rc)
+	rows := 0
+	for sc.Scan() {
+		rows++
+		var row struct {
+			ID   string
+			Data struct {
+				CV []uploads.File `json:"cv"`
+			}
+		}
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatal(err)
+		}
+		if len(row.Data.CV) != 2 {
+			t.Fatalf("entry %s lists %d files: %s", row.ID, len(row.Data.CV), sc.Bytes())
+		}
+		for k, file := range row.Data.CV {
+			m := members[file.URL]
+			if m == nil || !strings.HasPrefix(file.URL, "files/"+row.ID+"/") || strings.Contains(file.URL, "..") {
+				t.Fatalf("entry %s: file at %q is not in the zip's folder of the entry", row.ID, file.URL)
+			}
+			r, _ := m.Open()
+			got, _ := io.ReadAll(r)
+			r.Close()
+			sum := sha256.Sum256(got)
+			if hex.EncodeToString(sum[:]) != file.SHA256 || !bytes.Equal(got, sent[row.ID][k]) || int64(len(got)) != file.Size {
+				t.Fatalf("entry %s file %d: bytes differ from what was sent or from the sha256 listed", row.ID, k)
+			}
+		}
+	}
+	rc.Close()
+	if rows != 3 || len(zr.File) != 1+6 {
+		t.Fatalf("%d rows and %d members, want 3 and 7", rows, len(zr.File))
+	}
+}
+
+// formd audit names a claimed file whose bytes are gone and stored bytes
+// nothing references, and fails; it passes when neither is so.
+func TestAuditFiles(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	filesData(t, data, 2, 1)
+	var out bytes.Buffer
+	if code := run([]string{"audit", "--data", data}, &out, &out); code != 0 {
+		t.Fatalf("audit of whole files: %d\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "uploads: 2, claimed by kept entries: 2, their bytes missing: 0, stored files nothing references: 0") {
+		t.Fatalf("audit output:\n%s", out.String())
+	}
+	dir := filepath.Join(data, "uploads")
+	ents, _ := os.ReadDir(dir)
+	lost := ents[0].Name()
+	os.Remove(filepath.Join(dir, lost))
+	stray := strings.Repeat("cd", 16)
+	os.WriteFile(filepath.Join(dir, stray), []byte("left behind"), 0o600)
+	out.Reset()
+	if code := run([]string{"audit", "--data", data}, &out, &out); code != 1 {
+		t.Fatalf("audit with a lost and a stray file: %d\n%s", code, out.String())
+	}
+	for _, want := range []string{"file missing: upload " + lost + " of entry e", "file not referenced: " + filepath.Join(dir, stray), "their bytes missing: 1, stored files nothing references: 1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("audit output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

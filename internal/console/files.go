@@ -1,0 +1,119 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/formd/formd/internal/admin"
+	"github.com/formd/formd/internal/form"
+)
+
+// entryFile is one file on the entry page: a download through a
+// short-lived signed link, and for a photo a thumbnail of it.
+type entryFile struct {
+	Field, Name, Type, Size, URL string
+	// Image is a raster image the browser shows in an <img> (the type is
+	// sniffed from the bytes: never SVG or HTML).
+	Image bool
+	field string // the field's name
+}
+
+// entryFiles lists an entry's files, by the order of the form's fields,
+// with links relative to this server (the console's own origin, which
+// its Content-Security-Policy allows for images).
+func (h *Handler) entryFiles(ctx context.Context, f *form.Form, e admin.EntryView, tag string) ([]entryFile, error) {
+	if h.adm.Files == nil || len(e.Data) == 0 || !strings.Contains(string(e.Data), `"`+form.UploadsKey+`":`) {
+		return nil, nil
+	}
+	byField, err := h.adm.Files(ctx, e.ID)
+	if err != nil {
+		return nil, fmt.Errorf("list the entry's files: %w", err)
+	}
+	var out []entryFile
+	for _, fd := range f.Fields() {
+		if fd.Type != form.TypeFile {
+			continue
+		}
+		label := fd.Label.For(tag)
+		if label == "" {
+			label = fd.Name
+		}
+		for _, file := range byField[fd.Name] {
+			name := file.Name
+			if name == "" {
+				name = fd.Name
+			}
+			out = append(out, entryFile{Field: label, Name: name, Type: file.Type, Size: byteSize(file.Size),
+				URL: localURL(file.URL), Image: rasterImage(file.Type), field: fd.Name})
+		}
+	}
+	return out, nil
+}
+
+// withFileNames shows each file field in the entry's data by its files'
+// names rather than the upload:<id> it holds; fields are the form's
+// fields first, in order.
+func withFileNames(f *form.Form, fields []fieldValue, files []entryFile) {
+	for i, fd := range f.Fields() {
+		if fd.Type != form.TypeFile || i >= len(fields) {
+			continue
+		}
+		var names []string
+		for _, file := range files {
+			if file.field == fd.Name {
+				names = append(names, file.Name)
+			}
+		}
+		if len(names) > 0 {
+			fields[i].Value = strings.Join(names, ", ")
+		}
+	}
+}
+
+// localURL is a signed link as a path on this server.
+func localURL(link string) string {
+	u, err := url.Parse(link)
+	if err != nil {
+		return link
+	}
+	return u.RequestURI()
+}
+
+// rasterImage says a browser can show the type as a picture and nothing
+// more.
+func rasterImage(typ string) bool {
+	switch typ {
+	case "image/jpeg", "image/png", "image/gif", "image/webp", "image/bmp":
+		return true
+	}
+	return false
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// The entry page's words about files (uploads), kept apart from the
+// string tables in strings.go.
+func init() {
+	for k, v := range map[string]string{
+		"files.title": "Files", "files.download": "Download %s", "files.thumb": "Photo %s, sent for %s",
+		"files.links": "The links work for a few minutes (--link-ttl); reload the page for new ones.",
+	} {
+		enStrings[k] = v
+	}
+	for k, v := range map[string]string{
+		"files.title": "文件", "files.download": "下载 %s", "files.thumb": "照片 %s（%s）",
+		"files.links": "链接只在几分钟内有效（--link-ttl）；重新加载本页可获取新链接。",
+	} {
+		zhStrings[k] = v
+	}
+}

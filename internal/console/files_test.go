@@ -1,0 +1,95 @@
+package console_test
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/server/servertest"
+)
+
+const fileForms = `
+id: exam
+site: a
+fields:
+  - {name: name, type: text}
+  - {name: photo, type: file, label: {en: Photo, zh: 照片}, accept: [image/png]}
+  - {name: cv, type: file, label: {en: CV, zh: 简历}, accept: [application/pdf]}
+`
+
+// The entry page shows a photo as a thumbnail and every file as a
+// download, both through signed links that serve the stored bytes, and
+// names the files in the entry's data, in English and Chinese.
+func TestEntryPageFiles(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, fileForms, servertest.Options{})
+	var img bytes.Buffer
+	pic := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	pic.Set(1, 1, color.RGBA{200, 10, 10, 255})
+	png.Encode(&img, pic)
+	pdf := []byte("%PDF-1.4\n% a CV\n")
+
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("_key", "k-files")
+	mw.WriteField("name", "Li Lei")
+	fw, _ := mw.CreateFormFile("photo", "证件照.png")
+	fw.Write(img.Bytes())
+	fw, _ = mw.CreateFormFile("cv", "cv.pdf")
+	fw.Write(pdf)
+	mw.Close()
+	res, err := http.Post(h.URL+"/v1/forms/exam/submissions", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("submit: %d %s", res.StatusCode, raw)
+	}
+	id := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(string(raw))[1]
+
+	b := signIn(t, h, "owner@example.org", accounts.Owner, "a")
+	for _, tc := range []struct{ lang, title, download, thumb string }{
+		{"en", ">Files<", `aria-label="Download 证件照.png"`, `alt="Photo 证件照.png, sent for Photo"`},
+		{"zh", ">文件<", `aria-label="下载 证件照.png"`, `alt="照片 证件照.png（照片）"`},
+	} {
+		code, page := b.do("GET", "/admin/forms/exam/entries/"+id+"?lang="+tc.lang, nil)
+		if code != 200 {
+			t.Fatalf("%s entry page: %d", tc.lang, code)
+		}
+		for _, want := range []string{tc.title, tc.download, tc.thumb, `aria-label="` + map[string]string{"en": "Download", "zh": "下载"}[tc.lang] + ` cv.pdf"`} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s entry page lacks %s", tc.lang, want)
+			}
+		}
+		if strings.Contains(page, "upload:") {
+			t.Errorf("%s entry page shows the internal upload reference", tc.lang)
+		}
+		// One thumbnail: the PDF is a download only.
+		if n := strings.Count(page, `class="thumb"`); n != 1 {
+			t.Errorf("%s entry page has %d thumbnails, want 1", tc.lang, n)
+		}
+		src := regexp.MustCompile(`<img class="thumb" src="([^"]+)"`).FindStringSubmatch(page)
+		if src == nil {
+			t.Fatalf("no thumbnail in:\n%s", page)
+		}
+		res, err := http.Get(h.URL + strings.ReplaceAll(src[1], "&amp;", "&"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !bytes.Equal(got, img.Bytes()) || res.Header.Get("Content-Type") != "image/png" {
+			t.Fatalf("the thumbnail's link: %d %q", res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package uploads
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+)
+
+func TestAuditFiles(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	ctx := context.Background()
+	upload := func() string {
+		loc := r.create("photo", 64)
+		r.patch(loc, 0, png(64), false)
+		return strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	}
+	claim := func(seq uint64, id string) string {
+		e := journal.Entry{ID: "e-" + id, Seq: seq, Site: "default", Form: "exam", Key: "k-" + id, ReceivedAt: r.clock.Now(),
+			Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
+		if out, err := r.st.Apply(ctx, []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
+			t.Fatalf("apply: %+v %v", out, err)
+		}
+		return e.ID
+	}
+	whole, lost, live := upload(), upload(), upload()
+	claim(1, whole)
+	lostEntry := claim(2, lost)
+	if err := os.Remove(filepath.Join(r.dir, lost)); err != nil {
+		t.Fatal(err)
+	}
+	_ = live // unclaimed, within its expiry: referenced
+	clean, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(clean.Missing) != 1 || clean.Missing[0] != (MissingFile{Upload: lost, Entry: lostEntry}) || len(clean.Orphans) != 0 || clean.Uploads != 3 || clean.Claimed != 2 {
+		t.Fatalf("audit %+v, want the lost file only", clean)
+	}
+	// Bytes nobody references: a file left by a deletion cut short, a
+	// tusd .info without its upload, a plain post's temporary file from
+	// hours ago (one being written now is not reported).
+	stray := strings.Repeat("ab", 16)
+	for _, name := range []string{stray, "0123.info", ".part-old", ".part-now"} {
+		if err := os.WriteFile(filepath.Join(r.dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(filepath.Join(r.dir, ".part-old"), old, old)
+	a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{".part-old", "0123.info", stray}; !slices.Equal(a.Orphans, want) || a.OK() {
+		t.Fatalf("orphans %v, want %v", a.Orphans, want)
+	}
+	// Once an erased entry's file is gone its claim is not a missing
+	// file.
+	if _, err := r.st.EraseEntries(ctx, []string{lostEntry}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range a.Orphans {
+		os.Remove(filepath.Join(r.dir, name))
+	}
+	if a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
+		t.Fatalf("audit after the erasure: %+v %v", a, err)
+	}
+}
