@@ -2,14 +2,18 @@
 // NATS JetStream stream that every instance appends to, and one durable
 // pull consumer that every instance's processor shares.
 //
-// Subjects are <prefix>.<site>.<form>.<keyhash>, so that replay filters by
-// site and form on the server, and so that the stream itself can keep
-// (form, key) unique: the stream allows one message per subject and refuses
-// the next one (MaxMsgsPerSubject 1 with DiscardNewPerSubject). That rule
-// has no time window, unlike Nats-Msg-Id, which every append also carries so
-// that a retry inside the window is answered as a duplicate without an
-// error. Either way, a duplicate reports the first entry, read back from
-// the stream, fingerprint included.
+// Subjects are <prefix>._.<form>.<keyhash>, so that replay filters by form
+// on the server, and so that the stream itself keeps (form, key) unique:
+// every append expects no message yet on <prefix>.*.<form>.<keyhash> and
+// the server refuses it atomically otherwise (and the stream allows one
+// message per subject, MaxMsgsPerSubject 1 with DiscardNewPerSubject). That
+// rule has no time window, unlike Nats-Msg-Id, which every append also
+// carries so that a retry inside the window is answered as a duplicate
+// without an error. Either way, a duplicate reports the first entry, read
+// back from the stream, fingerprint included. The site token is "_" for
+// every entry, so a form that moves to another site keeps its subjects;
+// earlier releases wrote the form's site there, and the wildcard finds
+// their entries as well.
 //
 // A delivered entry is leased to the instance that fetched it: the driver
 // tells the server the entry is in progress every third of AckWait until
@@ -219,7 +223,7 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		}),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
 			j.unqueue(m.Header.Get(jetstream.MsgIDHeader))
-			if isPerSubjectLimit(err) {
+			if isKeyTaken(err) {
 				// Another instance journaled the key meanwhile; its entry
 				// is the one that stands.
 				opts.Logger.Info("asynchronous journal append of a key already journaled; the first entry stands", "subject", m.Subject)
