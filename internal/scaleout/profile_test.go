@@ -1,0 +1,66 @@
+package scaleout
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/formd/formd/internal/store/pgstore/pgtest"
+)
+
+// TestScaleProfile writes CPU profiles of one instance on NATS +
+// PostgreSQL and of the embedded tier under the same waiting load, for
+// finding what the networked tier spends its CPU on (BENCHMARKS §3):
+//
+//	FORMD_SCALE_PROFILE=/tmp/prof FORMD_TEST_POSTGRES_URL=… \
+//	  go test ./internal/scaleout/ -run TestScaleProfile -v -timeout 10m
+//	go tool pprof -top /tmp/prof/nats-postgres.pprof
+func TestScaleProfile(t *testing.T) {
+	dir := os.Getenv("FORMD_SCALE_PROFILE")
+	if dir == "" {
+		t.Skip("set FORMD_SCALE_PROFILE=DIR to write profiles (takes a minute)")
+	}
+	pgtest.URL(t)
+	nurl := natsProcess(t)
+	const seconds = 15
+	for _, tier := range []struct {
+		name        string
+		journal, st string
+	}{{"embedded", "sqlite", "sqlite"}, {"nats-postgres", nurl, pgtest.URL(t)}} {
+		debug := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		d := newDeployment(t, tier.journal, tier.st, 1_000_000, "--debug-addr", debug)
+		in := d.start(t, "profile-"+tier.name)
+		st := &stats{}
+		c := newClient(urlsOf([]*instance{in}), st)
+		c.wait = 10
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			load{submissions: 1_000_000, people: 1_000_000, clients: 64}.run(ctx, c, "p")
+		}()
+		<-st.ackedAtLeast(2000) // past the start: the load at its pace
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debug, seconds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(filepath.Join(dir, tier.name+".pprof"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(out, resp.Body)
+		resp.Body.Close()
+		out.Close()
+		cancel()
+		<-done
+		in.stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s", tier.name, out.Name())
+	}
+}
