@@ -38,3 +38,12 @@ func (s *Store) inPipeline(ctx context.Context, op string, fn func(send func(*pg
 	}
 	return nil
 }
+
+// exists runs a SELECT EXISTS outside a transaction: one round trip that
+// lets a loop with nothing to do (the outbox's fan-out and claims on an
+// idle instance) skip the three of a transaction.
+func (s *Store) exists(ctx context.Context, query string, args ...any) (bool, error) {
+	var yes bool
+	err := s.pool.QueryRow(ctx, query, args...).Scan(&yes)
+	return yes, err
+}
