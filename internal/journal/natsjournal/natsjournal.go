@@ -81,6 +81,11 @@ type Options struct {
 	// FetchWait is how long one pull request waits on the server for an
 	// entry. Default 1s.
 	FetchWait time.Duration
+	// FetchLinger is how long a fetch that got one entry waits for more
+	// before it takes what is ready: the entries arriving meanwhile make
+	// one batch, one store transaction, instead of one each. Default 5ms;
+	// negative for none.
+	FetchLinger time.Duration
 	// MonitorURLs are the HTTP monitoring endpoints of the NATS servers
 	// (such as http://127.0.0.1:8222), read at start to check their fsync
 	// setting when the system account cannot be asked.
@@ -135,6 +140,9 @@ func (o *Options) setDefaults() {
 	if o.FetchWait <= 0 {
 		o.FetchWait = time.Second
 	}
+	if o.FetchLinger == 0 {
+		o.FetchLinger = 5 * time.Millisecond
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -164,6 +172,10 @@ type Journal struct {
 	cons    jetstream.Consumer
 	prefix  string
 	slots   chan struct{} // appends in flight
+	// pulling is held by the one fetch of this instance that asks the
+	// server (consumer.go); backlog says its last pull was a full batch.
+	pulling chan struct{}
+	backlog bool
 	durable Durability
 
 	stop context.CancelFunc
@@ -213,6 +225,7 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		nc:       nc,
 		prefix:   subjectPrefix(opts.Stream),
 		slots:    make(chan struct{}, opts.QueueSize),
+		pulling:  make(chan struct{}, 1),
 		inflight: map[uint64]*flight{},
 		queued:   map[string]journal.Entry{},
 	}
