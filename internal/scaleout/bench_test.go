@@ -63,7 +63,13 @@ func TestScaleBench(t *testing.T) {
 	// CPU per submission, during the waiting load (the backends are the
 	// instances' connections, found by their application_name; the
 	// servers' shared background processes are left out).
-	type sample struct{ rate, p50, p99, asyncRate, decideRate, cpuUS, natsUS, pgUS float64 }
+	// The async* costs are the same during the async run, to the last
+	// entry decided: the processors deciding a backlog in full batches,
+	// the cost at saturation.
+	type sample struct {
+		rate, p50, p99, asyncRate, decideRate, cpuUS, natsUS, pgUS float64
+		asyncCPU, asyncNATS, asyncPG                               float64
+	}
 	results := make([][]sample, len(tiers))
 	for r := range rounds {
 		for i, tr := range tiers {
@@ -109,22 +115,28 @@ func TestScaleBench(t *testing.T) {
 			// the backlog, without the wait for outcomes in the loop.
 			c.wait = 0
 			ctx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
+			cpu0, nats0, pg0 = cpuOf(ins), cpuOfPIDs([]int{natsPID}), backendsCPU(t, d, app)
 			start = time.Now()
 			l.run(ctx, c, fmt.Sprintf("a%d", r))
 			s.asyncRate = float64(n) / time.Since(start).Seconds()
 			waitDecided(t, ctx, d, ins[0], 2*n)
 			s.decideRate = float64(n) / time.Since(start).Seconds()
+			s.asyncCPU = float64((cpuOf(ins) - cpu0).Microseconds()) / float64(n)
+			if tr.nats {
+				s.asyncNATS = float64((cpuOfPIDs([]int{natsPID}) - nats0).Microseconds()) / float64(n)
+				s.asyncPG = float64((backendsCPU(t, d, app) - pg0).Microseconds()) / float64(n)
+			}
 			cancel()
 			results[i] = append(results[i], s)
-			t.Logf("round %d, %s × %d: %.0f submissions/s, p50 %.1f ms, p99 %.1f ms, formd CPU %.0f µs/submission (NATS %.0f, PostgreSQL backends %.0f); async: %.0f acks/s, %.0f decided/s (%s); load average %s",
-				r+1, tr.name, tr.instances, s.rate, s.p50, s.p99, s.cpuUS, s.natsUS, s.pgUS, s.asyncRate, s.decideRate, st, loadAvg())
+			t.Logf("round %d, %s × %d: %.0f submissions/s, p50 %.1f ms, p99 %.1f ms, formd CPU %.0f µs/submission (NATS %.0f, PostgreSQL backends %.0f); async: %.0f acks/s, %.0f decided/s, formd CPU %.0f µs/submission (NATS %.0f, PostgreSQL backends %.0f) (%s); load average %s",
+				r+1, tr.name, tr.instances, s.rate, s.p50, s.p99, s.cpuUS, s.natsUS, s.pgUS, s.asyncRate, s.decideRate, s.asyncCPU, s.asyncNATS, s.asyncPG, st, loadAvg())
 			for _, in := range ins {
 				in.stop()
 			}
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| tier | instances | waiting: submissions/s | p50 ms | p99 ms | formd CPU µs/submission (all instances) | NATS CPU µs/submission | PostgreSQL CPU µs/submission | async: acks/s | async: decided/s |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| tier | instances | waiting: submissions/s | p50 ms | p99 ms | formd CPU µs/submission (all instances) | NATS CPU µs/submission | PostgreSQL CPU µs/submission | async: acks/s | async: decided/s | async: formd / NATS / PostgreSQL CPU µs/submission |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, tr := range tiers {
 		med := func(f func(sample) float64) float64 {
 			v := make([]float64, 0, len(results[i]))
@@ -134,10 +146,11 @@ func TestScaleBench(t *testing.T) {
 			slices.Sort(v)
 			return v[len(v)/2]
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", tr.name, tr.instances,
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f / %.0f / %.0f |\n", tr.name, tr.instances,
 			med(func(s sample) float64 { return s.rate }), med(func(s sample) float64 { return s.p50 }), med(func(s sample) float64 { return s.p99 }),
 			med(func(s sample) float64 { return s.cpuUS }), med(func(s sample) float64 { return s.natsUS }), med(func(s sample) float64 { return s.pgUS }),
-			med(func(s sample) float64 { return s.asyncRate }), med(func(s sample) float64 { return s.decideRate }))
+			med(func(s sample) float64 { return s.asyncRate }), med(func(s sample) float64 { return s.decideRate }),
+			med(func(s sample) float64 { return s.asyncCPU }), med(func(s sample) float64 { return s.asyncNATS }), med(func(s sample) float64 { return s.asyncPG }))
 	}
 	fmt.Fprintf(&b, "\nmedians of %d rounds; %d submissions per round from %d concurrent clients (Prefer: wait=10, each waits for its outcome)\n", rounds, n, clients)
 	t.Log(b.String())

@@ -165,13 +165,13 @@ func backOff(ackWait time.Duration, maxDeliver int) []time.Duration {
 
 // Journal is the JetStream journal.
 type Journal struct {
-	opts    Options
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	stream  jetstream.Stream
-	cons    jetstream.Consumer
-	prefix  string
-	slots   chan struct{} // appends in flight
+	opts   Options
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cons   jetstream.Consumer
+	prefix string
+	slots  chan struct{} // appends in flight
 	// pulling is held by the one fetch of this instance that asks the
 	// server (consumer.go); backlog says its last pull was a full batch.
 	pulling chan struct{}
