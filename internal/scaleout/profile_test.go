@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,15 +29,32 @@ func TestScaleProfile(t *testing.T) {
 	pgtest.URL(t)
 	nurl := natsProcess(t)
 	const seconds = 15
-	for _, tier := range []struct {
+	// FORMD_SCALE_PROFILE_INSTANCES=3 profiles each of three instances
+	// on NATS + PostgreSQL under the load spread over them as well.
+	tiers := []struct {
 		name        string
 		journal, st string
-	}{{"embedded", "sqlite", "sqlite"}, {"nats-postgres", nurl, pgtest.URL(t)}} {
-		debug := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		d := newDeployment(t, tier.journal, tier.st, 1_000_000, "--debug-addr", debug)
-		in := d.start(t, "profile-"+tier.name)
+		instances   int
+	}{{"embedded", "sqlite", "sqlite", 1}, {"nats-postgres", nurl, pgtest.URL(t), 1}}
+	if n := envInt("FORMD_SCALE_PROFILE_INSTANCES", 1); n > 1 {
+		tiers = append(tiers, struct {
+			name        string
+			journal, st string
+			instances   int
+		}{fmt.Sprintf("nats-postgres-x%d", n), nurl, pgtest.URL(t), n})
+	}
+	for _, tier := range tiers {
+		var debug []string
+		var ins []*instance
+		d := newDeployment(t, tier.journal, tier.st, 1_000_000)
+		for k := range tier.instances {
+			debug = append(debug, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+			dk := d
+			dk.extra = append(append([]string(nil), d.extra...), "--debug-addr", debug[k])
+			ins = append(ins, dk.start(t, fmt.Sprintf("profile-%s-%d", tier.name, k)))
+		}
 		st := &stats{}
-		c := newClient(urlsOf([]*instance{in}), st)
+		c := newClient(urlsOf(ins), st)
 		c.wait = 10
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -45,24 +63,39 @@ func TestScaleProfile(t *testing.T) {
 			load{submissions: 1_000_000, people: 1_000_000, clients: 64}.run(ctx, c, "p")
 		}()
 		<-st.ackedAtLeast(2000) // past the start: the load at its pace
-		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debug, seconds))
-		if err != nil {
-			t.Fatal(err)
+		before := st.acked.Load()
+		var wg sync.WaitGroup
+		errs := make(chan error, len(ins))
+		for k := range ins {
+			wg.Go(func() {
+				resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debug[k], seconds))
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer resp.Body.Close()
+				out, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", tier.name, k)))
+				if err == nil {
+					_, err = io.Copy(out, resp.Body)
+					out.Close()
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
 		}
-		out, err := os.Create(filepath.Join(dir, tier.name+".pprof"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = io.Copy(out, resp.Body)
-		resp.Body.Close()
-		out.Close()
+		wg.Wait()
+		acked := st.acked.Load() - before
 		cancel()
 		<-done
-		in.stop()
-		if err != nil {
+		for _, in := range ins {
+			in.stop()
+		}
+		close(errs)
+		for err := range errs {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %s", tier.name, out.Name())
+		t.Logf("%s: %d submissions answered during the %d s profile (%s/%s-*.pprof)", tier.name, acked, seconds, dir, tier.name)
 	}
 }
 
