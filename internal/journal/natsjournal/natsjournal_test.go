@@ -410,3 +410,29 @@ func TestAttachChangesNothing(t *testing.T) {
 		t.Fatalf("attaching to no stream: %v", err)
 	}
 }
+
+// The waiting instance an entry names comes back with it, from Lookup and
+// from Fetch, so that the instance deciding it announces to that one.
+func TestEntriesKeepTheirWaiter(t *testing.T) {
+	t.Parallel()
+	j := open(t, testURL(t), Options{})
+	defer j.Close()
+	ctx := context.Background()
+	e := journaltest.NewEntry("f", "waited-for")
+	e.Waiter = "instance-a"
+	if _, err := j.Append(ctx, e, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, found, err := j.Lookup(ctx, e.Form, e.Key); err != nil || !found || got.Waiter != "instance-a" {
+		t.Fatalf("lookup = %+v, %v, %v; want the waiter instance-a", got, found, err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got, err := j.Fetch(fctx, 10)
+	if err != nil || len(got) != 1 || got[0].Waiter != "instance-a" {
+		t.Fatalf("fetch = %+v, %v; want the entry with its waiter", got, err)
+	}
+	if err := j.Ack(ctx, got[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+}
