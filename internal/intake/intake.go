@@ -375,7 +375,7 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, f *form.Form, e
 	return h.respond(w, r, f, o, replayed || o.Replayed)
 }
 
-// await waits for the outcome of e until the wait ends or the client
+// await waits for the outcome until the wait ends or the client
 // leaves. The outcome comes through the waiter: decided here, announced by
 // the instance that decided it, or found by the instance's one poll of
 // the store for all its waiting requests (processor.Notifier.Poll).

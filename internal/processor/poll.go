@@ -49,6 +49,7 @@ func (n *Notifier) Poll(ctx context.Context, read OutcomeReader, opts PollOption
 		opts.Logger = slog.Default()
 	}
 	period := opts.Every
+	failing := 0 // polls failed in a row
 	timer := time.NewTimer(period)
 	defer timer.Stop()
 	for {
@@ -71,13 +72,22 @@ func (n *Notifier) Poll(ctx context.Context, read OutcomeReader, opts PollOption
 		found, err := n.pollOnce(ctx, read, opts.Keys)
 		switch {
 		case err != nil:
-			opts.Logger.Warn("poll for outcomes decided elsewhere", "err", err)
+			// The store unavailable: say so once, and ask it less often
+			// until it answers.
+			if failing == 0 && ctx.Err() == nil {
+				opts.Logger.Warn("poll for outcomes decided elsewhere failed; backing off until the store answers", "err", err)
+			}
+			failing++
+			period = min(2*period, opts.Max)
 		case found > 0:
 			period = opts.Every
 		case n.delivered.Load() > before:
 			period = min(2*period, opts.Max)
 		default:
 			period = opts.Every
+		}
+		if err == nil {
+			failing = 0
 		}
 		timer.Reset(period)
 	}
