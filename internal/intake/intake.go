@@ -75,10 +75,11 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client. Without them the TCP peer is the client.
 	TrustedProxies []netip.Prefix
-	// PollOutcomes, when set, makes a waiting POST also poll the store at
-	// this interval: with several instances the outcome may be decided by
-	// another one.
-	PollOutcomes time.Duration
+	// Instance is this instance's id: a journaled entry whose request
+	// waits for its outcome names it (journal.Entry.Waiter), so that the
+	// instance deciding it announces the outcome here. Empty with one
+	// instance.
+	Instance string
 	// Pages, if set, answers plain HTML posts that fail validation.
 	Pages Pages
 	// Places, if set, lets the public definition say whether places remain.
@@ -247,6 +248,9 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	// Register before appending, so the outcome cannot slip past unseen.
 	outcome, stop := h.waiter.Wait(e.Form, e.Key)
 	defer stop()
+	if !pref.async {
+		e.Waiter = h.cfg.Instance
+	}
 	a, err := h.journal.Append(r.Context(), e, true)
 	if err != nil {
 		return err
@@ -364,39 +368,30 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, f *form.Form, e
 	if applied != "" {
 		w.Header().Set("Preference-Applied", applied)
 	}
-	o, ok := h.await(r.Context(), outcome, e, wait)
+	o, ok := h.await(r.Context(), outcome, wait)
 	if !ok {
 		return h.accepted(w, r, f, e, "")
 	}
 	return h.respond(w, r, f, o, replayed || o.Replayed)
 }
 
-// await waits for the outcome of e until the wait ends or the client leaves.
-func (h *Handler) await(ctx context.Context, outcome <-chan store.Outcome, e journal.Entry, wait time.Duration) (store.Outcome, bool) {
+// await waits for the outcome until the wait ends or the client
+// leaves. The outcome comes through the waiter: decided here, announced by
+// the instance that decided it, or found by the instance's one poll of
+// the store for all its waiting requests (processor.Notifier.Poll).
+func (h *Handler) await(ctx context.Context, outcome <-chan store.Outcome, wait time.Duration) (store.Outcome, bool) {
 	if wait <= 0 {
 		return store.Outcome{}, false
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	var poll <-chan time.Time
-	if h.cfg.PollOutcomes > 0 {
-		t := time.NewTicker(h.cfg.PollOutcomes)
-		defer t.Stop()
-		poll = t.C
-	}
-	for {
-		select {
-		case o := <-outcome:
-			return o, true
-		case <-poll:
-			if o, ok, err := h.outcomes.Outcome(ctx, e.Form, e.Key); err == nil && ok {
-				return o, true
-			}
-		case <-timer.C:
-			return store.Outcome{}, false
-		case <-ctx.Done():
-			return store.Outcome{}, false
-		}
+	select {
+	case o := <-outcome:
+		return o, true
+	case <-timer.C:
+		return store.Outcome{}, false
+	case <-ctx.Done():
+		return store.Outcome{}, false
 	}
 }
 

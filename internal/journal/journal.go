@@ -50,6 +50,10 @@ type Entry struct {
 	Claims []string
 	// Data is the normalized values as a JSON object.
 	Data json.RawMessage
+	// Waiter is the instance holding the request that waits for the
+	// outcome (the server's instance id), empty when none waits. The
+	// decider announces the outcome to that instance only (OutcomeBus).
+	Waiter string
 	// Deliveries counts how often the entry has been handed to a consumer,
 	// 1 on the first delivery. Drivers that restart count from 1 again.
 	Deliveries int
@@ -162,18 +166,20 @@ type FormCounter interface {
 }
 
 // OutcomeBus is a journal that can also carry announcements of decided
-// outcomes to every instance of a deployment (natsjournal), so that a
-// request waiting on one instance learns of an outcome decided on another
-// at once instead of at its next poll of the store. Announcements are at
-// most once and never journaled: a lost one costs only that wait, since
-// the poll still finds the outcome.
+// outcomes to the instance whose request waits for them (natsjournal), so
+// that it learns of an outcome decided on another instance at once
+// instead of at its next poll of the store. Each instance has its own
+// subject: an announcement costs only the decider and the waiter, however
+// many instances there are. Announcements are at most once and never
+// journaled: a lost one costs only that wait, since the poll still finds
+// the outcome.
 type OutcomeBus interface {
-	// PublishOutcomes announces data (the encoded outcomes) to every
-	// subscriber, this instance's included.
-	PublishOutcomes(data []byte) error
-	// SubscribeOutcomes calls fn with every announcement until stop is
-	// called.
-	SubscribeOutcomes(fn func(data []byte)) (stop func(), err error)
+	// PublishOutcomes announces data (the encoded outcomes) to the
+	// subscribers of instance.
+	PublishOutcomes(instance string, data []byte) error
+	// SubscribeOutcomes calls fn with every announcement to instance
+	// until stop is called.
+	SubscribeOutcomes(instance string, fn func(data []byte)) (stop func(), err error)
 }
 
 // LaxDurability is a journal whose durability depends on settings outside

@@ -120,6 +120,10 @@ type Options struct {
 	// Poll is how often the loops look for work when nothing woke them.
 	// Default 1s.
 	Poll time.Duration
+	// Gather is the least time between two rounds a wake starts: the
+	// wakes of the batches decided meanwhile make one round (idle.go).
+	// Default 100ms.
+	Gather time.Duration
 	// ConsoleURL is the console's base URL for links in e-mail, such as
 	// https://forms.example.org; empty for none.
 	ConsoleURL string
@@ -176,6 +180,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Poll <= 0 {
 		o.Poll = time.Second
+	}
+	if o.Gather <= 0 {
+		o.Gather = 100 * time.Millisecond
 	}
 	if o.Location == nil {
 		o.Location = time.UTC
@@ -242,6 +249,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	t := time.NewTicker(d.opts.Poll)
 	defer t.Stop()
 	for {
+		round := d.opts.Now()
 		fanned, err := d.FanOutOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			d.opts.Logger.Warn("outbox fan-out failed; it is tried again", "err", err)
@@ -250,13 +258,16 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			d.opts.Logger.Warn("outbox claim failed; it is tried again", "err", err)
 		}
-		if fanned > 0 || started > 0 {
+		if more(fanned, started) {
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-d.wake:
+			if !d.gather(ctx, round) {
+				return
+			}
 		case <-t.C:
 		}
 	}

@@ -3,6 +3,7 @@ package processor
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/formd/formd/internal/store"
 )
@@ -13,6 +14,13 @@ import (
 type Notifier struct {
 	seed   maphash.Seed
 	shards [64]notifierShard
+	// waiting counts the registered waits; woken hears the first of them
+	// after none (the poll sleeps until then).
+	waiting atomic.Int64
+	woken   chan struct{}
+	// delivered counts outcomes handed to a waiting request, however they
+	// came (the poll backs off while they come without it).
+	delivered atomic.Int64
 }
 
 type notifierShard struct {
@@ -24,7 +32,7 @@ type waitKey struct{ form, key string }
 
 // NewNotifier makes an empty notifier.
 func NewNotifier() *Notifier {
-	n := &Notifier{seed: maphash.MakeSeed()}
+	n := &Notifier{seed: maphash.MakeSeed(), woken: make(chan struct{}, 1)}
 	for i := range n.shards {
 		n.shards[i].waiters = map[waitKey][]chan store.Outcome{}
 	}
@@ -49,7 +57,15 @@ func (n *Notifier) Wait(form, key string) (<-chan store.Outcome, func()) {
 	s.mu.Lock()
 	s.waiters[k] = append(s.waiters[k], ch)
 	s.mu.Unlock()
+	if n.waiting.Add(1) == 1 {
+		select {
+		case n.woken <- struct{}{}:
+		default:
+		}
+	}
+	var once sync.Once
 	return ch, func() {
+		once.Do(func() { n.waiting.Add(-1) })
 		s.mu.Lock()
 		list := s.waiters[k]
 		for i, c := range list {
@@ -76,10 +92,30 @@ func (n *Notifier) Publish(o store.Outcome) {
 	list := s.waiters[k]
 	delete(s.waiters, k)
 	s.mu.Unlock()
+	if len(list) > 0 {
+		n.delivered.Add(1)
+	}
 	for _, ch := range list {
 		select {
 		case ch <- o:
 		default:
 		}
 	}
+}
+
+// keys lists up to max of the keys with a request waiting.
+func (n *Notifier) keys(max int) []store.Key {
+	var out []store.Key
+	for i := range n.shards {
+		s := &n.shards[i]
+		s.mu.Lock()
+		for k := range s.waiters {
+			if len(out) == max {
+				break
+			}
+			out = append(out, store.Key{Form: k.form, Key: k.key})
+		}
+		s.mu.Unlock()
+	}
+	return out
 }

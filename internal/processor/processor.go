@@ -57,9 +57,11 @@ type Options struct {
 	// Observe, if set, sees every outcome as it is settled (replay counts
 	// them).
 	Observe func(store.Outcome)
-	// Announce, if set, tells other instances about the outcomes of each
-	// settled batch, so their waiting requests wake at once.
-	Announce func([]store.Outcome)
+	// Announce, if set, tells the instances whose requests wait
+	// (journal.Entry.Waiter) about the outcomes of each settled batch, so
+	// that those requests wake at once. outs[i] is the outcome of
+	// entries[i].
+	Announce func(entries []journal.Entry, outs []store.Outcome)
 	// Settled, if set, is called after each batch's outcomes are
 	// committed: their events are in the outbox (the deliveries' cue).
 	Settled func()
@@ -257,7 +259,7 @@ func (p *Processor) failed(ctx context.Context, e journal.Entry, cause error) er
 // settle publishes outcomes and only then acknowledges the entries: the
 // store has committed them, so a lost ack costs a replay, never an entry.
 func (p *Processor) settle(ctx context.Context, entries []journal.Entry, outs []store.Outcome) {
-	p.publish(outs)
+	p.publish(entries, outs)
 	seqs := make([]uint64, len(entries))
 	for i, e := range entries {
 		seqs[i] = e.Seq
@@ -269,8 +271,9 @@ func (p *Processor) settle(ctx context.Context, entries []journal.Entry, outs []
 }
 
 // publish hands committed outcomes to the requests waiting for them, the
-// observers and other instances, and cues the outbox.
-func (p *Processor) publish(outs []store.Outcome) {
+// observers and other instances, and cues the outbox. outs[i] is the
+// outcome of entries[i].
+func (p *Processor) publish(entries []journal.Entry, outs []store.Outcome) {
 	for _, o := range outs {
 		p.notify.Publish(o)
 		if p.opts.Observe != nil {
@@ -279,7 +282,7 @@ func (p *Processor) publish(outs []store.Outcome) {
 		p.opts.Metrics.observe(o)
 	}
 	if p.opts.Announce != nil {
-		p.opts.Announce(outs)
+		p.opts.Announce(entries, outs)
 	}
 	if p.opts.Settled != nil {
 		p.opts.Settled()
@@ -298,6 +301,7 @@ func (p *Processor) publish(outs []store.Outcome) {
 func (p *Processor) DecideInline(ctx context.Context, entries []journal.Entry, apply func(context.Context, []journal.Entry) ([]store.Outcome, error)) ([]bool, func()) {
 	decided := make([]bool, len(entries))
 	var outs []store.Outcome
+	var of []journal.Entry        // the entries of outs
 	var try func(lo, hi int) bool // false: the store failed, stop
 	try = func(lo, hi int) bool {
 		start := p.opts.Now()
@@ -309,6 +313,7 @@ func (p *Processor) DecideInline(ctx context.Context, entries []journal.Entry, a
 				decided[i] = true
 			}
 			outs = append(outs, o...)
+			of = append(of, entries[lo:hi]...)
 			return true
 		case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 			p.opts.Metrics.storeErrors.Inc()
@@ -326,7 +331,7 @@ func (p *Processor) DecideInline(ctx context.Context, entries []journal.Entry, a
 	if len(outs) == 0 {
 		return decided, nil
 	}
-	return decided, func() { p.publish(outs) }
+	return decided, func() { p.publish(of, outs) }
 }
 
 // Reconcile re-drives entries delivered more than StaleAfter ago and still

@@ -41,24 +41,46 @@ func TestScaleBench(t *testing.T) {
 	rounds := envInt("FORMD_SCALE_BENCH_ROUNDS", 3)
 	n := envInt("FORMD_SCALE_BENCH_N", 3000)
 	const clients = 64
-	nurl := natsProcess(t)
+	nurl, natsPID := natsServerProcess(t)
+	five := os.Getenv("FORMD_SCALE_BENCH_FIVE") != ""
 
 	type tier struct {
 		name      string
 		instances int
 		nats      bool
+		bin       string // another formd binary, for a baseline in the same run
 	}
-	tiers := []tier{{"embedded (sqlite journal + sqlite store)", 1, false}, {"nats + postgres", 1, true}, {"nats + postgres", 2, true}, {"nats + postgres", 3, true}}
-	type sample struct{ rate, p50, p99, asyncRate, decideRate, cpuUS float64 }
+	tiers := []tier{{"embedded (sqlite journal + sqlite store)", 1, false, ""}, {"nats + postgres", 1, true, ""}, {"nats + postgres", 2, true, ""}, {"nats + postgres", 3, true, ""}}
+	if five {
+		tiers = append(tiers, tier{"nats + postgres", 5, true, ""})
+	}
+	// FORMD_SCALE_BENCH_BASELINE names an earlier release's binary, whose
+	// tiers run in the same rounds (alternating with this tree's).
+	if base := os.Getenv("FORMD_SCALE_BENCH_BASELINE"); base != "" {
+		tiers = append(tiers, tier{"baseline: embedded", 1, false, base}, tier{"baseline: nats + postgres", 1, true, base}, tier{"baseline: nats + postgres", 3, true, base})
+	}
+	// natsUS and pgUS are the NATS server's and the PostgreSQL backends'
+	// CPU per submission, during the waiting load (the backends are the
+	// instances' connections, found by their application_name; the
+	// servers' shared background processes are left out).
+	// The async* costs are the same during the async run, to the last
+	// entry decided: the processors deciding a backlog in full batches,
+	// the cost at saturation.
+	type sample struct {
+		rate, p50, p99, asyncRate, decideRate, cpuUS, natsUS, pgUS float64
+		asyncCPU, asyncNATS, asyncPG                               float64
+	}
 	results := make([][]sample, len(tiers))
 	for r := range rounds {
 		for i, tr := range tiers {
 			var d deployment
+			app := fmt.Sprintf("formd_bench_%d_%d", r, i)
 			if tr.nats {
-				d = newDeployment(t, nurl, pgtest.URL(t), n*2)
+				d = newDeployment(t, nurl, pgtest.URL(t)+"&application_name="+app, n*2)
 			} else {
 				d = newDeployment(t, "sqlite", "sqlite", n*2)
 			}
+			d.bin = tr.bin
 			var ins []*instance
 			for k := range tr.instances {
 				ins = append(ins, d.start(t, fmt.Sprintf("bench-%d-%d-%d", r, i, k)))
@@ -68,11 +90,11 @@ func TestScaleBench(t *testing.T) {
 			c.wait = 10
 			l := load{submissions: n, people: n, clients: clients}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			cpu0 := cpuOf(ins)
+			cpu0, nats0, pg0 := cpuOf(ins), cpuOfPIDs([]int{natsPID}), backendsCPU(t, d, app)
 			start := time.Now()
 			answers := l.run(ctx, c, fmt.Sprintf("b%d", r))
 			wall := time.Since(start)
-			cpu := cpuOf(ins) - cpu0
+			cpu, natsCPU, pgCPU := cpuOf(ins)-cpu0, cpuOfPIDs([]int{natsPID})-nats0, backendsCPU(t, d, app)-pg0
 			cancel()
 			var lat []float64
 			for _, a := range answers {
@@ -84,27 +106,37 @@ func TestScaleBench(t *testing.T) {
 			slices.Sort(lat)
 			s := sample{rate: float64(n) / wall.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100],
 				cpuUS: float64(cpu.Microseconds()) / float64(n)}
+			if tr.nats {
+				s.natsUS = float64(natsCPU.Microseconds()) / float64(n)
+				s.pgUS = float64(pgCPU.Microseconds()) / float64(n)
+			}
 			// The same again with Prefer: respond-async: how fast intake
 			// acknowledges (journals), and how fast the processors decide
 			// the backlog, without the wait for outcomes in the loop.
 			c.wait = 0
 			ctx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
+			cpu0, nats0, pg0 = cpuOf(ins), cpuOfPIDs([]int{natsPID}), backendsCPU(t, d, app)
 			start = time.Now()
 			l.run(ctx, c, fmt.Sprintf("a%d", r))
 			s.asyncRate = float64(n) / time.Since(start).Seconds()
 			waitDecided(t, ctx, d, ins[0], 2*n)
 			s.decideRate = float64(n) / time.Since(start).Seconds()
+			s.asyncCPU = float64((cpuOf(ins) - cpu0).Microseconds()) / float64(n)
+			if tr.nats {
+				s.asyncNATS = float64((cpuOfPIDs([]int{natsPID}) - nats0).Microseconds()) / float64(n)
+				s.asyncPG = float64((backendsCPU(t, d, app) - pg0).Microseconds()) / float64(n)
+			}
 			cancel()
 			results[i] = append(results[i], s)
-			t.Logf("round %d, %s × %d: %.0f submissions/s, p50 %.1f ms, p99 %.1f ms, formd CPU %.0f µs/submission; async: %.0f acks/s, %.0f decided/s (%s)",
-				r+1, tr.name, tr.instances, s.rate, s.p50, s.p99, s.cpuUS, s.asyncRate, s.decideRate, st)
+			t.Logf("round %d, %s × %d: %.0f submissions/s, p50 %.1f ms, p99 %.1f ms, formd CPU %.0f µs/submission (NATS %.0f, PostgreSQL backends %.0f); async: %.0f acks/s, %.0f decided/s, formd CPU %.0f µs/submission (NATS %.0f, PostgreSQL backends %.0f) (%s); load average %s",
+				r+1, tr.name, tr.instances, s.rate, s.p50, s.p99, s.cpuUS, s.natsUS, s.pgUS, s.asyncRate, s.decideRate, s.asyncCPU, s.asyncNATS, s.asyncPG, st, loadAvg())
 			for _, in := range ins {
 				in.stop()
 			}
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| tier | instances | waiting: submissions/s | p50 ms | p99 ms | formd CPU µs/submission (all instances) | async: acks/s | async: decided/s |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| tier | instances | waiting: submissions/s | p50 ms | p99 ms | formd CPU µs/submission (all instances) | NATS CPU µs/submission | PostgreSQL CPU µs/submission | async: acks/s | async: decided/s | async: formd / NATS / PostgreSQL CPU µs/submission |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, tr := range tiers {
 		med := func(f func(sample) float64) float64 {
 			v := make([]float64, 0, len(results[i]))
@@ -114,10 +146,11 @@ func TestScaleBench(t *testing.T) {
 			slices.Sort(v)
 			return v[len(v)/2]
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f |\n", tr.name, tr.instances,
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f / %.0f / %.0f |\n", tr.name, tr.instances,
 			med(func(s sample) float64 { return s.rate }), med(func(s sample) float64 { return s.p50 }), med(func(s sample) float64 { return s.p99 }),
-			med(func(s sample) float64 { return s.cpuUS }),
-			med(func(s sample) float64 { return s.asyncRate }), med(func(s sample) float64 { return s.decideRate }))
+			med(func(s sample) float64 { return s.cpuUS }), med(func(s sample) float64 { return s.natsUS }), med(func(s sample) float64 { return s.pgUS }),
+			med(func(s sample) float64 { return s.asyncRate }), med(func(s sample) float64 { return s.decideRate }),
+			med(func(s sample) float64 { return s.asyncCPU }), med(func(s sample) float64 { return s.asyncNATS }), med(func(s sample) float64 { return s.asyncPG }))
 	}
 	fmt.Fprintf(&b, "\nmedians of %d rounds; %d submissions per round from %d concurrent clients (Prefer: wait=10, each waits for its outcome)\n", rounds, n, clients)
 	t.Log(b.String())
@@ -126,6 +159,12 @@ func TestScaleBench(t *testing.T) {
 // natsProcess runs nats-server (built from the pinned module) as its own
 // process with JetStream and sync_interval: always.
 func natsProcess(t *testing.T) string {
+	url, _ := natsServerProcess(t)
+	return url
+}
+
+// natsServerProcess is natsProcess, and the server's process id.
+func natsServerProcess(t *testing.T) (string, int) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nats-server")
@@ -134,7 +173,18 @@ func natsProcess(t *testing.T) string {
 	}
 	port := freePort(t)
 	conf := filepath.Join(dir, "nats.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, "host: 127.0.0.1\nport: %d\njetstream {\n  store_dir: %q\n  sync_interval: always\n}\n", port, filepath.Join(dir, "js")), 0o600); err != nil {
+	// FORMD_SCALE_BENCH_NATS_DIR puts the stream elsewhere, such as on
+	// tmpfs when the disk's fsyncs (shared with other work) would bound
+	// the rate rather than CPU.
+	storeDir := filepath.Join(dir, "js")
+	if d := os.Getenv("FORMD_SCALE_BENCH_NATS_DIR"); d != "" {
+		var err error
+		if storeDir, err = os.MkdirTemp(d, "formd-bench-js-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(storeDir) })
+	}
+	if err := os.WriteFile(conf, fmt.Appendf(nil, "host: 127.0.0.1\nport: %d\njetstream {\n  store_dir: %q\n  sync_interval: always\n}\n", port, storeDir), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-c", conf)
@@ -149,7 +199,7 @@ func natsProcess(t *testing.T) string {
 		}
 		return err
 	})
-	return fmt.Sprintf("nats://127.0.0.1:%d", port)
+	return fmt.Sprintf("nats://127.0.0.1:%d", port), cmd.Process.Pid
 }
 
 // waitDecided polls the store until it holds want entries of the form,
@@ -196,11 +246,54 @@ func envInt(name string, def int) int {
 // cpuOf is the user and system CPU time the instances' processes have
 // used (Linux /proc), the clients', NATS's and PostgreSQL's not included.
 func cpuOf(ins []*instance) time.Duration {
-	var ticks int64
+	var pids []int
 	for _, in := range ins {
 		in.mu.Lock()
-		pid := in.cmd.Process.Pid
+		pids = append(pids, in.cmd.Process.Pid)
 		in.mu.Unlock()
+	}
+	return cpuOfPIDs(pids)
+}
+
+// backendsCPU is the CPU time the PostgreSQL backends serving the
+// deployment's connections (application_name app) have used; nothing for
+// a deployment on sqlite. PostgreSQL must run on this machine.
+func backendsCPU(t *testing.T, d deployment, app string) time.Duration {
+	if d.store == "sqlite" {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, d.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cpuOfPIDs(pids)
+}
+
+// loadAvg is the machine's 1-minute load average, for the log.
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
+
+// cpuOfPIDs is the user and system CPU time the processes have used.
+func cpuOfPIDs(pids []int) time.Duration {
+	var ticks int64
+	for _, pid := range pids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			continue

@@ -93,6 +93,7 @@ func freePort(t testing.TB) int {
 // instance is one formd process.
 type instance struct {
 	t    testing.TB
+	bin  string // the formd binary; empty for this tree's
 	name string
 	args []string
 	env  []string
@@ -108,6 +109,7 @@ type instance struct {
 type deployment struct {
 	journal, store, stream, forms string
 	extra                         []string
+	bin                           string // the formd binary; empty for this tree's
 }
 
 func newDeployment(t testing.TB, journalURL, storeURL string, capacity int, extra ...string) deployment {
@@ -144,6 +146,7 @@ func (d deployment) start(t testing.TB, name string) *instance {
 	dir := t.TempDir()
 	in := &instance{
 		t:    t,
+		bin:  d.bin,
 		name: name,
 		addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		log:  filepath.Join(dir, name+".log"),
@@ -164,7 +167,11 @@ func (in *instance) run() {
 	if err != nil {
 		in.t.Fatal(err)
 	}
-	cmd := exec.Command(formdBinary(in.t), in.args...)
+	bin := in.bin
+	if bin == "" {
+		bin = formdBinary(in.t)
+	}
+	cmd := exec.Command(bin, in.args...)
 	cmd.Env = in.env
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

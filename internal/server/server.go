@@ -7,7 +7,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,6 +81,10 @@ type Server struct {
 	// SetupPending says a setup link issued by another start (or
 	// instance) is still live, so this one printed none.
 	SetupPending bool
+	// Instance is this start's id, made at open: the entries whose
+	// requests wait here name it, and the instances deciding them
+	// announce the outcomes on its subject only (outcomes.go).
+	Instance string
 }
 
 // Open opens the drivers, makes the admin token on first start, applies
@@ -112,7 +115,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, er
 // faults). The server owns them from here: Close closes them, also when
 // OpenWith fails.
 func OpenWith(ctx context.Context, cfg config.Config, log *slog.Logger, j journal.Journal, st Store) (*Server, error) {
-	s := &Server{cfg: cfg, log: log, Journal: j, Store: st}
+	s := &Server{cfg: cfg, log: log, Journal: j, Store: st, Instance: newInstanceID()}
 	if err := s.open(ctx, reg()); err != nil {
 		s.closeDrivers()
 		return nil, err
@@ -180,15 +183,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		Logger: log, Metrics: processor.NewMetrics(reg),
 	}
 	if bus, ok := s.Journal.(journal.OutcomeBus); ok {
-		procOpts.Announce = func(outs []store.Outcome) {
-			data, err := json.Marshal(outs)
-			if err == nil {
-				err = bus.PublishOutcomes(data)
-			}
-			if err != nil {
-				log.Warn("outcomes not announced; other instances will find them by polling", "err", err)
-			}
-		}
+		procOpts.Announce = s.announcer(bus)
 	}
 	if err := s.openOutbox(ctx, reg); err != nil {
 		return err
@@ -215,7 +210,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
 	in := intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
-		TrustedProxies: cfg.TrustedProxies, PollOutcomes: cfg.PollOutcomes, Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.Store,
+		TrustedProxies: cfg.TrustedProxies, Instance: s.waitingInstance(), Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.Store,
 		Uploads: s.Uploads, Logger: log, Metrics: intake.NewMetrics(reg),
 	})
 	mux := http.NewServeMux()
@@ -256,33 +251,15 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // MetricsHandler serves the instance's Prometheus metrics.
 func (s *Server) MetricsHandler() http.Handler { return s.metrics }
 
-// listenForOutcomes feeds outcomes decided on other instances to this
-// instance's waiting requests until ctx ends.
-func (s *Server) listenForOutcomes(ctx context.Context, bus journal.OutcomeBus) {
-	stop, err := bus.SubscribeOutcomes(func(data []byte) {
-		var outs []store.Outcome
-		if err := json.Unmarshal(data, &outs); err != nil {
-			s.log.Warn("unreadable outcome announcement", "err", err)
-			return
-		}
-		for _, o := range outs {
-			s.notify.Publish(o)
-		}
-	})
-	if err != nil {
-		s.log.Warn("not listening for other instances' outcomes; waiting requests poll the store", "err", err)
-		return
-	}
-	<-ctx.Done()
-	stop()
-}
-
 // Start runs the background work (processor, reconciler, forms refresh)
 // until ctx ends; the returned function waits for it to finish.
 func (s *Server) Start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	if bus, ok := s.Journal.(journal.OutcomeBus); ok {
 		wg.Go(func() { s.listenForOutcomes(ctx, bus) })
+	}
+	if s.cfg.PollOutcomes > 0 {
+		wg.Go(func() { s.pollOutcomes(ctx) })
 	}
 	if s.certs != nil {
 		wg.Go(func() { s.certs.run(ctx) })
@@ -337,7 +314,7 @@ func (s *Server) ServeOn(ctx context.Context, ls Listeners) error {
 	}
 	stopSide := s.startSide(ls)
 	stopDebug := s.startDebug()
-	s.log.Info("formd serving", "addr", ln.Addr().String(), "https", s.tlsConf != nil, "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
+	s.log.Info("formd serving", "addr", ln.Addr().String(), "instance", s.Instance, "https", s.tlsConf != nil, "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
 	stopSystemd := s.startSystemd(ln.Addr().String())
 	var serveErr error
 	select {

@@ -116,17 +116,17 @@ func testWritability(t *testing.T, open func() journal.Journal) {
 	}
 }
 
-// testOutcomeBus: an announcement reaches every subscriber, this
-// journal's own included, byte for byte; a stopped subscription gets no
-// more while the others still do.
+// testOutcomeBus: an announcement to an instance reaches that instance's
+// subscribers, byte for byte, and no other instance's; a stopped
+// subscription gets no more while the others still do.
 func testOutcomeBus(t *testing.T, open func() journal.Journal) {
 	j := open()
 	defer closeJ(t, j)
 	bus := capability[journal.OutcomeBus](t, j)
-	subscribe := func() (<-chan []byte, func()) {
+	subscribe := func(instance string) (<-chan []byte, func()) {
 		t.Helper()
 		ch := make(chan []byte, 64)
-		stop, err := bus.SubscribeOutcomes(func(data []byte) {
+		stop, err := bus.SubscribeOutcomes(instance, func(data []byte) {
 			select {
 			case ch <- bytes.Clone(data):
 			default:
@@ -137,17 +137,19 @@ func testOutcomeBus(t *testing.T, open func() journal.Journal) {
 		}
 		return ch, stop
 	}
-	a, stopA := subscribe()
-	b, stopB := subscribe()
-	defer stopB()
+	a, stopA := subscribe("a")
+	a2, stopA2 := subscribe("a")
+	defer stopA2()
+	other, stopOther := subscribe("b")
+	defer stopOther()
 	// Announcements are at most once: announce again until each
 	// subscriber has one.
-	announce := func(msg string, to ...<-chan []byte) {
+	announce := func(instance, msg string, to ...<-chan []byte) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for _, ch := range to {
 			for got := false; !got; {
-				if err := bus.PublishOutcomes([]byte(msg)); err != nil {
+				if err := bus.PublishOutcomes(instance, []byte(msg)); err != nil {
 					t.Fatalf("announce: %v", err)
 				}
 				timeout := time.After(100 * time.Millisecond)
@@ -169,15 +171,22 @@ func testOutcomeBus(t *testing.T, open func() journal.Journal) {
 			}
 		}
 	}
-	announce(`[{"form":"f","key":"one"}]`, a, b)
+	announce("a", `[{"form":"f","key":"one"}]`, a, a2)
 	stopA()
-	announce(`[{"form":"f","key":"two"}]`, b)
+	announce("a", `[{"form":"f","key":"two"}]`, a2)
+	// What went to instance b's subject proves that subject delivers; what
+	// went to a's must not be on it.
+	announce("b", `[{"form":"f","key":"three"}]`, other)
 	late := time.After(200 * time.Millisecond)
 	for {
 		select {
 		case data := <-a:
 			if strings.Contains(string(data), "two") {
 				t.Fatalf("a stopped subscription got %s", data)
+			}
+		case data := <-other:
+			if !strings.Contains(string(data), "three") {
+				t.Fatalf("instance b's subscriber got %s, announced to instance a", data)
 			}
 		case <-late:
 			return

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/formd/formd/internal/journal"
@@ -29,13 +29,13 @@ func (j *Journal) Append(ctx context.Context, e journal.Entry, sync bool) (journ
 	if err != nil {
 		return journal.Appended{}, fmt.Errorf("append %s: %w", e.Form, err)
 	}
-	msg := &nats.Msg{Subject: j.subject(e.Site, e.Form, e.Key), Data: body, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: j.subject(e.Form, e.Key), Data: body, Header: nats.Header{}}
 	pctx, cancel := context.WithTimeout(ctx, j.opts.PublishTimeout)
 	defer cancel()
 	if !sync {
 		return j.appendAsync(pctx, e, msg)
 	}
-	ack, err := j.js.PublishMsg(pctx, msg, jetstream.WithMsgID(msgID(e.Form, e.Key)), jetstream.WithExpectStream(j.opts.Stream))
+	ack, err := j.js.PublishMsg(pctx, msg, j.publishOpts(e)...)
 	switch {
 	case err == nil && !ack.Duplicate:
 		e.Seq = ack.Sequence
@@ -47,9 +47,9 @@ func (j *Journal) Append(ctx context.Context, e journal.Entry, sync bool) (journ
 			return journal.Appended{}, err
 		}
 		return journal.Appended{Entry: first, Duplicate: true}, nil
-	case isPerSubjectLimit(err):
+	case isKeyTaken(err):
 		// After the window: the stream refused a second message for the
-		// subject, so the first one is there to read.
+		// key, so the first one is there to read.
 		first, err := j.first(pctx, e, 0)
 		if err != nil {
 			return journal.Appended{}, err
@@ -87,7 +87,7 @@ func (j *Journal) appendAsync(ctx context.Context, e journal.Entry, msg *nats.Ms
 	}
 	j.queued[id] = e
 	j.queuedMu.Unlock()
-	if _, err := j.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(j.opts.Stream)); err != nil {
+	if _, err := j.js.PublishMsgAsync(msg, j.publishOpts(e)...); err != nil {
 		j.unqueue(id)
 		return journal.Appended{}, j.publishError(e, err)
 	}
@@ -115,7 +115,7 @@ func (j *Journal) first(ctx context.Context, e journal.Entry, seq uint64) (journ
 		if seq > 0 {
 			raw, err = j.stream.GetMsg(ctx, seq)
 		} else {
-			raw, err = j.stream.GetLastMsgForSubject(ctx, j.subject(e.Site, e.Form, e.Key))
+			raw, err = j.stream.GetLastMsgForSubject(ctx, j.keySubject(e.Form, e.Key))
 		}
 		if err == nil || !errors.Is(err, jetstream.ErrMsgNotFound) || attempt == 20 {
 			break
@@ -139,11 +139,37 @@ func (j *Journal) first(ctx context.Context, e journal.Entry, seq uint64) (journ
 	return first, nil
 }
 
-// isPerSubjectLimit says the stream refused a message because its subject
-// (its form and key) already has one.
-func isPerSubjectLimit(err error) bool {
+// publishOpts are every append's: its Nats-Msg-Id for the duplicate
+// window, the stream, and that no entry of (form, key) is there yet under
+// any site token (keySubject, so that entries of earlier releases, written
+// under their form's site, count too). The server checks the last by its
+// code, 10071, with no window, and refuses the append atomically.
+func (j *Journal) publishOpts(e journal.Entry) []jetstream.PublishOpt {
+	return []jetstream.PublishOpt{
+		jetstream.WithMsgID(msgID(e.Form, e.Key)),
+		jetstream.WithExpectStream(j.opts.Stream),
+		jetstream.WithExpectLastSequenceForSubject(0, j.keySubject(e.Form, e.Key)),
+	}
+}
+
+// codeStoreFailed (the server's JSStreamStoreFailedF, which nats.go does
+// not name) is the stream refusing to store a message by its limits:
+// maximum messages or bytes, with DiscardNew. Its per-subject limit never
+// refuses an append: the expected-sequence check (isKeyTaken) comes first.
+const codeStoreFailed jetstream.ErrorCode = 10077
+
+// hasCode says err is a JetStream API error with one of codes.
+func hasCode(err error, codes ...jetstream.ErrorCode) bool {
 	var api *jetstream.APIError
-	return errors.As(err, &api) && strings.Contains(api.Description, "maximum messages per subject")
+	return errors.As(err, &api) && slices.Contains(codes, api.ErrorCode)
+}
+
+// isKeyTaken says the stream refused a message because (form, key)
+// already has one: the expected last sequence (0) was wrong, 10071, or
+// 10164 as replicated streams report it (also while an append of the key
+// is in flight on the leader; first waits for that one to be readable).
+func isKeyTaken(err error) bool {
+	return hasCode(err, jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // publishError maps a failed publish to what intake answers: overloaded
@@ -151,10 +177,8 @@ func isPerSubjectLimit(err error) bool {
 // the servers did not answer (no leader, no responders, timeouts, a lost
 // connection).
 func (j *Journal) publishError(e journal.Entry, err error) error {
-	var api *jetstream.APIError
 	switch {
-	case errors.Is(err, jetstream.ErrTooManyStalledMsgs), errors.Is(err, nats.ErrSlowConsumer),
-		errors.As(err, &api) && (strings.Contains(api.Description, "maximum messages exceeded") || strings.Contains(api.Description, "maximum bytes exceeded")):
+	case errors.Is(err, jetstream.ErrTooManyStalledMsgs), errors.Is(err, nats.ErrSlowConsumer), hasCode(err, codeStoreFailed):
 		return fmt.Errorf("append %s: %w: %w", e.Form, journal.ErrOverloaded, err)
 	case errors.Is(err, nats.ErrConnectionClosed) && j.isClosed():
 		return journal.ErrClosed
@@ -165,9 +189,8 @@ func (j *Journal) publishError(e journal.Entry, err error) error {
 
 // Lookup reads the entry for (form, key): an async append of this
 // instance that the stream has not answered for yet (with Seq 0), else the
-// last (and only) message on its subject. The site is not known here, so
-// the subject has a wildcard for it; the stream keeps one message per
-// (site, form, key) and a form belongs to one site.
+// last (and only) message on its subject, under any site token
+// (keySubject).
 func (j *Journal) Lookup(ctx context.Context, form, key string) (journal.Entry, bool, error) {
 	j.queuedMu.Lock()
 	q, queued := j.queued[msgID(form, key)]
@@ -175,8 +198,7 @@ func (j *Journal) Lookup(ctx context.Context, form, key string) (journal.Entry, 
 	if queued && q.Form == form && q.Key == key {
 		return q, true, nil
 	}
-	subj := j.prefix + ".*." + token(form) + "." + keyHash(key)
-	raw, err := j.stream.GetLastMsgForSubject(ctx, subj)
+	raw, err := j.stream.GetLastMsgForSubject(ctx, j.keySubject(form, key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return journal.Entry{}, false, nil
 	}

@@ -50,12 +50,29 @@ func (j *Journal) Fetch(ctx context.Context, limit int) ([]journal.Entry, error)
 }
 
 // pull takes what is ready at once; when nothing is, it waits up to
-// FetchWait for one entry and then takes what else is ready.
+// FetchWait for one entry, lingers FetchLinger for more, and then takes
+// what else is ready. One fetch an instance asks the server at a time:
+// the server hands each waiting pull request an entry of its own, so
+// every worker of every instance waiting would split the arrivals into
+// batches of one, each a store transaction, an ack and pull requests of
+// its own, and the cost of a submission would grow with the instances.
+// It starts with a wait when its last pull drained what was ready, saving
+// the request that would find nothing.
 func (j *Journal) pull(ctx context.Context, limit int) ([]jetstream.Msg, error) {
-	got, err := j.take(limit)
-	if err != nil || len(got) > 0 {
-		return got, err
+	select {
+	case j.pulling <- struct{}{}:
+		defer func() { <-j.pulling }()
+	case <-ctx.Done():
+		return nil, nil
 	}
+	if j.backlog {
+		got, err := j.take(limit)
+		j.backlog = len(got) == limit
+		if err != nil || len(got) > 0 {
+			return got, err
+		}
+	}
+	var got []jetstream.Msg
 	w := j.opts.FetchWait
 	if dl, ok := ctx.Deadline(); ok {
 		w = min(w, time.Until(dl)*9/10)
@@ -93,12 +110,16 @@ func (j *Journal) pull(ctx context.Context, limit int) ([]jetstream.Msg, error) 
 		return nil, nil
 	}
 	if limit > 1 {
+		if j.opts.FetchLinger > 0 {
+			wait(ctx, j.opts.FetchLinger)
+		}
 		more, err := j.take(limit - 1)
 		if err != nil {
 			j.opts.Logger.Debug("journal fetch: topping up a batch failed", "err", err)
 		}
 		got = append(got, more...)
 	}
+	j.backlog = len(got) == limit
 	return got, nil
 }
 

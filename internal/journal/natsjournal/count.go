@@ -36,7 +36,7 @@ func (j *Journal) CountForm(ctx context.Context, form string) (journal.FormCount
 func (j *Journal) countFrom(ctx context.Context, form string, seq uint64) (int64, error) {
 	cfg := jetstream.ConsumerConfig{
 		AckPolicy:         jetstream.AckNonePolicy,
-		FilterSubject:     j.filterSubject("", form),
+		FilterSubject:     j.filterSubject(form),
 		InactiveThreshold: time.Minute,
 		MemoryStorage:     true,
 		Replicas:          1,

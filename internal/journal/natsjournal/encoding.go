@@ -43,21 +43,32 @@ func keyHash(key string) string {
 // duplicate window, and in the async appends awaiting the stream.
 func msgID(form, key string) string { return token(form) + "." + keyHash(key) }
 
-func (j *Journal) subject(site, form, key string) string {
-	return j.prefix + "." + token(site) + "." + token(form) + "." + keyHash(key)
+// anySite is the site token of every subject this release writes: the
+// empty site's. A form that moves to another site keeps its subjects, so
+// the stream's one message per subject still keeps (form, key) unique.
+// Releases before wrote the form's site there; their entries stay under
+// those subjects and are found by keySubject's wildcard.
+const anySite = "_"
+
+// subject is where an entry of (form, key) is written.
+func (j *Journal) subject(form, key string) string {
+	return j.prefix + "." + anySite + "." + token(form) + "." + keyHash(key)
 }
 
-// filterSubject selects a site and a form, either of which may be empty
-// for all.
-func (j *Journal) filterSubject(site, form string) string {
-	s, f := "*", "*"
-	if site != "" {
-		s = token(site)
+// keySubject matches the entry of (form, key) whatever site token it was
+// written under: this release's and earlier releases' subjects alike.
+func (j *Journal) keySubject(form, key string) string {
+	return j.prefix + ".*." + token(form) + "." + keyHash(key)
+}
+
+// filterSubject selects a form's entries, or every entry for the empty
+// form. The site is no longer in the subjects; Read checks it on each
+// entry.
+func (j *Journal) filterSubject(form string) string {
+	if form == "" {
+		return j.prefix + ".>"
 	}
-	if form != "" {
-		f = token(form)
-	}
-	return j.prefix + "." + s + "." + f + ".*"
+	return j.prefix + ".*." + token(form) + ".*"
 }
 
 // record is an entry as the stream keeps it. Data is kept as a string so
@@ -73,6 +84,7 @@ type record struct {
 	Spam        bool     `json:"spam,omitempty"`
 	Claims      []string `json:"claims,omitempty"`
 	Data        string   `json:"data"`
+	Waiter      string   `json:"waiter,omitempty"`
 }
 
 func encode(e journal.Entry) ([]byte, error) {
@@ -81,7 +93,7 @@ func encode(e journal.Entry) ([]byte, error) {
 		Fingerprint: hex.EncodeToString(e.Fingerprint[:]),
 		Digest:      digestHex(e.Digest),
 		ReceivedAt:  e.ReceivedAt.UTC().Format(time.RFC3339Nano),
-		Spam:        e.Spam, Claims: e.Claims, Data: string(e.Data),
+		Spam:        e.Spam, Claims: e.Claims, Data: string(e.Data), Waiter: e.Waiter,
 	})
 }
 
@@ -99,7 +111,7 @@ func decode(seq uint64, b []byte) (journal.Entry, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return journal.Entry{}, fmt.Errorf("decode journal entry %d: %w", seq, err)
 	}
-	e := journal.Entry{Seq: seq, ID: r.ID, Site: r.Site, Form: r.Form, Key: r.Key, Spam: r.Spam, Claims: r.Claims, Data: json.RawMessage(r.Data)}
+	e := journal.Entry{Seq: seq, ID: r.ID, Site: r.Site, Form: r.Form, Key: r.Key, Spam: r.Spam, Claims: r.Claims, Data: json.RawMessage(r.Data), Waiter: r.Waiter}
 	fp, err := hex.DecodeString(r.Fingerprint)
 	if err != nil || len(fp) != len(e.Fingerprint) {
 		return journal.Entry{}, fmt.Errorf("decode journal entry %d: bad fingerprint", seq)

@@ -2,14 +2,18 @@
 // NATS JetStream stream that every instance appends to, and one durable
 // pull consumer that every instance's processor shares.
 //
-// Subjects are <prefix>.<site>.<form>.<keyhash>, so that replay filters by
-// site and form on the server, and so that the stream itself can keep
-// (form, key) unique: the stream allows one message per subject and refuses
-// the next one (MaxMsgsPerSubject 1 with DiscardNewPerSubject). That rule
-// has no time window, unlike Nats-Msg-Id, which every append also carries so
-// that a retry inside the window is answered as a duplicate without an
-// error. Either way, a duplicate reports the first entry, read back from
-// the stream, fingerprint included.
+// Subjects are <prefix>._.<form>.<keyhash>, so that replay filters by form
+// on the server, and so that the stream itself keeps (form, key) unique:
+// every append expects no message yet on <prefix>.*.<form>.<keyhash> and
+// the server refuses it atomically otherwise (and the stream allows one
+// message per subject, MaxMsgsPerSubject 1 with DiscardNewPerSubject). That
+// rule has no time window, unlike Nats-Msg-Id, which every append also
+// carries so that a retry inside the window is answered as a duplicate
+// without an error. Either way, a duplicate reports the first entry, read
+// back from the stream, fingerprint included. The site token is "_" for
+// every entry, so a form that moves to another site keeps its subjects;
+// earlier releases wrote the form's site there, and the wildcard finds
+// their entries as well.
 //
 // A delivered entry is leased to the instance that fetched it: the driver
 // tells the server the entry is in progress every third of AckWait until
@@ -77,6 +81,11 @@ type Options struct {
 	// FetchWait is how long one pull request waits on the server for an
 	// entry. Default 1s.
 	FetchWait time.Duration
+	// FetchLinger is how long a fetch that got one entry waits for more
+	// before it takes what is ready: the entries arriving meanwhile make
+	// one batch, one store transaction, instead of one each. Default 5ms;
+	// negative for none.
+	FetchLinger time.Duration
 	// MonitorURLs are the HTTP monitoring endpoints of the NATS servers
 	// (such as http://127.0.0.1:8222), read at start to check their fsync
 	// setting when the system account cannot be asked.
@@ -131,6 +140,9 @@ func (o *Options) setDefaults() {
 	if o.FetchWait <= 0 {
 		o.FetchWait = time.Second
 	}
+	if o.FetchLinger == 0 {
+		o.FetchLinger = 5 * time.Millisecond
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -153,13 +165,17 @@ func backOff(ackWait time.Duration, maxDeliver int) []time.Duration {
 
 // Journal is the JetStream journal.
 type Journal struct {
-	opts    Options
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	stream  jetstream.Stream
-	cons    jetstream.Consumer
-	prefix  string
-	slots   chan struct{} // appends in flight
+	opts   Options
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cons   jetstream.Consumer
+	prefix string
+	slots  chan struct{} // appends in flight
+	// pulling is held by the one fetch of this instance that asks the
+	// server (consumer.go); backlog says its last pull was a full batch.
+	pulling chan struct{}
+	backlog bool
 	durable Durability
 
 	stop context.CancelFunc
@@ -209,6 +225,7 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		nc:       nc,
 		prefix:   subjectPrefix(opts.Stream),
 		slots:    make(chan struct{}, opts.QueueSize),
+		pulling:  make(chan struct{}, 1),
 		inflight: map[uint64]*flight{},
 		queued:   map[string]journal.Entry{},
 	}
@@ -219,7 +236,7 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		}),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
 			j.unqueue(m.Header.Get(jetstream.MsgIDHeader))
-			if isPerSubjectLimit(err) {
+			if isKeyTaken(err) {
 				// Another instance journaled the key meanwhile; its entry
 				// is the one that stands.
 				opts.Logger.Info("asynchronous journal append of a key already journaled; the first entry stands", "subject", m.Subject)

@@ -116,7 +116,7 @@ func TestDedupOutlivesTheDuplicateWindow(t *testing.T) {
 	}
 	// Written without the Nats-Msg-Id Append uses: as if the window had
 	// passed since.
-	ack, err := j.js.Publish(ctx, j.subject(first.Site, first.Form, first.Key), body)
+	ack, err := j.js.Publish(ctx, j.subject(first.Form, first.Key), body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +129,89 @@ func TestDedupOutlivesTheDuplicateWindow(t *testing.T) {
 	if !a.Duplicate || a.Entry.Seq != ack.Sequence || a.Entry.Fingerprint != first.Fingerprint {
 		t.Fatalf("append = %+v, want the first entry (seq %d) as a duplicate", a, ack.Sequence)
 	}
-	if _, err := j.js.Publish(ctx, j.subject(first.Site, first.Form, first.Key), body, jetstream.WithMsgID("x")); !isPerSubjectLimit(err) {
-		t.Fatalf("a second message on a key's subject = %v, want the per-subject limit", err)
+	if _, err := j.js.Publish(ctx, j.subject(first.Form, first.Key), body, jetstream.WithMsgID("x")); !hasCode(err, codeStoreFailed) {
+		t.Fatalf("a second message on a key's subject = %v, want the per-subject limit (code %d)", err, codeStoreFailed)
+	}
+	// Append's own check, by its error code, whatever the Msg-Id.
+	if _, err := j.js.Publish(ctx, j.subject(first.Form, first.Key), body, append(j.publishOpts(again), jetstream.WithMsgID("y"))...); !isKeyTaken(err) {
+		t.Fatalf("an append of a journaled key past the window = %v, want code %d", err, jetstream.JSErrCodeStreamWrongLastSequence)
+	}
+}
+
+// The site is not in the subject: a form moved to another site after its
+// key was journaled (and the duplicate window passed) has its key still
+// taken. An entry an earlier release wrote under the form's site holds
+// its key too, for Append, Lookup and Read alike.
+func TestSubjectsDoNotDependOnTheSite(t *testing.T) {
+	t.Parallel()
+	url := testURL(t)
+	j := open(t, url, Options{})
+	defer j.Close()
+	ctx := context.Background()
+	moved := journaltest.NewEntry("moved", "k")
+	moved.Site = "first-site"
+	a, err := j.Append(ctx, moved, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := moved
+	again.Site = "second-site"
+	body, err := encode(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As Append would publish it once the window has passed (another Msg-Id).
+	if _, err := j.js.Publish(ctx, j.subject(again.Form, again.Key), body, append(j.publishOpts(again), jetstream.WithMsgID("later"))...); !isKeyTaken(err) {
+		t.Fatalf("the key again from the form's new site = %v, want it taken", err)
+	}
+
+	old := journaltest.NewEntry("old", "k")
+	old.Site = "legacy-site"
+	body, err = encode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := j.prefix + "." + token(old.Site) + "." + token(old.Form) + "." + keyHash(old.Key)
+	ack, err := j.js.Publish(ctx, legacy, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := journaltest.NewEntry("old", "k")
+	retry.Site = "legacy-site"
+	retry.ID = "another-id"
+	got, err := j.Append(ctx, retry, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Duplicate || got.Entry.Seq != ack.Sequence || got.Entry.ID != old.ID {
+		t.Fatalf("append of a key an earlier release journaled = %+v, want its entry (seq %d) as a duplicate", got, ack.Sequence)
+	}
+	// Past the window too.
+	if _, err := j.js.Publish(ctx, j.subject(retry.Form, retry.Key), body, append(j.publishOpts(retry), jetstream.WithMsgID("later"))...); !isKeyTaken(err) {
+		t.Fatalf("the earlier release's key past the window = %v, want it taken", err)
+	}
+	if e, found, err := j.Lookup(ctx, "old", "k"); err != nil || !found || e.Seq != ack.Sequence {
+		t.Fatalf("lookup = %+v, %v, %v; want the earlier release's entry", e, found, err)
+	}
+	var sites []string
+	if err := j.Read(ctx, journal.Filter{Site: "legacy-site"}, func(e journal.Entry) error {
+		sites = append(sites, e.Form)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sites) != 1 || sites[0] != "old" {
+		t.Fatalf("read by site = %q, want the earlier release's entry alone", sites)
+	}
+	var forms []uint64
+	if err := j.Read(ctx, journal.Filter{Form: "moved"}, func(e journal.Entry) error {
+		forms = append(forms, e.Seq)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(forms) != 1 || forms[0] != a.Entry.Seq {
+		t.Fatalf("read by form = %v, want [%d]", forms, a.Entry.Seq)
 	}
 }
 
@@ -327,5 +408,31 @@ func TestAttachChangesNothing(t *testing.T) {
 	}
 	if _, err := Open(ctx, Options{URL: url, Stream: natstest.Name("NONE"), Attach: true}); err == nil || !strings.Contains(err.Error(), "start formd serve") {
 		t.Fatalf("attaching to no stream: %v", err)
+	}
+}
+
+// The waiting instance an entry names comes back with it, from Lookup and
+// from Fetch, so that the instance deciding it announces to that one.
+func TestEntriesKeepTheirWaiter(t *testing.T) {
+	t.Parallel()
+	j := open(t, testURL(t), Options{})
+	defer j.Close()
+	ctx := context.Background()
+	e := journaltest.NewEntry("f", "waited-for")
+	e.Waiter = "instance-a"
+	if _, err := j.Append(ctx, e, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, found, err := j.Lookup(ctx, e.Form, e.Key); err != nil || !found || got.Waiter != "instance-a" {
+		t.Fatalf("lookup = %+v, %v, %v; want the waiter instance-a", got, found, err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got, err := j.Fetch(fctx, 10)
+	if err != nil || len(got) != 1 || got[0].Waiter != "instance-a" {
+		t.Fatalf("fetch = %+v, %v; want the entry with its waiter", got, err)
+	}
+	if err := j.Ack(ctx, got[0].Seq); err != nil {
+		t.Fatal(err)
 	}
 }

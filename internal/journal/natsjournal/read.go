@@ -10,13 +10,14 @@ import (
 )
 
 // Read calls fn for every entry matching f, in journal order. The stream
-// filters by subject (site, form); the time window is checked here, and
+// filters by subject (the form); the site and the time window are checked
+// here, and
 // the server starts reading a quarter hour before Since so that clocks of
 // instances and servers may differ that much.
 func (j *Journal) Read(ctx context.Context, f journal.Filter, fn func(journal.Entry) error) error {
 	cfg := jetstream.ConsumerConfig{
 		AckPolicy:         jetstream.AckNonePolicy,
-		FilterSubject:     j.filterSubject(f.Site, f.Form),
+		FilterSubject:     j.filterSubject(f.Form),
 		InactiveThreshold: 10 * time.Minute,
 		MemoryStorage:     true,
 		Replicas:          1,

@@ -27,6 +27,11 @@ func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func(
 	if limit < 1 {
 		return 0, nil
 	}
+	if work, err := s.exists(ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE NOT fanned)`); err != nil {
+		return 0, classify("fan out", err)
+	} else if !work {
+		return 0, nil
+	}
 	n := 0
 	err := s.inTx(ctx, "fan out", func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+eventColumns+` FROM events e WHERE NOT e.fanned ORDER BY e.seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
@@ -88,6 +93,11 @@ func scanDelivery(r pgx.CollectableRow) (store.Delivery, error) {
 // over.
 func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, q store.ClaimQuery) ([]store.Delivery, error) {
 	if q.Limit < 1 {
+		return nil, nil
+	}
+	if work, err := s.exists(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'pending' AND next_at <= $1)`, micro(now)); err != nil {
+		return nil, classify("claim deliveries", err)
+	} else if !work {
 		return nil, nil
 	}
 	var out []store.Delivery

@@ -185,11 +185,11 @@ func (s *Store) Close() error {
 
 func micro(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
 
-// Apply decides the submissions in one transaction: one formd_decide call
-// each, sent together as one batch.
+// Apply decides the submissions in one transaction and one round trip:
+// one formd_decide call each, sent together as one batch (inPipeline).
 func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcome, error) {
 	out := make([]store.Outcome, len(subs))
-	err := s.inTx(ctx, "apply", func(tx pgx.Tx) error {
+	err := s.inPipeline(ctx, "apply", func(send func(*pgx.Batch) pgx.BatchResults) error {
 		now := micro(s.now())
 		b := &pgx.Batch{}
 		for i := range subs {
@@ -204,7 +204,7 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 				sub.ID, int64(sub.Seq), sub.Form, sub.Site, sub.Key, sub.Spam, micro(sub.ReceivedAt), now,
 				sub.Fingerprint[:], claims, []byte(sub.Data))
 		}
-		br := tx.SendBatch(ctx, b)
+		br := send(b)
 		for i := range subs {
 			o := store.Outcome{Form: subs[i].Form, Key: subs[i].Key}
 			var fp []byte
