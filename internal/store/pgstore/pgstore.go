@@ -41,6 +41,12 @@ var _ store.Store = (*Store)(nil)
 //go:embed migrations/*.sql
 var schema embed.FS
 
+// functions is the current PL/pgSQL of the store (functions.sql), defined
+// again at every start after the migrations (dialect.Functions).
+//
+//go:embed functions.sql
+var functions string
+
 // Options configure the store.
 type Options struct {
 	// URL is the database, postgres://user@host:port/db?sslmode=...; pgx
@@ -97,6 +103,7 @@ var dialect = migrate.Dialect{
 	HasTable:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1`,
 	WrittenBy: `INSERT INTO written_by(one, release, schema, at) VALUES (1, $1, $2, now())
 		ON CONFLICT (one) DO UPDATE SET release = excluded.release, schema = excluded.schema, at = excluded.at`,
+	Functions: functions,
 }
 
 // migrations runs package migrate's transactions on the pool.
@@ -772,3 +779,7 @@ func (s *Store) TokenValid(ctx context.Context, hash []byte) (bool, error) {
 	}
 	return true, nil
 }
+
+// FunctionsSQL is functions.sql, the store's functions as every start
+// defines them, for tests that compare a database with it.
+func FunctionsSQL() string { return functions }
