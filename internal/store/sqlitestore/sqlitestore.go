@@ -136,8 +136,11 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// microOrNull is t in Unix microseconds, or NULL for the zero time.
-func microOrNull(t time.Time) any {
+// micro is t as the store keeps times: Unix microseconds.
+func micro(t time.Time) int64 { return t.UnixMicro() }
+
+// timeOrNull is t in Unix microseconds, or NULL for the zero time.
+func timeOrNull(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
