@@ -195,7 +195,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	procOpts.Settled = s.outbox.Wake
 	s.proc = processor.New(s.Journal, s.Store, s.notify, procOpts)
-	fast, err := wireFastPath(s.Journal, s.Store, s.proc)
+	fast, err := wireFastPath(cfg, s.Journal, s.Store, s.proc)
 	if err != nil {
 		return fmt.Errorf("decide at append (--decide-at-append): %w", err)
 	}

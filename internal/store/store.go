@@ -25,6 +25,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -409,4 +410,14 @@ type ConsoleStore interface {
 	// cancelled since) but whose first event is missing: the outbox rule
 	// says the decision writes it in the same transaction.
 	EntriesWithoutEvent(ctx context.Context, form string, limit int) ([]EntryRef, error)
+}
+
+// TxApplier is a store whose decisions can join a transaction of the
+// journal's: the embedded fast path (sqlitestore on the writer it shares
+// with the journal, journal.AppendDecider). Shared says whether it has
+// that writer; ApplyIn decides as Apply does, in tx, and leaves tx as it
+// was when it fails.
+type TxApplier interface {
+	Shared() bool
+	ApplyIn(ctx context.Context, tx *sql.Tx, subs []journal.Entry) ([]Outcome, error)
 }

@@ -68,14 +68,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Decide decides sync entries in the transaction that appends them: the
-// embedded fast path. tx is on the shared writer, where the store's file
-// is attached. It says which entries it decided (their outcomes are in
-// tx) and what to do once tx has committed: hand the outcomes to the
-// requests waiting for them. Entries it leaves undecided (their decision
-// failed) are journaled all the same and delivered to the processor, as
-// every entry is without a Decide.
-type Decide func(ctx context.Context, tx *sql.Tx, es []journal.Entry) (decided []bool, settled func())
+// Decide is journal.Decide, the embedded fast path's decision.
+type Decide = journal.Decide
 
 func (o *Options) setDefaults() {
 	if o.QueueSize <= 0 {
@@ -456,11 +450,13 @@ func (j *Journal) RehashLegacy(ctx context.Context, rehash func(journal.Entry) (
 	return n, nil
 }
 
+var _ journal.AppendDecider = (*Journal)(nil)
+
 // DecideAtAppend installs the embedded fast path: from now on, sync
 // entries are decided by fn in the transaction that appends them, and the
 // append returns once that commit has (their outcomes already handed to
 // those waiting). Only on a journal opened on the shared writer.
-func (j *Journal) DecideAtAppend(fn Decide) error {
+func (j *Journal) DecideAtAppend(fn journal.Decide) error {
 	if !j.shared {
 		return errors.New("decide at append: the journal has no shared writer (Options.Writer)")
 	}

@@ -105,6 +105,8 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 	return out, nil
 }
 
+var _ store.TxApplier = (*Store)(nil)
+
 // ApplyIn decides the submissions as Apply does, in tx, a transaction on
 // the shared writer (Options.Writer) that its holder commits: the
 // embedded fast path, where the journal's writer appends and decides in
