@@ -55,6 +55,9 @@ type Server struct {
 	notify    *processor.Notifier
 	retention *erasure.Retention
 	outbox    *outbox.Dispatcher
+	// admin runs the audit and replay jobs, stopped before the drivers
+	// close (closeDrivers).
+	admin *admin.Handler
 	// Uploads takes file fields' bytes (package uploads); Links signs
 	// the links owners download them through.
 	Uploads *uploads.Service
@@ -228,6 +231,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
 		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles})
 	adm.Register(mux)
+	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
 	cons.BackupFailure = s.backups.failure
 	cons.Register(mux)
@@ -410,6 +414,9 @@ func (s *Server) Close() error {
 func (s *Server) closeDrivers() error {
 	if s.unlock != nil {
 		defer s.unlock()
+	}
+	if s.admin != nil {
+		s.admin.StopJobs()
 	}
 	var errs []error
 	if s.Journal != nil {
