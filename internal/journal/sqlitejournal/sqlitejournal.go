@@ -127,6 +127,11 @@ type Journal struct {
 	// 202.
 	queuedMu sync.Mutex
 	queued   map[queuedKey]journal.Entry
+	// unqueued counts the entries that have left queued (queueAsync).
+	unqueued uint64
+	// afterLookup, set by tests only, runs in queueAsync between the
+	// lookup and the record.
+	afterLookup func()
 
 	mu       sync.Mutex
 	ready    []journal.Entry // appended, not yet delivered; seq > cursor
@@ -571,7 +576,9 @@ func (j *Journal) Size(ctx context.Context) (used, limit int64, err error) {
 // queueAsync records an async append in queued, or finds the entry
 // queued or committed for its key. The writer's insert alone keeps (form,
 // key) unique; the lookup is there so that a retry is answered as the
-// original, as it is for a sync append.
+// original, as it is for a sync append. When entries left the queue
+// while it looked (committed: unqueued counts them), one of them may be
+// the key's, committed after the lookup read: it looks again.
 func (j *Journal) queueAsync(ctx context.Context, e journal.Entry) (journal.Entry, bool, error) {
 	j.closeMu.RLock()
 	closing := j.closing
@@ -579,18 +586,30 @@ func (j *Journal) queueAsync(ctx context.Context, e journal.Entry) (journal.Entr
 	if closing {
 		return journal.Entry{}, false, journal.ErrClosed
 	}
-	first, found, err := j.Lookup(ctx, e.Form, e.Key)
-	if err != nil || found {
-		return first, found, err
-	}
 	k := queuedKey{e.Form, e.Key}
-	j.queuedMu.Lock()
-	defer j.queuedMu.Unlock()
-	if q, ok := j.queued[k]; ok {
-		return q, true, nil
+	for {
+		j.queuedMu.Lock()
+		gen := j.unqueued
+		j.queuedMu.Unlock()
+		first, found, err := j.Lookup(ctx, e.Form, e.Key)
+		if err != nil || found {
+			return first, found, err
+		}
+		if j.afterLookup != nil {
+			j.afterLookup()
+		}
+		j.queuedMu.Lock()
+		if q, ok := j.queued[k]; ok {
+			j.queuedMu.Unlock()
+			return q, true, nil
+		}
+		if j.unqueued == gen {
+			j.queued[k] = e
+			j.queuedMu.Unlock()
+			return journal.Entry{}, false, nil
+		}
+		j.queuedMu.Unlock()
 	}
-	j.queued[k] = e
-	return journal.Entry{}, false, nil
 }
 
 // unqueue forgets an async append once it is committed (or refused).
@@ -601,6 +620,7 @@ func (j *Journal) unqueue(reqs ...*appendReq) {
 			k := queuedKey{r.e.Form, r.e.Key}
 			if q, ok := j.queued[k]; ok && q.ID == r.e.ID {
 				delete(j.queued, k)
+				j.unqueued++
 			}
 		}
 	}
