@@ -47,16 +47,15 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := export.Options{Labels: *head == "labels", Lang: *lang}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd export: %v\n", err)
-		return 2
+	c := cli{"formd export", stderr}
+	cfg, code := c.settings(loader)
+	if code != 0 {
+		return code
 	}
 	ctx := context.Background()
-	st, err := server.OpenStore(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "formd export: %v\n", err)
-		return 1
+	st, code := c.store(ctx, cfg)
+	if code != 0 {
+		return code
 	}
 	defer st.Close()
 	reg := form.NewRegistry(st, cfg.Logger(os.Stderr))
