@@ -51,9 +51,10 @@ type Entry struct {
 	Claims []string
 	// Data is the normalized values as a JSON object.
 	Data json.RawMessage
-	// Deliveries counts how often the entry has been handed to a consumer,
-	// 1 on the first delivery. Drivers that restart count from 1 again.
-	Deliveries int
+	// Handouts counts how often the journal has handed the entry to a
+	// consumer, 1 the first time; a driver that restarts counts from 1
+	// again. (Not the outbox's deliveries, which are webhooks and e-mail.)
+	Handouts int
 }
 
 // Appended is the outcome of an append.

@@ -253,16 +253,16 @@ func storeFailed(err error) bool {
 // failed handles an entry that the store refused on its own: a redelivery
 // after a backoff, or a dead letter once it has had its attempts.
 func (p *Processor) failed(ctx context.Context, e journal.Entry, cause error) error {
-	if e.Deliveries < p.opts.MaxAttempts {
-		p.opts.Logger.Warn("entry failed; it will be retried", "form", e.Form, "seq", e.Seq, "attempt", e.Deliveries, "err", cause)
-		if err := p.src.Nak(ctx, e.Seq, p.backoff(e.Deliveries)); err != nil {
+	if e.Handouts < p.opts.MaxAttempts {
+		p.opts.Logger.Warn("entry failed; it will be retried", "form", e.Form, "seq", e.Seq, "attempt", e.Handouts, "err", cause)
+		if err := p.src.Nak(ctx, e.Seq, p.backoff(e.Handouts)); err != nil {
 			return fmt.Errorf("nak %d: %w", e.Seq, err)
 		}
 		return nil
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ApplyTimeout)
 	defer cancel()
-	o, err := p.store.DeadLetter(actx, e, cause.Error(), e.Deliveries)
+	o, err := p.store.DeadLetter(actx, e, cause.Error(), e.Handouts)
 	if err != nil {
 		return fmt.Errorf("dead-letter %s/%d: %w", e.Form, e.Seq, err)
 	}
@@ -272,7 +272,7 @@ func (p *Processor) failed(ctx context.Context, e journal.Entry, cause error) er
 		p.opts.Logger.Warn("entry given up on already had an outcome; it stands", "form", e.Form, "seq", e.Seq,
 			"outcome_id", o.ID, "outcome_key", o.Key, "decision", o.Decision, "err", cause)
 	} else {
-		p.opts.Logger.Error("entry dead-lettered", "form", e.Form, "seq", e.Seq, "attempts", e.Deliveries, "err", cause)
+		p.opts.Logger.Error("entry dead-lettered", "form", e.Form, "seq", e.Seq, "attempts", e.Handouts, "err", cause)
 	}
 	p.settle(ctx, []journal.Entry{e}, []store.Outcome{o})
 	return nil

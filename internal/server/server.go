@@ -469,7 +469,7 @@ func (s *Server) redrive(ctx context.Context, formID, key string) error {
 	}
 	// One more try, outside the journal's delivery: if it fails again it
 	// is dead-lettered again at once rather than left undelivered.
-	e.Deliveries = s.cfg.MaxAttempts
+	e.Handouts = s.cfg.MaxAttempts
 	return s.proc.Process(ctx, []journal.Entry{e})
 }
 

@@ -840,7 +840,7 @@ func (j *Journal) take(ctx context.Context, limit int) ([]journal.Entry, time.Du
 		}
 		f.nakked = false
 		f.deliveredAt = now
-		f.e.Deliveries++
+		f.e.Handouts++
 		out = append(out, f.e)
 	}
 	if len(out) < limit && len(j.ready) == 0 && j.spilled {
@@ -856,7 +856,7 @@ func (j *Journal) take(ctx context.Context, limit int) ([]journal.Entry, time.Du
 			delete(j.decidedAhead, e.Seq)
 			continue
 		}
-		e.Deliveries = 1
+		e.Handouts = 1
 		j.inflight[e.Seq] = &flight{e: e, deliveredAt: now}
 		out = append(out, e)
 	}
@@ -942,7 +942,7 @@ func (j *Journal) Pending(_ context.Context, deliveredBefore time.Time, limit in
 	out := make([]journal.Entry, len(stale))
 	for i, f := range stale {
 		f.deliveredAt = now
-		f.e.Deliveries++
+		f.e.Handouts++
 		out[i] = f.e
 	}
 	return out, nil
