@@ -77,8 +77,8 @@ func EventFor(decision string) string {
 type Event struct {
 	Seq     uint64
 	EntryID string
-	// N is the how-manieth event of its type for the entry: 1 unless the
-	// entry went through the same change before.
+	// N numbers the entry's events of this type: 1 unless the entry went
+	// through the same change before.
 	N      int
 	Type   string
 	Form   string
@@ -208,10 +208,10 @@ type Arrival struct {
 type ArrivalBatch struct {
 	Reports []Arrival
 	// KnownOnly keeps only the reports on keys the store has an entry
-	// for: a report that cannot show it comes from the form's pages (no
-	// Origin: a mini-program, or anyone with a script) may confirm a key
-	// that arrived, never add one started and never received, so forged
-	// keys count for nothing.
+	// for. A report that cannot show it comes from the form's pages (no
+	// Origin, as from a mini-program or a script) may confirm a key that
+	// arrived but not add one that was never received, so forged keys
+	// count for nothing.
 	KnownOnly bool
 	// Refused counts reports refused before the store (an origin the form
 	// does not list, a key unlike the SDK's, over a budget).

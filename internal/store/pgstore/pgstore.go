@@ -6,7 +6,7 @@
 // a guarded UPDATE on the form's capacity row decides places (its row lock
 // serializes instances; READ COMMITTED re-checks the guard after the wait,
 // so no place is sold twice). A decision is the SQL function formd_decide
-// (migrations/0001_init.sql), so a batch of decisions is one pipelined round
+// (functions.sql), so a batch of decisions is one pipelined round
 // trip inside one transaction.
 //
 // Failures of the database itself (a lost connection, a server shutting

@@ -14,7 +14,7 @@ import (
 var _ store.Uploads = (*Store)(nil)
 
 // The decision claims an entry's uploads in formd_decide
-// (migrations/0050_uploads.sql: formd_claim_uploads).
+// (functions.sql: formd_claim_uploads).
 
 // CreateUpload records a new, incomplete upload.
 func (s *Store) CreateUpload(ctx context.Context, u store.Upload) error {
