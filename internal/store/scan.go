@@ -47,3 +47,14 @@ func ScanUpload(sc Scanner) (Upload, error) {
 	copy(u.SHA256[:], sum)
 	return u, nil
 }
+
+// ScanEntryRef reads an entry's id, site, form, key and seq.
+func ScanEntryRef(sc Scanner) (EntryRef, error) {
+	var (
+		e   EntryRef
+		seq int64
+	)
+	err := sc.Scan(&e.ID, &e.Site, &e.Form, &e.Key, &seq)
+	e.Seq = uint64(seq)
+	return e, err
+}

@@ -118,13 +118,7 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	if err != nil {
 		return nil, classify("find entries", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.EntryRef, error) {
-		var e store.EntryRef
-		var seq int64
-		err := r.Scan(&e.ID, &e.Site, &e.Form, &e.Key, &seq)
-		e.Seq = uint64(seq)
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanEntryRef)
 	if err != nil {
 		return nil, classify("find entries", err)
 	}

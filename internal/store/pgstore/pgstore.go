@@ -198,6 +198,9 @@ func timeOrNull(t time.Time) *time.Time {
 	return &t
 }
 
+// scanEntryRef is store.ScanEntryRef for pgx.CollectRows.
+func scanEntryRef(r pgx.CollectableRow) (store.EntryRef, error) { return store.ScanEntryRef(r) }
+
 // FunctionsSQL is functions.sql, the store's functions as every start
 // defines them, for tests that compare a database with it.
 func FunctionsSQL() string { return functions }

@@ -165,16 +165,8 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	if err != nil {
 		return nil, classify("find entries", err)
 	}
-	defer rows.Close()
-	var out []store.EntryRef
-	for rows.Next() {
-		var r store.EntryRef
-		if err := rows.Scan(&r.ID, &r.Site, &r.Form, &r.Key, &r.Seq); err != nil {
-			return nil, classify("find entries", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanEntryRef)
+	if err != nil {
 		return nil, classify("find entries", err)
 	}
 	return out, nil

@@ -146,3 +146,28 @@ func timeOrNull(t time.Time) any {
 	}
 	return t.UnixMicro()
 }
+
+// collect reads every row with scan and closes rows, as pgx.CollectRows
+// does for the PostgreSQL store; no rows is a nil slice.
+func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// scanEntryRef is store.ScanEntryRef for collect.
+func scanEntryRef(r *sql.Rows) (store.EntryRef, error) { return store.ScanEntryRef(r) }
+
+// scanString reads a row of one text column, for collect.
+func scanString(r *sql.Rows) (string, error) {
+	var v string
+	err := r.Scan(&v)
+	return v, err
+}

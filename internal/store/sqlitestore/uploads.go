@@ -96,16 +96,8 @@ func (s *Store) EntryUploads(ctx context.Context, entryID string) ([]store.Uploa
 	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}
-	defer rows.Close()
-	var out []store.Upload
-	for rows.Next() {
-		u, err := store.ScanUpload(rows)
-		if err != nil {
-			return nil, classify("read entry uploads", err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, func(r *sql.Rows) (store.Upload, error) { return store.ScanUpload(r) })
+	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}
 	return out, nil
@@ -121,16 +113,8 @@ func (s *Store) ExpiredUploads(ctx context.Context, now time.Time, limit int) ([
 	if err != nil {
 		return nil, classify("list expired uploads", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, classify("list expired uploads", err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanString)
+	if err != nil {
 		return nil, classify("list expired uploads", err)
 	}
 	return out, nil
@@ -159,16 +143,8 @@ func (s *Store) ErasedUploads(ctx context.Context, limit int) ([]string, error) 
 	if err != nil {
 		return nil, classify("list erased uploads", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, classify("list erased uploads", err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanString)
+	if err != nil {
 		return nil, classify("list erased uploads", err)
 	}
 	return out, nil
