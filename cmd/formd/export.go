@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/form"
@@ -48,16 +48,15 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := export.Options{Labels: *head == "labels", Lang: *lang}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd export: %v\n", err)
-		return 2
+	c := cli{"formd export", stderr}
+	cfg, code := c.settings(loader)
+	if code != 0 {
+		return code
 	}
 	ctx := context.Background()
-	st, err := server.OpenStore(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "formd export: %v\n", err)
-		return 1
+	st, code := c.store(ctx, cfg)
+	if code != 0 {
+		return code
 	}
 	defer st.Close()
 	reg := form.NewRegistry(st, cfg.Logger(os.Stderr))
@@ -101,26 +100,8 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeAtomic writes a file through a temporary one that is fsync'd and
-// renamed, so that a failed export never leaves a partial file behind.
+// renamed (package atomicfile), so that a failed export never leaves a
+// partial file behind.
 func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename into %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, 0o600, write)
 }

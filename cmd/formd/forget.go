@@ -14,7 +14,6 @@ import (
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/journal"
-	"github.com/formd/formd/internal/server"
 )
 
 func init() {
@@ -32,16 +31,15 @@ func forgetCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd forget: %v\n", err)
-		return 2
+	c := cli{"formd forget", stderr}
+	cfg, code := c.settings(loader)
+	if code != 0 {
+		return code
 	}
 	ctx := context.Background()
-	j, st, err := server.AttachDrivers(ctx, cfg, cfg.Logger(os.Stderr))
-	if err != nil {
-		fmt.Fprintf(stderr, "formd forget: %v\n", err)
-		return 1
+	j, st, code := c.attach(ctx, cfg, cfg.Logger(os.Stderr))
+	if code != 0 {
+		return code
 	}
 	defer st.Close()
 	defer j.Close()

@@ -42,10 +42,9 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd forms %s: -f FILE is required: name the YAML or JSON file of form definitions\n", sub)
 		return 2
 	}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd forms %s: %v\n", sub, err)
-		return 2
+	cfg, code := cli{"formd forms " + sub, stderr}.settings(loader)
+	if code != 0 {
+		return code
 	}
 	guard := webhooks.NewGuard(cfg.WebhookAllow)
 	if sub == "check" {
@@ -63,10 +62,9 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	ctx := context.Background()
-	st, err := server.OpenStore(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "formd forms apply: %v\n", err)
-		return 1
+	st, code := cli{"formd forms apply", stderr}.store(ctx, cfg)
+	if code != 0 {
+		return code
 	}
 	defer st.Close()
 	set, err := server.ApplyFormsFile(ctx, st, *file, guard.CheckURL)

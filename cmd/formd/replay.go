@@ -14,7 +14,6 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/processor"
 	"github.com/formd/formd/internal/replay"
-	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -60,18 +59,17 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd replay: %v\n", err)
 		return 2
 	}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd replay: %v\n", err)
-		return 2
+	c := cli{"formd replay", stderr}
+	cfg, code := c.settings(loader)
+	if code != 0 {
+		return code
 	}
 	log := cfg.Logger(os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	j, st, err := server.AttachDrivers(ctx, cfg, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "formd replay: %v\n", err)
-		return 1
+	j, st, code := c.attach(ctx, cfg, log)
+	if code != 0 {
+		return code
 	}
 	defer st.Close()
 	defer j.Close()
@@ -107,16 +105,15 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd audit: %v\n", err)
 		return 2
 	}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd audit: %v\n", err)
-		return 2
+	c := cli{"formd audit", stderr}
+	cfg, code := c.settings(loader)
+	if code != 0 {
+		return code
 	}
 	ctx := context.Background()
-	j, st, err := server.AttachDrivers(ctx, cfg, cfg.Logger(os.Stderr))
-	if err != nil {
-		fmt.Fprintf(stderr, "formd audit: %v\n", err)
-		return 1
+	j, st, code := c.attach(ctx, cfg, cfg.Logger(os.Stderr))
+	if code != 0 {
+		return code
 	}
 	defer st.Close()
 	defer j.Close()

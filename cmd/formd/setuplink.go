@@ -10,7 +10,6 @@ import (
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/config"
-	"github.com/formd/formd/internal/server"
 )
 
 func init() {
@@ -28,16 +27,15 @@ func setupLinkCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd setup-link: %v\n", err)
-		return 2
+	c := cli{"formd setup-link", stderr}
+	cfg, exit := c.settings(loader)
+	if exit != 0 {
+		return exit
 	}
 	ctx := context.Background()
-	st, err := server.OpenStore(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "formd setup-link: %v\n", err)
-		return 1
+	st, exit := c.store(ctx, cfg)
+	if exit != 0 {
+		return exit
 	}
 	defer st.Close()
 	code, state, err := accounts.New(st, accounts.Config{}).SetupCode(ctx, true)

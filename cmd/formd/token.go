@@ -9,7 +9,6 @@ import (
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/config"
-	"github.com/formd/formd/internal/server"
 )
 
 func init() {
@@ -23,16 +22,15 @@ func tokenCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd token: %v\n", err)
-		return 2
+	c := cli{"formd token", stderr}
+	cfg, code := c.settings(loader)
+	if code != 0 {
+		return code
 	}
 	ctx := context.Background()
-	st, err := server.OpenStore(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "formd token: %v\n", err)
-		return 1
+	st, code := c.store(ctx, cfg)
+	if code != 0 {
+		return code
 	}
 	defer st.Close()
 	token, hash := accounts.NewToken()

@@ -121,7 +121,9 @@ func New(d Deps) *Handler {
 	if d.Deliveries == nil && d.Outbox != nil {
 		d.Deliveries = &StoreDeliveries{Store: d.Outbox, Forms: d.Forms, Now: d.Now, Wake: d.Wake}
 	}
-	return &Handler{Deps: d, maxBody: 4 << 20}
+	h := &Handler{Deps: d, maxBody: 4 << 20}
+	h.jobs.ctx, h.jobs.cancel = context.WithCancel(context.Background())
+	return h
 }
 
 // Mux is where routes are registered: an *http.ServeMux, or a recorder

@@ -180,6 +180,8 @@ func TestDeadLetterRetry(t *testing.T) {
 	ps := &poisonStore{}
 	h := servertest.Start(t, forms, servertest.Options{
 		WrapStore: func(s server.Store) server.Store { ps.Store = s; return ps },
+		// The poison is in Apply, the processor's path.
+		Config: func(c *config.Config) { c.DecideAtAppend = false },
 	})
 	c := client{t: t, base: h.URL, token: h.Token}
 	req, _ := http.NewRequest("POST", h.URL+"/v1/forms/club/submissions", strings.NewReader(`{"name":"P","email":"p@example.org"}`))
@@ -234,7 +236,10 @@ func (l *lockedStore) PutForms(ctx context.Context, forms []form.Record) error {
 func TestApplyFormsWhenTheStoreCannotWrite(t *testing.T) {
 	t.Parallel()
 	ls := &lockedStore{}
-	h := servertest.Start(t, forms, servertest.Options{WrapStore: func(s server.Store) server.Store { ls.Store = s; return ls }})
+	h := servertest.Start(t, forms, servertest.Options{
+		WrapStore: func(s server.Store) server.Store { ls.Store = s; return ls },
+		Config:    func(c *config.Config) { c.DecideAtAppend = false }, // the wrapper has no store.TxApplier
+	})
 	ls.locked.Store(true)
 	c := client{t: t, base: h.URL, token: h.Token}
 	code, body, hdr := c.do("PUT", "/v1/admin/forms", `{"id":"new-one","fields":[{"name":"x","type":"text"}]}`, true)

@@ -1,42 +1,63 @@
-package admin
+package admin_test
 
 import (
-	"errors"
+	"context"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/journal"
-	"github.com/formd/formd/internal/problem"
+	"github.com/formd/formd/internal/journal/sqlitejournal"
+	"github.com/formd/formd/internal/poll"
 )
 
-// TestOneAuditPerFormPerReader: while a reader's audit of a form runs, a
-// second one is job-running (409); another form, another reader, or the
-// same once the first has finished are fine.
-func TestOneAuditPerFormPerReader(t *testing.T) {
+// holdingJournal holds every Read until its context ends, as a long
+// audit does.
+type holdingJournal struct {
+	*sqlitejournal.Journal
+	reading chan struct{}
+}
+
+func (j holdingJournal) Read(ctx context.Context, _ journal.Filter, _ func(journal.Entry) error) error {
+	close(j.reading)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// StopJobs, the shutdown's, cancels an audit in progress and returns once
+// it has stopped (the package's goleak check sees no job left), the job
+// finished with the cancellation as its error.
+func TestStopJobsCancelsAndWaits(t *testing.T) {
 	t.Parallel()
-	h := &Handler{Deps: Deps{Now: time.Now}}
-	ann := accounts.Principal{AccountID: "acc_a", Email: "ann@example.org", Role: accounts.Viewer, Sites: []string{"a"}, Via: accounts.ViaSession}
-	bo := accounts.Principal{AccountID: "acc_b", Email: "bo@example.org", Role: accounts.Viewer, Sites: []string{"a"}, Via: accounts.ViaSession}
-	first, err := h.newJob(ann, "audit", journal.Filter{Form: "fair"}, "a")
+	sj, err := sqlitejournal.Open(context.Background(), sqlitejournal.Options{Path: filepath.Join(t.TempDir(), "journal.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pr *problem.Problem
-	if _, err := h.newJob(ann, "audit", journal.Filter{Form: "fair"}, "a"); !errors.As(err, &pr) || pr.Code != problem.CodeJobRunning || pr.Status != 409 {
-		t.Fatalf("a second audit of the form while the first runs: %v, want 409 job-running", err)
+	defer sj.Close()
+	j := holdingJournal{sj, make(chan struct{})}
+	h := admin.New(admin.Deps{Journal: j})
+	owner := accounts.Principal{Role: accounts.Owner, Sites: []string{accounts.AllSites}, Via: accounts.ViaCLI}
+	job, err := h.StartAudit(owner, journal.Filter{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, start := range map[string]func() error{
-		"another form":   func() error { _, err := h.newJob(ann, "audit", journal.Filter{Form: "other"}, "a"); return err },
-		"another reader": func() error { _, err := h.newJob(bo, "audit", journal.Filter{Form: "fair"}, "a"); return err },
-		"a replay":       func() error { _, err := h.newJob(ann, "replay", journal.Filter{Form: "fair"}, "a"); return err },
-	} {
-		if err := start(); err != nil {
-			t.Errorf("%s: %v", name, err)
+	poll.UntilNil(t, "the audit reading", 10*time.Second, func() error {
+		select {
+		case <-j.reading:
+			return nil
+		default:
+			return context.DeadlineExceeded
 		}
+	})
+	h.StopJobs()
+	got, err := h.JobOf(owner, job.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	h.finishJob(first.ID, nil, func(*Job) {})
-	if _, err := h.newJob(ann, "audit", journal.Filter{Form: "fair"}, "a"); err != nil {
-		t.Fatalf("after the first finished: %v", err)
+	if got.Running() || !strings.Contains(got.Err, "context canceled") {
+		t.Fatalf("the audit after StopJobs: running %v, error %q; want finished, cancelled", got.Running(), got.Err)
 	}
 }

@@ -195,10 +195,14 @@ type Job struct {
 // Running says the job has not finished.
 func (j Job) Running() bool { return j.Finished.IsZero() }
 
+// jobs are the audits and replays of the instance. They run on ctx, which
+// StopJobs cancels at shutdown, and wg counts them so that it can wait.
 type jobs struct {
-	mu   sync.Mutex
-	list []*Job
-	wg   sync.WaitGroup
+	mu     sync.Mutex
+	list   []*Job
+	wg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 const keepJobs = 50
@@ -238,7 +242,7 @@ func (h *Handler) StartAudit(p accounts.Principal, f journal.Filter) (Job, error
 		return Job{}, err
 	}
 	h.jobs.wg.Go(func() {
-		rep, err := replay.Audit(context.Background(), h.Journal, h.Store, f, func(r replay.AuditReport) {
+		rep, err := replay.Audit(h.jobs.ctx, h.Journal, h.Store, f, func(r replay.AuditReport) {
 			h.updateJob(j.ID, func(j *Job) { j.Audit = r })
 		})
 		h.finishJob(j.ID, err, func(j *Job) { j.Audit = rep })
@@ -274,7 +278,7 @@ func (h *Handler) StartReplay(ctx context.Context, p accounts.Principal, f journ
 		return Job{}, err
 	}
 	h.jobs.wg.Go(func() {
-		rep, err := replay.Run(context.Background(), h.Journal, h.Store, h.NewProcessor, replay.Options{
+		rep, err := replay.Run(h.jobs.ctx, h.Journal, h.Store, h.NewProcessor, replay.Options{
 			Filter: f, DryRun: dryRun, RetryDead: retryDead,
 			Progress: func(r replay.Report) { h.updateJob(j.ID, func(j *Job) { j.Replay = r }) },
 		})
@@ -371,8 +375,17 @@ func (h *Handler) Jobs(p accounts.Principal, formID string) []Job {
 	return out
 }
 
-// WaitJobs waits for every job to finish (tests, shutdown).
+// WaitJobs waits for every job to finish (tests).
 func (h *Handler) WaitJobs() { h.jobs.wg.Wait() }
+
+// StopJobs cancels the jobs still running and waits until they have
+// stopped: the shutdown's, before the drivers close under them. A stopped
+// job is finished with the cancellation as its error; start it again on
+// an instance that runs.
+func (h *Handler) StopJobs() {
+	h.jobs.cancel()
+	h.jobs.wg.Wait()
+}
 
 // windowRequest is the body of POST /v1/admin/audit and /replay.
 type windowRequest struct {

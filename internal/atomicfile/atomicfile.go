@@ -5,6 +5,7 @@
 package atomicfile
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,15 @@ import (
 
 // WriteFile writes data to path atomically and durably, with mode perm.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// Write is WriteFile for content that write streams: a failure of write
+// leaves path as it was.
+func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -22,7 +32,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 		tmp.Close()
 		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		tmp.Close()
 		return err
 	}

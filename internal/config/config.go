@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/mail"
 	"net/netip"
 	"net/url"
@@ -180,7 +181,7 @@ func Env(name string) string {
 
 var settings = []setting{
 	{"addr", "127.0.0.1:8080", "address to listen on, host:port", func(c *Config, v string) error {
-		if _, _, err := splitHostPort(v); err != nil {
+		if err := checkHostPort(v); err != nil {
 			return fmt.Errorf("%q is not host:port, such as 127.0.0.1:8080 or :8080", v)
 		}
 		c.Addr = v
@@ -399,7 +400,7 @@ var settings = []setting{
 			c.HTTPAddr = ""
 			return nil
 		}
-		if _, _, err := splitHostPort(v); err != nil {
+		if err := checkHostPort(v); err != nil {
 			return fmt.Errorf("%q is not host:port, such as :80, or off", v)
 		}
 		c.HTTPAddr = v
@@ -418,7 +419,7 @@ var settings = []setting{
 			c.MetricsAddr = ""
 			return nil
 		}
-		if _, _, err := splitHostPort(v); err != nil {
+		if err := checkHostPort(v); err != nil {
 			return fmt.Errorf("%q is not host:port, such as 127.0.0.1:9090, or off", v)
 		}
 		c.MetricsAddr = v
@@ -444,7 +445,7 @@ var settings = []setting{
 	}},
 	{"debug-addr", "", "serve Go pprof profiles on this address (keep it on loopback), for finding what limits a server", func(c *Config, v string) error {
 		if v != "" {
-			if _, _, err := splitHostPort(v); err != nil {
+			if err := checkHostPort(v); err != nil {
 				return fmt.Errorf("%q is not host:port, such as 127.0.0.1:6060", v)
 			}
 		}
@@ -698,16 +699,17 @@ func parseRateLimit(v string) (form.RateLimit, error) {
 	return rl, nil
 }
 
-func splitHostPort(v string) (string, int, error) {
-	i := strings.LastIndexByte(v, ':')
-	if i < 0 {
-		return "", 0, errors.New("no port")
+// checkHostPort accepts host:port as net.Listen takes it (an IPv6 host in
+// brackets), with a numeric port.
+func checkHostPort(v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return err
 	}
-	p, err := strconv.Atoi(v[i+1:])
-	if err != nil || p < 0 || p > 65535 {
-		return "", 0, errors.New("bad port")
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return errors.New("bad port")
 	}
-	return v[:i], p, nil
+	return nil
 }
 
 // Default is the configuration with every setting at its default, for

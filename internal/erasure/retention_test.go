@@ -31,7 +31,7 @@ func TestRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
+	defer func() { j.Close() }() // the journal reopened below
 	s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(dir, "store.db")})
 	if err != nil {
 		t.Fatal(err)

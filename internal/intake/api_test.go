@@ -182,7 +182,9 @@ func multipartBody(fields map[string]string, file bool) (string, string) {
 func TestAPIScenarios(t *testing.T) {
 	h := servertest.Start(t, apiForms, servertest.Options{
 		WrapJournal: func(j journal.Journal) journal.Journal { return slowJournal{faultyJournal{j}} },
-		Config:      func(c *config.Config) { c.MaxBody = 4096; c.DefaultWait = 5 * time.Second },
+		// The wrappers hide the fast path (journal.AppendDecider): every
+		// entry goes through the processor.
+		Config: func(c *config.Config) { c.MaxBody = 4096; c.DefaultWait = 5 * time.Second; c.DecideAtAppend = false },
 	})
 	mp, mpType := multipartBody(map[string]string{"name": "Multi Part", "phone": "13900000007", "_key": "mp-1"}, false)
 	mpFile, mpFileType := multipartBody(map[string]string{"name": "With File"}, true)

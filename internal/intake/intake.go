@@ -173,7 +173,7 @@ func (h *Handler) wrap(route string, fn func(http.ResponseWriter, *http.Request)
 //
 // A retry is answered before anything that may have changed since its
 // first send: a key already journaled gets that submission's outcome (200
-// replayed, or 202 while it is processed) even if the form has closed been
+// replayed, or 202 while it is processed) even if the form has closed or been
 // edited since, or the client's rate limit is spent. Only a new key meets
 // the open window, the rate limit and validation. The key is looked up
 // only when one of those refuses, so a new submission pays for no lookup;

@@ -6,12 +6,13 @@
 // natsjournal); journaltest checks it. Intake and processor each depend only
 // on the few methods they call. What a driver may lack is a small interface
 // of its own below (Pruner, Forgetter, Writability, FormCounter, OutcomeBus,
-// LaxDurability, Liveness, Sizer), found by a type assertion to that interface and checked
+// LaxDurability, Liveness, Sizer, AppendDecider), found by a type assertion to that interface and checked
 // by journaltest on every driver that has it.
 package journal
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"time"
 )
@@ -54,9 +55,10 @@ type Entry struct {
 	// outcome (the server's instance id), empty when none waits. The
 	// decider announces the outcome to that instance only (OutcomeBus).
 	Waiter string
-	// Deliveries counts how often the entry has been handed to a consumer,
-	// 1 on the first delivery. Drivers that restart count from 1 again.
-	Deliveries int
+	// Handouts counts how often the journal has handed the entry to a
+	// consumer, 1 the first time; a driver that restarts counts from 1
+	// again. (Not the outbox's deliveries, which are webhooks and e-mail.)
+	Handouts int
 }
 
 // Appended is the outcome of an append.
@@ -124,6 +126,22 @@ type Journal interface {
 	Stats(ctx context.Context) (Stats, error)
 	Close() error
 }
+
+// AppendDecider is a journal that can decide sync entries in the
+// transaction that appends them: the embedded fast path (sqlitejournal on
+// the writer it shares with the store). DecideAtAppend fails when the
+// journal has no such writer.
+type AppendDecider interface {
+	DecideAtAppend(fn Decide) error
+}
+
+// Decide decides sync entries in the transaction that appends them. tx is
+// on the shared writer, where the store's file is attached. It says which
+// entries it decided (their outcomes are in tx) and what to do once tx has
+// committed: hand the outcomes to the requests waiting for them. Entries
+// it leaves undecided are journaled all the same and delivered to the
+// processor, as every entry is without a Decide.
+type Decide func(ctx context.Context, tx *sql.Tx, es []Entry) (decided []bool, settled func())
 
 // Pruner is a journal that deletes its copies of a form's old entries once
 // they are acknowledged, for retention (sqlitejournal). A journal without

@@ -232,9 +232,13 @@ func TestCheckerCatchesABadStore(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := servertest.Start(t, "", servertest.Options{WrapStore: func(s server.Store) server.Store {
-				return &distorting{Store: s, form: func(f string) bool { return strings.HasPrefix(f, "loadtest-") }, change: tc.change}
-			}})
+			h := servertest.Start(t, "", servertest.Options{
+				WrapStore: func(s server.Store) server.Store {
+					return &distorting{Store: s, form: func(f string) bool { return strings.HasPrefix(f, "loadtest-") }, change: tc.change}
+				},
+				// The wrapper has no store.TxApplier: no fast path.
+				Config: func(c *config.Config) { c.DecideAtAppend = false },
+			})
 			rep, err := loadtest.Run(context.Background(), loadtest.Config{
 				URL: h.URL, AdminToken: h.Token, Clients: 8, Count: 40, Capacity: 10,
 				Shares: loadtest.Shares{Reregister: 0.5}, Seed: 3,

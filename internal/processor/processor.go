@@ -201,46 +201,70 @@ func (p *Processor) Process(ctx context.Context, entries []journal.Entry) error 
 	}
 }
 
-// apply decides entries in one transaction. A failure of the store itself
-// is returned for the caller to retry; any other failure splits the batch
-// until the entries that fail on their own are isolated, so that one bad
-// entry never holds up its neighbours.
+// apply decides entries in the store, in one transaction where it can
+// (bisect). A failure of the store itself is returned for the caller to
+// retry; an entry that fails on its own goes to failed.
 func (p *Processor) apply(ctx context.Context, entries []journal.Entry) error {
+	return p.bisect(ctx, entries, func(ctx context.Context, es []journal.Entry) ([]store.Outcome, error) {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ApplyTimeout)
+		defer cancel()
+		return p.store.Apply(actx, es)
+	}, func(es []journal.Entry, outs []store.Outcome) { p.settle(ctx, es, outs) }, func(e journal.Entry, err error) error {
+		return p.failed(ctx, e, err)
+	})
+}
+
+// bisect decides entries with apply in one call, and when they fail on
+// their own splits them in two until each entry that fails is alone, so
+// that one bad entry never holds up its neighbours. decided gets each
+// batch decided, failed each entry that failed alone. A failure of the
+// store itself (storeFailed) stops it and is returned.
+func (p *Processor) bisect(ctx context.Context, entries []journal.Entry,
+	apply func(context.Context, []journal.Entry) ([]store.Outcome, error),
+	decided func([]journal.Entry, []store.Outcome), failed func(journal.Entry, error) error,
+) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	start := p.opts.Now()
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ApplyTimeout)
-	outs, err := p.store.Apply(actx, entries)
-	cancel()
+	outs, err := apply(ctx, entries)
 	p.opts.Metrics.applySeconds.Observe(p.opts.Now().Sub(start).Seconds())
-	if err == nil {
-		p.settle(ctx, entries, outs)
+	switch {
+	case err == nil:
+		decided(entries, outs)
 		return nil
+	case storeFailed(err):
+		return err
+	case len(entries) == 1:
+		return failed(entries[0], err)
 	}
-	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+	half := len(entries) / 2
+	err = p.bisect(ctx, entries[:half], apply, decided, failed)
+	if storeFailed(err) {
 		return err
 	}
-	if len(entries) > 1 {
-		half := len(entries) / 2
-		return errors.Join(p.apply(ctx, entries[:half]), p.apply(ctx, entries[half:]))
-	}
-	return p.failed(ctx, entries[0], err)
+	return errors.Join(err, p.bisect(ctx, entries[half:], apply, decided, failed))
+}
+
+// storeFailed says err is a failure of the store itself rather than of
+// the entries: unavailable, or out of time.
+func storeFailed(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // failed handles an entry that the store refused on its own: a redelivery
 // after a backoff, or a dead letter once it has had its attempts.
 func (p *Processor) failed(ctx context.Context, e journal.Entry, cause error) error {
-	if e.Deliveries < p.opts.MaxAttempts {
-		p.opts.Logger.Warn("entry failed; it will be retried", "form", e.Form, "seq", e.Seq, "attempt", e.Deliveries, "err", cause)
-		if err := p.src.Nak(ctx, e.Seq, p.backoff(e.Deliveries)); err != nil {
+	if e.Handouts < p.opts.MaxAttempts {
+		p.opts.Logger.Warn("entry failed; it will be retried", "form", e.Form, "seq", e.Seq, "attempt", e.Handouts, "err", cause)
+		if err := p.src.Nak(ctx, e.Seq, p.backoff(e.Handouts)); err != nil {
 			return fmt.Errorf("nak %d: %w", e.Seq, err)
 		}
 		return nil
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ApplyTimeout)
 	defer cancel()
-	o, err := p.store.DeadLetter(actx, e, cause.Error(), e.Deliveries)
+	o, err := p.store.DeadLetter(actx, e, cause.Error(), e.Handouts)
 	if err != nil {
 		return fmt.Errorf("dead-letter %s/%d: %w", e.Form, e.Seq, err)
 	}
@@ -250,7 +274,7 @@ func (p *Processor) failed(ctx context.Context, e journal.Entry, cause error) er
 		p.opts.Logger.Warn("entry given up on already had an outcome; it stands", "form", e.Form, "seq", e.Seq,
 			"outcome_id", o.ID, "outcome_key", o.Key, "decision", o.Decision, "err", cause)
 	} else {
-		p.opts.Logger.Error("entry dead-lettered", "form", e.Form, "seq", e.Seq, "attempts", e.Deliveries, "err", cause)
+		p.opts.Logger.Error("entry dead-lettered", "form", e.Form, "seq", e.Seq, "attempts", e.Handouts, "err", cause)
 	}
 	p.settle(ctx, []journal.Entry{e}, []store.Outcome{o})
 	return nil
@@ -300,33 +324,26 @@ func (p *Processor) publish(entries []journal.Entry, outs []store.Outcome) {
 // fails.
 func (p *Processor) DecideInline(ctx context.Context, entries []journal.Entry, apply func(context.Context, []journal.Entry) ([]store.Outcome, error)) ([]bool, func()) {
 	decided := make([]bool, len(entries))
-	var outs []store.Outcome
-	var of []journal.Entry        // the entries of outs
-	var try func(lo, hi int) bool // false: the store failed, stop
-	try = func(lo, hi int) bool {
-		start := p.opts.Now()
-		o, err := apply(ctx, entries[lo:hi])
-		p.opts.Metrics.applySeconds.Observe(p.opts.Now().Sub(start).Seconds())
-		switch {
-		case err == nil:
-			for i := lo; i < hi; i++ {
-				decided[i] = true
-			}
-			outs = append(outs, o...)
-			of = append(of, entries[lo:hi]...)
-			return true
-		case errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
-			p.opts.Metrics.storeErrors.Inc()
-			p.opts.Logger.Warn("store unavailable at append; the entries are left to the processor", "err", err, "entries", hi-lo)
-			return false
-		case hi-lo == 1:
-			p.opts.Logger.Warn("entry failed at append; it is left to the processor", "form", entries[lo].Form, "seq", entries[lo].Seq, "err", err)
-			return true
-		}
-		mid := lo + (hi-lo)/2
-		return try(lo, mid) && try(mid, hi)
+	pos := make(map[*journal.Entry]int, len(entries))
+	for i := range entries {
+		pos[&entries[i]] = i
 	}
-	try(0, len(entries))
+	var outs []store.Outcome
+	var of []journal.Entry // the entries of outs
+	err := p.bisect(ctx, entries, apply, func(es []journal.Entry, o []store.Outcome) {
+		for i := range es {
+			decided[pos[&es[i]]] = true
+		}
+		outs = append(outs, o...)
+		of = append(of, es...)
+	}, func(e journal.Entry, err error) error {
+		p.opts.Logger.Warn("entry failed at append; it is left to the processor", "form", e.Form, "seq", e.Seq, "err", err)
+		return nil
+	})
+	if err != nil {
+		p.opts.Metrics.storeErrors.Inc()
+		p.opts.Logger.Warn("store unavailable at append; the entries are left to the processor", "err", err)
+	}
 	p.opts.Metrics.atAppend.Add(float64(len(outs)))
 	if len(outs) == 0 {
 		return decided, nil

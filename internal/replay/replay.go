@@ -124,7 +124,7 @@ func Run(ctx context.Context, j Journal, st Store, newProcessor NewProcessor, op
 				return fmt.Errorf("retry dead letter %s/%s: %w", e.Form, e.Key, err)
 			}
 		}
-		e.Deliveries = 1
+		e.Handouts = 1
 		batch = append(batch, e)
 		if len(batch) >= batchSize {
 			return flush()

@@ -90,17 +90,27 @@ func openEmbedded(ctx context.Context, cfg config.Config, log *slog.Logger) (jou
 }
 
 // wireFastPath has the journal decide sync entries at append through the
-// processor's rules and the store, when the drivers share a writer
-// (openEmbedded). It says whether it did.
-func wireFastPath(j journal.Journal, st Store, proc *processor.Processor) (bool, error) {
-	sj, ok := j.(*sqlitejournal.Journal)
-	ss, ok2 := st.(*sqlitestore.Store)
-	if !ok || !ok2 || !ss.Shared() {
+// processor's rules and the store, when the settings ask for it
+// (--decide-at-append with the sqlite journal and store, as openEmbedded
+// opens them). It says whether it did. Drivers that are asked and lack the
+// capability (journal.AppendDecider, store.TxApplier on the shared writer)
+// are an error: a wrapper that drops it would otherwise turn the fast path
+// off without a word.
+func wireFastPath(cfg config.Config, j journal.Journal, st Store, proc *processor.Processor) (bool, error) {
+	if !cfg.DecideAtAppend || cfg.Journal != "sqlite" || cfg.Store != "sqlite" {
 		return false, nil
 	}
-	err := sj.DecideAtAppend(func(ctx context.Context, tx *sql.Tx, es []journal.Entry) ([]bool, func()) {
+	aj, ok := j.(journal.AppendDecider)
+	if !ok {
+		return false, fmt.Errorf("the journal (%T) cannot decide at append (journal.AppendDecider); set --decide-at-append=false (FORMD_DECIDE_AT_APPEND=false) to decide in the processor", j)
+	}
+	ts, ok := st.(store.TxApplier)
+	if !ok || !ts.Shared() {
+		return false, fmt.Errorf("the store (%T) does not decide on the journal's writer (store.TxApplier, opened as OpenDrivers does); set --decide-at-append=false (FORMD_DECIDE_AT_APPEND=false) to decide in the processor", st)
+	}
+	err := aj.DecideAtAppend(func(ctx context.Context, tx *sql.Tx, es []journal.Entry) ([]bool, func()) {
 		return proc.DecideInline(ctx, es, func(ctx context.Context, es []journal.Entry) ([]store.Outcome, error) {
-			return ss.ApplyIn(ctx, tx, es)
+			return ts.ApplyIn(ctx, tx, es)
 		})
 	})
 	return err == nil, err

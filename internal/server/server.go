@@ -54,6 +54,9 @@ type Server struct {
 	notify    *processor.Notifier
 	retention *erasure.Retention
 	outbox    *outbox.Dispatcher
+	// admin runs the audit and replay jobs, stopped before the drivers
+	// close (closeDrivers).
+	admin *admin.Handler
 	// Uploads takes file fields' bytes (package uploads); Links signs
 	// the links owners download them through.
 	Uploads *uploads.Service
@@ -190,7 +193,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	procOpts.Settled = s.outbox.Wake
 	s.proc = processor.New(s.Journal, s.Store, s.notify, procOpts)
-	fast, err := wireFastPath(s.Journal, s.Store, s.proc)
+	fast, err := wireFastPath(cfg, s.Journal, s.Store, s.proc)
 	if err != nil {
 		return fmt.Errorf("decide at append (--decide-at-append): %w", err)
 	}
@@ -223,6 +226,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
 		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles})
 	adm.Register(mux)
+	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
 	cons.BackupFailure = s.backups.failure
 	cons.Register(mux)
@@ -388,6 +392,9 @@ func (s *Server) closeDrivers() error {
 	if s.unlock != nil {
 		defer s.unlock()
 	}
+	if s.admin != nil {
+		s.admin.StopJobs()
+	}
 	var errs []error
 	if s.Journal != nil {
 		errs = append(errs, s.Journal.Close())
@@ -439,7 +446,7 @@ func (s *Server) redrive(ctx context.Context, formID, key string) error {
 	}
 	// One more try, outside the journal's delivery: if it fails again it
 	// is dead-lettered again at once rather than left undelivered.
-	e.Deliveries = s.cfg.MaxAttempts
+	e.Handouts = s.cfg.MaxAttempts
 	return s.proc.Process(ctx, []journal.Entry{e})
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/jackc/pgx/v5"
@@ -112,6 +113,10 @@ func checkUpgrade(t *testing.T, data, storeURL string, fx upgradeFixture) {
 	})
 	if ss, ok := st.(*sqlitestore.Store); storeURL == "sqlite" && (!ok || !ss.Shared()) {
 		t.Fatal("the store is not on the shared writer: the upgrade is tested with today's defaults (the embedded fast path)")
+	}
+	if storeURL != "sqlite" {
+		// The old release's functions are today's, those of functions.sql.
+		pgtest.SameFunctions(t, "upgraded from "+fx.Commit, pgtest.Functions(t, storeURL), pgtest.Defined(t, pgstore.FunctionsSQL()))
 	}
 
 	// What the old release journaled and did not decide is decided.

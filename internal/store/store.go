@@ -25,6 +25,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -76,8 +77,8 @@ func EventFor(decision string) string {
 type Event struct {
 	Seq     uint64
 	EntryID string
-	// N is the how-manieth event of its type for the entry: 1 unless the
-	// entry went through the same change before.
+	// N numbers the entry's events of this type: 1 unless the entry went
+	// through the same change before.
 	N      int
 	Type   string
 	Form   string
@@ -207,10 +208,10 @@ type Arrival struct {
 type ArrivalBatch struct {
 	Reports []Arrival
 	// KnownOnly keeps only the reports on keys the store has an entry
-	// for: a report that cannot show it comes from the form's pages (no
-	// Origin: a mini-program, or anyone with a script) may confirm a key
-	// that arrived, never add one started and never received, so forged
-	// keys count for nothing.
+	// for. A report that cannot show it comes from the form's pages (no
+	// Origin, as from a mini-program or a script) may confirm a key that
+	// arrived but not add one that was never received, so forged keys
+	// count for nothing.
 	KnownOnly bool
 	// Refused counts reports refused before the store (an origin the form
 	// does not list, a key unlike the SDK's, over a budget).
@@ -409,4 +410,14 @@ type ConsoleStore interface {
 	// cancelled since) but whose first event is missing: the outbox rule
 	// says the decision writes it in the same transaction.
 	EntriesWithoutEvent(ctx context.Context, form string, limit int) ([]EntryRef, error)
+}
+
+// TxApplier is a store whose decisions can join a transaction of the
+// journal's: the embedded fast path (sqlitestore on the writer it shares
+// with the journal, journal.AppendDecider). Shared says whether it has
+// that writer; ApplyIn decides as Apply does, in tx, and leaves tx as it
+// was when it fails.
+type TxApplier interface {
+	Shared() bool
+	ApplyIn(ctx context.Context, tx *sql.Tx, subs []journal.Entry) ([]Outcome, error)
 }

@@ -46,8 +46,8 @@ func testAsyncAppend(t *testing.T, open func() journal.Journal) {
 	}
 	delivered := fetchN(t, j, 1)[0]
 	sameEntry(t, delivered, e)
-	if delivered.Seq == 0 || delivered.Deliveries != 1 {
-		t.Fatalf("delivered seq %d deliveries %d, want a position and one delivery", delivered.Seq, delivered.Deliveries)
+	if delivered.Seq == 0 || delivered.Handouts != 1 {
+		t.Fatalf("delivered seq %d handouts %d, want a position and one handout", delivered.Seq, delivered.Handouts)
 	}
 	if err := j.Ack(ctx, delivered.Seq); err != nil {
 		t.Fatal(err)

@@ -211,8 +211,8 @@ func testRoundTrip(t *testing.T, open func() journal.Journal) {
 	}
 	got := fetchN(t, j, 1)[0]
 	sameEntry(t, got, e)
-	if got.Seq != a.Entry.Seq || got.Deliveries != 1 {
-		t.Fatalf("delivered seq %d deliveries %d, want seq %d deliveries 1", got.Seq, got.Deliveries, a.Entry.Seq)
+	if got.Seq != a.Entry.Seq || got.Handouts != 1 {
+		t.Fatalf("delivered seq %d handouts %d, want seq %d handouts 1", got.Seq, got.Handouts, a.Entry.Seq)
 	}
 }
 
@@ -352,8 +352,8 @@ func testNak(t *testing.T, open func() journal.Journal) {
 		t.Fatal(err)
 	}
 	again := fetchN(t, j, 1)[0]
-	if again.Seq != first.Seq || again.Deliveries != 2 {
-		t.Fatalf("redelivery seq %d deliveries %d, want seq %d deliveries 2", again.Seq, again.Deliveries, first.Seq)
+	if again.Seq != first.Seq || again.Handouts != 2 {
+		t.Fatalf("redelivery seq %d handouts %d, want seq %d handouts 2", again.Seq, again.Handouts, first.Seq)
 	}
 	if err := j.Ack(ctx, again.Seq); err != nil {
 		t.Fatal(err)
@@ -448,7 +448,7 @@ func testPending(t *testing.T, open func() journal.Journal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pending) != 1 || pending[0].Seq != got[1].Seq || pending[0].Deliveries < 2 {
+	if len(pending) != 1 || pending[0].Seq != got[1].Seq || pending[0].Handouts < 2 {
 		t.Fatalf("pending = %+v, want entry %d as a new delivery", pending, got[1].Seq)
 	}
 	if err := j.Ack(ctx, pending[0].Seq); err != nil {

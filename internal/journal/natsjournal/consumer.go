@@ -168,7 +168,7 @@ func (j *Journal) lease(msgs []jetstream.Msg) []journal.Entry {
 			_ = m.Term()
 			continue
 		}
-		e.Deliveries = int(md.NumDelivered)
+		e.Handouts = int(md.NumDelivered)
 		j.inflight[e.Seq] = &flight{msg: m, e: e, deliveredAt: now}
 		out = append(out, e)
 	}
@@ -270,7 +270,7 @@ func (j *Journal) Pending(_ context.Context, deliveredBefore time.Time, limit in
 	out := make([]journal.Entry, len(stale))
 	for i, f := range stale {
 		f.deliveredAt = now
-		f.e.Deliveries++
+		f.e.Handouts++
 		out[i] = f.e
 	}
 	return out, nil

@@ -66,7 +66,7 @@ func (j *Journal) deadLetter(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	e.Deliveries = adv.Deliveries
+	e.Handouts = adv.Deliveries
 	reason := fmt.Sprintf("delivered %d times without a decision (journal MaxDeliver)", adv.Deliveries)
 	if j.opts.DeadLetter == nil {
 		j.opts.Logger.Error("entry over MaxDeliver and no dead-letter recorder; replay it", "form", e.Form, "seq", e.Seq)

@@ -243,7 +243,7 @@ func TestLeases(t *testing.T) {
 	a.nc.Close()
 	start := time.Now()
 	again := fetch(t, b, 10*time.Second)
-	if len(again) != 1 || again[0].Seq != got[0].Seq || again[0].Deliveries != 2 {
+	if len(again) != 1 || again[0].Seq != got[0].Seq || again[0].Handouts != 2 {
 		t.Fatalf("after a died, b fetched %+v", again)
 	}
 	t.Logf("redelivered %v after the holder died", time.Since(start))

@@ -68,14 +68,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Decide decides sync entries in the transaction that appends them: the
-// embedded fast path. tx is on the shared writer, where the store's file
-// is attached. It says which entries it decided (their outcomes are in
-// tx) and what to do once tx has committed: hand the outcomes to the
-// requests waiting for them. Entries it leaves undecided (their decision
-// failed) are journaled all the same and delivered to the processor, as
-// every entry is without a Decide.
-type Decide func(ctx context.Context, tx *sql.Tx, es []journal.Entry) (decided []bool, settled func())
+// Decide is journal.Decide, the embedded fast path's decision.
+type Decide = journal.Decide
 
 func (o *Options) setDefaults() {
 	if o.QueueSize <= 0 {
@@ -133,6 +127,11 @@ type Journal struct {
 	// 202.
 	queuedMu sync.Mutex
 	queued   map[queuedKey]journal.Entry
+	// unqueued counts the entries that have left queued (queueAsync).
+	unqueued uint64
+	// afterLookup, set by tests only, runs in queueAsync between the
+	// lookup and the record.
+	afterLookup func()
 
 	mu       sync.Mutex
 	ready    []journal.Entry // appended, not yet delivered; seq > cursor
@@ -456,11 +455,13 @@ func (j *Journal) RehashLegacy(ctx context.Context, rehash func(journal.Entry) (
 	return n, nil
 }
 
+var _ journal.AppendDecider = (*Journal)(nil)
+
 // DecideAtAppend installs the embedded fast path: from now on, sync
 // entries are decided by fn in the transaction that appends them, and the
 // append returns once that commit has (their outcomes already handed to
 // those waiting). Only on a journal opened on the shared writer.
-func (j *Journal) DecideAtAppend(fn Decide) error {
+func (j *Journal) DecideAtAppend(fn journal.Decide) error {
 	if !j.shared {
 		return errors.New("decide at append: the journal has no shared writer (Options.Writer)")
 	}
@@ -575,7 +576,9 @@ func (j *Journal) Size(ctx context.Context) (used, limit int64, err error) {
 // queueAsync records an async append in queued, or finds the entry
 // queued or committed for its key. The writer's insert alone keeps (form,
 // key) unique; the lookup is there so that a retry is answered as the
-// original, as it is for a sync append.
+// original, as it is for a sync append. When entries left the queue
+// while it looked (committed: unqueued counts them), one of them may be
+// the key's, committed after the lookup read: it looks again.
 func (j *Journal) queueAsync(ctx context.Context, e journal.Entry) (journal.Entry, bool, error) {
 	j.closeMu.RLock()
 	closing := j.closing
@@ -583,18 +586,30 @@ func (j *Journal) queueAsync(ctx context.Context, e journal.Entry) (journal.Entr
 	if closing {
 		return journal.Entry{}, false, journal.ErrClosed
 	}
-	first, found, err := j.Lookup(ctx, e.Form, e.Key)
-	if err != nil || found {
-		return first, found, err
-	}
 	k := queuedKey{e.Form, e.Key}
-	j.queuedMu.Lock()
-	defer j.queuedMu.Unlock()
-	if q, ok := j.queued[k]; ok {
-		return q, true, nil
+	for {
+		j.queuedMu.Lock()
+		gen := j.unqueued
+		j.queuedMu.Unlock()
+		first, found, err := j.Lookup(ctx, e.Form, e.Key)
+		if err != nil || found {
+			return first, found, err
+		}
+		if j.afterLookup != nil {
+			j.afterLookup()
+		}
+		j.queuedMu.Lock()
+		if q, ok := j.queued[k]; ok {
+			j.queuedMu.Unlock()
+			return q, true, nil
+		}
+		if j.unqueued == gen {
+			j.queued[k] = e
+			j.queuedMu.Unlock()
+			return journal.Entry{}, false, nil
+		}
+		j.queuedMu.Unlock()
 	}
-	j.queued[k] = e
-	return journal.Entry{}, false, nil
 }
 
 // unqueue forgets an async append once it is committed (or refused).
@@ -605,6 +620,7 @@ func (j *Journal) unqueue(reqs ...*appendReq) {
 			k := queuedKey{r.e.Form, r.e.Key}
 			if q, ok := j.queued[k]; ok && q.ID == r.e.ID {
 				delete(j.queued, k)
+				j.unqueued++
 			}
 		}
 	}
@@ -824,7 +840,7 @@ func (j *Journal) take(ctx context.Context, limit int) ([]journal.Entry, time.Du
 		}
 		f.nakked = false
 		f.deliveredAt = now
-		f.e.Deliveries++
+		f.e.Handouts++
 		out = append(out, f.e)
 	}
 	if len(out) < limit && len(j.ready) == 0 && j.spilled {
@@ -840,7 +856,7 @@ func (j *Journal) take(ctx context.Context, limit int) ([]journal.Entry, time.Du
 			delete(j.decidedAhead, e.Seq)
 			continue
 		}
-		e.Deliveries = 1
+		e.Handouts = 1
 		j.inflight[e.Seq] = &flight{e: e, deliveredAt: now}
 		out = append(out, e)
 	}
@@ -926,7 +942,7 @@ func (j *Journal) Pending(_ context.Context, deliveredBefore time.Time, limit in
 	out := make([]journal.Entry, len(stale))
 	for i, f := range stale {
 		f.deliveredAt = now
-		f.e.Deliveries++
+		f.e.Handouts++
 		out[i] = f.e
 	}
 	return out, nil

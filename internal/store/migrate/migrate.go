@@ -92,6 +92,11 @@ type Dialect struct {
 	// arguments: the release's name, the schema version) in the table
 	// written_by, one row; "" for a database without it.
 	WrittenBy string
+	// Functions, when set, runs at the end of every Apply, after the
+	// migrations, under Lock and in the transaction that records the
+	// release: the current definitions of the database's functions
+	// (CREATE OR REPLACE), kept in one file rather than in migrations.
+	Functions string
 }
 
 // ErrBadName marks a migrations directory the runner refuses: a file that
@@ -131,7 +136,8 @@ func Read(fsys fs.FS, dir string) ([]Migration, error) {
 
 // Apply applies the migrations in dir of fsys that schema_migrations does
 // not record, in version order, each in its own transaction with its
-// record, then records the release (Dialect.WrittenBy, named by release).
+// record, then defines the functions (Dialect.Functions) and records the
+// release (Dialect.WrittenBy, named by release) in one more.
 // It stops at the first that fails, naming it; those before it stay
 // applied. A database that records a migration this binary does not have
 // (written by a newer release) is refused with a *release.TooNewError
@@ -164,14 +170,27 @@ func Apply(ctx context.Context, db DB, d Dialect, fsys fs.FS, dir string, s rele
 			return fmt.Errorf("migrate %s: %w", m.Name, err)
 		}
 	}
-	if d.WrittenBy == "" {
+	if d.WrittenBy == "" && d.Functions == "" {
 		return nil
 	}
 	if err := db.InTx(ctx, func(exec Exec) error {
-		_, err := exec(ctx, d.WrittenBy, release.Name(), s.Known)
-		return err
+		if err := lock(ctx, exec, d); err != nil {
+			return err
+		}
+		if d.Functions != "" {
+			if _, err := exec(ctx, d.Functions); err != nil {
+				return fmt.Errorf("define the functions: %w", err)
+			}
+		}
+		if d.WrittenBy == "" {
+			return nil
+		}
+		if _, err := exec(ctx, d.WrittenBy, release.Name(), s.Known); err != nil {
+			return fmt.Errorf("record the release: %w", err)
+		}
+		return nil
 	}); err != nil {
-		return fmt.Errorf("migrate: record the release: %w", err)
+		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
 }

@@ -216,13 +216,7 @@ func (s *Store) EntriesWithoutEvent(ctx context.Context, form string, limit int)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.EntryRef, error) {
-		var e store.EntryRef
-		var seq int64
-		err := r.Scan(&e.ID, &e.Site, &e.Form, &e.Key, &seq)
-		e.Seq = uint64(seq)
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanEntryRef)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}

@@ -14,7 +14,7 @@ import (
 var _ store.Uploads = (*Store)(nil)
 
 // The decision claims an entry's uploads in formd_decide
-// (migrations/0050_uploads.sql: formd_claim_uploads).
+// (functions.sql: formd_claim_uploads).
 
 // CreateUpload records a new, incomplete upload.
 func (s *Store) CreateUpload(ctx context.Context, u store.Upload) error {
@@ -39,24 +39,9 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, sum [32]byte, typ
 	return nil
 }
 
-const uploadColumns = `u.id, u.form, u.field, u.size, u.name, u.type, u.sha256, u.created_at, u.expires_at, coalesce(c.entry_id, '')`
-
-func scanUpload(sc pgx.Row) (store.Upload, error) {
-	var (
-		u   store.Upload
-		sum []byte
-	)
-	if err := sc.Scan(&u.ID, &u.Form, &u.Field, &u.Size, &u.Name, &u.Type, &sum, &u.CreatedAt, &u.ExpiresAt, &u.Entry); err != nil {
-		return u, err
-	}
-	u.Complete = len(sum) == len(u.SHA256)
-	copy(u.SHA256[:], sum)
-	return u, nil
-}
-
 // Upload reads one upload.
 func (s *Store) Upload(ctx context.Context, id string) (store.Upload, error) {
-	u, err := scanUpload(s.pool.QueryRow(ctx, `SELECT `+uploadColumns+`
+	u, err := store.ScanUpload(s.pool.QueryRow(ctx, `SELECT `+store.UploadColumns+`
 		FROM uploads u LEFT JOIN upload_claims c ON c.upload_id = u.id WHERE u.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return u, fmt.Errorf("read upload %s: %w", id, store.ErrUploadNotFound)
@@ -69,21 +54,13 @@ func (s *Store) Upload(ctx context.Context, id string) (store.Upload, error) {
 
 // EntryUploads lists an entry's uploads in the order its data names them.
 func (s *Store) EntryUploads(ctx context.Context, entryID string) ([]store.Upload, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+uploadColumns+`
+	rows, err := s.pool.Query(ctx, `SELECT `+store.UploadColumns+`
 		FROM upload_claims c JOIN uploads u ON u.id = c.upload_id WHERE c.entry_id = $1 ORDER BY c.n`, entryID)
 	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}
-	defer rows.Close()
-	var out []store.Upload
-	for rows.Next() {
-		u, err := scanUpload(rows)
-		if err != nil {
-			return nil, classify("read entry uploads", err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.AppendRows([]store.Upload(nil), rows, func(r pgx.CollectableRow) (store.Upload, error) { return store.ScanUpload(r) })
+	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}
 	return out, nil
@@ -99,16 +76,8 @@ func (s *Store) ExpiredUploads(ctx context.Context, now time.Time, limit int) ([
 	if err != nil {
 		return nil, classify("list expired uploads", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, classify("list expired uploads", err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.AppendRows([]string(nil), rows, pgx.RowTo[string])
+	if err != nil {
 		return nil, classify("list expired uploads", err)
 	}
 	return out, nil
@@ -140,16 +109,8 @@ func (s *Store) ErasedUploads(ctx context.Context, limit int) ([]string, error) 
 	if err != nil {
 		return nil, classify("list erased uploads", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, classify("list erased uploads", err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.AppendRows([]string(nil), rows, pgx.RowTo[string])
+	if err != nil {
 		return nil, classify("list erased uploads", err)
 	}
 	return out, nil

@@ -45,7 +45,7 @@ func (s *Store) accountsTx(ctx context.Context, op string, fn func(tx *sql.Tx) e
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	if err := fn(tx); err != nil {
-		var sentinel *accountsError
+		var sentinel *refusal
 		if errors.As(err, &sentinel) {
 			return fmt.Errorf("%s: %w", op, sentinel.err)
 		}
@@ -57,17 +57,15 @@ func (s *Store) accountsTx(ctx context.Context, op string, fn func(tx *sql.Tx) e
 	return nil
 }
 
-// accountsError carries a sentinel of package accounts out of inTx
+// refusal carries a sentinel of package accounts out of inTx
 // without being classified as a database failure.
-type accountsError struct{ err error }
+type refusal struct{ err error }
 
-func (e *accountsError) Error() string { return e.err.Error() }
+func (e *refusal) Error() string { return e.err.Error() }
 
-func refuse(err error) error { return &accountsError{err} }
+func refuse(err error) error { return &refusal{err} }
 
-func usec(t time.Time) int64 { return t.UnixMicro() }
-
-func fromNullUsec(n sql.NullInt64) time.Time {
+func fromNullTime(n sql.NullInt64) time.Time {
 	if !n.Valid {
 		return time.Time{}
 	}
@@ -110,7 +108,7 @@ func (s *Store) CreateAccount(ctx context.Context, a accounts.Account, e account
 	return s.accountsTx(ctx, "create account", func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO accounts(id, email, name, role, sites, password_hash, disabled, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(email) DO NOTHING`,
-			a.ID, a.Email, a.Name, string(a.Role), sitesJSON(a.Sites), a.PasswordHash, a.Disabled, usec(a.CreatedAt), usec(a.UpdatedAt))
+			a.ID, a.Email, a.Name, string(a.Role), sitesJSON(a.Sites), a.PasswordHash, a.Disabled, micro(a.CreatedAt), micro(a.UpdatedAt))
 		if err != nil {
 			return err
 		}
@@ -182,7 +180,7 @@ func (s *Store) ListAccounts(ctx context.Context) ([]accounts.Account, error) {
 // transaction.
 func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change, e accounts.Entry) (accounts.Account, error) {
 	set := []string{"updated_at = ?"}
-	args := []any{usec(c.At)}
+	args := []any{micro(c.At)}
 	if c.Name != nil {
 		set, args = append(set, "name = ?"), append(args, *c.Name)
 	}
@@ -234,7 +232,7 @@ func (r *tokenRow) dest() []any {
 
 func (r *tokenRow) token() accounts.Token {
 	t := r.t
-	t.CreatedAt, t.LastUsedAt, t.RevokedAt = time.UnixMicro(r.created), fromNullUsec(r.used), fromNullUsec(r.revoked)
+	t.CreatedAt, t.LastUsedAt, t.RevokedAt = time.UnixMicro(r.created), fromNullTime(r.used), fromNullTime(r.revoked)
 	return t
 }
 
@@ -242,7 +240,7 @@ func (r *tokenRow) token() accounts.Token {
 func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byte, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create token", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO api_tokens(id, account_id, name, created_by, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			t.ID, t.AccountID, t.Name, t.CreatedBy, hash, usec(t.CreatedAt)); err != nil {
+			t.ID, t.AccountID, t.Name, t.CreatedBy, hash, micro(t.CreatedAt)); err != nil {
 			return err
 		}
 		return appendAudit(ctx, tx, e)
@@ -301,7 +299,7 @@ func (s *Store) ListAPITokens(ctx context.Context, accountID string) ([]accounts
 // TouchAPIToken records a token's use, at most once per notAfter step.
 func (s *Store) TouchAPIToken(ctx context.Context, id string, at, notAfter time.Time) error {
 	if _, err := s.wdb.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
-		usec(at), id, usec(notAfter)); err != nil {
+		micro(at), id, micro(notAfter)); err != nil {
 		return classify("record token use", err)
 	}
 	return nil
@@ -310,7 +308,7 @@ func (s *Store) TouchAPIToken(ctx context.Context, id string, at, notAfter time.
 // RevokeAPIToken marks a live token revoked.
 func (s *Store) RevokeAPIToken(ctx context.Context, id string, at time.Time, e accounts.Entry) error {
 	return s.accountsTx(ctx, "revoke token", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, usec(at), id)
+		res, err := tx.ExecContext(ctx, `UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, micro(at), id)
 		if err != nil {
 			return err
 		}
@@ -342,7 +340,7 @@ func (r *adminTokenRow) dest() []any { return []any{&r.account, &r.created, &r.u
 
 func (r *adminTokenRow) token() accounts.Token {
 	return accounts.Token{ID: accounts.AdminTokenID, AccountID: r.account.String, Name: "admin token", CreatedAt: time.UnixMicro(r.created),
-		LastUsedAt: fromNullUsec(r.used), RevokedAt: fromNullUsec(r.revoked)}
+		LastUsedAt: fromNullTime(r.used), RevokedAt: fromNullTime(r.revoked)}
 }
 
 // AdminTokenByHash finds the admin token and marks it used the first time.
@@ -391,7 +389,7 @@ func (s *Store) RevokeAdminToken(ctx context.Context, at time.Time, e accounts.E
 		case revoked.Valid:
 			return refuse(accounts.ErrRevoked)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE name = 'admin'`, usec(at)); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE name = 'admin'`, micro(at)); err != nil {
 			return err
 		}
 		return appendAudit(ctx, tx, e)
@@ -402,7 +400,7 @@ func (s *Store) RevokeAdminToken(ctx context.Context, at time.Time, e accounts.E
 func (s *Store) CreateSession(ctx context.Context, ss accounts.Session, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create session", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions(hash, account_id, csrf, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			ss.Hash, ss.AccountID, ss.CSRF, usec(ss.CreatedAt), usec(ss.LastSeenAt), usec(ss.ExpiresAt)); err != nil {
+			ss.Hash, ss.AccountID, ss.CSRF, micro(ss.CreatedAt), micro(ss.LastSeenAt), micro(ss.ExpiresAt)); err != nil {
 			return err
 		}
 		return appendAudit(ctx, tx, e)
@@ -429,7 +427,7 @@ func (s *Store) SessionByHash(ctx context.Context, hash []byte) (accounts.Sessio
 // TouchSession records a session's use and moves its expiry.
 func (s *Store) TouchSession(ctx context.Context, hash []byte, lastSeen, expires time.Time) error {
 	if _, err := s.wdb.ExecContext(ctx, `UPDATE sessions SET last_seen_at = ?, expires_at = ? WHERE hash = ?`,
-		usec(lastSeen), usec(expires), hash); err != nil {
+		micro(lastSeen), micro(expires), hash); err != nil {
 		return classify("record session use", err)
 	}
 	return nil
@@ -491,7 +489,7 @@ func (s *Store) AddLoginAttempt(ctx context.Context, keys []string, at, quietSin
 					since = CASE WHEN last_at <= ? THEN excluded.since ELSE since END,
 					prev_at = CASE WHEN last_at <= ? THEN 0 ELSE last_at END,
 					last_at = excluded.last_at
-				RETURNING attempts, since, prev_at`, k, usec(at), usec(at), usec(quietSince), usec(quietSince), usec(quietSince)).Scan(&out[i].Count, &since, &prev)
+				RETURNING attempts, since, prev_at`, k, micro(at), micro(at), micro(quietSince), micro(quietSince), micro(quietSince)).Scan(&out[i].Count, &since, &prev)
 			if err != nil {
 				return err
 			}
@@ -534,10 +532,10 @@ func (s *Store) PruneAccounts(ctx context.Context, now, attemptsBefore time.Time
 			sql string
 			arg int64
 		}{
-			{`DELETE FROM sessions WHERE expires_at <= ?`, usec(now)},
-			{`DELETE FROM setup_codes WHERE expires_at <= ?`, usec(now)},
-			{`DELETE FROM password_resets WHERE expires_at <= ?`, usec(now)},
-			{`DELETE FROM login_attempts WHERE last_at < ?`, usec(attemptsBefore)},
+			{`DELETE FROM sessions WHERE expires_at <= ?`, micro(now)},
+			{`DELETE FROM setup_codes WHERE expires_at <= ?`, micro(now)},
+			{`DELETE FROM password_resets WHERE expires_at <= ?`, micro(now)},
+			{`DELETE FROM login_attempts WHERE last_at < ?`, micro(attemptsBefore)},
 		} {
 			res, err := tx.ExecContext(ctx, q.sql, q.arg)
 			if err != nil {
@@ -558,10 +556,10 @@ func (s *Store) PutSetupCode(ctx context.Context, hash []byte, at, expires time.
 	err := s.accountsTx(ctx, "put setup code", func(tx *sql.Tx) error {
 		q := `INSERT INTO setup_codes(one, hash, expires_at) SELECT 1, ?, ? WHERE NOT EXISTS (SELECT 1 FROM accounts)
 			ON CONFLICT(one) DO UPDATE SET hash = excluded.hash, expires_at = excluded.expires_at`
-		args := []any{hash, usec(expires)}
+		args := []any{hash, micro(expires)}
 		if !replace {
 			q += ` WHERE setup_codes.expires_at <= ?`
-			args = append(args, usec(at))
+			args = append(args, micro(at))
 		}
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
@@ -580,7 +578,7 @@ func (s *Store) SetupCodeHash(ctx context.Context, at time.Time) ([]byte, error)
 	var done bool
 	var hash []byte
 	err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM accounts),
-		(SELECT hash FROM setup_codes WHERE expires_at > ?)`, usec(at)).Scan(&done, &hash)
+		(SELECT hash FROM setup_codes WHERE expires_at > ?)`, micro(at)).Scan(&done, &hash)
 	switch {
 	case err != nil:
 		return nil, classify("read setup code", err)
@@ -595,7 +593,7 @@ func (s *Store) SetupCodeHash(ctx context.Context, at time.Time) ([]byte, error)
 // UseSetupCode burns the code and creates the first account, together.
 func (s *Store) UseSetupCode(ctx context.Context, hash []byte, at time.Time, a accounts.Account, e accounts.Entry) error {
 	return s.accountsTx(ctx, "use setup code", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM setup_codes WHERE hash = ? AND expires_at > ?`, hash, usec(at))
+		res, err := tx.ExecContext(ctx, `DELETE FROM setup_codes WHERE hash = ? AND expires_at > ?`, hash, micro(at))
 		if err != nil {
 			return err
 		}
@@ -604,7 +602,7 @@ func (s *Store) UseSetupCode(ctx context.Context, hash []byte, at time.Time, a a
 		}
 		res, err = tx.ExecContext(ctx, `INSERT INTO accounts(id, email, name, role, sites, password_hash, disabled, created_at, updated_at)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM accounts)`,
-			a.ID, a.Email, a.Name, string(a.Role), sitesJSON(a.Sites), a.PasswordHash, a.Disabled, usec(a.CreatedAt), usec(a.UpdatedAt))
+			a.ID, a.Email, a.Name, string(a.Role), sitesJSON(a.Sites), a.PasswordHash, a.Disabled, micro(a.CreatedAt), micro(a.UpdatedAt))
 		if err != nil {
 			return err
 		}
@@ -622,7 +620,7 @@ func (s *Store) UseSetupCode(ctx context.Context, hash []byte, at time.Time, a a
 func (s *Store) CreatePasswordReset(ctx context.Context, hash []byte, accountID string, at, expires time.Time, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create reset link", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO password_resets(hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
-			hash, accountID, usec(at), usec(expires)); err != nil {
+			hash, accountID, micro(at), micro(expires)); err != nil {
 			return err
 		}
 		return appendAudit(ctx, tx, e)
@@ -632,7 +630,7 @@ func (s *Store) CreatePasswordReset(ctx context.Context, hash []byte, accountID 
 // PasswordResetAccount is the account of a live reset link.
 func (s *Store) PasswordResetAccount(ctx context.Context, hash []byte, at time.Time) (accounts.Account, error) {
 	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+accountCols+` FROM password_resets r JOIN accounts a ON a.id = r.account_id
-		WHERE r.hash = ? AND r.expires_at > ?`, hash, usec(at)))
+		WHERE r.hash = ? AND r.expires_at > ?`, hash, micro(at)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return accounts.Account{}, fmt.Errorf("read reset link: %w", accounts.ErrResetInvalid)
 	}
@@ -646,7 +644,7 @@ func (s *Store) PasswordResetAccount(ctx context.Context, hash []byte, at time.T
 // sessions, together.
 func (s *Store) UsePasswordReset(ctx context.Context, hash []byte, accountID string, at time.Time, passwordHash string, e accounts.Entry) error {
 	return s.accountsTx(ctx, "use reset link", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM password_resets WHERE hash = ? AND account_id = ? AND expires_at > ?`, hash, accountID, usec(at))
+		res, err := tx.ExecContext(ctx, `DELETE FROM password_resets WHERE hash = ? AND account_id = ? AND expires_at > ?`, hash, accountID, micro(at))
 		if err != nil {
 			return err
 		}
@@ -661,7 +659,7 @@ func (s *Store) UsePasswordReset(ctx context.Context, hash []byte, accountID str
 				return err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE accounts SET password_hash = ?, updated_at = ? WHERE id = ?`, passwordHash, usec(at), accountID); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE accounts SET password_hash = ?, updated_at = ? WHERE id = ?`, passwordHash, micro(at), accountID); err != nil {
 			return err
 		}
 		return appendAudit(ctx, tx, e)

@@ -24,7 +24,7 @@ func (s *Store) RecordArrivals(ctx context.Context, form string, b store.Arrival
 			ON CONFLICT(form, key) DO UPDATE SET started_at = coalesce(arrivals.started_at, excluded.started_at),
 				answered_at = coalesce(excluded.answered_at, arrivals.answered_at),
 				state = CASE WHEN excluded.state != '' THEN excluded.state ELSE arrivals.state END`,
-			form, a.Key, microOrNull(a.StartedAt), microOrNull(a.AnsweredAt), a.State, now.UnixMicro(), b.KnownOnly)
+			form, a.Key, timeOrNull(a.StartedAt), timeOrNull(a.AnsweredAt), a.State, now.UnixMicro(), b.KnownOnly)
 		if err != nil {
 			return 0, classify("record arrivals", err)
 		}

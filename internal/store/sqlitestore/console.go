@@ -245,16 +245,8 @@ func (s *Store) EntriesWithoutEvent(ctx context.Context, form string, limit int)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}
-	defer rows.Close()
-	var out []store.EntryRef
-	for rows.Next() {
-		var r store.EntryRef
-		if err := rows.Scan(&r.ID, &r.Site, &r.Form, &r.Key, &r.Seq); err != nil {
-			return nil, classify("entries without event", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanEntryRef)
+	if err != nil {
 		return nil, classify("entries without event", err)
 	}
 	return out, nil

@@ -76,26 +76,9 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, sum [32]byte, typ
 	return nil
 }
 
-const uploadColumns = `u.id, u.form, u.field, u.size, u.name, u.type, u.sha256, u.created_at, u.expires_at, coalesce(c.entry_id, '')`
-
-func scanUpload(sc interface{ Scan(...any) error }) (store.Upload, error) {
-	var (
-		u                store.Upload
-		sum              []byte
-		created, expires int64
-	)
-	if err := sc.Scan(&u.ID, &u.Form, &u.Field, &u.Size, &u.Name, &u.Type, &sum, &created, &expires, &u.Entry); err != nil {
-		return u, err
-	}
-	u.Complete = len(sum) == len(u.SHA256)
-	copy(u.SHA256[:], sum)
-	u.CreatedAt, u.ExpiresAt = time.UnixMicro(created), time.UnixMicro(expires)
-	return u, nil
-}
-
 // Upload reads one upload.
 func (s *Store) Upload(ctx context.Context, id string) (store.Upload, error) {
-	u, err := scanUpload(s.rdb.QueryRowContext(ctx, `SELECT `+uploadColumns+`
+	u, err := store.ScanUpload(s.rdb.QueryRowContext(ctx, `SELECT `+store.UploadColumns+`
 		FROM uploads u LEFT JOIN upload_claims c ON c.upload_id = u.id WHERE u.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, fmt.Errorf("read upload %s: %w", id, store.ErrUploadNotFound)
@@ -108,21 +91,13 @@ func (s *Store) Upload(ctx context.Context, id string) (store.Upload, error) {
 
 // EntryUploads lists an entry's uploads in the order its data names them.
 func (s *Store) EntryUploads(ctx context.Context, entryID string) ([]store.Upload, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+uploadColumns+`
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.UploadColumns+`
 		FROM upload_claims c JOIN uploads u ON u.id = c.upload_id WHERE c.entry_id = ? ORDER BY c.n`, entryID)
 	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}
-	defer rows.Close()
-	var out []store.Upload
-	for rows.Next() {
-		u, err := scanUpload(rows)
-		if err != nil {
-			return nil, classify("read entry uploads", err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, func(r *sql.Rows) (store.Upload, error) { return store.ScanUpload(r) })
+	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}
 	return out, nil
@@ -138,16 +113,8 @@ func (s *Store) ExpiredUploads(ctx context.Context, now time.Time, limit int) ([
 	if err != nil {
 		return nil, classify("list expired uploads", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, classify("list expired uploads", err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanString)
+	if err != nil {
 		return nil, classify("list expired uploads", err)
 	}
 	return out, nil
@@ -176,16 +143,8 @@ func (s *Store) ErasedUploads(ctx context.Context, limit int) ([]string, error) 
 	if err != nil {
 		return nil, classify("list erased uploads", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, classify("list erased uploads", err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanString)
+	if err != nil {
 		return nil, classify("list erased uploads", err)
 	}
 	return out, nil

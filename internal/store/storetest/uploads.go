@@ -96,7 +96,8 @@ func mustUpload(t *testing.T, s UploadStore, id string) store.Upload {
 func testUploadClaim(t *testing.T, s UploadStore) {
 	u := newUpload(t, s, "f", true)
 	got := mustUpload(t, s, u.ID)
-	if !got.Complete || got.SHA256 != u.SHA256 || got.Type != "image/jpeg" || got.Name != "photo.jpg" || got.Size != 5 || got.Entry != "" {
+	if !got.Complete || got.SHA256 != u.SHA256 || got.Type != "image/jpeg" || got.Name != "photo.jpg" || got.Size != 5 || got.Entry != "" ||
+		!got.CreatedAt.Equal(u.CreatedAt) || !got.ExpiresAt.Equal(u.ExpiresAt) {
 		t.Fatalf("recorded upload %+v, want %+v unclaimed", got, u)
 	}
 	first := withUploads("f", "a", 1, u.ID)

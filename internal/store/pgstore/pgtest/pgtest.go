@@ -94,3 +94,62 @@ func URL(t testing.TB) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// Functions lists the functions of the schema of url (its search_path),
+// each by name and arguments, with its result, language and body.
+func Functions(t testing.TB, url string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	rows, _ := conn.Query(ctx, `SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')',
+			pg_get_function_result(p.oid) || ' ' || l.lanname || ' ' || p.prosrc
+		FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+		WHERE p.pronamespace = current_schema()::regnamespace`)
+	out := map[string]string{}
+	var name, def string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &def}, func() error { out[name] = def; return nil }); err != nil {
+		t.Fatalf("list functions: %v", err)
+	}
+	return out
+}
+
+// Defined is Functions of a fresh schema in which sql (CREATE FUNCTION
+// statements) ran, with their bodies not checked against tables it lacks.
+func Defined(t testing.TB, sql string) map[string]string {
+	t.Helper()
+	u := URL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SET check_function_bodies = off;\n"+sql); err != nil {
+		t.Fatalf("define functions: %v", err)
+	}
+	return Functions(t, u)
+}
+
+// SameFunctions fails t unless got and want list the same functions
+// with the same bodies.
+func SameFunctions(t testing.TB, what string, got, want map[string]string) {
+	t.Helper()
+	for name, def := range want {
+		if g, ok := got[name]; !ok {
+			t.Errorf("%s: no function %s", what, name)
+		} else if g != def {
+			t.Errorf("%s: %s is\n%s\nwant as in the file:\n%s", what, name, g, def)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("%s: function %s is not in the file", what, name)
+		}
+	}
+}

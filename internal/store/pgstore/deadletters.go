@@ -1,0 +1,104 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// DeadLetter gives the key the outcome dead-lettered and keeps the reason,
+// in one statement. An entry already in (its key decided, or its id
+// another key's) keeps its outcome, which is returned Replayed (see
+// store.Store).
+func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string, attempts int) (store.Outcome, error) {
+	var o store.Outcome
+	err := s.inTx(ctx, "dead-letter", func(tx pgx.Tx) error {
+		claims := sub.Claims
+		if claims == nil {
+			claims = []string{}
+		}
+		var inserted int
+		err := tx.QueryRow(ctx, `WITH ins AS (
+				INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
+				VALUES ($1, $2, $3, $4, $5, 'dead-lettered', 'dead-lettered', $6, $7, $8, $9, $10)
+				ON CONFLICT DO NOTHING RETURNING id
+			), dl AS (
+				INSERT INTO dead_letters(entry_id, form, key, seq, reason, attempts, at)
+				SELECT id, $3, $5, $2, $11, $12, $7 FROM ins
+				ON CONFLICT (entry_id) DO UPDATE SET reason = excluded.reason, attempts = excluded.attempts, at = excluded.at
+			)
+			SELECT count(*) FROM ins`,
+			sub.ID, int64(sub.Seq), sub.Form, sub.Site, sub.Key, micro(sub.ReceivedAt), micro(s.now()),
+			sub.Fingerprint[:], claims, []byte(sub.Data), reason, attempts).Scan(&inserted)
+		if err != nil {
+			return err
+		}
+		if inserted == 1 {
+			o = store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: store.StatusDeadLettered,
+				Status: store.StatusDeadLettered, ReceivedAt: micro(sub.ReceivedAt), Fingerprint: sub.Fingerprint}
+			return nil
+		}
+		o, err = earlierOutcome(ctx, tx, sub)
+		return err
+	})
+	return o, err
+}
+
+// earlierOutcome is the outcome that kept a dead letter out: its key's,
+// or else that of the entry holding its id.
+func earlierOutcome(ctx context.Context, q queryer, sub journal.Entry) (store.Outcome, error) {
+	form, key := sub.Form, sub.Key
+	o, ok, err := outcome(ctx, q, form, key)
+	if err == nil && !ok {
+		err = q.QueryRow(ctx, `SELECT form, key FROM entries WHERE id = $1`, sub.ID).Scan(&form, &key)
+		if err == nil {
+			o, ok, err = outcome(ctx, q, form, key)
+		}
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("no entry has key %s/%s or id %s", sub.Form, sub.Key, sub.ID)
+	}
+	o.Replayed = true
+	return o, err
+}
+
+// DeadLetters lists dead letters, oldest first.
+func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at FROM dead_letters d
+		JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at, d.entry_id LIMIT $1`, limit)
+	if err != nil {
+		return nil, classify("list dead letters", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DeadLetter, error) {
+		var d store.DeadLetter
+		var seq int64
+		err := r.Scan(&d.ID, &d.Form, &d.Key, &seq, &d.Reason, &d.Attempts, &d.At)
+		d.Seq = uint64(seq)
+		return d, err
+	})
+	if err != nil {
+		return nil, classify("list dead letters", err)
+	}
+	return out, nil
+}
+
+// ForgetDeadLetter deletes a dead-lettered outcome so the entry can be
+// decided again from the journal.
+func (s *Store) ForgetDeadLetter(ctx context.Context, form, key string) (bool, error) {
+	var n int
+	err := s.inTx(ctx, "forget dead letter", func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `WITH d AS (
+				DELETE FROM entries WHERE form = $1 AND key = $2 AND status = 'dead-lettered' RETURNING id
+			), x AS (
+				DELETE FROM dead_letters WHERE entry_id IN (SELECT id FROM d)
+			)
+			SELECT count(*) FROM d`, form, key).Scan(&n)
+	})
+	return n > 0, err
+}

@@ -1,0 +1,152 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// Apply decides the submissions in one transaction and one round trip:
+// one formd_decide call each, sent together as one batch (inPipeline).
+func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcome, error) {
+	out := make([]store.Outcome, len(subs))
+	err := s.inPipeline(ctx, "apply", func(send func(*pgx.Batch) pgx.BatchResults) error {
+		now := micro(s.now())
+		b := &pgx.Batch{}
+		for i := range subs {
+			sub := &subs[i]
+			claims := sub.Claims
+			if claims == nil {
+				claims = []string{}
+			}
+			b.Queue(`SELECT o_id, o_decision, o_status, o_received_at, o_fingerprint, o_replayed,
+				o_same_id, o_same_key, o_same_decision, o_same_received_at
+				FROM formd_decide($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+				sub.ID, int64(sub.Seq), sub.Form, sub.Site, sub.Key, sub.Spam, micro(sub.ReceivedAt), now,
+				sub.Fingerprint[:], claims, []byte(sub.Data))
+		}
+		br := send(b)
+		for i := range subs {
+			o := store.Outcome{Form: subs[i].Form, Key: subs[i].Key}
+			var fp []byte
+			var same sameAs
+			if err := br.QueryRow().Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &o.Replayed,
+				&same.id, &same.key, &same.decision, &same.receivedAt); err != nil {
+				br.Close()
+				return fmt.Errorf("decide %s/%s: %w", subs[i].Form, subs[i].Key, err)
+			}
+			copy(o.Fingerprint[:], fp)
+			o.SameAs = same.original()
+			out[i] = o
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type queryer interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// sameAs scans the entry a resend is answered as, when there is one.
+type sameAs struct {
+	id, key, decision *string
+	receivedAt        *time.Time
+}
+
+func (s sameAs) original() *store.Original {
+	if s.id == nil {
+		return nil
+	}
+	o := &store.Original{ID: *s.id}
+	if s.key != nil {
+		o.Key = *s.key
+	}
+	if s.decision != nil {
+		o.Decision = *s.decision
+	}
+	if s.receivedAt != nil {
+		o.ReceivedAt = *s.receivedAt
+	}
+	return o
+}
+
+func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, bool, error) {
+	o := store.Outcome{Form: form, Key: key}
+	var fp []byte
+	var same sameAs
+	err := q.QueryRow(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, o.id, o.key, o.decision, o.received_at
+		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = $1 AND e.key = $2`, form, key).
+		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &same.id, &same.key, &same.decision, &same.receivedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, err
+	}
+	copy(o.Fingerprint[:], fp)
+	o.SameAs = same.original()
+	return o, true, nil
+}
+
+// Outcome reads the outcome of (form, key).
+func (s *Store) Outcome(ctx context.Context, form, key string) (store.Outcome, bool, error) {
+	o, ok, err := outcome(ctx, s.pool, form, key)
+	if err != nil {
+		return o, false, classify("read outcome", err)
+	}
+	return o, ok, nil
+}
+
+// NotSpam decides an entry classed as spam again as a real submission,
+// with the same formd_place as a new one.
+func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, error) {
+	o := store.Outcome{ID: id, Form: form}
+	var refused error
+	err := s.inTx(ctx, "not spam", func(tx pgx.Tx) error {
+		refused = nil
+		var (
+			status, site string
+			claims       []string
+			fp           []byte
+			hasData      bool
+		)
+		err := tx.QueryRow(ctx, `SELECT key, site, status, claims, received_at, fingerprint, data IS NOT NULL FROM entries
+			WHERE form = $1 AND id = $2 FOR UPDATE`, form, id).Scan(&o.Key, &site, &status, &claims, &o.ReceivedAt, &fp, &hasData)
+		if errors.Is(err, pgx.ErrNoRows) {
+			refused = fmt.Errorf("not spam %s/%s: %w", form, id, store.ErrNotFound)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if status != store.StatusSpam || !hasData {
+			refused = fmt.Errorf("not spam %s/%s (status %s): %w", form, id, status, store.ErrNotSpam)
+			return nil
+		}
+		copy(o.Fingerprint[:], fp)
+		if _, err := tx.Exec(ctx, `UPDATE entries SET status = 'stored', decision = 'stored' WHERE id = $1`, id); err != nil {
+			return err
+		}
+		var same sameAs
+		if err := tx.QueryRow(ctx, `SELECT o_status, o_same_id, o_same_key, o_same_decision, o_same_received_at
+			FROM formd_place($1, $2, $3, $4, $5, $6)`, id, form, site, claims, fp, micro(s.now())).
+			Scan(&o.Status, &same.id, &same.key, &same.decision, &same.receivedAt); err != nil {
+			return err
+		}
+		o.Decision, o.SameAs = o.Status, same.original()
+		return nil
+	})
+	if err != nil {
+		return o, err
+	}
+	return o, refused
+}

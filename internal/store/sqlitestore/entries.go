@@ -1,0 +1,173 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/formd/formd/internal/store"
+)
+
+// Cancel marks a live entry cancelled, frees its claims and place, and
+// promotes the waitlist.
+func (s *Store) Cancel(ctx context.Context, form, id string) ([]string, error) {
+	return s.takeOut(ctx, "cancel", form, id, `UPDATE entries SET status = 'cancelled' WHERE id = ?`, store.StatusCancelled)
+}
+
+// takeOut takes a live entry out — cancelled, or marked spam — with set
+// (its new status, and decision for spam): its claims and place freed, its
+// submission.cancelled event with status, and the waitlist promoted, in
+// one transaction (the one writer serializes them).
+func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) ([]string, error) {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, classify(op+": begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var was string
+	err = tx.QueryRowContext(ctx, `SELECT status FROM entries WHERE form = ? AND id = ?`, form, id).Scan(&was)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%s %s/%s: %w", op, form, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	if was != store.StatusStored && was != store.StatusWaitlisted {
+		return nil, fmt.Errorf("%s %s/%s (status %s): %w", op, form, id, was, store.ErrNotLive)
+	}
+	// The claims go first: releasing reads the entry's own list of them.
+	if _, err := tx.ExecContext(ctx, releaseClaims, id); err != nil {
+		return nil, classify(op+": release claims", err)
+	}
+	if _, err := tx.ExecContext(ctx, set, id); err != nil {
+		return nil, classify(op, err)
+	}
+	now := s.now()
+	if err := recordEvent(ctx, tx, id, store.EventCancelled, status, now); err != nil {
+		return nil, classify(op+": event", err)
+	}
+	if was == store.StatusStored {
+		if _, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken - 1 WHERE form = ? AND taken > 0`, form); err != nil {
+			return nil, classify(op+": free place", err)
+		}
+	}
+	promoted, err := promote(ctx, tx, form, now)
+	if err != nil {
+		return nil, classify(op+": promote", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, classify(op+": commit", err)
+	}
+	return promoted, nil
+}
+
+// Entries reads a page of a form's entries, newest first.
+func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error) {
+	where, args := entryFilter(q)
+	args = append(args, store.PageSize(q.Limit))
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+
+		where+` ORDER BY seq DESC, id DESC LIMIT ?`, args...)
+	if err != nil {
+		return nil, classify("list entries", err)
+	}
+	defer rows.Close()
+	var out []store.Row
+	for rows.Next() {
+		r := store.Row{Form: q.Form}
+		var us int64
+		var data []byte // NULL once erased
+		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
+			return nil, classify("list entries", err)
+		}
+		r.Data = data
+		r.ReceivedAt = time.UnixMicro(us)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list entries", err)
+	}
+	return out, nil
+}
+
+// History lists an entry's events, oldest first.
+func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, entry_id, n, type, form, site, status, at FROM events WHERE entry_id = ? ORDER BY seq`, entryID)
+	if err != nil {
+		return nil, classify("read history", err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &at); err != nil {
+			return nil, classify("read history", err)
+		}
+		e.At = time.UnixMicro(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read history", err)
+	}
+	return out, nil
+}
+
+// MarkSpam takes a live entry out as spam: its claims and place are
+// freed, the waitlist promoted, and its decision becomes spam (a retry of
+// its key is answered "received").
+func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error) {
+	return s.takeOut(ctx, "mark spam", form, id, `UPDATE entries SET status = 'spam', decision = 'spam' WHERE id = ?`, store.StatusSpam)
+}
+
+// Export streams a form's entries in arrival order, a page at a time, by
+// (seq, id) keyset: entries sharing a seq may straddle two pages.
+func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
+	afterSeq, afterID := int64(-1), ""
+	for {
+		rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
+			WHERE form = ? AND (seq, id) > (?, ?) ORDER BY seq, id LIMIT ?`, form, afterSeq, afterID, store.ExportPage)
+		if err != nil {
+			return classify("export", err)
+		}
+		page, err := scanRows(rows, form)
+		if err != nil {
+			return classify("export", err)
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+			afterSeq, afterID = int64(r.Seq), r.ID
+		}
+		if len(page) < store.ExportPage {
+			return nil
+		}
+	}
+}
+
+// FindEntries lists entries whose data holds one of the needles.
+func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([]store.EntryRef, error) {
+	if len(needles) == 0 || limit < 1 {
+		return nil, nil
+	}
+	conds := make([]string, len(needles))
+	args := make([]any, 0, len(needles)+1)
+	for i, n := range needles {
+		conds[i] = "instr(data, ?) > 0"
+		args = append(args, n)
+	}
+	args = append(args, limit)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, site, form, key, seq FROM entries WHERE data IS NOT NULL AND (`+
+		strings.Join(conds, " OR ")+`) ORDER BY received_at, id LIMIT ?`, args...)
+	if err != nil {
+		return nil, classify("find entries", err)
+	}
+	out, err := collect(rows, scanEntryRef)
+	if err != nil {
+		return nil, classify("find entries", err)
+	}
+	return out, nil
+}

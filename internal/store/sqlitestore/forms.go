@@ -1,0 +1,125 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/store"
+)
+
+// PutForms upserts definitions and capacity settings in one transaction.
+func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("put forms: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var version int64
+	if err := tx.QueryRowContext(ctx, `UPDATE meta SET v = v + 1 WHERE k = 'forms_version' RETURNING v`).Scan(&version); err != nil {
+		return classify("put forms: version", err)
+	}
+	now := s.now().UnixMicro()
+	for _, f := range forms {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO forms(id, site, source, version, updated_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT(id) DO UPDATE SET site = excluded.site, source = excluded.source, version = excluded.version, updated_at = excluded.updated_at`,
+			f.ID, f.Site, f.Source, version, now); err != nil {
+			return classify("put form "+f.ID, err)
+		}
+		var limit any
+		if f.Capacity != nil {
+			limit = *f.Capacity
+		}
+		whenFull := f.WhenFull
+		if whenFull == "" {
+			whenFull = "reject"
+		}
+		uniqueAnswer := f.UniqueAnswer
+		if uniqueAnswer == "" {
+			uniqueAnswer = form.UniqueAnswerGeneric
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO capacity(form, capacity, when_full, unique_answer, taken) VALUES (?, ?, ?, ?, 0)
+			ON CONFLICT(form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full, unique_answer = excluded.unique_answer`,
+			f.ID, limit, whenFull, uniqueAnswer); err != nil {
+			return classify("put form "+f.ID+": capacity", err)
+		}
+		if _, err := promote(ctx, tx, f.ID, s.now()); err != nil {
+			return classify("put form "+f.ID+": promote", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return classify("put forms: commit", err)
+	}
+	return nil
+}
+
+// Forms returns the forms changed after version.
+func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, error) {
+	var latest int64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = 'forms_version'`).Scan(&latest); err != nil {
+		return nil, 0, classify("read forms version", err)
+	}
+	if latest <= after {
+		return nil, latest, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT f.id, f.site, f.source, f.version, f.updated_at, c.capacity, c.when_full
+		FROM forms f LEFT JOIN capacity c ON c.form = f.id WHERE f.version > ? ORDER BY f.id`, after)
+	if err != nil {
+		return nil, 0, classify("read forms", err)
+	}
+	defer rows.Close()
+	var out []form.Record
+	for rows.Next() {
+		var (
+			f        form.Record
+			us       int64
+			limit    sql.NullInt64
+			whenFull sql.NullString
+		)
+		if err := rows.Scan(&f.ID, &f.Site, &f.Source, &f.Version, &us, &limit, &whenFull); err != nil {
+			return nil, 0, classify("read forms", err)
+		}
+		f.UpdatedAt = time.UnixMicro(us)
+		if limit.Valid {
+			n := int(limit.Int64)
+			f.Capacity = &n
+		}
+		f.WhenFull = whenFull.String
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, classify("read forms", err)
+	}
+	return out, latest, nil
+}
+
+// Capacities reports places per form.
+func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT c.form, c.capacity, c.taken,
+		(SELECT COUNT(*) FROM entries e WHERE e.form = c.form AND e.status = 'waitlisted') FROM capacity c`)
+	if err != nil {
+		return nil, classify("read capacity", err)
+	}
+	defer rows.Close()
+	out := map[string]store.Capacity{}
+	for rows.Next() {
+		var (
+			form  string
+			limit sql.NullInt64
+			c     store.Capacity
+		)
+		if err := rows.Scan(&form, &limit, &c.Taken, &c.Waitlisted); err != nil {
+			return nil, classify("read capacity", err)
+		}
+		if limit.Valid {
+			n := int(limit.Int64)
+			c.Limit = &n
+		}
+		out[form] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read capacity", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,60 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// PutSetting stores value under name unless a value is there, and returns
+// the value stored.
+func (s *Store) PutSetting(ctx context.Context, name string, value []byte) ([]byte, error) {
+	var stored []byte
+	err := s.wdb.QueryRowContext(ctx, `INSERT INTO settings(name, value) VALUES (?, ?)
+		ON CONFLICT(name) DO UPDATE SET value = settings.value RETURNING value`, name, value).Scan(&stored)
+	if err != nil {
+		return nil, classify("put setting "+name, err)
+	}
+	return stored, nil
+}
+
+// firstOwnerOfAll is the first account that is an owner of every site
+// (accounts.Account.OwnsAll), NULL while there is none.
+const firstOwnerOfAll = `(SELECT id FROM accounts WHERE role = 'owner' AND sites = '["*"]' ORDER BY created_at, id LIMIT 1)`
+
+// PutToken stores a token hash under a name.
+func (s *Store) PutToken(ctx context.Context, name string, hash []byte, ifAbsent bool) (bool, error) {
+	// The token belongs to the first owner of every site, if there is
+	// one yet (else that account adopts it when made).
+	q := `INSERT INTO tokens(name, hash, created_at, account_id) VALUES (?, ?, ?, ` + firstOwnerOfAll + `)
+		ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, used_at = NULL, revoked_at = NULL,
+			account_id = coalesce(tokens.account_id, excluded.account_id)`
+	if ifAbsent {
+		q = `INSERT INTO tokens(name, hash, created_at, account_id) VALUES (?, ?, ?, ` + firstOwnerOfAll + `) ON CONFLICT(name) DO NOTHING`
+	}
+	res, err := s.wdb.ExecContext(ctx, q, name, hash, s.now().UnixMicro())
+	if err != nil {
+		return false, classify("put token", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// TokenValid says whether a token with this hash exists, and marks it
+// used the first time.
+func (s *Store) TokenValid(ctx context.Context, hash []byte) (bool, error) {
+	var used sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx, `SELECT used_at FROM tokens WHERE hash = ? AND revoked_at IS NULL`, hash).Scan(&used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, classify("check token", err)
+	}
+	if !used.Valid {
+		if _, err := s.wdb.ExecContext(ctx, `UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL`, s.now().UnixMicro(), hash); err != nil {
+			return false, classify("mark token used", err)
+		}
+	}
+	return true, nil
+}
