@@ -12,6 +12,7 @@ import (
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/langpref"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -41,10 +42,10 @@ const langCookie = "formd_lang"
 // cookie), the cookie, then Accept-Language, then English.
 func pickLang(w http.ResponseWriter, r *http.Request) lang {
 	pick := func(s string) (lang, bool) {
-		switch s = strings.ToLower(strings.TrimSpace(s)); {
-		case s == "zh" || strings.HasPrefix(s, "zh-"):
+		switch langpref.Of(strings.TrimSpace(s)) {
+		case langpref.Chinese:
 			return chinese, true
-		case s == "en" || strings.HasPrefix(s, "en-"):
+		case langpref.English:
 			return english, true
 		}
 		return lang{}, false
@@ -58,22 +59,10 @@ func pickLang(w http.ResponseWriter, r *http.Request) lang {
 			return l
 		}
 	}
-	best, bestQ := english, 0.0
-	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				continue
-			}
-			q = f
-		}
-		if l, ok := pick(tag); ok && q > bestQ {
-			best, bestQ = l, q
-		}
+	if langpref.Accept(r.Header.Get("Accept-Language")) == langpref.Chinese {
+		return chinese
 	}
-	return best
+	return english
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -2,8 +2,9 @@ package hosted
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
+
+	"github.com/formd/formd/internal/langpref"
 )
 
 // lang is a language the hosted pages speak: its tag for Text.For and the
@@ -34,34 +35,12 @@ func pickLang(r *http.Request) lang {
 	case "en":
 		return english
 	}
-	best, bestQ := english, 0.0
-	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		tag = strings.ToLower(strings.TrimSpace(tag))
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				continue
-			}
-			q = f
-		}
-		var l lang
-		switch {
-		case tag == "zh" || strings.HasPrefix(tag, "zh-"):
-			// Traditional-script tags still get Simplified Chinese: closer
-			// to them than English, and the only Chinese the pages have.
-			l = chinese
-		case tag == "en" || strings.HasPrefix(tag, "en-"):
-			l = english
-		default:
-			continue
-		}
-		if q > bestQ {
-			best, bestQ = l, q
-		}
+	// Traditional-script tags still get Simplified Chinese: closer to
+	// them than English, and the only Chinese the pages have.
+	if langpref.Accept(r.Header.Get("Accept-Language")) == langpref.Chinese {
+		return chinese
 	}
-	return best
+	return english
 }
 
 var enStrings = map[string]string{
