@@ -58,6 +58,9 @@ budget formd.js 6144
 # bring their own.
 budget messages.js 2048
 
+step "the packed package (npm pack, Vite, webpack 5, Node, 构建 npm)"
+bash pack/pack.sh
+
 step "build formd"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
