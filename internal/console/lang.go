@@ -83,6 +83,17 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"text": func(t form.Text, l lang) string { return t.For(l.Tag) },
+	// action words an audit log action; one the tables do not know (a
+	// newer action) is shown as its code, which is still true.
+	"action": func(l lang, code string) string {
+		if s, ok := l.T["action."+code]; ok {
+			return s
+		}
+		return code
+	},
+	// sameStatus says an event only restates its entry's status
+	// (submission.stored → stored), so the history shows it once.
+	"sameStatus": func(eventType, status string) bool { return strings.TrimPrefix(eventType, "submission.") == status },
 	// minPassword is the password rule of package accounts, so the pages
 	// in both languages and the browser's check say what the server does.
 	"minPassword": func() int { return accounts.MinPasswordLength },
