@@ -2,6 +2,7 @@ package hosted
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/formd/formd/internal/langpref"
@@ -25,15 +26,31 @@ var (
 	chinese = lang{Tag: "zh-CN", T: zhStrings, Err: zhErrors}
 )
 
+// queryLang is the language a ?lang= names.
+func queryLang(v string) (lang, bool) {
+	switch strings.ToLower(v) {
+	case "zh", "zh-cn", "zh-hans":
+		return chinese, true
+	case "en":
+		return english, true
+	}
+	return lang{}, false
+}
+
 // pickLang chooses English or Simplified Chinese: an explicit ?lang= first
 // (so a link can fix the language), then the Accept-Language preference
 // with the highest q, then English.
 func pickLang(r *http.Request) lang {
-	switch strings.ToLower(r.URL.Query().Get("lang")) {
-	case "zh", "zh-cn", "zh-hans":
-		return chinese
-	case "en":
-		return english
+	if l, ok := queryLang(r.URL.Query().Get("lang")); ok {
+		return l
+	}
+	// A plain post of the form, and the result page it leads to, come
+	// from the page the person read: its ?lang= still holds, so the errors
+	// and the answer are in the page's language, not the browser's.
+	if ref, err := url.Parse(r.Referer()); err == nil && ref.Host == r.Host && strings.HasPrefix(ref.Path, "/f/") {
+		if l, ok := queryLang(ref.Query().Get("lang")); ok {
+			return l
+		}
 	}
 	// Traditional-script tags still get Simplified Chinese: closer to
 	// them than English, and the only Chinese the pages have.
