@@ -32,7 +32,7 @@ func TestStringTablesHaveOneKeySet(t *testing.T) {
 // asks for is in the tables (a missing one would show the key itself).
 func TestTemplatesUseKnownKeys(t *testing.T) {
 	t.Parallel()
-	uses := regexp.MustCompile(`\bt \$?[.\w]*L "([^"]+)"|\bT\["([^"]+)"\]`)
+	uses := regexp.MustCompile(`\bth? \$?[.\w]*L "([^"]+)"|\bT\["([^"]+)"\]`)
 	files, _ := filepath.Glob("templates/*.html")
 	gos, _ := filepath.Glob("*.go")
 	var seen []string

@@ -115,3 +115,15 @@ func rowValues(r store.Row) map[string]string {
 	}
 	return out
 }
+
+// ShownLabels are the labels of the shown columns, in order: on a phone
+// each cell of an entry's card is named by its column's label.
+func (v submissionsView) ShownLabels() []string {
+	var out []string
+	for _, c := range v.Columns {
+		if c.Shown {
+			out = append(out, c.Label)
+		}
+	}
+	return out
+}
