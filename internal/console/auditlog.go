@@ -45,11 +45,19 @@ func (h *Handler) auditPage(w http.ResponseWriter, r *http.Request, p page) erro
 }
 
 // decodeData is an entry's values by field name: the form's fields and
-// the extra fields it does not define, each as JSON.
+// the extra fields it does not define, each as JSON. Erased data (null)
+// is no values; data that is not a JSON object is shown whole, under
+// dataUnreadable, rather than as an entry with no values.
+// dataUnreadable names the whole of an entry's data when it cannot be read
+// as values by field.
+const dataUnreadable = "(data)"
+
 func decodeData(raw []byte) map[string]json.RawMessage {
 	data, extra := export.SplitExtra(raw)
 	var m map[string]json.RawMessage
-	_ = json.Unmarshal(data, &m) // erased data (null) is no values
+	if err := json.Unmarshal(data, &m); err != nil && len(data) > 0 {
+		m = map[string]json.RawMessage{dataUnreadable: json.RawMessage(strconv.Quote(string(data)))}
+	}
 	if len(extra) > 0 {
 		var ex map[string]json.RawMessage
 		if json.Unmarshal(extra, &ex) == nil {

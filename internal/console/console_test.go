@@ -301,3 +301,17 @@ capacity: 1
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestRedeliverNeedsAnEventNumber: a redeliver whose event is not a
+// number is refused as bad input, not read as event 0.
+func TestRedeliverNeedsAnEventNumber(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, forms, servertest.Options{})
+	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
+	id := submit(t, h, "fair-a", `{"name":"Ann","phone":"13800138000"}`)
+	b.do("GET", "/admin/forms/fair-a/entries/"+id, nil)
+	code, body := b.do("POST", "/admin/forms/fair-a/entries/"+id+"/redeliver", url.Values{"event": {"first"}, "endpoint": {"webhook:x"}})
+	if code != http.StatusBadRequest {
+		t.Fatalf("redeliver event=first: %d, want 400\n%s", code, body)
+	}
+}

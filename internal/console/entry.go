@@ -21,7 +21,9 @@ type entryView struct {
 	Entry   admin.EntryView
 	Fields  []fieldValue
 	Journal *journal.Entry
-	Promote bool
+	// JournalUnknown says the journal did not answer the lookup.
+	JournalUnknown bool
+	Promote        bool
 }
 
 type fieldValue struct{ Label, Value string }
@@ -48,7 +50,13 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, p page) error {
 	for k, val := range vals {
 		v.Fields = append(v.Fields, fieldValue{k, val})
 	}
-	if je, ok, err := h.adm.Journal.Lookup(r.Context(), f.ID(), e.Key); err == nil && ok {
+	// A journal that does not answer is said so, never taken for one that
+	// no longer holds the entry.
+	switch je, ok, err := h.adm.Journal.Lookup(r.Context(), f.ID(), e.Key); {
+	case err != nil:
+		h.log.Warn("console entry page: journal lookup", "form", f.ID(), "entry", e.ID, "err", err)
+		v.JournalUnknown = true
+	case ok:
 		v.Journal = &je
 	}
 	p.Nav, p.Title, p.Data = "forms", title(f, p.L), v
@@ -79,7 +87,10 @@ func (h *Handler) entryAction(w http.ResponseWriter, r *http.Request, p page) er
 		o, err = h.adm.NotSpam(r.Context(), p.P, f, id)
 		done = "not-spam-" + o.Status
 	case "redeliver":
-		seq, _ := strconv.ParseUint(r.PostFormValue("event"), 10, 64)
+		seq, perr := strconv.ParseUint(r.PostFormValue("event"), 10, 64)
+		if perr != nil {
+			return problem.New(problem.CodeInvalidRequest, "event must be the number of one of the entry's events")
+		}
 		err = h.adm.Redeliver(r.Context(), p.P, f, id, seq, r.PostFormValue("endpoint"))
 		done = "redelivering"
 	default:
