@@ -35,7 +35,7 @@ var enStrings = map[string]string{
 	"sub.no-match": "No submission matches in the entries searched.", "sub.older": "Older submissions", "sub.search-older": "Search older submissions",
 	"sub.searched-bound": "A search reads 20,000 entries at a time.", "sub.erased": "(data erased)",
 	"entry.title": "Submission", "entry.back": "Back to the submissions", "entry.status": "Status", "entry.id": "Id", "entry.key": "Key",
-	"entry.received": "Received", "entry.journal": "Journal entry", "entry.journal-at": "position %d, received %s",
+	"entry.received": "Received", "entry.journal": "Intake journal", "entry.journal-at": "entry no. %d, received %s",
 	"entry.journal-gone": "no longer in the journal (retention or erasure removed its copy)", "entry.journal-unknown": "the journal did not answer just now; reload the page to ask again", "entry.decided": "Decided",
 	"entry.receipt": "Receipt", "entry.same-as": "Answered as", "entry.actions": "Actions", "entry.cancel": "Cancel this entry",
 	"entry.spam": "Mark as spam", "entry.not-spam": "Not spam: decide it again", "entry.data": "Data", "entry.erased": "The data of this entry was erased.",
