@@ -124,7 +124,9 @@ async function storedOnce(srv, p, key, { attempts = false } = {}) {
   return live[0];
 }
 
-describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, () => {
+// The timeout guards against a hang, it is not a speed check: twenty
+// browser tests on a shared 2-core machine can take minutes.
+describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 600000 }, () => {
   before(async () => {
     binary = formdBinary();
     server = await Formd.create(binary.bin);
