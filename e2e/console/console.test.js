@@ -152,7 +152,9 @@ test('cancel an entry and watch the waitlist promoted', async () => {
   await page.goto(`${srv.base}/admin/forms/spring-fair/entries/${ids['Zhao Lei']}`);
   assert.match(await page.locator('ol.history').textContent(), /waitlisted[\s\S]*promoted from the waitlist/);
   await page.goto(srv.base + '/admin/audit');
-  assert.match(await page.getByRole('table').textContent(), /entry\.cancel/);
+  // The action in words, its code on hover.
+  assert.match(await page.getByRole('table').textContent(), /entry cancelled/);
+  assert.equal(await page.getByText('entry cancelled', { exact: true }).first().getAttribute('title'), 'entry.cancel');
 });
 
 test('mark not-spam decides a spam submission again', async () => {
@@ -236,7 +238,7 @@ test('deliveries: a failed attempt is retried, and Redeliver sends the event aga
   await page.getByRole('status').filter({ hasText: 'The event is being delivered again.' }).waitFor();
   await waitFor(() => receiver.got.filter((x) => x === id).length === before + 1, { what: 'the redelivery, under the same id' });
   await page.goto(srv.base + '/admin/audit');
-  assert.match(await page.getByRole('table').textContent(), /redeliver/);
+  assert.match(await page.getByRole('table').textContent(), /event delivered again/);
 });
 
 test('a viewer sees no button it may not press', async () => {
@@ -284,6 +286,41 @@ test('an owner of another site cannot reach this form by URL', async () => {
   await ctx.close();
 });
 
+// Issue 21 items 5 and 8: times in the owner's time zone, named, with UTC
+// on hover (the chart's axis too, and a legend for its peak bar); the
+// submissions as a card per entry on a 390 px phone.
+test('times in the browser\'s time zone with UTC on hover; submissions as cards at 390 px', async () => {
+  const state = await owner.storageState();
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: state, locale: 'en-US', timezoneId: 'Asia/Shanghai' });
+  const page = await ctx.newPage();
+  try {
+    await page.goto(srv.base + '/admin/forms/spring-fair/submissions?lang=zh');
+    const first = page.locator('table.entries tbody tr').first().locator('time');
+    const at = new Date(/** @type {string} */ (await first.getAttribute('datetime')));
+    const local = new Date(at.getTime() + 8 * 3600 * 1000).toISOString().replace('T', ' ').slice(0, 19);
+    assert.equal(await first.textContent(), `${local} UTC+08:00`);
+    assert.equal(await first.getAttribute('title'), at.toISOString().replace('T', ' ').slice(0, 19) + ' UTC');
+    assert.match(await page.locator('.tz-note').textContent() || '', /Asia\/Shanghai, UTC\+08:00/);
+    // A card per entry: nothing wider than the phone, when and status on
+    // one line, each value named by its column.
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 390), 'no sideways scrolling');
+    const row = page.locator('table.entries tbody tr').first();
+    const [when, status] = [await row.locator('td.when').boundingBox(), await row.locator('td.st').boundingBox()];
+    assert.ok(when && status && Math.abs(when.y - status.y) < 4, 'when and status share the first line');
+    assert.ok(when && when.width < 390 - 24, 'the time is not cut');
+    const named = await row.locator('td[data-label]').first().evaluate((td) => getComputedStyle(td, '::before').content);
+    assert.match(named, /姓名/);
+    // The chart's axis and caption in the same zone, with a legend.
+    await page.goto(srv.base + '/admin/forms?lang=en');
+    const card = page.getByRole('region', { name: 'Spring fair registration' });
+    assert.match(await card.locator('.axis').textContent() || '', /UTC\+08:00/);
+    assert.match(await card.locator('figcaption').textContent() || '', /UTC\+08:00/);
+    assert.match(await card.locator('.legend').textContent() || '', /the busiest minute/);
+  } finally {
+    await ctx.close();
+  }
+});
+
 test('screenshots, desktop and phone, English and Chinese', { skip: process.env.FORMD_SCREENSHOTS === '0' }, async () => {
   mkdirSync(join(docsDir, 'console'), { recursive: true });
   const shots = [
@@ -296,7 +333,7 @@ test('screenshots, desktop and phone, English and Chinese', { skip: process.env.
   const state = await owner.storageState();
   for (const [width, height, device] of [[1280, 900, 'desktop'], [390, 844, 'phone']]) {
     for (const lang of ['en', 'zh']) {
-      const ctx = await browser.newContext({ viewport: { width, height }, storageState: state, locale: lang === 'zh' ? 'zh-CN' : 'en-US' });
+      const ctx = await browser.newContext({ viewport: { width, height }, storageState: state, locale: lang === 'zh' ? 'zh-CN' : 'en-US', timezoneId: 'Asia/Shanghai' });
       const page = await ctx.newPage();
       for (const [name, path] of shots) {
         await page.goto(`${srv.base}${path}${path.includes('?') ? '&' : '?'}lang=${lang}`);

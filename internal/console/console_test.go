@@ -8,8 +8,10 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/server/servertest"
@@ -250,5 +252,66 @@ func TestSignInOutAndLimit(t *testing.T) {
 	}
 	if last != 429 {
 		t.Errorf("the 12th wrong password: %d, want 429", last)
+	}
+}
+
+// TestTilesAddUp: on a full form that refuses, the tiles count every
+// submission received once, so they add up to Received (issue 21 item 6).
+func TestTilesAddUp(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, `
+id: full
+site: a
+fields:
+  - {name: name, type: text, required: true}
+capacity: 1
+`, servertest.Options{})
+	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
+	for _, name := range []string{"Ann", "Bo", "Cy"} {
+		resp, err := http.Post(h.URL+"/v1/forms/full/submissions", "application/json", strings.NewReader(`{"name":"`+name+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	count := regexp.MustCompile(`data-count="([a-z-]+)">([0-9—]+)<`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, body := b.do("GET", "/admin/forms/full/card", nil)
+		got := map[string]int{}
+		for _, m := range count.FindAllStringSubmatch(body, -1) {
+			n, _ := strconv.Atoi(m[2])
+			got[m[1]] = n
+		}
+		sum := 0
+		for k, n := range got {
+			if k != "received" {
+				sum += n
+			}
+		}
+		if got["received"] == 3 && got["processing"] == 0 {
+			if sum != 3 || got["stored"] != 1 || got["rejected"] != 2 {
+				t.Fatalf("tiles %v add up to %d, received %d", got, sum, got["received"])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not decided in time: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRedeliverNeedsAnEventNumber: a redeliver whose event is not a
+// number is refused as bad input, not read as event 0.
+func TestRedeliverNeedsAnEventNumber(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, forms, servertest.Options{})
+	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
+	id := submit(t, h, "fair-a", `{"name":"Ann","phone":"13800138000"}`)
+	b.do("GET", "/admin/forms/fair-a/entries/"+id, nil)
+	code, body := b.do("POST", "/admin/forms/fair-a/entries/"+id+"/redeliver", url.Values{"event": {"first"}, "endpoint": {"webhook:x"}})
+	if code != http.StatusBadRequest {
+		t.Fatalf("redeliver event=first: %d, want 400\n%s", code, body)
 	}
 }

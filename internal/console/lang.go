@@ -12,6 +12,7 @@ import (
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/langpref"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -41,10 +42,10 @@ const langCookie = "formd_lang"
 // cookie), the cookie, then Accept-Language, then English.
 func pickLang(w http.ResponseWriter, r *http.Request) lang {
 	pick := func(s string) (lang, bool) {
-		switch s = strings.ToLower(strings.TrimSpace(s)); {
-		case s == "zh" || strings.HasPrefix(s, "zh-"):
+		switch langpref.Of(strings.TrimSpace(s)) {
+		case langpref.Chinese:
 			return chinese, true
-		case s == "en" || strings.HasPrefix(s, "en-"):
+		case langpref.English:
 			return english, true
 		}
 		return lang{}, false
@@ -58,22 +59,10 @@ func pickLang(w http.ResponseWriter, r *http.Request) lang {
 			return l
 		}
 	}
-	best, bestQ := english, 0.0
-	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				continue
-			}
-			q = f
-		}
-		if l, ok := pick(tag); ok && q > bestQ {
-			best, bestQ = l, q
-		}
+	if langpref.Accept(r.Header.Get("Accept-Language")) == langpref.Chinese {
+		return chinese
 	}
-	return best
+	return english
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -94,20 +83,36 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"text": func(t form.Text, l lang) string { return t.For(l.Tag) },
+	// action words an audit log action; one the tables do not know (a
+	// newer action) is shown as its code, which is still true.
+	"action": func(l lang, code string) string {
+		if s, ok := l.T["action."+code]; ok {
+			return s
+		}
+		return code
+	},
+	// sameStatus says an event only restates its entry's status
+	// (submission.stored → stored), so the history shows it once.
+	"sameStatus": func(eventType, status string) bool { return strings.TrimPrefix(eventType, "submission.") == status },
 	// minPassword is the password rule of package accounts, so the pages
 	// in both languages and the browser's check say what the server does.
 	"minPassword": func() int { return accounts.MinPasswordLength },
-	"when": func(t time.Time) string {
+	// when, whenp, hour and hhmm are a moment as a <time> element: UTC
+	// in its text and its title, RFC 3339 in datetime; console.js writes
+	// the text again in the browser's time zone, with the zone, and keeps
+	// UTC on hover. utc is the UTC text alone, for attributes.
+	"when": func(t time.Time) template.HTML { return timeEl(t, "s") },
+	"whenp": func(t *time.Time) template.HTML {
+		if t == nil {
+			return ""
+		}
+		return timeEl(*t, "m")
+	},
+	"utc": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"
 		}
 		return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
-	},
-	"whenp": func(t *time.Time) string {
-		if t == nil {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02 15:04") + " UTC"
 	},
 	"local": func(t time.Time) string {
 		if t.IsZero() {
@@ -115,11 +120,33 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02T15:04")
 	},
-	"hhmm": func(t time.Time) string { return t.UTC().Format("15:04") },
+	"hhmm":     func(t time.Time) template.HTML { return timeEl(t, "t") },
+	"utcClock": func(t time.Time) string { return t.UTC().Format("15:04") },
+	"rfc3339":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// tz names the zone of the times beside it: UTC, or the browser's
+	// once console.js has run.
+	"tz": func() template.HTML { return `<span class="tz">UTC</span>` },
+	// th is t for a text whose arguments are markup (times): the text and
+	// every other argument are escaped, the markup is kept.
+	"th": func(l lang, key string, args ...any) template.HTML {
+		s, ok := l.T[key]
+		if !ok {
+			s = enStrings[key]
+		}
+		s = template.HTMLEscapeString(s)
+		for i, a := range args {
+			if h, ok := a.(template.HTML); ok {
+				args[i] = string(h)
+			} else if str, ok := a.(string); ok {
+				args[i] = template.HTMLEscapeString(str)
+			}
+		}
+		return template.HTML(fmt.Sprintf(s, args...)) // #nosec: every part escaped above
+	},
 	"ms": func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
 	},
-	"hour": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:00") + " UTC" },
+	"hour": func(t time.Time) template.HTML { return timeEl(t, "h") },
 	"num":  func(n any) string { return group(fmt.Sprint(n)) },
 	"pct": func(a, b int64) string {
 		if b == 0 {
@@ -172,6 +199,24 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
+}
+
+// timeLayouts are the UTC texts of timeEl's formats: a second, a minute,
+// an hour, a clock time (its zone said once beside it).
+var timeLayouts = map[string]string{"s": "2006-01-02 15:04:05", "m": "2006-01-02 15:04", "h": "2006-01-02 15:00", "t": "15:04"}
+
+// timeEl is a moment as <time datetime=RFC3339 data-fmt=F title="… UTC">.
+func timeEl(t time.Time, f string) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	t = t.UTC()
+	text := t.Format(timeLayouts[f])
+	full := t.Format("2006-01-02 15:04:05") + " UTC"
+	if f != "t" {
+		text += " UTC"
+	}
+	return template.HTML(`<time datetime="` + t.Format(time.RFC3339) + `" data-fmt="` + f + `" title="` + full + `">` + text + `</time>`)
 }
 
 // group writes digit groups with thin spaces: 1 000 000.

@@ -3,6 +3,8 @@ package email
 import (
 	"strings"
 	"time"
+
+	"github.com/formd/formd/internal/langpref"
 )
 
 // lang is one language of the mails: its tag for the html lang attribute
@@ -62,8 +64,7 @@ var chinese = lang{
 // Traditional-script tags get Simplified Chinese, as on the hosted pages:
 // closer to them than English.
 func pickLang(tag string) lang {
-	t := strings.ToLower(strings.TrimSpace(tag))
-	if t == "zh" || strings.HasPrefix(t, "zh-") || strings.HasPrefix(t, "zh_") {
+	if langpref.Of(strings.TrimSpace(tag)) == langpref.Chinese {
 		return chinese
 	}
 	return english

@@ -2,8 +2,10 @@ package hosted
 
 import (
 	"net/http"
-	"strconv"
+	"net/url"
 	"strings"
+
+	"github.com/formd/formd/internal/langpref"
 )
 
 // lang is a language the hosted pages speak: its tag for Text.For and the
@@ -24,44 +26,38 @@ var (
 	chinese = lang{Tag: "zh-CN", T: zhStrings, Err: zhErrors}
 )
 
+// queryLang is the language a ?lang= names.
+func queryLang(v string) (lang, bool) {
+	switch strings.ToLower(v) {
+	case "zh", "zh-cn", "zh-hans":
+		return chinese, true
+	case "en":
+		return english, true
+	}
+	return lang{}, false
+}
+
 // pickLang chooses English or Simplified Chinese: an explicit ?lang= first
 // (so a link can fix the language), then the Accept-Language preference
 // with the highest q, then English.
 func pickLang(r *http.Request) lang {
-	switch strings.ToLower(r.URL.Query().Get("lang")) {
-	case "zh", "zh-cn", "zh-hans":
+	if l, ok := queryLang(r.URL.Query().Get("lang")); ok {
+		return l
+	}
+	// A plain post of the form, and the result page it leads to, come
+	// from the page the person read: its ?lang= still holds, so the errors
+	// and the answer are in the page's language, not the browser's.
+	if ref, err := url.Parse(r.Referer()); err == nil && ref.Host == r.Host && strings.HasPrefix(ref.Path, "/f/") {
+		if l, ok := queryLang(ref.Query().Get("lang")); ok {
+			return l
+		}
+	}
+	// Traditional-script tags still get Simplified Chinese: closer to
+	// them than English, and the only Chinese the pages have.
+	if langpref.Accept(r.Header.Get("Accept-Language")) == langpref.Chinese {
 		return chinese
-	case "en":
-		return english
 	}
-	best, bestQ := english, 0.0
-	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		tag = strings.ToLower(strings.TrimSpace(tag))
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				continue
-			}
-			q = f
-		}
-		var l lang
-		switch {
-		case tag == "zh" || strings.HasPrefix(tag, "zh-"):
-			// Traditional-script tags still get Simplified Chinese: closer
-			// to them than English, and the only Chinese the pages have.
-			l = chinese
-		case tag == "en" || strings.HasPrefix(tag, "en-"):
-			l = english
-		default:
-			continue
-		}
-		if q > bestQ {
-			best, bestQ = l, q
-		}
-	}
-	return best
+	return english
 }
 
 var enStrings = map[string]string{

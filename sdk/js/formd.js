@@ -875,6 +875,29 @@ export function fieldText(t, fe, label = fe.field) {
   return t.replace(/\[(.*?)\]/g, (_, s) => (fe.limit ? s : '')).replace(/\{(label|limit)\}/g, (_, k) => (k == 'label' ? label : fe.limit || ''));
 }
 
+/**
+ * A browser's constraint failure as formd's field error (its code, an
+ * English message as the server words it, the bound), so the page shows
+ * its own text in its own language (data-err-CODE), never the browser's.
+ * @param {HTMLInputElement} x
+ * @returns {FieldError}
+ */
+function nativeError(x) {
+  const v = x.validity, t = x.type, d = t === 'date';
+  /** @type {(code: FieldError['code'], message: string, limit?: string) => FieldError} */
+  const e = (code, message, limit) => (limit ? { field: x.name, code, message, limit } : { field: x.name, code, message });
+  if (v.valueMissing) return e('required', 'is required');
+  if (v.typeMismatch) return t === 'email' ? e('invalid-email', 'must be an e-mail address') : e('invalid-value', 'is not valid');
+  if (v.badInput) return d ? e('invalid-date', 'must be a date (YYYY-MM-DD)') : e('not-a-number', 'must be a number');
+  if (v.tooShort) return e('too-short', `must be at least ${x.minLength} characters`, String(x.minLength));
+  if (v.tooLong) return e('too-long', `must be at most ${x.maxLength} characters`, String(x.maxLength));
+  if (v.rangeUnderflow) return e(d ? 'too-early' : 'too-small', `must be at least ${x.min}`, x.min);
+  if (v.rangeOverflow) return e(d ? 'too-late' : 'too-large', `must be at most ${x.max}`, x.max);
+  if (v.stepMismatch) return e('not-an-integer', 'must be a whole number');
+  if (v.patternMismatch) return e('pattern', 'does not have the expected form');
+  return e('invalid-value', 'is not valid');
+}
+
 /** @type {Client | undefined} */
 let shared;
 /** @type {WeakMap<HTMLFormElement, Client>} */
@@ -1027,7 +1050,7 @@ export function enhance(el, o = {}) {
     clear();
     if (!el.checkValidity()) {
       const bad = /** @type {HTMLInputElement[]} */ (Array.from(el.elements)).filter((x) => x.willValidate && !x.validity.valid);
-      show({ state: 'invalid', form: id, key: '', errors: bad.map((x) => ({ field: x.name, code: 'native', message: x.validationMessage })) });
+      show({ state: 'invalid', form: id, key: '', errors: bad.map(nativeError) });
       return;
     }
     busy = true;

@@ -4,6 +4,43 @@
 // background does not poll.
 (function () {
   'use strict';
+  // Times: the server writes UTC (title and text) and RFC 3339 in
+  // datetime; here each is written again in the browser's time zone,
+  // with its offset, and the page names the zone once. UTC stays on hover.
+  function pad(n) { return (n < 10 ? '0' : '') + n; }
+  function offset(d) {
+    var m = -d.getTimezoneOffset(), s = m < 0 ? '-' : '+';
+    if (m === 0) return 'UTC';
+    m = Math.abs(m);
+    return 'UTC' + s + pad(Math.floor(m / 60)) + ':' + pad(m % 60);
+  }
+  function text(d, f) {
+    var day = d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate());
+    var hm = pad(d.getHours()) + ':' + pad(d.getMinutes());
+    if (f === 't') return hm;
+    if (f === 'h') return day + ' ' + pad(d.getHours()) + ':00 ' + offset(d);
+    if (f === 'm') return day + ' ' + hm + ' ' + offset(d);
+    return day + ' ' + hm + ':' + pad(d.getSeconds()) + ' ' + offset(d);
+  }
+  function localize(root) {
+    root.querySelectorAll('time[data-fmt]').forEach(function (el) {
+      var d = new Date(el.getAttribute('datetime'));
+      if (!isNaN(d.getTime())) el.textContent = text(d, el.getAttribute('data-fmt'));
+    });
+    root.querySelectorAll('.tz').forEach(function (el) { el.textContent = offset(new Date()); });
+    root.querySelectorAll('rect[data-at]').forEach(function (el) {
+      var d = new Date(el.getAttribute('data-at')), t = el.querySelector('title');
+      if (t && !isNaN(d.getTime())) t.textContent = text(d, 't') + ' ' + offset(d) + ': ' + el.getAttribute('data-n');
+    });
+  }
+  localize(document);
+  var note = document.querySelector('[data-tz-note]');
+  if (note) {
+    var zone = '';
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (e) { zone = ''; }
+    note.textContent = note.getAttribute('data-tz-note').replace('%s', (zone ? zone + ', ' : '') + offset(new Date()));
+    note.hidden = false;
+  }
   var busy = false;
   function refresh() {
     if (busy || document.hidden) return;
@@ -19,7 +56,10 @@
           var t = document.createElement('template');
           t.innerHTML = html.trim();
           var next = t.content.firstElementChild;
-          if (next && card.isConnected) card.replaceWith(next);
+          if (next && card.isConnected) {
+            card.replaceWith(next);
+            localize(next);
+          }
         })
         .catch(function () {})
         .finally(function () { if (--left === 0) busy = false; });

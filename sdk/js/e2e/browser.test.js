@@ -124,7 +124,9 @@ async function storedOnce(srv, p, key, { attempts = false } = {}) {
   return live[0];
 }
 
-describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, () => {
+// The timeout guards against a hang, it is not a speed check: twenty
+// browser tests on a shared 2-core machine can take minutes.
+describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 600000 }, () => {
   before(async () => {
     binary = formdBinary();
     server = await Formd.create(binary.bin);
@@ -550,6 +552,52 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 60000 }, 
       assert.equal(await page.locator('[role=status]').textContent(), 'Received. Thank you!');
       const key = new URL(page.url()).searchParams.get('key');
       await storedOnce(server, p, key || '');
+    });
+  });
+
+  // Issue 21 item 7: the Chinese page, in a browser whose own language is
+  // English, says every check in Chinese: the browser's messages
+  // ("Please fill out this field.") never appear, with or without JavaScript.
+  test('the Chinese page checks in Chinese in an English browser, with JavaScript', async () => {
+    await withBrowser({ locale: 'en-US' }, async (ctx) => {
+      const { page, posts } = await openForm(ctx, server.base, '/f/e2e?lang=zh');
+      assert.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN');
+      assert.equal(await page.evaluate(() => navigator.language), 'en-US');
+      assert.equal(await page.locator('form[data-formd]').evaluate((f) => /** @type {HTMLFormElement} */ (f).noValidate), true);
+      await page.getByRole('textbox', { name: '电子邮箱', exact: true }).fill('not-an-address');
+      await page.getByRole('spinbutton', { name: '票数', exact: true }).fill('9');
+      await page.getByRole('button', { name: '提交' }).click();
+      await reached(page, 'invalid');
+      const err = (name) => page.locator(`[data-formd-error="${name}"]`).textContent();
+      assert.equal(await err('name'), '此项必填。');
+      assert.equal(await err('phone'), '此项必填。');
+      assert.equal(await err('email'), '请填写有效的电子邮箱。');
+      assert.equal(await err('tickets'), '数值太大，最大为 4。');
+      const shown = await page.locator('main').innerText();
+      assert.doesNotMatch(shown, /Please|field|valid|must/i, 'no English on the Chinese page');
+      assert.equal(posts.length, 0, 'nothing is sent before the fields are right');
+    });
+  });
+
+  test('the Chinese page checks in Chinese in an English browser, without JavaScript', async () => {
+    await withBrowser({ javaScriptEnabled: false, locale: 'en-US' }, async (ctx) => {
+      ctx.setDefaultTimeout(15000);
+      const page = ctx.pages()[0] || (await ctx.newPage());
+      await page.goto(server.base + '/f/e2e?lang=zh');
+      // novalidate: the browser does not stop the post with its own
+      // English bubble; formd checks and answers in the page's language.
+      assert.equal(await page.locator('form[data-formd]').getAttribute('novalidate'), '');
+      await page.getByRole('textbox', { name: '电子邮箱', exact: true }).fill('not-an-address');
+      await page.getByRole('button', { name: '提交' }).click();
+      await page.waitForSelector('.summary');
+      assert.equal(await page.evaluate(() => document.documentElement.lang), 'zh-CN');
+      assert.equal(await page.locator('.summary').textContent(), '需要修改：请修改标出的内容。');
+      const err = (name) => page.locator(`[data-formd-error="${name}"]`).textContent();
+      assert.equal(await err('name'), '姓名: 此项必填。');
+      assert.equal(await err('email'), '电子邮箱: 请填写有效的电子邮箱。');
+      // What was typed is kept.
+      assert.equal(await page.getByRole('textbox', { name: '电子邮箱', exact: true }).inputValue(), 'not-an-address');
+      assert.doesNotMatch(await page.locator('main').innerText(), /Please|field|valid|must/i);
     });
   });
 

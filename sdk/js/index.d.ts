@@ -1,0 +1,3 @@
+// Types of index.js, the package's main entry: formd.js and messages.js.
+export * from './formd.js';
+export * from './messages.js';

@@ -1,0 +1,8 @@
+// @ts-check
+/**
+ * The package's main entry (`import … from '@formd/sdk'`): the SDK and its
+ * English and Chinese texts. Bundlers keep only what a page imports.
+ * @module formd
+ */
+export * from './formd.js';
+export * from './messages.js';
