@@ -129,6 +129,7 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 		if m := d.Spam.MinSeconds; m < 0 || m > 3600 || math.IsNaN(m) {
 			c.add("", fmt.Sprintf("spam.min_seconds %v is out of range: use 0 to 3600", m))
 		}
+		c.checkChallenge(d.Spam)
 	}
 	for _, o := range d.Origins {
 		if o == "*" {
