@@ -62,6 +62,9 @@ const (
 	CodeUploadNotFound    = "upload-not-found"
 	CodeUploadOffset      = "upload-offset-mismatch"
 	CodeUploadUnavailable = "upload-unavailable"
+	// Proof-of-work (a form's spam.challenge).
+	CodeChallengeRequired = "challenge-required"
+	CodeChallengeInvalid  = "challenge-invalid"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -118,6 +121,8 @@ var Codes = map[string]Info{
 	CodeUploadNotFound:       {Status: 422, Title: "Upload not found", Explain: "No complete upload of this form has this id: it was never made, it expired (uploads that no submission names are deleted after a while), or its bytes are still being sent. Upload the file again, or finish the upload, and submit again. Nothing was stored."},
 	CodeUploadOffset:         {Status: 409, Title: "Wrong upload offset", Explain: "The PATCH's Upload-Offset is not where the upload stands. Ask with HEAD for the Upload-Offset the server has, and send the rest from there."},
 	CodeUploadUnavailable:    {Status: 503, Title: "Upload storage unavailable", Explain: "The server could not store the upload's bytes (its disk may be full). Nothing was kept of this request; send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 5},
+	CodeChallengeRequired:    {Status: 400, Title: "Proof-of-work required", Explain: "This form asks each new submission for a solved proof-of-work challenge (no puzzle for people: the browser solves it in the background, which needs JavaScript). Get one from GET /v1/forms/{form}/challenge, solve it (ALTCHA's format) and send it in the altcha field. Nothing was stored."},
+	CodeChallengeInvalid:     {Status: 403, Title: "Proof-of-work not valid", Explain: "The proof-of-work solution sent is malformed, wrong, expired, issued for another form, or used already by another submission (each solution is good for one submission; a retry with the same key may send the same one again). Get a new challenge, solve it and send the submission again with the same key. Nothing was stored."},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 
