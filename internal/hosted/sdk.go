@@ -36,8 +36,9 @@ func newSDKFile(name, source string) sdkFile {
 // English and Chinese (a module of their own, for pages that bring none).
 func sdkFiles() map[string]sdkFile {
 	return map[string]sdkFile{
-		"formd.js":    newSDKFile("formd.js", sdkjs.Source()),
-		"messages.js": newSDKFile("messages.js", sdkjs.Messages()),
+		"formd.js":     newSDKFile("formd.js", sdkjs.Source()),
+		"messages.js":  newSDKFile("messages.js", sdkjs.Messages()),
+		"challenge.js": newSDKFile("challenge.js", sdkjs.Challenge()),
 	}
 }
 

@@ -11,6 +11,9 @@ var source string
 //go:embed messages.js
 var messages string
 
+//go:embed challenge.js
+var challengeJS string
+
 // Source is formd.js, the SDK as shipped.
 func Source() string { return source }
 
@@ -18,3 +21,7 @@ func Source() string { return source }
 // module of its own (formd.js does not import it), for pages that do not
 // bring their own texts, to be served beside formd.js.
 func Messages() string { return messages }
+
+// Challenge is challenge.js, the proof-of-work solver formd.js imports,
+// served beside it.
+func Challenge() string { return challengeJS }

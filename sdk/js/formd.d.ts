@@ -1,6 +1,8 @@
 // Types of the formd client SDK (formd.js). Checked with `tsc --noEmit`
 // together with formd.js itself, whose JSDoc refers to these declarations.
 
+import type { Solver } from './challenge.js';
+
 /**
  * What the person sees.
  * - idle: nothing sent yet
@@ -192,6 +194,8 @@ export interface ClientOptions {
   arrivals?: boolean;
   /** Language tag for Client.lang (miniProgram() sets the system's). Default: the page's. */
   lang?: string;
+  /** Proof-of-work for forms with spam.challenge (challenge.js). Default: a solver on this client's transport; false: none. */
+  challenge?: Solver | false;
 }
 
 export interface SubmitOptions {
@@ -222,6 +226,8 @@ export interface Client {
   close(): void;
   /** The language of the texts for the person: "zh" or "en". */
   readonly lang: 'zh' | 'en';
+  /** The proof-of-work solver; prepare(url) starts solving for a form ahead of its send. */
+  readonly challenge?: Solver;
 }
 
 export interface EnhanceOptions {

@@ -26,6 +26,8 @@
 /** @typedef {import('./formd.js').Adapter} Adapter */
 /** @typedef {{sig: string, done: Promise<StateEvent>, resolve: (e: StateEvent) => void, durable: boolean}} Run */
 
+import { challengeSolver, watchWidget } from './challenge.js';
+
 /**
  * States in which the outbox is done with a submission. "received" is one
  * of them even after a 202: the server has it journaled, durably.
@@ -379,6 +381,8 @@ export function createClient(o = {}) {
   const cap = o.maxDelay || 30000;
   const pollFor = o.pollFor || 600000;
   const endpoint = (o.endpoint || '').replace(/\/+$/, '');
+  // Proof-of-work (challenge.js): solutions for forms that want one.
+  const pow = o.challenge === false ? null : o.challenge || challengeSolver({ transport, setTimeout: setT, now, timeout });
   /** @type {Set<(e: StateEvent) => void>} */
   const subs = new Set();
   /** @type {Map<string, Run>} */
@@ -392,7 +396,7 @@ export function createClient(o = {}) {
   let busy = 0;
 
   /** @param {string} url @param {Record<string, unknown>} data */
-  const sigOf = (url, data) => url + JSON.stringify({ ...data, _ts: 0 });
+  const sigOf = (url, data) => url + JSON.stringify({ ...data, _ts: 0, altcha: 0 });
 
   /**
    * @param {number} ms
@@ -665,6 +669,8 @@ export function createClient(o = {}) {
             run.durable = (await save(e)) || run.durable;
           }
           counted = false;
+          // (Only a form that wants one waits here: others send at once.)
+          if (pow && pow.wants(e) && (await pow.attach(e))) await save(e);
           r = await req('POST', e.url, e);
           if (closed) return;
           const s = r.status;
@@ -674,6 +680,11 @@ export function createClient(o = {}) {
           if (s === 202) return accepted(run, e, r);
           if (s < 500 && s !== 408 && s !== 425 && s !== 429) {
             const p = r.body || {};
+            // A missing or stale proof-of-work: solve afresh, send again.
+            if (pow && (await pow.retry(e, p))) {
+              await save(e);
+              continue;
+            }
             /** @type {[State, Partial<StateEvent>]} */
             const end = [BY_CODE[p.code] || 'failed', { problem: p, errors: p.errors || [] }];
             // The first send of this key: the answer is its first outcome.
@@ -762,6 +773,7 @@ export function createClient(o = {}) {
       return () => void subs.delete(f);
     },
     pending: async () => (await storage.list()).filter((e) => !e.kind),
+    challenge: pow || undefined,
     close() {
       if (closed) return;
       closed = true;
@@ -857,6 +869,10 @@ export function enhance(el, o = {}) {
   let busy = false;
   const shown = Date.now();
   el.noValidate = true;
+  // A form that wants a proof-of-work: solve while the person fills it in
+  // (the hosted page's altcha widget does; else the client's solver).
+  const widget = watchWidget(el);
+  if (url && el.hasAttribute('data-formd-challenge') && client.challenge && !el.querySelector('altcha-widget')) client.challenge.prepare(url);
 
   /** @param {string} name */
   const field = (name) => {
@@ -934,7 +950,7 @@ export function enhance(el, o = {}) {
       return;
     }
     busy = true;
-    client.submit(id, collect(el, shown), { url }).then((ev) => {
+    widget().then(() => client.submit(id, collect(el, shown), { url })).then((ev) => {
       if (busy === true || busy === ev.key) busy = false;
       // The form's thank-you page, as a post without JavaScript gets; the
       // outbox is done with the entry by now.
