@@ -291,8 +291,16 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, c call) error {
 	return writeJSON(w, http.StatusOK, map[string]any{
 		"id": v.ID, "key": v.Key, "status": v.Status, "decision": v.Decision, "received_at": v.ReceivedAt.UTC(),
 		"decided_at": v.DecidedAt.UTC(), "receipt": hex.EncodeToString(v.Receipt[:]), "data": nullIfEmpty(data), "extra": extra,
-		"same_as": sameAs, "history": hist, "deliveries": deliveriesJSON(v),
+		"same_as": sameAs, "history": hist, "deliveries": deliveriesJSON(v), "spam_reason": nullIfNone(v.SpamReason),
 	})
+}
+
+// nullIfNone is s, or null for "".
+func nullIfNone(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func nullIfEmpty(b json.RawMessage) json.RawMessage {
