@@ -103,3 +103,25 @@ func BenchmarkIssue(b *testing.B) {
 		s.Issue("spring-fair", 50_000, exp)
 	}
 }
+
+// Verify reads untrusted bytes: it never panics, and accepts only what
+// this signer issued for the form.
+func FuzzVerify(f *testing.F) {
+	s := NewSignerKey("k")
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	good, _ := Solve(s.Issue("f", 50, now.Add(time.Minute)))
+	f.Add(Encode(good))
+	f.Add("e30=")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, enc string) {
+		sol, err := s.Verify(enc, "f", now)
+		if err == nil {
+			p, derr := Decode(enc)
+			if derr != nil || hashHex(p.Salt, p.Number) != p.Challenge || s.sign(p.Challenge) != sol.Signature {
+				t.Fatalf("accepted %q", enc)
+			}
+		} else if Reason(err) == "" {
+			t.Fatalf("an error without a reason: %v", err)
+		}
+	})
+}
