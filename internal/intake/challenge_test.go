@@ -18,6 +18,7 @@ import (
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/pgstore/pgtest"
 )
 
 const powForms = `
@@ -266,4 +267,23 @@ func TestChallengeStoreDown(t *testing.T) {
 	if resp.StatusCode != 400 || !strings.Contains(string(body), "Proof-of-work required") {
 		t.Fatalf("HTML post without a solution: %d %s", resp.StatusCode, body)
 	}
+}
+
+// Two instances on one PostgreSQL store share the replay store: a
+// solution spent on one is refused on the other, and a retry of its key on
+// the other is the same submission.
+func TestChallengeReplayAcrossInstances(t *testing.T) {
+	t.Parallel()
+	storeURL := pgtest.URL(t)
+	pg := func(c *config.Config) { c.Store = storeURL }
+	a := servertest.Start(t, powForms, servertest.Options{Config: pg})
+	b := servertest.Start(t, powForms, servertest.Options{Config: pg})
+	ca, cb := powClient{t: t, url: a.URL}, powClient{t: t, url: b.URL}
+	sol := ca.solve("pow")
+	s, code := ca.submit("pow", "x1", "Ann", sol)
+	expect(t, "on instance A", s, code, 201, "stored")
+	s, code = cb.submit("pow", "x2", "Bo", sol)
+	expect(t, "the same solution on instance B, a new key", s, code, 403, "challenge-invalid")
+	s, code = cb.submit("pow", "x2", "Bo", cb.solve("pow"))
+	expect(t, "a fresh solution on B", s, code, 201, "stored")
 }
