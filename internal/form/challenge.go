@@ -2,6 +2,11 @@ package form
 
 import "fmt"
 
+// ChallengeField is the body field that carries a proof-of-work solution
+// (the altcha widget's name for it); a form with spam.challenge may not
+// define a field of that name.
+const ChallengeField = "altcha"
+
 // checkChallenge checks the proof-of-work settings of spam: each names the
 // setting and what would be right.
 func (c *compiler) checkChallenge(r *SpamRules) {

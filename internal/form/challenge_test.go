@@ -39,6 +39,10 @@ func TestChallengeSettings(t *testing.T) {
 			t.Errorf("%s: error %v, want one saying %q", tc.spam, err, tc.want)
 		}
 	}
+	if _, err := Parse([]byte("id: f\nfields: [{name: altcha, type: text}]\nspam: {challenge: pow}\n"), "forms.yaml"); err == nil ||
+		!strings.Contains(err.Error(), "has the name of the proof-of-work's field") {
+		t.Errorf("a field named altcha: %v", err)
+	}
 	var none *SpamRules
 	if none.NeedsChallenge() || none.BaseDifficulty() != DefaultDifficulty || none.Fallback() != FallbackRefuse {
 		t.Error("the defaults of a form without spam rules")

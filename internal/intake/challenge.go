@@ -17,7 +17,7 @@ import (
 
 // ChallengeField is the body field that carries a solved proof-of-work
 // challenge: the altcha widget's name for it.
-const ChallengeField = "altcha"
+const ChallengeField = form.ChallengeField
 
 // Challenges is the part of the store the proof-of-work check writes to:
 // the replay store and the spam reasons (store.Challenges).
@@ -93,12 +93,14 @@ func takeChallenge(f *form.Form, b *body) string {
 		return ""
 	}
 	delete(b.values, ChallengeField)
-	s, _ := v.(string)
-	if s == "" {
-		// Not a string (a list, a number): a solution that cannot be one.
-		return strings.Repeat("?", min(len(fmt.Sprint(v)), 1)+1)
+	s, isStr := v.(string)
+	if !isStr {
+		// A list or a number: a solution that cannot be one (malformed,
+		// not missing).
+		return "?"
 	}
-	return s
+	// An empty string (the widget's field before it solved) is missing.
+	return strings.TrimSpace(s)
 }
 
 // checkChallenge decides a new key's proof-of-work, last of the checks
