@@ -101,6 +101,14 @@ type Deps struct {
 	// Files lists an entry's files with signed links, for exports; nil
 	// leaves file fields as their upload:<id> references.
 	Files export.FileLister
+	// SpamReasons says why intake classed an entry as spam (the store's
+	// notes, store.Challenges); nil shows none.
+	SpamReasons SpamReasons
+}
+
+// SpamReasons reads why intake classed (form, key) as spam.
+type SpamReasons interface {
+	SpamReason(ctx context.Context, form, key string) (string, error)
 }
 
 // ClientIP is the request's client address, as the trusted proxies say.

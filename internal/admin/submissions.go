@@ -215,6 +215,9 @@ type EntryView struct {
 	// webhook or e-mail delivery is configured.
 	Deliveries           []DeliveryView
 	DeliveriesConfigured bool
+	// SpamReason is why intake classed the entry as spam (a reason code
+	// such as challenge-missing or honeypot), "" when it did not say.
+	SpamReason string
 }
 
 // Entry reads one entry of a form with its history and deliveries.
@@ -226,6 +229,11 @@ func (h *Handler) Entry(ctx context.Context, f *form.Form, id string) (EntryView
 	v := EntryView{EntryDetail: d}
 	if v.History, err = h.Store.History(ctx, id); err != nil {
 		return v, err
+	}
+	if d.Status == store.StatusSpam && h.SpamReasons != nil {
+		if v.SpamReason, err = h.SpamReasons.SpamReason(ctx, f.ID(), d.Key); err != nil {
+			return v, err
+		}
 	}
 	if h.Deliveries != nil {
 		if v.Deliveries, err = h.Deliveries.ForEntry(ctx, id); err != nil {
@@ -283,8 +291,16 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, c call) error {
 	return writeJSON(w, http.StatusOK, map[string]any{
 		"id": v.ID, "key": v.Key, "status": v.Status, "decision": v.Decision, "received_at": v.ReceivedAt.UTC(),
 		"decided_at": v.DecidedAt.UTC(), "receipt": hex.EncodeToString(v.Receipt[:]), "data": nullIfEmpty(data), "extra": extra,
-		"same_as": sameAs, "history": hist, "deliveries": deliveriesJSON(v),
+		"same_as": sameAs, "history": hist, "deliveries": deliveriesJSON(v), "spam_reason": nullIfNone(v.SpamReason),
 	})
+}
+
+// nullIfNone is s, or null for "".
+func nullIfNone(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func nullIfEmpty(b json.RawMessage) json.RawMessage {

@@ -129,6 +129,14 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 		if m := d.Spam.MinSeconds; m < 0 || m > 3600 || math.IsNaN(m) {
 			c.add("", fmt.Sprintf("spam.min_seconds %v is out of range: use 0 to 3600", m))
 		}
+		c.checkChallenge(d.Spam)
+		if d.Spam.NeedsChallenge() {
+			for _, fd := range d.Fields {
+				if fd.Name == ChallengeField {
+					c.add(fd.Name, "has the name of the proof-of-work's field (spam.challenge): rename the field")
+				}
+			}
+		}
 	}
 	for _, o := range d.Origins {
 		if o == "*" {

@@ -162,6 +162,50 @@ func (o *Option) UnmarshalYAML(n *yaml.Node) error {
 type SpamRules struct {
 	Honeypot   string  `yaml:"honeypot" json:"honeypot,omitempty"`
 	MinSeconds float64 `yaml:"min_seconds" json:"min_seconds,omitempty"`
+	// Challenge, when "pow", asks every new key for a solved
+	// proof-of-work challenge (ALTCHA-compatible, package challenge).
+	Challenge string `yaml:"challenge" json:"challenge,omitempty"`
+	// Difficulty is the challenge's base: the largest number a solver may
+	// have to try (ALTCHA's maxnumber); DefaultDifficulty when zero.
+	Difficulty int64 `yaml:"difficulty" json:"difficulty,omitempty"`
+	// ChallengeFallback says what a submission without a valid solution
+	// gets: refuse (a 4xx problem, the default), spam (kept as spam with
+	// the reason) or honeypot (a missing solution leaves the decision to
+	// the honeypot and the minimum time, so the page works without
+	// JavaScript; a bad one is still spam).
+	ChallengeFallback string `yaml:"challenge_fallback" json:"challenge_fallback,omitempty"`
+}
+
+// Proof-of-work settings (spam.challenge, spam.challenge_fallback).
+const (
+	ChallengePoW      = "pow"
+	FallbackRefuse    = "refuse"
+	FallbackSpam      = "spam"
+	FallbackHoneypot  = "honeypot"
+	DefaultDifficulty = 50_000
+	// MinDifficulty and MaxDifficulty bound spam.difficulty: below, a
+	// solution costs a bot nothing; above, a phone takes minutes.
+	MinDifficulty = 1_000
+	MaxDifficulty = 5_000_000
+)
+
+// NeedsChallenge says the form asks for a proof-of-work solution.
+func (r *SpamRules) NeedsChallenge() bool { return r != nil && r.Challenge == ChallengePoW }
+
+// BaseDifficulty is the form's difficulty before any adaptation.
+func (r *SpamRules) BaseDifficulty() int64 {
+	if r == nil || r.Difficulty <= 0 {
+		return DefaultDifficulty
+	}
+	return r.Difficulty
+}
+
+// Fallback is challenge_fallback with its default.
+func (r *SpamRules) Fallback() string {
+	if r == nil || r.ChallengeFallback == "" {
+		return FallbackRefuse
+	}
+	return r.ChallengeFallback
 }
 
 // RateLimit bounds how many submissions one client IP may make to one form.

@@ -73,6 +73,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /f/{form}", h.page)
 	mux.HandleFunc("GET /f/{form}/done", h.done)
 	mux.HandleFunc("GET /sdk/{file}", h.serveSDK)
+	mux.HandleFunc("GET "+altchaPrefix+"{file}", h.serveAltcha)
 }
 
 //go:embed templates/page.html
@@ -101,7 +102,7 @@ func pageHeaders(w http.ResponseWriter, f *form.Form) {
 	// Every view gets its own _key, and status pages change.
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("Vary", "Accept-Language")
-	hdr.Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; object-src 'none'; frame-ancestors "+ancestors)
+	hdr.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; object-src 'none'; frame-ancestors "+ancestors)
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "same-origin")
 }
@@ -152,6 +153,7 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 		Shown:       strconv.FormatInt(now.UnixMilli(), 10),
 		Fields:      fieldViews(f, l),
 		Msgs:        messages(l),
+		Challenge:   challengeFor(f, l),
 	}
 	for _, fd := range f.Fields() {
 		v.Multipart = v.Multipart || fd.Type == form.TypeFile

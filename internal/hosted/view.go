@@ -38,6 +38,8 @@ type pageView struct {
 	Msgs template.HTMLAttr
 	// Summary is set when the page shows a failed post again.
 	Summary string
+	// Challenge is set for a form with spam.challenge (altcha.go).
+	Challenge *challengeView
 }
 
 // fieldView is one field as the template draws it, its HTML constraints

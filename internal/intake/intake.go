@@ -92,7 +92,10 @@ type Config struct {
 	Uploads Uploads
 	// Hasher keys fingerprints, claims and request digests with the
 	// installation's secret. Required.
-	Hasher  *form.Hasher
+	Hasher *form.Hasher
+	// Proof checks the proof-of-work of forms that ask for it
+	// (challenge.go).
+	Proof   Proof
 	Now     func() time.Time
 	NewID   func() string
 	Logger  *slog.Logger
@@ -148,6 +151,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /v1/forms/{form}", h.wrap("form", h.publicForm))
 	mux.Handle("OPTIONS /v1/forms/{form}", h.wrap("preflight", h.preflight))
 	mux.Handle("GET /problems/{code}", h.wrap("problems", problem.Docs))
+	h.registerChallenge(mux)
 }
 
 // wrap turns a handler that returns an error into an http.Handler that
@@ -192,6 +196,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	solution := takeChallenge(f, &b)
 	key, derived, err := pickKey(r, b, f)
 	if err != nil {
 		return err
@@ -211,6 +216,20 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	if refusal == nil && len(acc.Uploads) > 0 {
 		refusal = h.checkUploads(r.Context(), f, acc.Uploads)
 	}
+	var spam string
+	if refusal == nil && f.Def.Spam.NeedsChallenge() {
+		ckey := key
+		if derived {
+			ckey = derivedKey(acc.Fingerprint)
+		}
+		if spam, refusal, err = h.checkChallenge(r.Context(), f, solution, ckey, now); err != nil {
+			refund()
+			return err
+		}
+	}
+	if spam == "" {
+		spam = spamReason(f, b, now)
+	}
 	if refusal != nil {
 		return h.refused(w, r, f, b, key, derived, digest, pref, refusal)
 	}
@@ -225,7 +244,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		Fingerprint: acc.Fingerprint,
 		Digest:      digest,
 		ReceivedAt:  now,
-		Spam:        isSpam(f, b, now),
+		Spam:        spam != "",
 		Claims:      acc.Claims,
 		Data:        acc.Data,
 	}
@@ -243,6 +262,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 			refund()
 			return h.retry(w, r, f, a.Entry, digest, acc, pref)
 		}
+		h.noteSpam(r.Context(), e.Form, e.Key, spam, now)
 		return h.accepted(w, r, f, e, "respond-async")
 	}
 	// Register before appending, so the outcome cannot slip past unseen.
@@ -261,6 +281,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		refund()
 		return h.retry(w, r, f, a.Entry, digest, acc, pref)
 	}
+	h.noteSpam(r.Context(), e.Form, e.Key, spam, now)
 	return h.finish(w, r, f, e, outcome, pref, false)
 }
 
@@ -488,26 +509,6 @@ func pickKey(r *http.Request, b body, f *form.Form) (key string, derived bool, e
 		return "", false, problem.New(problem.CodeKeyMissing, "send an Idempotency-Key header (or a _key field) with every submission to this form")
 	}
 	return "", true, nil
-}
-
-func isSpam(f *form.Form, b body, now time.Time) bool {
-	rules := f.Def.Spam
-	if rules == nil {
-		return false
-	}
-	if rules.Honeypot != "" {
-		if v, ok := b.values[rules.Honeypot]; ok {
-			if s, isStr := v.(string); !isStr || strings.TrimSpace(s) != "" {
-				return true
-			}
-		}
-	}
-	if rules.MinSeconds > 0 && !b.shown.IsZero() {
-		if now.Sub(b.shown).Seconds() < rules.MinSeconds {
-			return true
-		}
-	}
-	return false
 }
 
 func closedProblem(f *form.Form, now time.Time) *problem.Problem {

@@ -27,6 +27,17 @@ type PublicForm struct {
 	Honeypot   string          `json:"honeypot,omitempty"`
 	MinSeconds float64         `json:"min_seconds,omitempty"`
 	Durability string          `json:"durability"`
+	// Challenge is set when the form asks for a proof-of-work solution.
+	Challenge *PublicChallenge `json:"challenge,omitempty"`
+}
+
+// PublicChallenge tells a client where to get a form's proof-of-work
+// challenge, which field carries the solution, and what a submission
+// without one gets (spam.challenge_fallback).
+type PublicChallenge struct {
+	URL      string `json:"url"`
+	Field    string `json:"field"`
+	Fallback string `json:"fallback"`
 }
 
 // PublicCapacity says whether places remain.
@@ -45,6 +56,9 @@ func Public(f *form.Form, now time.Time, places store.Capacity, known bool) Publ
 		Open: f.OpenAt(now), OpensAt: d.OpensAt, ClosesAt: d.ClosesAt, RequireKey: d.RequireKey, Durability: d.Durability}
 	if d.Spam != nil {
 		p.Honeypot, p.MinSeconds = d.Spam.Honeypot, d.Spam.MinSeconds
+		if d.Spam.NeedsChallenge() {
+			p.Challenge = &PublicChallenge{URL: ChallengePath(d.ID), Field: ChallengeField, Fallback: d.Spam.Fallback()}
+		}
 	}
 	if d.Capacity != nil {
 		c := &PublicCapacity{Limit: *d.Capacity, Left: *d.Capacity, Waitlist: d.WhenFull == form.WhenFullWaitlist}

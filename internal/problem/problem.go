@@ -65,6 +65,9 @@ const (
 	// Upload safety (--clamd).
 	CodeFileInfected    = "file-infected"
 	CodeScanUnavailable = "scan-unavailable"
+	// Proof-of-work (a form's spam.challenge).
+	CodeChallengeRequired = "challenge-required"
+	CodeChallengeInvalid  = "challenge-invalid"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -123,6 +126,8 @@ var Codes = map[string]Info{
 	CodeUploadUnavailable:    {Status: 503, Title: "Upload storage unavailable", Explain: "The server could not store the upload's bytes (its disk may be full). Nothing was kept of this request; send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 5},
 	CodeFileInfected:         {Status: 422, Title: "File infected", Explain: "The virus scanner (ClamAV) found malware in the uploaded file; the detail names what it found and the field. The file was deleted and nothing was stored: send a clean file."},
 	CodeScanUnavailable:      {Status: 503, Title: "Virus scanner unavailable", Explain: "Every file is scanned for viruses before a submission can use it, and the scanner could not be reached. The file is kept, unscanned and not usable yet; nothing was stored. Send the submission again, with the same key, after Retry-After seconds.", RetryAfter: 10},
+	CodeChallengeRequired:    {Status: 400, Title: "Proof-of-work required", Explain: "This form asks each new submission for a solved proof-of-work challenge (no puzzle for people: the browser solves it in the background, which needs JavaScript). Get one from GET /v1/forms/{form}/challenge, solve it (ALTCHA's format) and send it in the altcha field. Nothing was stored."},
+	CodeChallengeInvalid:     {Status: 403, Title: "Proof-of-work not valid", Explain: "The proof-of-work solution sent is malformed, wrong, expired, issued for another form, or used already by another submission (each solution is good for one submission; a retry with the same key may send the same one again). Get a new challenge, solve it and send the submission again with the same key. Nothing was stored."},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 

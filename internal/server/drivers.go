@@ -30,6 +30,7 @@ type Store interface {
 	store.Store
 	accounts.Store
 	store.Uploads
+	store.Challenges
 }
 
 var (

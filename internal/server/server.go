@@ -22,6 +22,7 @@ import (
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
+	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/console"
 	"github.com/formd/formd/internal/erasure"
@@ -215,6 +216,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
 		TrustedProxies: cfg.TrustedProxies, Instance: s.waitingInstance(), Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.Store,
 		Uploads: s.Uploads, Logger: log, Metrics: intake.NewMetrics(reg),
+		Proof: intake.Proof{Signer: challenge.NewSigner(secret), Challenges: s.Store, Adaptive: challenge.NewAdaptive()},
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
@@ -224,7 +226,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
 		CheckURL: s.Guard.CheckURL, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
-		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles})
+		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, SpamReasons: s.Store})
 	adm.Register(mux)
 	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)

@@ -65,6 +65,8 @@ budget uploads.js 2560
 # errors, seven problem codes, in both languages) took it from 1440 to
 # about 2020 bytes; 2560 leaves room for the next texts.
 budget messages.js 2560
+# The proof-of-work solver formd.js imports (issue 22).
+budget challenge.js 3072
 
 step "the packed package (npm pack, Vite, webpack 5, Node, 构建 npm)"
 bash pack/pack.sh

@@ -14,6 +14,9 @@ var messages string
 //go:embed uploads.js
 var uploads string
 
+//go:embed challenge.js
+var challengeJS string
+
 // Source is formd.js, the SDK as shipped.
 func Source() string { return source }
 
@@ -26,3 +29,7 @@ func Messages() string { return messages }
 // formd.js imports (import("./uploads.js")) only when a submission has a
 // file: served beside formd.js.
 func Uploads() string { return uploads }
+
+// Challenge is challenge.js, the proof-of-work solver formd.js imports,
+// served beside it.
+func Challenge() string { return challengeJS }

@@ -1,6 +1,8 @@
 // Types of the formd client SDK (formd.js). Checked with `tsc --noEmit`
 // together with formd.js itself, whose JSDoc refers to these declarations.
 
+import type { Solver } from './challenge.js';
+
 /**
  * What the person sees.
  * - idle: nothing sent yet
@@ -290,6 +292,8 @@ export interface ClientOptions {
   dropFile?: (f: FileItem) => void;
   /** Bytes per upload chunk (PATCH). Default 1 MiB. */
   chunkSize?: number;
+  /** Proof-of-work for forms with spam.challenge (challenge.js). Default: a solver on this client's transport; false: none. */
+  challenge?: Solver | false;
 }
 
 export interface SubmitOptions {
@@ -320,6 +324,8 @@ export interface Client {
   close(): void;
   /** The language of the texts for the person: "zh" or "en". */
   readonly lang: 'zh' | 'en';
+  /** The proof-of-work solver; prepare(url) starts solving for a form ahead of its send. */
+  readonly challenge?: Solver;
 }
 
 export interface EnhanceOptions {

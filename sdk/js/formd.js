@@ -28,6 +28,8 @@
 /** @typedef {import('./formd.js').Adapter} Adapter */
 /** @typedef {{sig: string, done: Promise<StateEvent>, resolve: (e: StateEvent) => void, durable: boolean}} Run */
 
+import { challengeSolver, watchWidget } from './challenge.js';
+
 /**
  * States in which the outbox is done with a submission. "received" is one
  * of them even after a 202: the server has it journaled, durably.
@@ -419,6 +421,8 @@ export function createClient(o = {}) {
   const cap = o.maxDelay || 30000;
   const pollFor = o.pollFor || 600000;
   const endpoint = (o.endpoint || '').replace(/\/+$/, '');
+  // Proof-of-work (challenge.js): solutions for forms that want one.
+  const pow = o.challenge === false ? null : o.challenge || challengeSolver({ transport, setTimeout: setT, now, timeout });
   /** @type {Set<(e: StateEvent) => void>} */
   const subs = new Set();
   /** @type {Map<string, Run>} */
@@ -436,7 +440,7 @@ export function createClient(o = {}) {
    * @param {Record<string, unknown>} data
    * @param {Entry['files']} [files] named by their names and sizes
    */
-  const sigOf = (url, data, files) => url + JSON.stringify({ ...data, _ts: 0, _f: files && Object.keys(files).map((k) => [k, files[k].map((f) => [f.name, f.size])]) });
+  const sigOf = (url, data, files) => url + JSON.stringify({ ...data, _ts: 0, altcha: 0, _f: files && Object.keys(files).map((k) => [k, files[k].map((f) => [f.name, f.size])]) });
 
   /**
    * @param {number} ms
@@ -744,6 +748,8 @@ export function createClient(o = {}) {
             run.durable = (await save(e)) || run.durable;
           }
           counted = false;
+          // (Only a form that wants one waits here: others send at once.)
+          if (pow && pow.wants(e) && (await pow.attach(e))) await save(e);
           r = await req('POST', e.url, e);
           if (closed) return;
           const s = r.status;
@@ -757,6 +763,11 @@ export function createClient(o = {}) {
             // from the kept files (a few times at most).
             if (p.code === 'upload-not-found' && e.files && (e.redo = (e.redo || 0) + 1) < 4) {
               (await up()).restart(e);
+              continue;
+            }
+            // A missing or stale proof-of-work: solve afresh, send again.
+            if (pow && (await pow.retry(e, p))) {
+              await save(e);
               continue;
             }
             /** @type {[State, Partial<StateEvent>]} */
@@ -851,6 +862,7 @@ export function createClient(o = {}) {
       return () => void subs.delete(f);
     },
     pending: async () => (await storage.list()).filter((e) => !e.kind),
+    challenge: pow || undefined,
     close() {
       if (closed) return;
       closed = true;
@@ -973,6 +985,10 @@ export function enhance(el, o = {}) {
   let busy = false;
   const shown = Date.now();
   el.noValidate = true;
+  // A form that wants a proof-of-work: solve while the person fills it in
+  // (the hosted page's altcha widget does; else the client's solver).
+  const widget = watchWidget(el);
+  if (url && el.hasAttribute('data-formd-challenge') && client.challenge && !el.querySelector('altcha-widget')) client.challenge.prepare(url);
 
   /** @param {string} name */
   const field = (name) => {
@@ -1054,7 +1070,7 @@ export function enhance(el, o = {}) {
       return;
     }
     busy = true;
-    client.submit(id, collect(el, shown), { url }).then((ev) => {
+    widget().then(() => client.submit(id, collect(el, shown), { url })).then((ev) => {
       if (busy === true || busy === ev.key) busy = false;
       // The form's thank-you page, as a post without JavaScript gets; the
       // outbox is done with the entry by now.

@@ -300,3 +300,12 @@ func TestOpensADatabaseOfTheOldMigrations(t *testing.T) {
 		t.Fatalf("formd_promote(form): %d %v", n, err)
 	}
 }
+
+// The replay store across a restart and across instances on one
+// PostgreSQL database.
+func TestChallenges(t *testing.T) {
+	storetest.RunChallenges(t, func(t *testing.T) func() storetest.ChallengeStore {
+		u := pgtest.URL(t)
+		return func() storetest.ChallengeStore { return open(t, u) }
+	})
+}

@@ -137,3 +137,16 @@ func TestUploads(t *testing.T) {
 		}
 	})
 }
+
+func TestChallenges(t *testing.T) {
+	storetest.RunChallenges(t, func(t *testing.T) func() storetest.ChallengeStore {
+		path := filepath.Join(t.TempDir(), "store.db")
+		return func() storetest.ChallengeStore {
+			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			return s
+		}
+	})
+}
