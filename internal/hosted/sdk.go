@@ -40,8 +40,6 @@ func sdkFiles() map[string]sdkFile {
 		"messages.js": newSDKFile("messages.js", sdkjs.Messages()),
 		// Imported by formd.js when a submission has files.
 		"uploads.js":   newSDKFile("uploads.js", sdkjs.Uploads()),
-		"formd.js":     newSDKFile("formd.js", sdkjs.Source()),
-		"messages.js":  newSDKFile("messages.js", sdkjs.Messages()),
 		"challenge.js": newSDKFile("challenge.js", sdkjs.Challenge()),
 	}
 }
