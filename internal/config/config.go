@@ -26,6 +26,7 @@ import (
 	"github.com/formd/formd/internal/journal/natsjournal"
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/uploads"
 	"github.com/formd/formd/internal/webhooks"
 	"go.yaml.in/yaml/v3"
 )
@@ -110,6 +111,9 @@ type Config struct {
 	// link of an entry's file works.
 	UploadExpiry time.Duration
 	LinkTTL      time.Duration
+	// UploadsS3 is the bucket complete uploads' bytes live in (--uploads
+	// s3://…), shared by every instance; nil keeps them under --data.
+	UploadsS3 *uploads.S3Location
 
 	LogLevel  slog.Level
 	LogFormat string
@@ -449,6 +453,18 @@ var settings = []setting{
 	}},
 	// uploads (a file field's bytes)
 	{"upload-expiry", "24h", "how long an upload that no submission names is kept before its bytes are deleted", durationSetter(func(c *Config) *time.Duration { return &c.UploadExpiry }, time.Minute, 30*24*time.Hour)},
+	{"uploads", "data", "where complete uploads' bytes live: data (a directory under --data), or an S3-compatible bucket every instance shares, s3://BUCKET[/PREFIX]?endpoint=https://HOST:PORT[&region=R&style=path|virtual], credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", func(c *Config, v string) error {
+		c.UploadsS3 = nil
+		if v == "" || v == "data" {
+			return nil
+		}
+		loc, err := uploads.ParseS3URL(v)
+		if err != nil {
+			return err
+		}
+		c.UploadsS3 = &loc
+		return nil
+	}},
 	{"link-ttl", "15m", "how long a signed link to download an entry's file (in exports and webhooks) works", durationSetter(func(c *Config) *time.Duration { return &c.LinkTTL }, time.Minute, 7*24*time.Hour)},
 	{"backup-every", "0s", "back up the embedded journal, store and secret this often (such as 1h) into a new directory under --backup-dir; 0s for no scheduled backups", durationSetter(func(c *Config) *time.Duration { return &c.BackupEvery }, 0, 30*24*time.Hour)},
 	{"backup-dir", "", "where scheduled backups go (one directory each, named by its time); best on another disk than --data", func(c *Config, v string) error {

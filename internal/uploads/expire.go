@@ -38,7 +38,7 @@ func (s *Service) RunOnce(ctx context.Context) (int, error) {
 		return n, fmt.Errorf("erase uploads: %w", err)
 	}
 	for _, id := range erased {
-		if err := s.removeBytes(id); err != nil {
+		if err := s.removeBytes(ctx, id); err != nil {
 			return n, fmt.Errorf("erase upload %s: %w", id, err)
 		}
 		if _, err := s.st.DropErasedUpload(ctx, id); err != nil {
