@@ -295,7 +295,7 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	wg.Go(func() { s.Forms.Run(ctx, s.cfg.FormsRefresh) })
 	wg.Go(func() { s.retention.Run(ctx, s.cfg.RetentionEvery) })
 	wg.Go(func() { s.outbox.Run(ctx) })
-	wg.Go(func() { s.Uploads.Run(ctx, uploadExpireEvery) })
+	wg.Go(func() { s.Uploads.Run(ctx, uploadExpireEvery(s.cfg.UploadExpiry)) })
 	if s.backups.schedule != nil {
 		wg.Go(func() { s.backups.schedule.Run(ctx) })
 	}

@@ -9,8 +9,11 @@ import (
 )
 
 // uploadExpireEvery is how often unclaimed uploads past their expiry are
-// looked for.
-const uploadExpireEvery = time.Minute
+// looked for: every minute, or every quarter of a shorter expiry, so
+// that an upload is gone at most a quarter of its expiry late.
+func uploadExpireEvery(expiry time.Duration) time.Duration {
+	return max(min(time.Minute, expiry/4), time.Second)
+}
 
 // openUploads makes the uploads service: the bytes of uploads being
 // received under --data/uploads, those of complete uploads there too or
