@@ -25,8 +25,11 @@ cache=${FORMD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/formd}
 bin=$cache/weed-$version
 
 build() {
-  if [ -x "$bin" ]; then echo "$bin"; return; fi
   mkdir -p "$cache"
+  # One build at a time (CI starts one early in the background).
+  exec 9>"$cache/weed.lock"
+  flock 9
+  if [ -x "$bin" ]; then echo "$bin"; return; fi
   src=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [ -n "$src" ] || { echo "s3server.sh: go mod download $module@$version gave no directory" >&2; exit 1; }
   work=$(mktemp -d)
