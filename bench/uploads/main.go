@@ -22,6 +22,8 @@
 //
 //	go build -o /tmp/formd ./cmd/formd
 //	go run ./bench/uploads -formd /tmp/formd -dir /var/tmp/formd-bench -rounds 5
+//	# the same with the bytes in a bucket (scripts/s3server.sh start DIR prints the variables)
+//	go run ./bench/uploads -formd /tmp/formd -dir /var/tmp/formd-bench -uploads "$FORMD_TEST_S3_URL"
 package main
 
 import (
@@ -60,6 +62,7 @@ func main() {
 	size := flag.Int("size", 10<<20, "bytes of each upload in the throughput and resume runs")
 	bigN := flag.Int("big-n", 50, "concurrent uploads in the memory run")
 	bigSize := flag.Int("big-size", 50<<20, "bytes of each upload in the memory run")
+	flag.StringVar(&uploadsTo, "uploads", "", "formd's --uploads (such as s3://formd-test?endpoint=http://127.0.0.1:8333, credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); default its --data")
 	flag.Parse()
 	if *bin == "" {
 		log.Fatal("give -formd, the binary to run")
@@ -161,6 +164,9 @@ func main() {
 		*size>>20, median(resumes).Round(time.Millisecond), median(wholes).Round(time.Millisecond), rounded(resumes), kept, len(body)/2)
 }
 
+// uploadsTo is formd's --uploads, when given.
+var uploadsTo string
+
 type server struct {
 	cmd  *exec.Cmd
 	base string
@@ -177,8 +183,12 @@ func start(bin, work string) (*server, error) {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "serve", "--data", filepath.Join(work, "data"), "--addr", addr, "--forms", forms,
-		"--log-level", "warn", "--rate-limit", "off")
+	args := []string{"serve", "--data", filepath.Join(work, "data"), "--addr", addr, "--forms", forms,
+		"--log-level", "warn", "--rate-limit", "off"}
+	if uploadsTo != "" {
+		args = append(args, "--uploads", uploadsTo)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "FORMD_CONFIG=")
 	logf, err := os.Create(filepath.Join(work, "formd.log"))
 	if err != nil {
