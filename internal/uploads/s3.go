@@ -189,9 +189,6 @@ func (s *s3Objects) err(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
 	switch minio.ToErrorResponse(err).Code {
 	case "QuotaExceeded", "XMinioStorageFull", "XMinioAdminBucketQuotaExceeded", "InsufficientStorage":
 		return fmt.Errorf("%s (bucket %s): %w: %w", op, s.loc.Bucket, ErrStorageFull, err)

@@ -326,10 +326,18 @@ func (s *Service) preFinish(ev handler.HookEvent) (handler.HTTPResponse, error) 
 		if errors.As(err, &rej) {
 			return handler.HTTPResponse{}, tusProblem(rej.problem(), 0)
 		}
-		return handler.HTTPResponse{}, tusProblem(problem.From(err), 0)
+		p := problem.From(err)
+		if p.Status >= 500 {
+			s.cfg.Logger.Warn("complete an upload", "upload", ev.Upload.ID, "err", err)
+		}
+		return handler.HTTPResponse{}, tusProblem(p, 0)
 	}
 	return handler.HTTPResponse{Header: handler.HTTPHeader{"Upload-Expires": u.ExpiresAt.UTC().Format(http.TimeFormat)}}, nil
 }
+
+// keepTimeout bounds the storing of a complete upload's bytes as its
+// object (a PUT of up to max_size to the bucket).
+const keepTimeout = 10 * time.Minute
 
 // rejection is a complete upload whose bytes its field does not take.
 type rejection struct{ field, typ string }
@@ -375,7 +383,12 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 	}
 	var sum [32]byte
 	rs.h.Sum(sum[:0])
-	if err := s.objs.Keep(ctx, id, path, u.Size, sum); err != nil {
+	// The object is stored even if the client goes away meanwhile, so
+	// that its retry finds the upload complete.
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+	err = s.objs.Keep(kctx, id, path, u.Size, sum)
+	cancel()
+	if err != nil {
 		return u, err
 	}
 	if err := s.st.CompleteUpload(ctx, id, sum, typ); err != nil {
