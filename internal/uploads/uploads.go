@@ -383,15 +383,16 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 	}
 	var sum [32]byte
 	rs.h.Sum(sum[:0])
-	// The object is stored even if the client goes away meanwhile, so
+	// The object is stored and the upload recorded complete even if the
+	// request's context ends meanwhile (the client went away, or tusd
+	// gave up on the request while a large PUT to the bucket ran), so
 	// that its retry finds the upload complete.
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
-	err = s.objs.Keep(kctx, id, path, u.Size, sum)
-	cancel()
-	if err != nil {
+	defer cancel()
+	if err := s.objs.Keep(kctx, id, path, u.Size, sum); err != nil {
 		return u, err
 	}
-	if err := s.st.CompleteUpload(ctx, id, sum, typ); err != nil {
+	if err := s.st.CompleteUpload(kctx, id, sum, typ); err != nil {
 		return u, err
 	}
 	if !s.objs.Local() {
