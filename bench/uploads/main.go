@@ -88,24 +88,30 @@ func main() {
 		log.Fatal(err)
 	}
 	defer srv.stop()
+	// A failure stops formd and removes the run's files too.
+	fatal := func(err error) {
+		srv.stop()
+		os.RemoveAll(work)
+		log.Fatal(err)
+	}
 	fmt.Printf("machine: %d CPUs (shared with other work), load %s; disk under %s\n", runtime.NumCPU(), proc.LoadAvg(), root)
 
 	body := pdf(*size)
 	src := filepath.Join(work, "dd-src")
 	if err := os.WriteFile(src, body, 0o600); err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	for _, n := range []int{1, 20} {
 		var ups, dds []time.Duration
 		for r := 0; r < *rounds; r++ {
 			d, err := srv.uploadMany(n, body)
 			if err != nil {
-				log.Fatal(err)
+				fatal(err)
 			}
 			ups = append(ups, d)
 			d, err = ddMany(n, src, work)
 			if err != nil {
-				log.Fatal(err)
+				fatal(err)
 			}
 			dds = append(dds, d)
 		}
@@ -141,7 +147,7 @@ func main() {
 	close(stop)
 	wg.Wait()
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	fmt.Printf("memory: %d × %d MiB at once (%d MiB in %v): formd VmRSS %d MiB before, at most %d MiB during (VmHWM %d MiB)\n",
 		*bigN, *bigSize>>20, *bigN**bigSize>>20, took.Round(time.Millisecond), before>>20, peak>>20, srv.hwm()>>20)
@@ -151,12 +157,12 @@ func main() {
 	for r := 0; r < *rounds; r++ {
 		d, err := srv.resumeAtHalf(body)
 		if err != nil {
-			log.Fatal(err)
+			fatal(err)
 		}
 		resumes = append(resumes, d)
 		w, err := srv.uploadMany(1, body)
 		if err != nil {
-			log.Fatal(err)
+			fatal(err)
 		}
 		wholes = append(wholes, w)
 	}
