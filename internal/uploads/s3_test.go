@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -104,7 +105,7 @@ func (p *cutProxy) setCut(cut bool) {
 // parts here are gone), read back whole by Open; when the bucket cannot
 // be reached the last PATCH is 503 with Retry-After, nothing is
 // completed or claimable, and the same PATCH sent again once the bucket
-// is back completes it. Expiry deletes the object.
+// is back completes it. Expiry and erasure delete the objects.
 func TestS3Objects(t *testing.T) {
 	t.Parallel()
 	loc := s3Location(t)
@@ -173,15 +174,31 @@ func TestS3Objects(t *testing.T) {
 		t.Fatalf("after the bucket is back: %+v %v", u, err)
 	}
 
-	// Expiry deletes the objects.
+	// An entry claims the first; expiry deletes the other's object, and
+	// the erasure of the entry's data (retention, forget) the first's.
+	e := journal.Entry{ID: "e1", Seq: 1, Site: "default", Form: "exam", Key: "k1", ReceivedAt: r.clock.Now(),
+		Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
+	if out, err := r.st.Apply(ctx, []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
+		t.Fatalf("apply: %+v %v", out, err)
+	}
 	r.clock.add(25 * time.Hour)
-	if n, err := r.svc.RunOnce(ctx); err != nil || n != 2 {
+	if n, err := r.svc.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("RunOnce: %d %v", n, err)
 	}
-	for _, i := range []string{id, id2} {
-		if _, err := r.svc.Open(ctx, i); !errors.Is(err, store.ErrUploadNotFound) {
-			t.Fatalf("upload %s after expiry: %v", i, err)
-		}
+	if _, err := r.svc.Open(ctx, id2); !errors.Is(err, store.ErrUploadNotFound) {
+		t.Fatalf("an expired upload's object: %v", err)
+	}
+	if got := readAll(t, r.svc, id); sha256.Sum256(got) != sha256.Sum256(body) {
+		t.Fatal("a claimed upload's object went with the expiry")
+	}
+	if n, err := r.st.EraseEntries(ctx, []string{e.ID}); err != nil || n != 1 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	if n, err := r.svc.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("RunOnce after the erasure: %d %v", n, err)
+	}
+	if _, err := r.svc.Open(ctx, id); !errors.Is(err, store.ErrUploadNotFound) {
+		t.Fatalf("an erased entry's object: %v", err)
 	}
 }
 
