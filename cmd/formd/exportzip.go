@@ -14,12 +14,20 @@ import (
 )
 
 // zipExport is formd export --with-files: the export and the files'
-// bytes (under --data/uploads) in one zip, streamed.
+// bytes (under --data/uploads, or in the --uploads bucket) in one zip,
+// streamed.
 func zipExport(ctx context.Context, cfg config.Config, st server.Store, f *form.Form, format string, opts export.Options) func(io.Writer) error {
-	files := uploads.DirBytes(filepath.Join(cfg.Data, "uploads"))
+	open := func(_ context.Context, id string) (io.ReadCloser, error) {
+		return uploads.DirBytes(filepath.Join(cfg.Data, "uploads")).Open(id)
+	}
 	return func(w io.Writer) error {
-		return export.WriteZip(ctx, st, f, format, w, opts, export.ZipFiles{
-			Uploads: st, Open: func(_ context.Context, id string) (io.ReadCloser, error) { return files.Open(id) }, Now: time.Now(),
-		})
+		if loc := cfg.UploadsS3; loc != nil {
+			objs, err := uploads.NewS3Objects(ctx, *loc)
+			if err != nil {
+				return err
+			}
+			open = func(ctx context.Context, id string) (io.ReadCloser, error) { return objs.Open(ctx, id) }
+		}
+		return export.WriteZip(ctx, st, f, format, w, opts, export.ZipFiles{Uploads: st, Open: open, Now: time.Now()})
 	}
 }

@@ -115,6 +115,9 @@ type Config struct {
 	// Clamd, when set, is the ClamAV daemon every upload is scanned by
 	// before it can be claimed (unix:///path or tcp://host:port).
 	Clamd string
+	// UploadsS3 is the bucket complete uploads' bytes live in (--uploads
+	// s3://…), shared by every instance; nil keeps them under --data.
+	UploadsS3 *uploads.S3Location
 
 	LogLevel  slog.Level
 	LogFormat string
@@ -461,6 +464,18 @@ var settings = []setting{
 			}
 		}
 		c.Clamd = v
+		return nil
+	}},
+	{"uploads", "data", "where complete uploads' bytes live: data (a directory under --data), or an S3-compatible bucket every instance shares, s3://BUCKET[/PREFIX]?endpoint=https://HOST:PORT[&region=R&style=path|virtual], credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", func(c *Config, v string) error {
+		c.UploadsS3 = nil
+		if v == "" || v == "data" {
+			return nil
+		}
+		loc, err := uploads.ParseS3URL(v)
+		if err != nil {
+			return err
+		}
+		c.UploadsS3 = &loc
 		return nil
 	}},
 	{"link-ttl", "15m", "how long a signed link to download an entry's file (in exports and webhooks) works", durationSetter(func(c *Config) *time.Duration { return &c.LinkTTL }, time.Minute, 7*24*time.Hour)},

@@ -68,6 +68,8 @@ const (
 	// Proof-of-work (a form's spam.challenge).
 	CodeChallengeRequired = "challenge-required"
 	CodeChallengeInvalid  = "challenge-invalid"
+	// Upload storage.
+	CodeUploadStorageFull = "upload-storage-full"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -123,7 +125,8 @@ var Codes = map[string]Info{
 	CodeUploadUsed:           {Status: 422, Title: "Upload already used", Explain: "An upload this submission names belongs to another submission already: an upload is attached to one entry only. Upload the file again for this submission. Nothing was stored."},
 	CodeUploadNotFound:       {Status: 422, Title: "Upload not found", Explain: "No complete upload of this form has this id: it was never made, it expired (uploads that no submission names are deleted after a while), or its bytes are still being sent. Upload the file again, or finish the upload, and submit again. Nothing was stored."},
 	CodeUploadOffset:         {Status: 409, Title: "Wrong upload offset", Explain: "The PATCH's Upload-Offset is not where the upload stands. Ask with HEAD for the Upload-Offset the server has, and send the rest from there."},
-	CodeUploadUnavailable:    {Status: 503, Title: "Upload storage unavailable", Explain: "The server could not store the upload's bytes (its disk may be full). Nothing was kept of this request; send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 5},
+	CodeUploadUnavailable:    {Status: 503, Title: "Upload storage unavailable", Explain: "The server could not store or read the upload's bytes (its disk, or the S3 bucket it keeps files in, could not be reached). Nothing was kept of this request and nothing was claimed; send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 5},
+	CodeUploadStorageFull:    {Status: 507, Title: "Upload storage full", Explain: "The server's disk (or its bucket's quota) has no room for the upload's bytes. Nothing was kept of this request and nothing was claimed: the upload stands where it stood before it. Send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 60},
 	CodeFileInfected:         {Status: 422, Title: "File infected", Explain: "The virus scanner (ClamAV) found malware in the uploaded file; the detail names what it found and the field. The file was deleted and nothing was stored: send a clean file."},
 	CodeScanUnavailable:      {Status: 503, Title: "Virus scanner unavailable", Explain: "Every file is scanned for viruses before a submission can use it, and the scanner could not be reached. The file is kept, unscanned and not usable yet; nothing was stored. Send the submission again, with the same key, after Retry-After seconds.", RetryAfter: 10},
 	CodeChallengeRequired:    {Status: 400, Title: "Proof-of-work required", Explain: "This form asks each new submission for a solved proof-of-work challenge (no puzzle for people: the browser solves it in the background, which needs JavaScript). Get one from GET /v1/forms/{form}/challenge, solve it (ALTCHA's format) and send it in the altcha field. Nothing was stored."},

@@ -207,7 +207,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	// The hosted result page shows a key's status as the status endpoint
 	// does (intake.Statuses, below both), and the intake hands the hosted
 	// pages plain posts that need a fix.
-	if err := s.openUploads(secret); err != nil {
+	if err := s.openUploads(ctx, secret); err != nil {
 		return err
 	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
@@ -278,7 +278,7 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	wg.Go(func() { s.Forms.Run(ctx, s.cfg.FormsRefresh) })
 	wg.Go(func() { s.retention.Run(ctx, s.cfg.RetentionEvery) })
 	wg.Go(func() { s.outbox.Run(ctx) })
-	wg.Go(func() { s.Uploads.Run(ctx, uploadExpireEvery) })
+	wg.Go(func() { s.Uploads.Run(ctx, uploadExpireEvery(s.cfg.UploadExpiry)) })
 	if s.backups.schedule != nil {
 		wg.Go(func() { s.backups.schedule.Run(ctx) })
 	}

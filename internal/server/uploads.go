@@ -10,18 +10,32 @@ import (
 )
 
 // uploadExpireEvery is how often unclaimed uploads past their expiry are
-// looked for.
-const uploadExpireEvery = time.Minute
+// looked for: every minute, or every quarter of a shorter expiry, so
+// that an upload is gone at most a quarter of its expiry late.
+func uploadExpireEvery(expiry time.Duration) time.Duration {
+	return max(min(time.Minute, expiry/4), time.Second)
+}
 
-// openUploads makes the uploads service: bytes under --data/uploads,
-// records in the store, download links signed with a key derived from
-// the installation's secret. With several instances each keeps the bytes
-// it received in its own --data: uploads to one instance are claimed
-// through the shared store from any, but served only by it (an
-// S3-compatible store shared by every instance is not built yet).
-func (s *Server) openUploads(secret []byte) error {
+// openUploads makes the uploads service: the bytes of uploads being
+// received under --data/uploads, those of complete uploads there too or
+// in the bucket of --uploads s3://… that every instance shares; records
+// in the store, download links signed with a key derived from the
+// installation's secret. An upload still being sent is resumed on the
+// instance that received its first bytes (its parts are there), so a
+// load balancer in front of several instances keeps a client on one
+// (sticky sessions) for resumption; a complete upload is claimed,
+// answered (HEAD) and downloaded through any instance.
+func (s *Server) openUploads(ctx context.Context, secret []byte) error {
+	var objs uploads.Objects
+	if loc := s.cfg.UploadsS3; loc != nil {
+		o, err := uploads.NewS3Objects(ctx, *loc)
+		if err != nil {
+			return err
+		}
+		objs = o
+	}
 	cfg := uploads.Config{
-		Dir: filepath.Join(s.cfg.Data, "uploads"), Expiry: s.cfg.UploadExpiry, Logger: s.log,
+		Dir: filepath.Join(s.cfg.Data, "uploads"), Objects: objs, Expiry: s.cfg.UploadExpiry, Logger: s.log,
 	}
 	if s.cfg.Clamd != "" {
 		c, err := uploads.ParseClamd(s.cfg.Clamd)

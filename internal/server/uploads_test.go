@@ -186,7 +186,7 @@ func TestUploadsExactlyOnce(t *testing.T) {
 			if files[0].SHA256 != sha256.Sum256(photo) || files[0].Type != "image/jpeg" || files[0].Size != int64(len(photo)) {
 				t.Fatalf("recorded file %+v", files[0])
 			}
-			f, err := h.Server.Uploads.Open(id)
+			f, err := h.Server.Uploads.Open(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package uploads
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,8 @@ import (
 // is the bytes file's size, so a byte counted is a byte on disk.
 type durableStore struct {
 	files filestore.FileStore
+	dir   string
+	sums  *sums
 }
 
 var (
@@ -27,7 +30,7 @@ var (
 func newDurableStore(dir string) durableStore {
 	fs := filestore.New(dir)
 	fs.DirModePerm, fs.FileModePerm = 0o700, 0o600
-	return durableStore{files: fs}
+	return durableStore{files: fs, dir: dir, sums: &sums{m: map[string]*runningSum{}}}
 }
 
 // UseIn makes the store the composer's core and terminater; no
@@ -38,11 +41,26 @@ func (d durableStore) UseIn(c *handler.StoreComposer) {
 }
 
 func (d durableStore) NewUpload(ctx context.Context, info handler.FileInfo) (handler.Upload, error) {
+	du, err := d.newUpload(ctx, info)
+	if err != nil {
+		// A disk too full for the new files: none is left behind, and
+		// the answer is 507 (the upload's record, which no client can
+		// claim without bytes, expires).
+		if info.ID != "" {
+			os.Remove(filepath.Join(d.dir, info.ID))
+			os.Remove(filepath.Join(d.dir, info.ID+".info"))
+		}
+		return nil, tusStorageErr("create upload", err)
+	}
+	return du, nil
+}
+
+func (d durableStore) newUpload(ctx context.Context, info handler.FileInfo) (*durableUpload, error) {
 	up, err := d.files.NewUpload(ctx, info)
 	if err != nil {
 		return nil, err
 	}
-	du, err := wrap(ctx, up)
+	du, err := d.wrap(ctx, up)
 	if err != nil {
 		return nil, err
 	}
@@ -64,36 +82,71 @@ func (d durableStore) GetUpload(ctx context.Context, id string) (handler.Upload,
 	if err != nil {
 		return nil, err
 	}
-	return wrap(ctx, up)
+	return d.wrap(ctx, up)
 }
 
 func (d durableStore) AsTerminatableUpload(up handler.Upload) handler.TerminatableUpload {
 	return up.(*durableUpload)
 }
 
-func wrap(ctx context.Context, up handler.Upload) (*durableUpload, error) {
+func (d durableStore) wrap(ctx context.Context, up handler.Upload) (*durableUpload, error) {
 	info, err := up.GetInfo(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &durableUpload{Upload: up, bin: info.Storage[filestore.StorageKeyPath], info: info.Storage[filestore.StorageKeyInfoPath]}, nil
+	return &durableUpload{Upload: up, id: info.ID, sums: d.sums,
+		bin: info.Storage[filestore.StorageKeyPath], info: info.Storage[filestore.StorageKeyInfoPath]}, nil
 }
 
 // durableUpload is one upload of durableStore.
 type durableUpload struct {
 	handler.Upload
+	id        string
 	bin, info string
+	sums      *sums
 }
 
-// WriteChunk appends and fsyncs. What was written before an error (a
-// dropped connection) is fsync'd too, so the client resumes after it.
+// WriteChunk appends and fsyncs, hashing the bytes as they arrive (see
+// sums). What was written before an error (a dropped connection) is
+// fsync'd too, so the client resumes after it; a chunk the disk had no
+// room for is cut off again, so that the upload stands where it stood
+// before the request, and the answer is 507.
 func (u *durableUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
-	n, err := u.Upload.WriteChunk(ctx, offset, src)
+	rs, err := u.sums.resume(u.id, u.bin, offset)
+	if err != nil {
+		return 0, err
+	}
+	counted := &countingReader{r: io.TeeReader(src, rs)}
+	n, err := u.Upload.WriteChunk(ctx, offset, counted)
+	if err != nil && isFull(err) {
+		if terr := os.Truncate(u.bin, offset); terr != nil {
+			err = errors.Join(err, terr)
+		} else if serr := syncPath(u.bin); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return 0, tusStorageErr("write upload", err)
+	}
 	if n > 0 {
 		if serr := syncPath(u.bin); serr != nil && err == nil {
-			err = serr
+			err = tusStorageErr("write upload", serr)
 		}
 	}
+	// The running digest goes on from here only when it saw exactly the
+	// bytes written; otherwise the next chunk hashes the file again.
+	if counted.n == n {
+		u.sums.keep(u.id, rs)
+	}
+	return n, err
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
 	return n, err
 }
 
@@ -109,6 +162,7 @@ func (u *durableUpload) Terminate(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("terminate upload: the file store cannot")
 	}
+	u.sums.drop(u.id)
 	return t.Terminate(ctx)
 }
 

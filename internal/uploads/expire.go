@@ -33,7 +33,7 @@ func (s *Service) RunOnce(ctx context.Context) (int, error) {
 			return n, fmt.Errorf("expire upload %s: %w", id, err)
 		}
 		if gone {
-			if err := s.removeBytes(id); err != nil {
+			if err := s.removeBytes(ctx, id); err != nil {
 				return n, fmt.Errorf("expire upload %s: %w", id, err)
 			}
 		}
@@ -47,7 +47,7 @@ func (s *Service) RunOnce(ctx context.Context) (int, error) {
 		return n, fmt.Errorf("erase uploads: %w", err)
 	}
 	for _, id := range erased {
-		if err := s.removeBytes(id); err != nil {
+		if err := s.removeBytes(ctx, id); err != nil {
 			return n, fmt.Errorf("erase upload %s: %w", id, err)
 		}
 		if _, err := s.st.DropErasedUpload(ctx, id); err != nil {

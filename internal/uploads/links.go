@@ -134,9 +134,14 @@ func (s *Service) download(w http.ResponseWriter, r *http.Request, l *Links) {
 		writeProblem(w, r, problem.New(problem.CodeNotFound, "the entry has no such file (it may have been erased)"), 0)
 		return
 	}
-	f, err := s.Open(id)
-	if err != nil {
+	f, err := s.Open(r.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrUploadNotFound):
 		writeProblem(w, r, problem.New(problem.CodeNotFound, "the file's bytes are missing"), 0)
+		return
+	case err != nil:
+		s.cfg.Logger.Warn("read an upload's bytes for a download", "upload", id, "err", err)
+		writeProblem(w, r, problem.From(err), 0)
 		return
 	}
 	defer f.Close()

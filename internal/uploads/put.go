@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/problem"
@@ -31,7 +30,7 @@ func (s *Service) Put(ctx context.Context, f *form.Form, field, name, key string
 	}
 	tmp, err := os.CreateTemp(s.cfg.Dir, ".part-*")
 	if err != nil {
-		return "", fmt.Errorf("store a posted file: %w", err)
+		return "", storageErr("store a posted file", err)
 	}
 	defer func() {
 		tmp.Close()
@@ -41,7 +40,7 @@ func (s *Service) Put(ctx context.Context, f *form.Form, field, name, key string
 	head := &headBuffer{max: 512}
 	size, err := io.Copy(io.MultiWriter(tmp, h, head), io.LimitReader(src, fd.MaxSizeOf()+1))
 	if err != nil {
-		return "", fmt.Errorf("store a posted file: %w", err)
+		return "", storageErr("store a posted file", err)
 	}
 	if size > fd.MaxSizeOf() {
 		return "", problem.New(problem.CodePayloadTooLarge, fmt.Sprintf("field %s takes files of at most %s", field, form.Size(fd.MaxSizeOf())))
@@ -65,7 +64,7 @@ func (s *Service) Put(ctx context.Context, f *form.Form, field, name, key string
 		}
 	}
 	if err := tmp.Sync(); err != nil {
-		return "", fmt.Errorf("store a posted file: %w", err)
+		return "", storageErr("store a posted file", err)
 	}
 	id := newID()
 	if key != "" {
@@ -87,12 +86,15 @@ func (s *Service) Put(ctx context.Context, f *form.Form, field, name, key string
 		return "", err
 	}
 	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("store a posted file: %w", err)
+		return "", storageErr("store a posted file", err)
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(s.cfg.Dir, id)); err != nil {
-		return "", fmt.Errorf("store a posted file: %w", err)
-	}
-	if err := syncPath(s.cfg.Dir); err != nil {
+	// The bytes become the upload's object (renamed in place, or put to
+	// the bucket); if they cannot, the record goes too, so that nothing
+	// of the post is left.
+	if err := s.objs.Keep(ctx, id, tmp.Name(), size, sum); err != nil {
+		if _, derr := s.st.DeleteUpload(ctx, id); derr != nil {
+			err = errors.Join(err, derr)
+		}
 		return "", err
 	}
 	if err := s.st.CompleteUpload(ctx, id, sum, typ); err != nil {

@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,8 +54,13 @@ type Forms interface {
 
 // Config tunes the uploads.
 type Config struct {
-	// Dir holds the bytes (--data/uploads); made 0700 if missing.
+	// Dir holds the bytes of the uploads being received (--data/uploads),
+	// and those of complete uploads too unless Objects is set; made 0700
+	// if missing.
 	Dir string
+	// Objects is where complete uploads' bytes live: nil for Dir itself
+	// (the embedded tier), or an S3-compatible bucket (NewS3Objects).
+	Objects Objects
 	// Expiry is how long an upload no entry claimed is kept
 	// (--upload-expiry).
 	Expiry time.Duration
@@ -72,6 +78,7 @@ type Service struct {
 	st    Store
 	forms Forms
 	files durableStore
+	objs  Objects
 	tus   *handler.UnroutedHandler
 }
 
@@ -94,7 +101,10 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("restrict the uploads directory: %w", err)
 	}
-	s := &Service{cfg: cfg, st: st, forms: forms, files: newDurableStore(cfg.Dir)}
+	s := &Service{cfg: cfg, st: st, forms: forms, files: newDurableStore(cfg.Dir), objs: cfg.Objects}
+	if s.objs == nil {
+		s.objs = dirObjects{dir: cfg.Dir}
+	}
 	composer := handler.NewStoreComposer()
 	s.files.UseIn(composer)
 	memorylocker.New().UseIn(composer)
@@ -190,6 +200,9 @@ func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
 				return
 			}
 			w.Header().Set("Upload-Expires", u.ExpiresAt.UTC().Format(http.TimeFormat))
+			if s.serveComplete(w, r, u) {
+				return
+			}
 			r2 := *r
 			r2.URL = new(*r.URL)
 			r2.URL.Path = id
@@ -198,6 +211,75 @@ func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), formKey{}, formID))
 		s.tus.Middleware(h).ServeHTTP(rw, r)
 	})
+}
+
+// serveComplete answers the tus requests on a complete upload itself,
+// from the store, so that any instance answers them whichever one
+// received the bytes (with --uploads s3 the parts are gone once the
+// object is in the bucket): HEAD gives the whole length as the offset, a
+// PATCH at the end is a no-op, DELETE removes an upload no entry claimed.
+// A PATCH on an upload whose bytes are all here but whose completion
+// failed (the bucket was down) completes it. It says whether it answered.
+func (s *Service) serveComplete(w http.ResponseWriter, r *http.Request, u store.Upload) bool {
+	method := r.Method
+	if o := r.Header.Get("X-HTTP-Method-Override"); method == http.MethodPost && o != "" {
+		method = strings.ToUpper(o)
+	}
+	if !u.Complete {
+		if method != http.MethodPatch || !s.written(r.Context(), u) {
+			return false
+		}
+		var err error
+		if u, err = s.complete(r.Context(), u.ID); err != nil {
+			var rej *rejection
+			if errors.As(err, &rej) {
+				writeProblem(w, r, rej.problem(), 0)
+			} else {
+				writeProblem(w, r, problem.From(err), 0)
+			}
+			return true
+		}
+	}
+	h := w.Header()
+	h.Set("Tus-Resumable", "1.0.0")
+	h.Set("Cache-Control", "no-store")
+	size := strconv.FormatInt(u.Size, 10)
+	switch method {
+	case http.MethodHead:
+		h.Set("Upload-Offset", size)
+		h.Set("Upload-Length", size)
+		w.WriteHeader(http.StatusOK)
+	case http.MethodPatch:
+		if r.Header.Get("Upload-Offset") != size {
+			writeProblem(w, r, problem.New(problem.CodeUploadOffset, "the upload is complete: its offset is its length, "+size), http.StatusConflict)
+			return true
+		}
+		h.Set("Upload-Offset", size)
+		w.WriteHeader(http.StatusNoContent)
+	case http.MethodDelete:
+		if u.Entry != "" {
+			writeProblem(w, r, problem.New(problem.CodeUploadUsed, "a submission has this upload; it is deleted with the entry's data"), 0)
+			return true
+		}
+		if err := s.remove(r.Context(), u.ID); err != nil {
+			writeProblem(w, r, problem.From(err), 0)
+			return true
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		return false
+	}
+	return true
+}
+
+// written says every byte of an incomplete upload is in the parts here.
+func (s *Service) written(ctx context.Context, u store.Upload) bool {
+	up, err := s.files.GetUpload(ctx, u.ID)
+	if err != nil {
+		return false
+	}
+	info, err := up.GetInfo(ctx)
+	return err == nil && info.Offset == u.Size
 }
 
 // sameOrigin says the Origin is this server (the hosted page).
@@ -252,10 +334,18 @@ func (s *Service) preFinish(ev handler.HookEvent) (handler.HTTPResponse, error) 
 		if inf, ok := refusedUpload(err); ok {
 			return handler.HTTPResponse{}, tusProblem(inf.problem(), 0)
 		}
-		return handler.HTTPResponse{}, tusProblem(problem.From(err), 0)
+		p := problem.From(err)
+		if p.Status >= 500 {
+			s.cfg.Logger.Warn("complete an upload", "upload", ev.Upload.ID, "err", err)
+		}
+		return handler.HTTPResponse{}, tusProblem(p, 0)
 	}
 	return handler.HTTPResponse{Header: handler.HTTPHeader{"Upload-Expires": u.ExpiresAt.UTC().Format(http.TimeFormat)}}, nil
 }
+
+// keepTimeout bounds the storing of a complete upload's bytes as its
+// object (a PUT of up to max_size to the bucket).
+const keepTimeout = 10 * time.Minute
 
 // rejection is a complete upload whose bytes its field does not take.
 type rejection struct{ field, typ string }
@@ -269,7 +359,12 @@ func (r *rejection) problem() *problem.Problem {
 }
 
 // complete fixes a fully written upload's SHA-256 and sniffed type in the
-// store, or deletes it when its field does not accept the type.
+// store, or deletes it when its field does not accept the type. The
+// digest is the one taken while the bytes arrived (sums), or, when this
+// instance did not see them all (it restarted), one made now. The bytes
+// are made the upload's object (moved to the bucket, with --uploads s3)
+// before the store records the upload complete, so that an upload that
+// can be claimed always has its bytes where every instance reads them.
 func (s *Service) complete(ctx context.Context, id string) (store.Upload, error) {
 	u, err := s.st.Upload(ctx, id)
 	if err != nil {
@@ -278,22 +373,14 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 	if u.Complete {
 		return u, nil
 	}
-	f, err := os.OpenFile(filepath.Join(s.cfg.Dir, id), os.O_RDWR, 0)
-	if err != nil {
-		return u, fmt.Errorf("open upload: %w", err)
+	path := filepath.Join(s.cfg.Dir, id)
+	rs := s.files.sums.take(id, u.Size)
+	if rs == nil {
+		if rs, err = hashPrefix(path, u.Size); err != nil {
+			return u, fmt.Errorf("upload %s: %w", id, err)
+		}
 	}
-	defer f.Close()
-	head := make([]byte, 512)
-	n, err := f.ReadAt(head, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return u, fmt.Errorf("read upload: %w", err)
-	}
-	typ := sniff(head[:n])
-	if st, err := f.Stat(); err != nil {
-		return u, fmt.Errorf("read upload: %w", err)
-	} else if st.Size() != u.Size {
-		return u, fmt.Errorf("upload %s has %d of its %d bytes", id, st.Size(), u.Size)
-	}
+	typ := sniff(rs.head)
 	fd, ok := s.fieldOf(u)
 	if !ok || !fd.Accepts(typ) {
 		rej := &rejection{field: u.Field, typ: typ}
@@ -303,9 +390,15 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 		return u, rej
 	}
 	// Photos lose their location metadata and the bytes are scanned
-	// (safety.go) before the digest is taken and the upload can be
-	// claimed.
-	if _, err := s.clean(ctx, f, u.Size, u.Field, typ); err != nil {
+	// (safety.go) before the digest is final and the upload can be
+	// claimed; a cleaning that changed the bytes is hashed again.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return u, fmt.Errorf("open upload: %w", err)
+	}
+	defer f.Close()
+	changed, err := s.clean(ctx, f, u.Size, u.Field, typ)
+	if err != nil {
 		if inf, ok := refusedUpload(err); ok {
 			if err := s.remove(ctx, id); err != nil {
 				return u, errors.Join(inf, err)
@@ -313,12 +406,31 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 		}
 		return u, err
 	}
-	sum, err := digest(f, u.Size)
-	if err != nil {
+	var sum [32]byte
+	if changed {
+		if sum, err = digest(f, u.Size); err != nil {
+			return u, err
+		}
+	} else {
+		rs.h.Sum(sum[:0])
+	}
+	// The object is stored and the upload recorded complete even if the
+	// request's context ends meanwhile (the client went away, or tusd
+	// gave up on the request while a large PUT to the bucket ran), so
+	// that its retry finds the upload complete.
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+	defer cancel()
+	if err := s.objs.Keep(kctx, id, path, u.Size, sum); err != nil {
 		return u, err
 	}
-	if err := s.st.CompleteUpload(ctx, id, sum, typ); err != nil {
+	if err := s.st.CompleteUpload(kctx, id, sum, typ); err != nil {
 		return u, err
+	}
+	if !s.objs.Local() {
+		// The object is in the bucket: the parts go.
+		if err := s.removeParts(id); err != nil {
+			s.cfg.Logger.Warn("remove an upload's parts after storing it", "upload", id, "err", err)
+		}
 	}
 	u.SHA256, u.Type, u.Complete = sum, typ, true
 	return u, nil
@@ -347,11 +459,22 @@ func (s *Service) remove(ctx context.Context, id string) error {
 	if err != nil || !ok {
 		return err
 	}
-	return s.removeBytes(id)
+	return s.removeBytes(ctx, id)
 }
 
-// removeBytes deletes an upload's files.
-func (s *Service) removeBytes(id string) error {
+// removeBytes deletes an upload's bytes: its object, and its parts if
+// they are still here.
+func (s *Service) removeBytes(ctx context.Context, id string) error {
+	if err := s.removeParts(id); err != nil {
+		return err
+	}
+	return s.objs.Delete(ctx, id)
+}
+
+// removeParts deletes the files tusd keeps of an upload in the parts
+// directory.
+func (s *Service) removeParts(id string) error {
+	s.files.sums.drop(id)
 	for _, p := range []string{filepath.Join(s.cfg.Dir, id), filepath.Join(s.cfg.Dir, id+".info")} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("delete upload bytes: %w", err)
@@ -360,12 +483,17 @@ func (s *Service) removeBytes(id string) error {
 	return nil
 }
 
-// Open reads the bytes of an upload.
-func (s *Service) Open(id string) (*os.File, error) {
+// Open reads the bytes of a complete upload, from whichever instance or
+// bucket holds them; store.ErrUploadNotFound when they are missing.
+func (s *Service) Open(ctx context.Context, id string) (Object, error) {
 	if !validID(id) {
 		return nil, store.ErrUploadNotFound
 	}
-	return os.Open(filepath.Join(s.cfg.Dir, id))
+	o, err := s.objs.Open(ctx, id)
+	if errors.Is(err, errNoObject) {
+		return nil, fmt.Errorf("upload %s: %w", id, store.ErrUploadNotFound)
+	}
+	return o, err
 }
 
 func validID(id string) bool {

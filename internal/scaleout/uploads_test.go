@@ -1,0 +1,247 @@
+package scaleout
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/formd/formd/internal/store/pgstore/pgtest"
+)
+
+const filesForm = `id: files
+site: loadtest
+title: Upload test
+fields:
+  - {name: name,  type: text, required: true}
+  - {name: scan,  type: file, required: true, max_size: 8MiB, accept: [application/pdf]}
+`
+
+// s3URL is FORMD_TEST_S3_URL (a real S3-compatible server, see
+// scripts/s3server.sh) with a prefix of the test's own; skipped without
+// it, failed under FORMD_REQUIRE_SERVICES=1.
+func s3URL(t *testing.T) string {
+	t.Helper()
+	raw := os.Getenv("FORMD_TEST_S3_URL")
+	if raw == "" {
+		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
+			t.Fatal("FORMD_TEST_S3_URL is not set (FORMD_REQUIRE_SERVICES=1): start scripts/s3server.sh")
+		}
+		t.Skip("FORMD_TEST_S3_URL is not set")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/scaleout-" + hex.EncodeToString(b[:])
+	return u.String()
+}
+
+// pdf is n bytes that sniff as a PDF, different for each seed.
+func pdf(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*31) ^ seed
+	}
+	copy(b, "%PDF-1.4\n")
+	return b
+}
+
+// tusUpload sends body to base as a tus upload of the form's scan field,
+// in chunks, and returns the upload's address.
+func tusUpload(t *testing.T, base, form string, body []byte, chunk int) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/forms/"+form+"/uploads", nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", strconv.Itoa(len(body)))
+	req.Header.Set("Upload-Metadata", "field "+base64.StdEncoding.EncodeToString([]byte("scan"))+",filename "+base64.StdEncoding.EncodeToString([]byte("扫描件.pdf")))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("create an upload: %d", res.StatusCode)
+	}
+	loc := res.Header.Get("Location")
+	for off := 0; off < len(body); off += chunk {
+		end := min(off+chunk, len(body))
+		req, _ := http.NewRequest("PATCH", base+loc, bytes.NewReader(body[off:end]))
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Upload-Offset", strconv.Itoa(off))
+		req.Header.Set("Content-Type", "application/offset+octet-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 204 {
+			t.Fatalf("PATCH at %d: %d %s", off, res.StatusCode, b)
+		}
+	}
+	return loc
+}
+
+// submit posts a submission naming the upload and waits for its decision.
+func submit(t *testing.T, base, form, key string, data map[string]any) (int, string) {
+	t.Helper()
+	body, _ := json.Marshal(data)
+	req, _ := http.NewRequest("POST", base+"/v1/forms/"+form+"/submissions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Prefer", "wait=10")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var doc struct{ Status, Code string }
+	_ = json.Unmarshal(b, &doc)
+	return res.StatusCode, doc.Status + doc.Code
+}
+
+// adminToken makes a new admin token in the shared store.
+func adminToken(t *testing.T, storeURL string) string {
+	t.Helper()
+	cmd := exec.Command(formdBinary(t), "token", "--store", storeURL, "--data", filepath.Join(t.TempDir(), "data"))
+	cmd.Env = append(os.Environ(), "FORMD_CONFIG=")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("formd token: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// fileLinks are the signed links of every file in a JSONL export.
+func fileLinks(t *testing.T, base, form, token string) map[string]string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/v1/admin/forms/"+form+"/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		t.Fatalf("export: %d %s", res.StatusCode, raw)
+	}
+	links := map[string]string{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if sum, ok := v["sha256"].(string); ok {
+				links[sum], _ = v["url"].(string)
+				return
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var row any
+		if err := json.Unmarshal(line, &row); err != nil {
+			t.Fatalf("export line %q: %v", line, err)
+		}
+		walk(row)
+	}
+	return links
+}
+
+func download(t *testing.T, base, link string) [32]byte {
+	t.Helper()
+	res, err := http.Get(base + link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("download %s: %d %s", link, res.StatusCode, b)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, res.Body); err != nil {
+		t.Fatal(err)
+	}
+	return [32]byte(h.Sum(nil))
+}
+
+// Three instances on NATS and PostgreSQL keep uploads in one S3 bucket
+// (a real S3-compatible server): a file uploaded through the first, the
+// submission naming it sent through the second, its signed link from the
+// third's export downloads the same bytes from any instance; the first
+// instance keeps no copy; a second submission naming the upload through
+// the third is refused.
+func TestUploadsAcrossInstancesOnS3(t *testing.T) {
+	storeURL := pgtest.URL(t)
+	nurl := natsURL(t)
+	bucket := s3URL(t)
+	d := newDeploymentOf(t, nurl, storeURL, filesForm, "--uploads", bucket)
+	a, b, c := d.start(t, "formd-a"), d.start(t, "formd-b"), d.start(t, "formd-c")
+
+	sent := map[[32]byte]string{}
+	for i := range 3 {
+		body := pdf(1<<20+i*12345, byte(i))
+		loc := tusUpload(t, a.url(), "files", body, 300<<10)
+		id := loc[strings.LastIndex(loc, "/")+1:]
+		sent[sha256.Sum256(body)] = id
+		// Any instance answers where a complete upload stands.
+		req, _ := http.NewRequest("HEAD", c.url()+loc, nil)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 || res.Header.Get("Upload-Offset") != strconv.Itoa(len(body)) {
+			t.Fatalf("HEAD through another instance: %d offset %q", res.StatusCode, res.Header.Get("Upload-Offset"))
+		}
+		if code, status := submit(t, b.url(), "files", fmt.Sprintf("s3-%d", i), map[string]any{"name": fmt.Sprint("person ", i), "scan": "upload:" + id}); code != 201 || status != "stored" {
+			t.Fatalf("submission %d through B: %d %s", i, code, status)
+		}
+		if code, status := submit(t, c.url(), "files", fmt.Sprintf("s3-other-%d", i), map[string]any{"name": "someone else", "scan": "upload:" + id}); code != 422 || !strings.Contains(status, "upload") {
+			t.Fatalf("another submission naming upload %d through C: %d %s", i, code, status)
+		}
+		if _, err := os.Stat(filepath.Join(a.dataDir(), "uploads", id)); !os.IsNotExist(err) {
+			t.Fatalf("instance A keeps a copy of upload %s: %v", id, err)
+		}
+	}
+
+	links := fileLinks(t, c.url(), "files", adminToken(t, storeURL))
+	if len(links) != len(sent) {
+		t.Fatalf("the export links %d files, want %d: %v", len(links), len(sent), links)
+	}
+	for sum := range sent {
+		link := links[hex.EncodeToString(sum[:])]
+		if link == "" {
+			t.Fatalf("no link for a file sent (sha256 %x)", sum)
+		}
+		for _, in := range []*instance{c, a, b} {
+			if got := download(t, in.url(), link); got != sum {
+				t.Fatalf("%s serves other bytes for %s", in.name, link)
+			}
+		}
+	}
+}

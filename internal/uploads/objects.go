@@ -1,0 +1,101 @@
+package uploads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/formd/formd/internal/problem"
+)
+
+// Objects is where the bytes of complete uploads live, one object per
+// upload id: a directory under --data (dirObjects, the embedded tier), or
+// an S3-compatible bucket that every instance of a deployment shares
+// (s3Objects, --uploads s3://…). The bytes of an upload still being sent
+// stay in the receiving instance's own directory (tusd's parts, fsync'd
+// at every chunk) until the last byte; then Keep makes them the upload's
+// object.
+type Objects interface {
+	// Keep makes the complete file at path (size bytes, of that SHA-256)
+	// the object id, durable when it returns. The file at path may be
+	// gone after; a second Keep of the same id and bytes is no error.
+	Keep(ctx context.Context, id, path string, size int64, sum [32]byte) error
+	// Open reads an object; errNoObject when there is none.
+	Open(ctx context.Context, id string) (Object, error)
+	// Delete removes an object; no error when there is none.
+	Delete(ctx context.Context, id string) error
+	// Local says whether objects are the files of the parts directory
+	// (Keep is a rename in place), so that completing an upload leaves
+	// its bytes where tusd wrote them.
+	Local() bool
+}
+
+// Object is one object being read.
+type Object interface {
+	io.ReadSeekCloser
+}
+
+// errNoObject is an upload whose bytes are not in the store.
+var errNoObject = errors.New("the upload's bytes are missing")
+
+// ErrStorageFull is a disk with no room for an upload's bytes: the
+// request is answered 507 with Retry-After and nothing of it is kept.
+var ErrStorageFull = storageError{code: problem.CodeUploadStorageFull, msg: "the server's disk has no room for the upload's bytes"}
+
+// ErrStorageUnavailable is an object store (the S3 bucket) that could not
+// be reached or refused to store: 503 with Retry-After, nothing claimed.
+var ErrStorageUnavailable = storageError{code: problem.CodeUploadUnavailable, msg: "the upload storage could not be reached"}
+
+type storageError struct{ code, msg string }
+
+func (e storageError) Error() string       { return e.msg }
+func (e storageError) ProblemCode() string { return e.code }
+
+// storageErr classifies an error of writing bytes: a full disk (ENOSPC,
+// EDQUOT) is ErrStorageFull, wrapped with its cause.
+func storageErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%s: %w: %w", op, ErrStorageFull, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// dirObjects keeps objects as the files of the parts directory, named by
+// upload id (tusd's filestore's own names), 0600 in a 0700 directory.
+type dirObjects struct{ dir string }
+
+func (d dirObjects) Local() bool { return true }
+
+func (d dirObjects) path(id string) string { return filepath.Join(d.dir, id) }
+
+func (d dirObjects) Keep(ctx context.Context, id, path string, size int64, sum [32]byte) error {
+	if path == d.path(id) {
+		return nil // tusd wrote it there, fsync'd
+	}
+	if err := os.Rename(path, d.path(id)); err != nil {
+		return storageErr("keep upload bytes", err)
+	}
+	return storageErr("keep upload bytes", syncPath(d.dir))
+}
+
+func (d dirObjects) Open(ctx context.Context, id string) (Object, error) {
+	f, err := os.Open(d.path(id))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errNoObject
+	}
+	return f, err
+}
+
+func (d dirObjects) Delete(ctx context.Context, id string) error {
+	if err := os.Remove(d.path(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete upload bytes: %w", err)
+	}
+	return nil
+}

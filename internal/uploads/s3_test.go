@@ -1,0 +1,233 @@
+package uploads
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+)
+
+// s3Location is the test's own prefix in the bucket of
+// FORMD_TEST_S3_URL (a real S3-compatible server, such as the SeaweedFS
+// that scripts/s3server.sh starts; credentials in AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY). Skipped without it, failed under
+// FORMD_REQUIRE_SERVICES=1.
+func s3Location(t *testing.T) S3Location {
+	t.Helper()
+	raw := os.Getenv("FORMD_TEST_S3_URL")
+	if raw == "" {
+		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
+			t.Fatal("FORMD_TEST_S3_URL is not set (FORMD_REQUIRE_SERVICES=1): start scripts/s3server.sh")
+		}
+		t.Skip("FORMD_TEST_S3_URL is not set")
+	}
+	loc, err := ParseS3URL(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	loc.Prefix += strings.ReplaceAll(t.Name(), "/", "-") + "-" + hex.EncodeToString(b[:]) + "/"
+	return loc
+}
+
+// cutProxy forwards TCP to target until cut, when it refuses and drops
+// every connection: a bucket that cannot be reached.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  []net.Conn
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.setCut(true) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.cut {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+// With --uploads s3 a complete upload's bytes are in the bucket (its
+// parts here are gone), read back whole by Open; when the bucket cannot
+// be reached the last PATCH is 503 with Retry-After, nothing is
+// completed or claimable, and the same PATCH sent again once the bucket
+// is back completes it. Expiry and erasure delete the objects.
+func TestS3Objects(t *testing.T) {
+	t.Parallel()
+	loc := s3Location(t)
+	proxy := newCutProxy(t, loc.Endpoint)
+	loc.Endpoint = proxy.ln.Addr().String()
+	ctx := context.Background()
+	objs, err := NewS3Objects(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t)
+	r.restart(objs)
+
+	body := png(40 << 10)
+	loc1 := r.create("photo", len(body))
+	id := strings.TrimPrefix(loc1, "/v1/forms/exam/uploads/")
+	if res := r.patch(loc1, 0, body, false); res.StatusCode != 204 {
+		t.Fatalf("PATCH: %d %s", res.StatusCode, problemCode(t, res))
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, id)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the parts stay after the object is in the bucket: %v", err)
+	}
+	if got := readAll(t, r.svc, id); sha256.Sum256(got) != sha256.Sum256(body) {
+		t.Fatal("the object is not the bytes sent")
+	}
+	// Another instance (another service on its own directory) reads and
+	// answers it too.
+	other, err := New(r.st, r.forms, Config{Dir: filepath.Join(t.TempDir(), "uploads"), Objects: objs, Expiry: 24 * time.Hour, Now: r.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, other, id); sha256.Sum256(got) != sha256.Sum256(body) {
+		t.Fatal("another instance reads other bytes")
+	}
+
+	// The bucket is cut off.
+	body2 := png(30 << 10)
+	loc2 := r.create("photo", len(body2))
+	id2 := strings.TrimPrefix(loc2, "/v1/forms/exam/uploads/")
+	if res := r.patch(loc2, 0, body2[:10000], false); res.StatusCode != 204 {
+		t.Fatalf("first chunk: %d", res.StatusCode)
+	}
+	proxy.setCut(true)
+	res := r.patch(loc2, 10000, body2[10000:], false)
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("last PATCH with the bucket cut off: %d Retry-After %q", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	if c := problemCode(t, res); !strings.HasPrefix(c, "upload-unavailable") {
+		t.Fatalf("problem %q", c)
+	}
+	if u, err := r.st.Upload(ctx, id2); err != nil || u.Complete {
+		t.Fatalf("an upload whose bytes are not in the bucket is complete: %+v %v", u, err)
+	}
+	errs, err := r.svc.Check(ctx, r.forms["exam"], []form.UploadRef{{Field: "photo", ID: id2}})
+	if err == nil || len(errs) != 0 || problemOf(err) != "upload-unavailable" {
+		t.Fatalf("a submission naming it while the bucket is cut off: %+v %v", errs, err)
+	}
+	if _, err := r.svc.Open(ctx, id); problemOf(err) != "upload-unavailable" {
+		t.Fatalf("a download while the bucket is cut off: %v", err)
+	}
+	proxy.setCut(false)
+	if res := r.patch(loc2, len(body2), nil, false); res.StatusCode != 204 {
+		t.Fatalf("the last PATCH again: %d %s", res.StatusCode, problemCode(t, res))
+	}
+	if u, err := r.st.Upload(ctx, id2); err != nil || !u.Complete || u.SHA256 != sha256.Sum256(body2) {
+		t.Fatalf("after the bucket is back: %+v %v", u, err)
+	}
+
+	// An entry claims the first; expiry deletes the other's object, and
+	// the erasure of the entry's data (retention, forget) the first's.
+	e := journal.Entry{ID: "e1", Seq: 1, Site: "default", Form: "exam", Key: "k1", ReceivedAt: r.clock.Now(),
+		Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
+	if out, err := r.st.Apply(ctx, []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
+		t.Fatalf("apply: %+v %v", out, err)
+	}
+	r.clock.add(25 * time.Hour)
+	if n, err := r.svc.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("RunOnce: %d %v", n, err)
+	}
+	if _, err := r.svc.Open(ctx, id2); !errors.Is(err, store.ErrUploadNotFound) {
+		t.Fatalf("an expired upload's object: %v", err)
+	}
+	if got := readAll(t, r.svc, id); sha256.Sum256(got) != sha256.Sum256(body) {
+		t.Fatal("a claimed upload's object went with the expiry")
+	}
+	if n, err := r.st.EraseEntries(ctx, []string{e.ID}); err != nil || n != 1 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	if n, err := r.svc.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("RunOnce after the erasure: %d %v", n, err)
+	}
+	if _, err := r.svc.Open(ctx, id); !errors.Is(err, store.ErrUploadNotFound) {
+		t.Fatalf("an erased entry's object: %v", err)
+	}
+}
+
+func problemOf(err error) string {
+	var c interface{ ProblemCode() string }
+	if errors.As(err, &c) {
+		return c.ProblemCode()
+	}
+	return ""
+}
+
+func TestParseS3URL(t *testing.T) {
+	t.Parallel()
+	good := map[string]S3Location{
+		"s3://files":                            {Bucket: "files", Endpoint: "s3.amazonaws.com", Secure: true},
+		"s3://files/formd/?region=eu-west-1":    {Bucket: "files", Prefix: "formd/", Endpoint: "s3.amazonaws.com", Secure: true, Region: "eu-west-1"},
+		"s3://b?endpoint=http://127.0.0.1:8333": {Bucket: "b", Endpoint: "127.0.0.1:8333", PathStyle: true},
+		"s3://b?endpoint=https://oss-cn-hangzhou.aliyuncs.com&style=virtual": {Bucket: "b", Endpoint: "oss-cn-hangzhou.aliyuncs.com", Secure: true},
+	}
+	for in, want := range good {
+		got, err := ParseS3URL(in)
+		if err != nil || got != want {
+			t.Errorf("%s: %+v %v, want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"files", "http://b", "s3://", "s3://key:secret@b", "s3://b?endpoint=127.0.0.1:8333",
+		"s3://b?endpoint=ftp://h", "s3://b?style=odd", "s3://b?access_key=x", "s3://b?endpoint=http://h/path"} {
+		if _, err := ParseS3URL(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
