@@ -140,9 +140,11 @@ func challengeFor(f *form.Form, l lang) *challengeView {
 		return nil
 	}
 	strings := map[string]string{}
-	for _, k := range []string{"label", "verifying", "verified", "error", "expired", "verificationRequired", "waitAlert", "ariaLinkLabel", "footer"} {
+	for _, k := range []string{"label", "verifying", "verified", "error", "expired", "verificationRequired", "waitAlert", "ariaLinkLabel"} {
 		strings[k] = l.T["pow."+k]
 	}
+	// The widget's footer ("Protected by ALTCHA", in English) is not shown.
+	strings["footer"] = ""
 	b, _ := json.Marshal(strings) //nolint:errchkjson // a map of strings
 	v := &challengeView{
 		Worker:  altchaPrefix + "formd-worker.js?v=" + formdWorker.version,

@@ -12,7 +12,6 @@ var powStrings = map[string][2]string{
 	"pow.verificationRequired": {"Please wait a moment: the browser check is finishing.", "请稍候：浏览器确认即将完成。"},
 	"pow.waitAlert":            {"Checking this browser… please wait.", "正在确认浏览器…请稍候。"},
 	"pow.ariaLinkLabel":        {"About ALTCHA", "关于 ALTCHA"},
-	"pow.footer":               {"", ""},
 	"pow.noscript":             {"This form needs JavaScript to send: it checks in the background that a browser, not a script, is sending it. Please turn JavaScript on, or use another browser.", "此表单需要启用 JavaScript 才能提交：它会在后台确认是浏览器而不是脚本在提交。请启用 JavaScript，或换一个浏览器。"},
 }
 

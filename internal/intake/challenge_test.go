@@ -252,7 +252,11 @@ func (failingChallenges) SpendChallenge(context.Context, store.ChallengeUse, tim
 // nothing is journaled.
 func TestChallengeStoreDown(t *testing.T) {
 	t.Parallel()
-	h := servertest.Start(t, powForms, servertest.Options{WrapStore: func(s server.Store) server.Store { return failingChallenges{s} }})
+	h := servertest.Start(t, powForms, servertest.Options{
+		// A wrapped store does not decide on the journal's writer.
+		Config:    func(c *config.Config) { c.DecideAtAppend = false },
+		WrapStore: func(s server.Store) server.Store { return failingChallenges{s} },
+	})
 	c := powClient{t: t, url: h.URL}
 	b, _ := json.Marshal(map[string]any{"name": "Ann", "altcha": c.solve("pow")})
 	resp, body := c.do("POST", "/v1/forms/pow/submissions", "application/json", string(b), map[string]string{"Idempotency-Key": "d1"})
