@@ -25,7 +25,7 @@ spam: {challenge: pow, challenge_fallback: spam}
 		t.Fatalf("entry page: %d %s", code, body)
 	}
 	code, body = b.do("GET", "/admin/forms/pow/entries/"+id+"?lang=zh", nil)
-	if code != 200 || !strings.Contains(body, "判为垃圾的原因") || !strings.Contains(body, "没有工作量证明") {
+	if code != 200 || !strings.Contains(body, "判为垃圾的原因") || !strings.Contains(body, "没有防机器人校验") {
 		t.Fatalf("entry page in Chinese: %d %s", code, body)
 	}
 }
