@@ -376,6 +376,12 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) er
 		}
 		v.Columns = append(v.Columns, column{Name: fd.Name, Label: label, Shown: shown})
 	}
+	for _, c := range removedColumns(f, pg.Rows, chosen, p.L.Tag) {
+		if c.Shown {
+			v.ShownCols++
+		}
+		v.Columns = append(v.Columns, c)
+	}
 	for _, row := range pg.Rows {
 		vals := rowValues(row)
 		var cells []string
@@ -455,9 +461,7 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, p page) error {
 		v.Fields = append(v.Fields, fieldValue{label, vals[fd.Name]})
 		delete(vals, fd.Name)
 	}
-	for k, val := range vals {
-		v.Fields = append(v.Fields, fieldValue{k, val})
-	}
+	v.Fields = append(v.Fields, otherValues(f, e.Row, vals, p.L.Tag)...)
 	if je, ok, err := h.adm.Journal.Lookup(r.Context(), f.ID(), e.Key); err == nil && ok {
 		v.Journal = &je
 	}
