@@ -29,8 +29,23 @@ type entryReader interface {
 // (formd forms apply --yes, the console's confirm step).
 type Plan struct {
 	Changes []form.Change
-	// Risks are the changes that need confirming, in words, one each.
-	Risks []string
+	// Risks are the changes that need confirming.
+	Risks []Risk
+}
+
+// Risk is a change that reaches data already collected: a removed field
+// (Field) that entries hold values of, or a changed setting (Setting,
+// unique or capacity, from Old to New) of a form with Entries entries.
+type Risk struct {
+	Form, Field, Setting, Old, New string
+	Entries                        int64
+}
+
+func (r Risk) String() string {
+	if r.Field != "" {
+		return fmt.Sprintf("form %s: removes field %s, which entries hold values of (exports keep them as a removed column)", r.Form, r.Field)
+	}
+	return fmt.Sprintf("form %s: changes %s (%s → %s) of a form with %d entries", r.Form, r.Setting, r.Old, r.New, r.Entries)
 }
 
 // PlanApply compares each form of set with the one stored under its id.
@@ -83,12 +98,12 @@ func planAgainst(ctx context.Context, st entryReader, set form.Set, current func
 				return Plan{}, err
 			}
 			if held {
-				p.Risks = append(p.Risks, fmt.Sprintf("form %s: removes field %s, which entries hold values of (exports keep them as a removed column)", next.ID(), name))
+				p.Risks = append(p.Risks, Risk{Form: next.ID(), Field: name, Entries: entries})
 			}
 		}
 		for _, s := range c.Settings {
 			if s.Setting == "unique" || s.Setting == "capacity" {
-				p.Risks = append(p.Risks, fmt.Sprintf("form %s: changes %s (%s → %s) of a form with %d entries", next.ID(), s.Setting, s.Old, s.New, entries))
+				p.Risks = append(p.Risks, Risk{Form: next.ID(), Setting: s.Setting, Old: s.Old, New: s.New, Entries: entries})
 			}
 		}
 	}
