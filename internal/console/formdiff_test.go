@@ -16,7 +16,13 @@ var confirmRe = regexp.MustCompile(`name="confirm" value="([0-9a-f]+)"`)
 // step's token, failing when the step does not come.
 func confirmOf(t *testing.T, b *browser, def string) string {
 	t.Helper()
-	code, body := b.do("POST", "/admin/forms/fair-a/edit", url.Values{"definition": {def}})
+	return confirmAt(t, b, "fair-a", def)
+}
+
+// confirmAt is confirmOf for the editor of another form.
+func confirmAt(t *testing.T, b *browser, formID, def string) string {
+	t.Helper()
+	code, body := b.do("POST", "/admin/forms/"+formID+"/edit", url.Values{"definition": {def}})
 	m := confirmRe.FindStringSubmatch(body)
 	if code != 200 || m == nil || !strings.Contains(body, "Check the changes before they are saved") {
 		t.Fatalf("no confirm step: %d %.3000s", code, body)
