@@ -8,9 +8,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/form"
-	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/webhooks"
 )
 
@@ -20,13 +20,17 @@ func init() {
 
 func formsCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "apply" && args[0] != "check") {
-		fmt.Fprintln(stderr, "usage: formd forms apply -f FILE [--data DIR | --store URL]\n       formd forms check [-f] FILE")
+		fmt.Fprintln(stderr, "usage: formd forms apply -f FILE [--yes] [--data DIR | --store URL]\n       formd forms check [-f] FILE")
 		return 2
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("formd forms "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "form definitions, YAML or JSON")
+	yes := false
+	if sub == "apply" {
+		fs.BoolVar(&yes, "yes", false, "apply even when a change removes a field that entries hold values of, or changes unique or capacity of a form with entries")
+	}
 	loader := config.NewLoader(fs, os.Getenv, append(config.StorageSettings, "webhook-allow")...)
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -67,13 +71,46 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer st.Close()
-	set, err := server.ApplyFormsFile(ctx, st, *file, guard.CheckURL)
+	raw, err := os.ReadFile(*file)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd forms apply: read forms: %v\n", err)
+		return 1
+	}
+	set, err := form.ParseSet(raw, *file, guard.CheckURL)
 	if err != nil {
 		fmt.Fprintf(stderr, "formd forms apply: %v\n", err)
 		return 1
 	}
+	plan, err := admin.PlanApply(ctx, st, set)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd forms apply: %v\n", err)
+		return 1
+	}
+	printPlan(stdout, plan)
+	if len(plan.Risks) > 0 && !yes {
+		fmt.Fprintln(stderr, "formd forms apply: nothing applied: these changes touch entries already collected:")
+		for _, r := range plan.Risks {
+			fmt.Fprintf(stderr, "  - %s\n", r)
+		}
+		fmt.Fprintln(stderr, "Check the form ids and the changes above; run again with --yes to apply them.")
+		return 1
+	}
+	if err := st.PutForms(ctx, set.Records()); err != nil {
+		fmt.Fprintf(stderr, "formd forms apply: apply forms from %s: %v\n", *file, err)
+		return 1
+	}
 	fmt.Fprintf(stdout, "applied %d form(s): %s (running servers load them within a second)\n", len(set.Forms), ids(set))
 	return 0
+}
+
+// printPlan shows, per form, what applying changes.
+func printPlan(w io.Writer, p admin.Plan) {
+	for _, c := range p.Changes {
+		fmt.Fprintf(w, "form %s:\n", c.Form)
+		for _, l := range c.Lines() {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 }
 
 // ids lists a set's forms, and its sites' settings as @site.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"strings"
 	"testing"
 )
@@ -49,10 +48,14 @@ func TestLoadtestUsage(t *testing.T) {
 		{"stray argument", []string{"--url", "http://127.0.0.1:1", "extra"}, 2, "unexpected"},
 	}
 	for _, tc := range tests {
-		var stderr strings.Builder
-		got := run(append([]string{"loadtest"}, tc.args...), io.Discard, &stderr)
-		if got != tc.status || !strings.Contains(stderr.String(), tc.says) {
-			t.Errorf("%s: exit %d, want %d; stderr should say %q:\n%s", tc.name, got, tc.status, tc.says, stderr.String())
+		var stdout, stderr strings.Builder
+		got := run(append([]string{"loadtest"}, tc.args...), &stdout, &stderr)
+		out := stderr.String()
+		if tc.status == 0 {
+			out = stdout.String() // help asked for goes to stdout
+		}
+		if got != tc.status || !strings.Contains(out, tc.says) {
+			t.Errorf("%s: exit %d, want %d; it should say %q:\n%s", tc.name, got, tc.status, tc.says, out)
 		}
 	}
 }

@@ -22,11 +22,14 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if isHelp(args[0]) || args[0] == "help" {
+		// Asked for, help is the answer: on stdout, so that it pipes
+		// into less or grep, and success.
+		usage(stdout)
 		return 0
 	}
 	cmd, ok := commands[args[0]]
@@ -35,7 +38,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	if asksHelp(args[1:]) {
+		// A subcommand's flag set prints its usage where it writes
+		// errors and fails with flag.ErrHelp; asked for, it goes to
+		// stdout and succeeds.
+		cmd.run(args[1:], stdout, stdout)
+		return 0
+	}
 	return cmd.run(args[1:], stdout, stderr)
+}
+
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+
+// asksHelp says the arguments hold -h or --help before any "--".
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if isHelp(a) {
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer) {

@@ -128,10 +128,10 @@ func Needles(f *form.Form, q string) [][]byte {
 	inner := func(s string) []byte { j := form.JSONString(s); return j[1 : len(j)-1] }
 	add(inner(q))
 	add(inner(strings.ToLower(q)))
-	if strings.Contains(q, "@") {
-		if e, err := form.NormalizeEmail(q); err == nil {
-			add(form.JSONString(e))
-		}
+	// No test for "@" first: the box may hold a full-width ＠, which the
+	// normalization intake uses turns into "@" as it does at intake.
+	if e, err := form.NormalizeEmail(q); err == nil {
+		add(form.JSONString(e))
 	}
 	regions := []string{""}
 	for _, fd := range f.Fields() {

@@ -126,7 +126,8 @@ func TestSecretsShownOnlyToOwners(t *testing.T) {
 	editor.do("GET", "/admin/forms/fair-s/edit", nil)
 	_, def := editor.do("GET", "/v1/admin/forms/fair-s/definition", nil)
 	changed := strings.Replace(def, "capacity: 5", "capacity: 6", 1)
-	if code, body := editor.do("POST", "/admin/forms/fair-s/edit", url.Values{"definition": {changed}}); code != 200 || !strings.Contains(body, "The definition was saved.") {
+	token := confirmAt(t, editor, "fair-s", changed) // capacity changes: the confirm step first
+	if code, body := editor.do("POST", "/admin/forms/fair-s/edit", url.Values{"definition": {changed}, "confirm": {token}}); code != 200 || !strings.Contains(body, "The definition was saved.") {
 		t.Fatalf("editor saves the masked definition: %d %.2000s", code, body)
 	}
 	if _, body := owner.do("GET", "/v1/admin/forms/fair-s/definition", nil); !strings.Contains(body, secret) || !strings.Contains(body, "capacity: 6") {

@@ -162,7 +162,9 @@ func TestPagesAndActions(t *testing.T) {
 		t.Fatalf("a bad definition: %d %.3000s", code, body)
 	}
 	good := "id: fair-a\nsite: a\ntitle: Fair A\nfields:\n  - {name: name, type: text, required: true}\n  - {name: phone, type: phone, region: CN, required: true}\nunique: [[phone]]\ncapacity: 2\nwhen_full: waitlist\n"
-	if code, body := b.do("POST", "/admin/forms/fair-a/edit", url.Values{"definition": {good}}); code != 200 || !strings.Contains(body, "The definition was saved.") || !strings.Contains(body, "1 of 2 taken") {
+	// Capacity changes on a form with entries: first the confirm step,
+	// then saved (formdiff_test.go tests the step itself).
+	if code, body := b.do("POST", "/admin/forms/fair-a/edit", url.Values{"definition": {good}, "confirm": {confirmOf(t, b, good)}}); code != 200 || !strings.Contains(body, "The definition was saved.") || !strings.Contains(body, "1 of 2 taken") {
 		t.Fatalf("a good definition: %d %.3000s", code, body)
 	}
 	// A change without the CSRF token is refused.

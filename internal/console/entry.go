@@ -49,9 +49,7 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, p page) error {
 		v.Fields = append(v.Fields, fieldValue{label, vals[fd.Name]})
 		delete(vals, fd.Name)
 	}
-	for k, val := range vals {
-		v.Fields = append(v.Fields, fieldValue{k, val})
-	}
+	v.Fields = append(v.Fields, otherValues(f, e.Row, vals, p.L.Tag)...)
 	// A journal that does not answer is said so, never taken for one that
 	// no longer holds the entry.
 	switch je, ok, err := h.adm.Journal.Lookup(r.Context(), f.ID(), e.Key); {

@@ -141,6 +141,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, p page) error {
 		problems = []form.Problem{{Msg: fmt.Sprintf(p.L.T["edit.one-form"], f.ID())}}
 	}
 	if problems == nil {
+		if shown, err := h.confirmChange(w, r, p, f, restored, src); shown || err != nil {
+			return err
+		}
 		if _, err := h.adm.ApplyForms(r.Context(), p.P, restored); err != nil {
 			return err
 		}

@@ -68,6 +68,12 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) er
 		}
 		v.Columns = append(v.Columns, column{Name: fd.Name, Label: label, Shown: shown})
 	}
+	for _, c := range removedColumns(f, pg.Rows, chosen, p.L.Tag) {
+		if c.Shown {
+			v.ShownCols++
+		}
+		v.Columns = append(v.Columns, c)
+	}
 	for _, row := range pg.Rows {
 		vals := rowValues(row)
 		var cells []string

@@ -89,8 +89,9 @@ func Write(ctx context.Context, src Source, f *form.Form, format string, w io.Wr
 const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
 // header is the row of column names: the entry's own columns, the
-// fields, then extra (the fields the form does not define, as JSON).
-func header(f *form.Form, opts Options) []string {
+// fields, the fields the form no longer has (removed.go), then extra (the
+// fields the form never defined, as JSON).
+func header(f *form.Form, removed []string, opts Options) []string {
 	h := []string{"id", "key", "status", "received_at"}
 	for _, fd := range f.Fields() {
 		name := fd.Name
@@ -100,6 +101,9 @@ func header(f *form.Form, opts Options) []string {
 			}
 		}
 		h = append(h, name)
+	}
+	for _, name := range removed {
+		h = append(h, RemovedHeading(name, opts.Lang))
 	}
 	return append(h, "extra")
 }
@@ -211,12 +215,16 @@ func csvRow(w *bufio.Writer, cells []string) error {
 }
 
 func writeCSV(ctx context.Context, rows func(context.Context, func(store.Row) error) error, f *form.Form, w io.Writer, opts Options) error {
+	removed, err := removedFields(ctx, rows, f)
+	if err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
-	if err := csvRow(bw, header(f, opts)); err != nil {
+	if err := csvRow(bw, header(f, removed, opts)); err != nil {
 		return err
 	}
 	fields := f.Fields()
-	err := rows(ctx, func(r store.Row) error {
+	err = rows(ctx, func(r store.Row) error {
 		m, extra, err := values(r)
 		if err != nil {
 			return err
@@ -224,6 +232,12 @@ func writeCSV(ctx context.Context, rows func(context.Context, func(store.Row) er
 		cells := []string{r.ID, r.Key, r.Status, r.ReceivedAt.UTC().Format(timeFormat)}
 		for _, fd := range fields {
 			cells = append(cells, text(m[fd.Name]))
+		}
+		for _, name := range removed {
+			cells = append(cells, text(m[name]))
+		}
+		if extra, err = leftover(f, removed, m, extra); err != nil {
+			return err
 		}
 		return csvRow(bw, append(cells, string(extra)))
 	})
@@ -287,7 +301,11 @@ func writeXLSX(ctx context.Context, rows func(context.Context, func(store.Row) e
 		row++
 		return sw.SetRow(name, cells)
 	}
-	head := header(f, opts)
+	removed, err := removedFields(ctx, rows, f)
+	if err != nil {
+		return err
+	}
+	head := header(f, removed, opts)
 	cells := make([]any, len(head))
 	for i, h := range head {
 		cells[i] = h
@@ -304,6 +322,17 @@ func writeXLSX(ctx context.Context, rows func(context.Context, func(store.Row) e
 		cells := []any{r.ID, r.Key, r.Status, excelize.Cell{StyleID: timeStyle, Value: r.ReceivedAt.UTC()}}
 		for _, fd := range fields {
 			cells = append(cells, typed(fd, m[fd.Name], dateStyle))
+		}
+		for _, name := range removed {
+			// Its type went with its definition: its value as text.
+			if s := text(m[name]); s != "" {
+				cells = append(cells, s)
+			} else {
+				cells = append(cells, nil)
+			}
+		}
+		if extra, err = leftover(f, removed, m, extra); err != nil {
+			return err
 		}
 		return put(append(cells, string(extra)))
 	})

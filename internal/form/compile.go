@@ -58,13 +58,17 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	if d.Spam != nil {
 		honeypot = d.Spam.Honeypot
 	}
+	// Names are counted before each field is checked, so that a second
+	// field of a name is refused even when the first has problems.
+	named := map[string]bool{}
 	for _, fd := range d.Fields {
-		cf, ok := c.field(fd, honeypot)
-		if !ok {
+		if fd.Name != "" && named[fd.Name] {
+			c.add(fd.Name, duplicateField)
 			continue
 		}
-		if _, dup := f.byName[fd.Name]; dup {
-			c.add(fd.Name, "declared twice; field names must be unique within a form")
+		named[fd.Name] = true
+		cf, ok := c.field(fd, honeypot)
+		if !ok {
 			continue
 		}
 		f.byName[fd.Name] = len(f.fields)
@@ -192,6 +196,9 @@ type compiler struct {
 	form  string
 	probs []Problem
 }
+
+// duplicateField is the problem of a field name declared a second time.
+const duplicateField = "declared twice; field names must be unique within a form"
 
 func (c *compiler) add(field, msg string) {
 	c.probs = append(c.probs, Problem{Form: c.form, Field: field, Msg: msg})

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -133,6 +132,9 @@ func ParseSet(src []byte, source string, checkURL func(string) error) (Set, erro
 			}
 			for _, p := range de.Problems {
 				p.Line = doc.lineOf(p)
+				if doc.badLines[p.Line] {
+					continue // the value that did not fit, said already
+				}
 				derr.Problems = append(derr.Problems, p)
 			}
 			continue
@@ -152,8 +154,12 @@ func ParseSet(src []byte, source string, checkURL func(string) error) (Set, erro
 type decoded struct {
 	def  Definition
 	node *yaml.Node
-	// undecodable says a value could not be read into its type.
+	// undecodable says the form's shape is wrong (a field that is not a
+	// map): compiling would only guess.
 	undecodable bool
+	// badLines are the lines of values that did not fit their type (and
+	// were left unset); compiling's problems there only repeat them.
+	badLines map[int]bool
 }
 
 // lineOf finds the line of a compiled form's problem: the setting the
@@ -166,7 +172,9 @@ func (d decoded) lineOf(p Problem) int {
 			for _, f := range fs.Content {
 				if v := mapValue(f, "name"); v != nil && v.Value == p.Field {
 					n = f
-					break
+					if p.Msg != duplicateField {
+						break // the first of the name; a duplicate is the last
+					}
 				}
 			}
 		}
@@ -279,9 +287,7 @@ func decodeSite(n *yaml.Node) (decodedSite, []Problem) {
 	if nt := mapValue(n, "notify"); nt != nil && nt.Kind == yaml.MappingNode {
 		probs = append(probs, checkKeys(nt, reflect.TypeFor[Notify](), "", "")...)
 	}
-	if err := n.Decode(&sd.def); err != nil {
-		probs = append(probs, typeProblems(err, n, "")...)
-	}
+	probs = append(probs, decodeLenient(n, reflect.ValueOf(&sd.def).Elem(), "", "", map[int]bool{})...)
 	src, err := yaml.Marshal(n)
 	if err != nil {
 		probs = append(probs, Problem{Line: n.Line, Msg: cleanYAMLError(err)})
@@ -353,88 +359,17 @@ func decodeOne(n *yaml.Node) (decoded, []Problem, bool) {
 	if r := mapValue(n, "rate_limit"); r != nil && r.Kind == yaml.MappingNode {
 		probs = append(probs, checkKeys(r, reflect.TypeFor[RateLimit](), id, "")...)
 	}
-	// A time that does not parse stops the decoder at once; check each
-	// alone so that the other values are still checked.
-	body := *n
-	body.Content = nil
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Value == "opens_at" || k.Value == "closes_at" {
-			var t time.Time
-			if err := v.Decode(&t); err != nil {
-				probs = append(probs, Problem{Form: id, Line: k.Line,
-					Msg: k.Value + " must be an RFC 3339 time with its offset, such as 2027-03-01T09:00:00+08:00"})
-				d.undecodable = true
-				continue
-			}
-		}
-		body.Content = append(body.Content, k, v)
-	}
-	if err := body.Decode(&d.def); err != nil {
-		probs = append(probs, typeProblems(err, n, id)...)
-		d.undecodable = true
-	}
+	// Each setting is read alone (lenient.go): a value of the wrong type
+	// is its own problem, and the rest of the form is still read and
+	// compiled, so that every problem of the file shows in one run.
+	d.badLines = map[int]bool{}
+	probs = append(probs, decodeLenient(n, reflect.ValueOf(&d.def).Elem(), id, "", d.badLines)...)
 	src, err := yaml.Marshal(n)
 	if err != nil {
 		return d, append(probs, Problem{Form: id, Line: n.Line, Msg: cleanYAMLError(err)}), false
 	}
 	d.def.source = src
 	return d, probs, true
-}
-
-// typeProblems turns a decode error into one problem per value that did
-// not fit, each with its line and, for times, the format that would.
-func typeProblems(err error, n *yaml.Node, form string) []Problem {
-	var te *yaml.TypeError
-	msgs := []string{err.Error()}
-	if errors.As(err, &te) {
-		msgs = te.Errors
-	}
-	var out []Problem
-	for _, m := range msgs {
-		m = strings.TrimPrefix(m, "yaml: ")
-		line := yamlLine(errors.New(m))
-		if _, rest, ok := strings.Cut(m, ": "); ok && line > 0 {
-			m = rest
-		}
-		key := keyAtLine(n, line)
-		switch {
-		case strings.Contains(m, "time.Time"):
-			m = fmt.Sprintf("%s must be an RFC 3339 time with its offset, such as 2027-03-01T09:00:00+08:00", orDefault(key, "the time"))
-		case key != "":
-			m = key + ": " + m
-		}
-		out = append(out, Problem{Form: form, Line: line, Msg: m})
-	}
-	return out
-}
-
-// keyAtLine is the key of the mapping entry on a line, searched through
-// the whole definition.
-func keyAtLine(n *yaml.Node, line int) string {
-	if line == 0 || n == nil {
-		return ""
-	}
-	if n.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Line == line {
-				return n.Content[i].Value
-			}
-		}
-	}
-	for _, c := range n.Content {
-		if k := keyAtLine(c, line); k != "" {
-			return k
-		}
-	}
-	return ""
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // checkKeys refuses keys that the type does not declare, naming the valid

@@ -298,11 +298,7 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 		}
 		return value{s: t, cmp: cmp, kind: 's', set: true}, nil
 	case TypeEmail:
-		e := s
-		if !isASCII(e) {
-			e = cleanInvisible(norm.NFKC.String(e), false)
-		}
-		e = strings.ToLower(strings.TrimSpace(e))
+		e := canonicalEmail(s)
 		if fe := cf.checkLength(e); fe != nil {
 			return value{}, fe
 		}
@@ -471,11 +467,23 @@ func cleanText(s string, multiline bool) (string, *FieldError) {
 // NormalizeEmail is an e-mail address as formd stores and compares it:
 // NFKC, invisible characters removed, lower-cased.
 func NormalizeEmail(s string) (string, error) {
-	e := strings.ToLower(strings.TrimSpace(cleanInvisible(norm.NFKC.String(s), false)))
+	e := canonicalEmail(s)
 	if !validEmail(e) {
 		return "", errors.New("is not an e-mail address")
 	}
 	return e, nil
+}
+
+// canonicalEmail is an address as intake stores and compares it: the
+// invisible characters removed, then NFKC (full-width letters and ＠ become
+// ASCII), lower-cased and trimmed. Intake, search and erasure all use it,
+// so that a spelling intake takes for one participant finds that entry.
+func canonicalEmail(s string) string {
+	s = strings.TrimSpace(cleanInvisible(s, false))
+	if !isASCII(s) {
+		s = cleanInvisible(norm.NFKC.String(s), false)
+	}
+	return strings.ToLower(strings.TrimSpace(s))
 }
 
 // JSONString is s as a JSON string, encoded as entries' data encodes it.

@@ -1,0 +1,39 @@
+package console_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/server/servertest"
+)
+
+// TestTableAndEntryShowRemovedFields: after a definition drops a field,
+// the submissions table and the entry page still show the value older
+// entries hold, headed as removed.
+func TestTableAndEntryShowRemovedFields(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, "id: club\nsite: a\nfields:\n  - {name: name, type: text}\n  - {name: phone, type: phone, region: CN}\n", servertest.Options{})
+	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
+	id := submit(t, h, "club", `{"name":"Ann","phone":"13800138000"}`)
+	req, _ := http.NewRequest("PUT", h.URL+"/v1/admin/forms", strings.NewReader("id: club\nsite: a\nfields:\n  - {name: name, type: text}\n  - {name: city, type: text}\n"))
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("apply: %d", resp.StatusCode)
+	}
+	for _, path := range []string{"/admin/forms/club/submissions", "/admin/forms/club/entries/" + id} {
+		code, body := b.do("GET", path, nil)
+		if code != 200 || !strings.Contains(body, "phone (removed)") || !strings.Contains(body, "&#43;8613800138000") {
+			t.Errorf("GET %s: %d, want the removed phone and its value:\n%.3000s", path, code, body)
+		}
+	}
+	if _, body := b.do("GET", "/admin/forms/club/submissions?lang=zh", nil); !strings.Contains(body, "phone（已删除）") {
+		t.Errorf("the Chinese table does not head the removed field as removed:\n%.3000s", body)
+	}
+}
