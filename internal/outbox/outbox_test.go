@@ -141,7 +141,14 @@ func newFixture(t *testing.T, formsYAML string, mail outbox.Mailer, opts outbox.
 	if opts.Poll == 0 {
 		opts.Poll = 10 * time.Millisecond
 	}
-	sender := webhooks.NewSender(webhooks.Options{Guard: webhooks.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}), Timeout: 300 * time.Millisecond})
+	// The sender's attempts end at the test's SendTimeout when it sets
+	// one (a test of hanging endpoints must not see them time out
+	// underneath it on a slow machine), else soon.
+	timeout := 300 * time.Millisecond
+	if opts.SendTimeout > 0 {
+		timeout = opts.SendTimeout
+	}
+	sender := webhooks.NewSender(webhooks.Options{Guard: webhooks.NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}), Timeout: timeout})
 	return &fixture{t: t, st: st, forms: reg, d: outbox.New(st, reg, sender, mail, opts)}
 }
 
