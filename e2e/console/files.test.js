@@ -5,9 +5,9 @@
 // carries its location (issue 20).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { formdBinary, startFormd, launch, repoRoot, tempDir } from './harness.js';
+import { formdBinary, startFormd, launch, repoRoot, tempDir, docsDir } from './harness.js';
 
 const forms = `
 id: exam
@@ -66,6 +66,7 @@ test('photos are thumbnails, files are downloads, and the photo lost its coordin
   assert.deepEqual(size, [64, 96]);
   assert.equal(await files.getByRole('img').count(), 1, 'the PDF has no thumbnail');
   await files.getByRole('link', { name: 'Download cv.pdf' }).waitFor();
+  await shot('en');
 
   const [download] = await Promise.all([
     page.waitForEvent('download'),
@@ -86,4 +87,13 @@ test('photos are thumbnails, files are downloads, and the photo lost its coordin
   // In Chinese too.
   await page.goto(`${srv.base}/admin/forms/exam/entries/${body.id}?lang=zh`);
   await page.getByRole('region', { name: '文件' }).getByRole('link', { name: '下载 cv.pdf' }).waitFor();
+  await shot('zh');
 });
+
+// shot writes the entry page with its files to docs/console for the
+// README (not with FORMD_SCREENSHOTS=0, as in CI).
+async function shot(lang) {
+  if (process.env.FORMD_SCREENSHOTS === '0') return;
+  mkdirSync(join(docsDir, 'console'), { recursive: true });
+  await page.screenshot({ path: join(docsDir, 'console', `entry-files-desktop-${lang}.png`), fullPage: true });
+}

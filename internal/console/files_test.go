@@ -71,7 +71,7 @@ func TestEntryPageFiles(t *testing.T) {
 				t.Errorf("%s entry page lacks %s", tc.lang, want)
 			}
 		}
-		if strings.Contains(page, "upload:") {
+		if strings.Contains(page, "upload:") || strings.Contains(page, "_uploads") {
 			t.Errorf("%s entry page shows the internal upload reference", tc.lang)
 		}
 		// One thumbnail: the PDF is a download only.

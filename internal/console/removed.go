@@ -39,6 +39,9 @@ func otherValues(f *form.Form, r store.Row, vals map[string]string, lang string)
 	}
 	rest := make([]string, 0, len(vals))
 	for k := range vals {
+		if k == form.UploadsKey { // formd's own list; the files are shown apart
+			continue
+		}
 		rest = append(rest, k)
 	}
 	sort.Strings(rest)
