@@ -18,12 +18,24 @@ const maxAuditListed = 20
 // bytes stored, and no stored bytes that nothing references. It says
 // whether all is well.
 func auditFiles(ctx context.Context, cfg config.Config, st uploads.AuditStore, stdout io.Writer) (bool, error) {
-	if cfg.UploadsS3 != nil {
-		// Not built: listing a bucket's objects against the records.
-		fmt.Fprintln(stdout, "uploads: not audited: with --uploads s3://… the files are in the bucket, and formd audit checks only files under --data")
-		return true, nil
+	var bytes uploads.ByteIndex = uploads.DirBytes(filepath.Join(cfg.Data, "uploads"))
+	where := func(name string) string { return filepath.Join(cfg.Data, "uploads", name) }
+	if loc := cfg.UploadsS3; loc != nil {
+		// The bucket every instance keeps complete uploads in.
+		objs, err := uploads.NewS3Objects(ctx, *loc)
+		if err != nil {
+			return false, err
+		}
+		idx, ok := objs.(interface {
+			uploads.ByteIndex
+			Where(string) string
+		})
+		if !ok {
+			return false, fmt.Errorf("audit files: the --uploads store cannot list its objects")
+		}
+		bytes, where = idx, idx.Where
 	}
-	a, err := uploads.AuditFiles(ctx, st, uploads.DirBytes(filepath.Join(cfg.Data, "uploads")), time.Now())
+	a, err := uploads.AuditFiles(ctx, st, bytes, time.Now())
 	if err != nil {
 		return false, err
 	}
@@ -39,7 +51,7 @@ func auditFiles(ctx context.Context, cfg config.Config, st uploads.AuditStore, s
 			fmt.Fprintf(stdout, "  … and %d more\n", len(a.Orphans)-i)
 			break
 		}
-		fmt.Fprintf(stdout, "file not referenced: %s\n", filepath.Join(cfg.Data, "uploads", name))
+		fmt.Fprintf(stdout, "file not referenced: %s\n", where(name))
 	}
 	fmt.Fprintf(stdout, "uploads: %d, claimed by kept entries: %d, their bytes missing: %d, stored files nothing references: %d\n",
 		a.Uploads, a.Claimed, len(a.Missing), len(a.Orphans))

@@ -231,3 +231,64 @@ func TestParseS3URL(t *testing.T) {
 		}
 	}
 }
+
+// The audit on a bucket: a claimed upload whose object is gone is
+// missing, an object no record names is an orphan, named by its place.
+func TestAuditFilesOnS3(t *testing.T) {
+	t.Parallel()
+	loc := s3Location(t)
+	// Through the proxy, whose cleanup closes the client's connections.
+	proxy := newCutProxy(t, loc.Endpoint)
+	loc.Endpoint = proxy.ln.Addr().String()
+	ctx := context.Background()
+	objs, err := NewS3Objects(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := objs.(interface {
+		ByteIndex
+		Where(string) string
+	})
+	r := newRig(t)
+	r.restart(objs)
+	upload := func() string {
+		l := r.create("photo", 64)
+		if res := r.patch(l, 0, png(64), false); res.StatusCode != 204 {
+			t.Fatalf("PATCH: %d", res.StatusCode)
+		}
+		return strings.TrimPrefix(l, "/v1/forms/exam/uploads/")
+	}
+	whole, lost := upload(), upload()
+	var lostEntry string
+	for i, id := range []string{whole, lost} {
+		e := journal.Entry{ID: "e-" + id, Seq: uint64(i + 1), Site: "default", Form: "exam", Key: "k-" + id, ReceivedAt: r.clock.Now(),
+			Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
+		if out, err := r.st.Apply(ctx, []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
+			t.Fatalf("apply: %+v %v", out, err)
+		}
+		lostEntry = e.ID
+	}
+	if a, err := AuditFiles(ctx, r.st, idx, time.Now()); err != nil || !a.OK() || a.Claimed != 2 {
+		t.Fatalf("audit of a whole bucket: %+v %v", a, err)
+	}
+	if err := objs.Delete(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(t.TempDir(), "stray")
+	if err := os.WriteFile(stray, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := objs.Keep(ctx, "stray0123", stray, 1, sha256.Sum256([]byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	a, err := AuditFiles(ctx, r.st, idx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Missing) != 1 || a.Missing[0] != (MissingFile{Upload: lost, Entry: lostEntry}) || len(a.Orphans) != 1 || a.Orphans[0] != "stray0123" {
+		t.Fatalf("audit %+v, want the lost file and the stray object", a)
+	}
+	if w := idx.Where("stray0123"); w != "s3://"+loc.Bucket+"/"+loc.Prefix+"stray0123" {
+		t.Fatalf("orphan named %q", w)
+	}
+}
