@@ -15,6 +15,7 @@ var allCodes = []string{
 	"required", "invalid-value", "invalid-email", "invalid-phone", "invalid-option", "invalid-date",
 	"not-a-number", "not-an-integer", "too-small", "too-large", "too-short", "too-long",
 	"too-early", "too-late", "too-few", "too-many", "pattern", "unknown-field",
+	"file-rejected", "file-too-large",
 }
 
 func TestChineseErrorForEveryCode(t *testing.T) {

@@ -25,9 +25,10 @@ type pageView struct {
 	Notice   string
 	Places   string
 	ShowForm bool
-	// Multipart says the form has a file field: the page posts
-	// multipart/form-data, which the server streams to the upload store,
-	// and the SDK leaves it to the browser (it does not upload yet).
+	// Multipart says the form has a file field: without JavaScript the
+	// page posts multipart/form-data, which the server streams to the
+	// upload store; with it the SDK keeps the files in its outbox and
+	// sends them over tus, resumably, then the submission.
 	Multipart bool
 	Key       string
 	Shown     string
@@ -192,6 +193,7 @@ func autocompleteFor(name string) string {
 var stateKeys = []struct{ state, key string }{
 	{"sending", "sending"}, {"saved", "saved"}, {"unsaved", "unsaved"}, {"received", "received"}, {"waitlisted", "waitlisted"},
 	{"duplicate", "duplicate"}, {"invalid", "invalid"}, {"closed", "closed"}, {"full", "full-state"}, {"failed", "failed"},
+	{"uploading", "uploading"},
 }
 
 // messages writes the attributes from constant names and escaped values
@@ -209,6 +211,9 @@ func messages(l lang) template.HTMLAttr {
 			add("data-err-"+code, m)
 		}
 	}
+	for _, code := range uploadCodes {
+		add("data-code-"+code, l.T["code."+code])
+	}
 	return template.HTMLAttr(b.String()) //nolint:gosec // constant names, escaped values
 }
 
@@ -218,4 +223,5 @@ var errorCodes = []string{
 	"required", "invalid-value", "invalid-email", "invalid-phone", "invalid-option", "invalid-date",
 	"not-a-number", "not-an-integer", "too-small", "too-large", "too-short", "too-long",
 	"too-early", "too-late", "too-few", "too-many", "pattern", "unknown-field",
+	"file-rejected", "file-too-large",
 }

@@ -159,6 +159,33 @@ describe('uploads in Chromium', () => {
       assert.equal(u.l.filter((x) => x.method === 'POST' && /\/submissions$/.test(x.path)).length, 1, 'one submission');
     });
 
+    test('the hosted page with JavaScript sends the photo over tus, then the submission: received once, the same bytes', async () => {
+      const bytes = jpeg(2 * MiB + 1234);
+      const name = person();
+      const from = proxy.log.length;
+      await withBrowser({}, async (ctx) => {
+        ctx.setDefaultTimeout(20000);
+        const page = ctx.pages()[0] || (await ctx.newPage());
+        // The hosted page itself, through the recording proxy: its SDK
+        // speaks to the same origin.
+        await page.goto(proxy.base + '/f/photo');
+        await page.waitForSelector('form[data-formd][data-state]');
+        await page.getByRole('textbox', { name: 'Name', exact: true }).fill(name);
+        await page.getByLabel('Photo').setInputFiles({ name: 'me.jpg', mimeType: 'image/jpeg', buffer: bytes });
+        await page.getByRole('button', { name: 'Submit' }).click();
+        await page.waitForSelector('form[data-state="received"]', { timeout: 60000 });
+        assert.equal(await page.getByRole('status').textContent(), 'Received. Thank you!');
+        assert.match(page.url(), /\/f\/photo/, 'the page stayed: the SDK sent it, not a plain post');
+      });
+      const all = await entriesNamed(name);
+      assert.equal(all.length, 1, 'received once');
+      assert.equal(photoOf(all[0])[0].sha256, sha(bytes), 'the same bytes');
+      const u = upload(from);
+      assert.equal(u.created.length, 1, 'one upload made');
+      assert.equal(u.patches.reduce((n, p) => n + p.bytes, 0), bytes.length, 'every byte over tus, once');
+      assert.equal(u.l.filter((x) => x.method === 'POST' && /\/submissions$/.test(x.path)).length, 1, 'one submission');
+    });
+
     test('the page reloaded mid-upload: the outbox finishes the upload and the submission', async () => {
       const bytes = jpeg(5 * MiB);
       const name = person();
