@@ -64,6 +64,9 @@ export type UploadProblemCode =
   | 'upload-not-found'
   | 'upload-offset-mismatch'
   | 'upload-unavailable'
+  | 'upload-storage-full'
+  | 'scan-unavailable'
+  | 'file-infected'
   | 'upload-file-lost';
 
 /** One problem with one field, from a 422 validation-failed answer. */

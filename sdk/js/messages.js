@@ -60,6 +60,9 @@ export const MESSAGES = {
     'code-upload-offset-mismatch': 'The upload continues from where the server stands.',
     'code-upload-unavailable': 'The server cannot store files right now: they stay on this device and are sent again shortly.',
     'code-upload-file-lost': 'The file is no longer on this device: choose it again.',
+    'code-upload-storage-full': 'The server has no room for files right now: they stay on this device and are sent again shortly.',
+    'code-scan-unavailable': 'The file cannot be checked for viruses right now: it is sent again shortly.',
+    'code-file-infected': 'The virus scanner found something in this file, and it was not kept: choose another file.',
   },
   zh: {
     'msg-idle': '',
@@ -101,6 +104,9 @@ export const MESSAGES = {
     'code-upload-offset-mismatch': '上传将从服务器已收到的位置继续。',
     'code-upload-unavailable': '服务器暂时无法保存文件：文件保留在本机，稍后会自动重新发送。',
     'code-upload-file-lost': '文件已不在本机：请重新选择。',
+    'code-upload-storage-full': '服务器暂时没有空间保存文件：文件保留在本机，稍后会自动重新发送。',
+    'code-scan-unavailable': '文件暂时无法进行病毒检查：稍后会自动重新发送。',
+    'code-file-infected': '病毒扫描在此文件中发现问题，文件未保存：请选择其他文件。',
   },
 };
 
