@@ -1,13 +1,11 @@
 package hosted
 
 import (
-	"bytes"
 	"embed"
 	"encoding/json"
 	"html/template"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/intake"
@@ -96,29 +94,14 @@ func (h *Handler) serveAltcha(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	hdr := w.Header()
 	switch {
-	case bytes.HasSuffix([]byte(f.name), []byte(".css")):
-		hdr.Set("Content-Type", "text/css; charset=utf-8")
-	case bytes.HasSuffix([]byte(f.name), []byte(".js")):
-		hdr.Set("Content-Type", "text/javascript; charset=utf-8")
+	case strings.HasSuffix(f.name, ".css"):
+		f.serve(w, r, "text/css; charset=utf-8")
+	case strings.HasSuffix(f.name, ".js"):
+		f.serve(w, r, "text/javascript; charset=utf-8")
 	default:
-		hdr.Set("Content-Type", "text/plain; charset=utf-8")
+		f.serve(w, r, "text/plain; charset=utf-8")
 	}
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Vary", "Accept-Encoding")
-	if r.URL.Query().Get("v") == f.version {
-		hdr.Set("Cache-Control", "public, max-age=31536000, immutable")
-	} else {
-		hdr.Set("Cache-Control", "public, max-age=300")
-	}
-	body, etag := f.plain, `"`+f.version+`"`
-	if acceptsGzip(r) {
-		body, etag = f.gz, `"`+f.version+`-gz"`
-		hdr.Set("Content-Encoding", "gzip")
-	}
-	hdr.Set("ETag", etag)
-	http.ServeContent(w, r, f.name, time.Time{}, bytes.NewReader(body))
 }
 
 // challengeView is what the page needs for a form with spam.challenge:

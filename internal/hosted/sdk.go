@@ -53,12 +53,18 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/javascript; charset=utf-8")
-	hdr.Set("X-Content-Type-Options", "nosniff")
 	// Module scripts load in CORS mode: other origins embedding a form
 	// need this, and the file is public.
-	hdr.Set("Access-Control-Allow-Origin", "*")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	f.serve(w, r, "text/javascript; charset=utf-8")
+}
+
+// serve answers with the file: cacheable for good under its version
+// (?v=), else for five minutes; gzipped when the client takes it.
+func (f sdkFile) serve(w http.ResponseWriter, r *http.Request, contentType string) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", contentType)
+	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Vary", "Accept-Encoding")
 	if r.URL.Query().Get("v") == f.version {
 		hdr.Set("Cache-Control", "public, max-age=31536000, immutable")
