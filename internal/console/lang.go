@@ -83,6 +83,9 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"text": func(t form.Text, l lang) string { return t.For(l.Tag) },
+	// auditDetail words an audit entry's detail (auditdetail.go).
+	"auditDetail": auditDetail,
+	"auditActor":  auditActor,
 	// action words an audit log action; one the tables do not know (a
 	// newer action) is shown as its code, which is still true.
 	"action": func(l lang, code string) string {
