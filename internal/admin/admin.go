@@ -104,6 +104,15 @@ type Deps struct {
 	// SpamReasons says why intake classed an entry as spam (the store's
 	// notes, store.Challenges); nil shows none.
 	SpamReasons SpamReasons
+	// Refusals counts what intake turned away before keeping anything
+	// (a closed form, values to fix); nil shows none.
+	Refusals RefusalCounts
+}
+
+// RefusalCounts reads a form's refusals at intake by reason (the store's
+// tally, store.Refusals).
+type RefusalCounts interface {
+	RefusalsOf(ctx context.Context, form string) (map[string]int64, error)
 }
 
 // SpamReasons reads why intake classed (form, key) as spam.

@@ -28,7 +28,14 @@ type FormStats struct {
 	ProcessingKnown               bool
 	// Capacity is the form's places (Limit nil: no limit).
 	Capacity store.Capacity
+	// Refused counts, by problem code, the submissions intake turned
+	// away before keeping anything (form-closed, validation-failed): not
+	// entries, so not in Received.
+	Refused map[string]int64
 }
+
+// RefusedFor is how many submissions intake refused for a reason.
+func (s FormStats) RefusedFor(code string) int64 { return s.Refused[code] }
 
 // Left is the places left, -1 for no limit.
 func (s FormStats) Left() int { return s.Capacity.Left() }
@@ -60,6 +67,11 @@ func (h *Handler) Stats(ctx context.Context, f *form.Form) (FormStats, error) {
 	}
 	st.Capacity = caps[f.ID()]
 	st.Capacity.Limit = f.Def.Capacity
+	if h.Refusals != nil {
+		if st.Refused, err = h.Refusals.RefusalsOf(ctx, f.ID()); err != nil {
+			return st, err
+		}
+	}
 	return st, nil
 }
 

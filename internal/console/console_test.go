@@ -304,6 +304,65 @@ capacity: 1
 	}
 }
 
+// TestRefusalsAtTheDoor: posts to a closed form and posts with values to
+// fix are kept nowhere, but the card counts them (issue 21 item 6), apart
+// from Received.
+func TestRefusalsAtTheDoor(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, `
+id: open
+site: a
+fields:
+  - {name: name, type: text, required: true}
+---
+id: later
+site: a
+opens_at: 2099-01-01T00:00:00Z
+fields:
+  - {name: name, type: text}
+`, servertest.Options{})
+	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
+	post := func(form, body string, want int) {
+		t.Helper()
+		resp, err := http.Post(h.URL+"/v1/forms/"+form+"/submissions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("post to %s: %d, want %d", form, resp.StatusCode, want)
+		}
+	}
+	post("open", `{}`, http.StatusUnprocessableEntity)
+	post("open", `{"name":""}`, http.StatusUnprocessableEntity)
+	post("open", `{"name":"Ann"}`, http.StatusCreated)
+	post("later", `{"name":"Bo"}`, http.StatusGone)
+	refused := regexp.MustCompile(`data-refused="([a-z-]+)">([0-9]+)<`)
+	counts := func(form string) map[string]int {
+		_, body := b.do("GET", "/admin/forms/"+form+"/card", nil)
+		got := map[string]int{}
+		for _, m := range refused.FindAllStringSubmatch(body, -1) {
+			n, _ := strconv.Atoi(m[2])
+			got[m[1]] = n
+		}
+		if !strings.Contains(body, `data-count="received">1<`) && form == "open" {
+			got["received-not-1"] = 1
+		}
+		return got
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		o, l := counts("open"), counts("later")
+		if o["validation-failed"] == 2 && o["form-closed"] == 0 && o["received-not-1"] == 0 && l["form-closed"] == 1 && l["validation-failed"] == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refusals counted: open %v, later %v; want 2 to fix on open (received 1), 1 closed on later", o, l)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestRedeliverNeedsAnEventNumber: a redeliver whose event is not a
 // number is refused as bad input, not read as event 0.
 func TestRedeliverNeedsAnEventNumber(t *testing.T) {

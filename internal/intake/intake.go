@@ -93,6 +93,9 @@ type Config struct {
 	// Hasher keys fingerprints, claims and request digests with the
 	// installation's secret. Required.
 	Hasher *form.Hasher
+	// Refusals, if set, counts the submissions turned away before
+	// anything was kept (a closed form, values to fix), for the console.
+	Refusals *RefusalTally
 	// Proof checks the proof-of-work of forms that ask for it
 	// (challenge.go).
 	Proof   Proof
@@ -318,6 +321,7 @@ func (h *Handler) refused(w http.ResponseWriter, r *http.Request, f *form.Form, 
 			return h.retry(w, r, f, e, digest, acc, pref)
 		}
 	}
+	h.cfg.Refusals.Note(f.ID(), refusal)
 	var ve *form.ValidationError
 	if h.cfg.Pages != nil && isHTMLPost(r) && errors.As(refusal, &ve) {
 		problem.NoteCode(w, problem.CodeValidationFailed)

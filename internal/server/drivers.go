@@ -31,6 +31,7 @@ type Store interface {
 	accounts.Store
 	store.Uploads
 	store.Challenges
+	store.Refusals
 }
 
 var (

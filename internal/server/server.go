@@ -54,7 +54,9 @@ type Server struct {
 	proc      *processor.Processor
 	notify    *processor.Notifier
 	retention *erasure.Retention
-	outbox    *outbox.Dispatcher
+	// refusals tallies what intake turned away, written every second.
+	refusals *intake.RefusalTally
+	outbox   *outbox.Dispatcher
 	// admin runs the audit and replay jobs, stopped before the drivers
 	// close (closeDrivers).
 	admin *admin.Handler
@@ -212,7 +214,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
 	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
+	s.refusals = intake.NewRefusalTally(s.Store, time.Now, log)
 	in := intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
+		Refusals:    s.refusals,
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
 		TrustedProxies: cfg.TrustedProxies, Instance: s.waitingInstance(), Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.Store,
 		Uploads: s.Uploads, Logger: log, Metrics: intake.NewMetrics(reg),
@@ -226,7 +230,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
 		CheckURL: s.Guard.CheckURL, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
-		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, SpamReasons: s.Store})
+		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, SpamReasons: s.Store, Refusals: s.Store})
 	adm.Register(mux)
 	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
@@ -277,6 +281,7 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	})
 	wg.Go(func() { s.Forms.Run(ctx, s.cfg.FormsRefresh) })
 	wg.Go(func() { s.retention.Run(ctx, s.cfg.RetentionEvery) })
+	wg.Go(func() { s.refusals.Run(ctx, time.Second) })
 	wg.Go(func() { s.outbox.Run(ctx) })
 	wg.Go(func() { s.Uploads.Run(ctx, uploadExpireEvery(s.cfg.UploadExpiry)) })
 	if s.backups.schedule != nil {

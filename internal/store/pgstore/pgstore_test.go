@@ -309,3 +309,11 @@ func TestChallenges(t *testing.T) {
 		return func() storetest.ChallengeStore { return open(t, u) }
 	})
 }
+
+// Intake's refusal counts, across a restart.
+func TestRefusals(t *testing.T) {
+	storetest.RunRefusals(t, func(t *testing.T) func() storetest.RefusalStore {
+		u := pgtest.URL(t)
+		return func() storetest.RefusalStore { return open(t, u) }
+	})
+}

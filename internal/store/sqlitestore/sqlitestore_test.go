@@ -138,6 +138,19 @@ func TestUploads(t *testing.T) {
 	})
 }
 
+func TestRefusals(t *testing.T) {
+	storetest.RunRefusals(t, func(t *testing.T) func() storetest.RefusalStore {
+		path := filepath.Join(t.TempDir(), "refusals.db")
+		return func() storetest.RefusalStore {
+			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			return s
+		}
+	})
+}
+
 func TestChallenges(t *testing.T) {
 	storetest.RunChallenges(t, func(t *testing.T) func() storetest.ChallengeStore {
 		path := filepath.Join(t.TempDir(), "store.db")
