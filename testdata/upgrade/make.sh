@@ -18,9 +18,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(git -C "$here" rev-parse --show-toplevel)
 # The first release, the last commit before the embedded fast path, and
-# main when the upgrade tests began, and the release that added backups,
-# HTTPS and uploads (RELEASES="…" makes only those named).
-releases="${RELEASES:-b3f9691 d2ed5ed 567ad3d 37359fb}"
+# main when the upgrade tests began, the release that added backups,
+# HTTPS and uploads, and the one that added S3 uploads, proof-of-work and
+# intake's refusal counts (RELEASES="…" makes only those named).
+releases="${RELEASES:-b3f9691 d2ed5ed 567ad3d 37359fb 40587a2}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$repo" && go build -o "$tmp/gen" ./testdata/upgrade/gen)
