@@ -33,7 +33,7 @@ func TestAuditFiles(t *testing.T) {
 	whole, lost, live := upload(), upload(), upload()
 	claim(1, whole)
 	lostEntry := claim(2, lost)
-	if err := os.Remove(filepath.Join(r.dir, lost)); err != nil {
+	if err := os.RemoveAll(filepath.Dir(kept(r.dir, lost))); err != nil {
 		t.Fatal(err)
 	}
 	_ = live // unclaimed, within its expiry: referenced

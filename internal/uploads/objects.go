@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"syscall"
 
 	"github.com/formd/formd/internal/problem"
 )
 
 // Objects is where the bytes of complete uploads live, one object per
-// upload id: a directory under --data (dirObjects, the embedded tier), or
+// upload id: a content-addressed directory under --data (Dir, the
+// embedded tier, dirobjects.go), or
 // an S3-compatible bucket that every instance of a deployment shares
 // (s3Objects, --uploads s3://…). The bytes of an upload still being sent
 // stay in the receiving instance's own directory (tusd's parts, fsync'd
@@ -30,7 +29,8 @@ type Objects interface {
 	Delete(ctx context.Context, id string) error
 	// Local says whether objects are the files of the parts directory
 	// (Keep is a rename in place), so that completing an upload leaves
-	// its bytes where tusd wrote them.
+	// its bytes where tusd wrote them; false for both tiers today: the
+	// parts of a complete upload go once its object is kept.
 	Local() bool
 }
 
@@ -65,37 +65,4 @@ func storageErr(op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, ErrStorageFull, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
-}
-
-// dirObjects keeps objects as the files of the parts directory, named by
-// upload id (tusd's filestore's own names), 0600 in a 0700 directory.
-type dirObjects struct{ dir string }
-
-func (d dirObjects) Local() bool { return true }
-
-func (d dirObjects) path(id string) string { return filepath.Join(d.dir, id) }
-
-func (d dirObjects) Keep(ctx context.Context, id, path string, size int64, sum [32]byte) error {
-	if path == d.path(id) {
-		return nil // tusd wrote it there, fsync'd
-	}
-	if err := os.Rename(path, d.path(id)); err != nil {
-		return storageErr("keep upload bytes", err)
-	}
-	return storageErr("keep upload bytes", syncPath(d.dir))
-}
-
-func (d dirObjects) Open(ctx context.Context, id string) (Object, error) {
-	f, err := os.Open(d.path(id))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, errNoObject
-	}
-	return f, err
-}
-
-func (d dirObjects) Delete(ctx context.Context, id string) error {
-	if err := os.Remove(d.path(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("delete upload bytes: %w", err)
-	}
-	return nil
 }

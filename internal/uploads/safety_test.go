@@ -34,7 +34,7 @@ func TestPhotosLoseTheirLocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{id, posted} {
-		kept, err := os.ReadFile(filepath.Join(r.dir, id))
+		kept, err := os.ReadFile(kept(r.dir, id))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,8 +55,8 @@ type Forms interface {
 // Config tunes the uploads.
 type Config struct {
 	// Dir holds the bytes of the uploads being received (--data/uploads),
-	// and those of complete uploads too unless Objects is set; made 0700
-	// if missing.
+	// and those of complete uploads under Dir/objects unless Objects is
+	// set (dirobjects.go); made 0700 if missing.
 	Dir string
 	// Objects is where complete uploads' bytes live: nil for Dir itself
 	// (the embedded tier), or an S3-compatible bucket (NewS3Objects).
@@ -103,7 +103,11 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, st: st, forms: forms, files: newDurableStore(cfg.Dir), objs: cfg.Objects}
 	if s.objs == nil {
-		s.objs = dirObjects{dir: cfg.Dir}
+		d, err := openDirMigrated(st, cfg.Dir, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		s.objs = d
 	}
 	composer := handler.NewStoreComposer()
 	s.files.UseIn(composer)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -207,11 +208,18 @@ func TestResumeAtTheOffset(t *testing.T) {
 	if err != nil || !u.Complete || u.SHA256 != sha256.Sum256(body) || u.Type != "image/png" || u.Name != "我的照片.png" || u.Field != "photo" {
 		t.Fatalf("recorded upload %+v, %v", u, err)
 	}
-	got, err := os.ReadFile(filepath.Join(r.dir, id))
+	got, err := os.ReadFile(kept(r.dir, id))
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("stored bytes differ (%v)", err)
 	}
-	for _, p := range []string{r.dir, filepath.Join(r.dir, id), filepath.Join(r.dir, id+".info")} {
+	for _, p := range []string{filepath.Join(r.dir, id), filepath.Join(r.dir, id+".info")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("a complete upload's part %s stays: %v", filepath.Base(p), err)
+		}
+	}
+	sum := sha256.Sum256(body)
+	for _, p := range []string{r.dir, kept(r.dir, id), filepath.Dir(kept(r.dir, id)), DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:])),
+		filepath.Join(r.dir, ObjectsDir, "sha256")} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
@@ -302,8 +310,8 @@ func TestBytesOfAnotherTypeAreRejected(t *testing.T) {
 	if _, err := r.st.Upload(context.Background(), id); err == nil {
 		t.Fatal("a rejected upload stays recorded")
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, id)); !os.IsNotExist(err) {
-		t.Fatalf("a rejected upload's bytes stay: %v", err)
+	if !bytesGone(r.dir, id) {
+		t.Fatalf("a rejected upload's bytes stay")
 	}
 }
 
@@ -360,13 +368,13 @@ func TestExpiry(t *testing.T) {
 	if n, err := r.svc.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("expired %d, %v; want the unclaimed one", n, err)
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, unclaimed)); !os.IsNotExist(err) {
-		t.Fatalf("an expired upload's bytes stay: %v", err)
+	if !bytesGone(r.dir, unclaimed) {
+		t.Fatalf("an expired upload's bytes stay")
 	}
 	if res := r.do("HEAD", unclaimedLoc, nil, nil); res.StatusCode != 404 {
 		t.Fatalf("HEAD of an expired upload: %d", res.StatusCode)
 	}
-	if got, err := os.ReadFile(filepath.Join(r.dir, claimed)); err != nil || !bytes.Equal(got, png(64)) {
+	if got, err := os.ReadFile(kept(r.dir, claimed)); err != nil || !bytes.Equal(got, png(64)) {
 		t.Fatalf("a claimed upload's bytes went with the expiry: %v", err)
 	}
 	// Once the entry's data is erased (retention, forget), its file goes.
@@ -376,8 +384,8 @@ func TestExpiry(t *testing.T) {
 	if n, err := r.svc.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("erased %d, %v; want the erased entry's file", n, err)
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, claimed)); !os.IsNotExist(err) {
-		t.Fatalf("an erased entry's file stays: %v", err)
+	if !bytesGone(r.dir, claimed) {
+		t.Fatalf("an erased entry's file stays")
 	}
 }
 

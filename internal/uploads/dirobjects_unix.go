@@ -1,0 +1,29 @@
+//go:build unix
+
+package uploads
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// flock takes the exclusive lock of f, waiting for it.
+func flock(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+func funlock(f *os.File) { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) } //nolint:errcheck // closing would release it too
+
+// links is a file's link count.
+func links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 2 // unknown: never taken for the last link
+}
