@@ -2,6 +2,8 @@ package uploads
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,5 +74,57 @@ func TestAuditFiles(t *testing.T) {
 	}
 	if a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
 		t.Fatalf("audit after the erasure: %+v %v", a, err)
+	}
+}
+
+// The audit goes through the content files too: one whose bytes no
+// longer hash to its name (a byte changed on the disk) is damaged, one
+// no upload links to is reported; a temporary file being written now is
+// not.
+func TestAuditContents(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	ctx := context.Background()
+	loc := r.create("photo", 64)
+	r.patch(loc, 0, png(64), false)
+	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	if a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
+		t.Fatalf("audit of a whole directory: %+v %v", a, err)
+	}
+	// One byte of the photo changes on the disk.
+	p := kept(r.dir, id)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[40] ^= 0x01
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A content file whose id link a deletion cut short removed, and a
+	// write in progress.
+	d, err := OpenDir(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv := []byte("%PDF-1.4 left behind")
+	sum := sha256.Sum256(cv)
+	name := hex.EncodeToString(sum[:])
+	src := filepath.Join(t.TempDir(), "cv")
+	os.WriteFile(src, cv, 0o600)
+	if err := d.putContent(src, d.ContentPath(name), int64(len(cv))); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(src)
+	os.WriteFile(filepath.Join(filepath.Dir(d.ContentPath(name)), ".tmp-now"), cv, 0o600)
+	a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := sha256.Sum256(png(64))
+	damaged := filepath.Join(ObjectsDir, "sha256", hex.EncodeToString(ps[:1]), hex.EncodeToString(ps[:]))
+	unlinked := filepath.Join(ObjectsDir, "sha256", name[:2], name)
+	if a.OK() || !slices.Equal(a.Damaged, []string{damaged}) || !slices.Equal(a.Unlinked, []string{unlinked}) || len(a.Missing) != 0 || len(a.Orphans) != 0 {
+		t.Fatalf("audit %+v, want %s damaged and %s unlinked", a, damaged, unlinked)
 	}
 }

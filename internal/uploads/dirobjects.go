@@ -47,6 +47,9 @@ type Dir struct {
 
 	mu       sync.Mutex
 	writable bool
+	// betweenCheckAndLink, in tests, runs once a Keep found the content
+	// file there and before it links the id to it.
+	betweenCheckAndLink func()
 }
 
 // ObjectsDir is the directory under the uploads directory that holds the
@@ -160,6 +163,8 @@ func (d *Dir) keep(id, sum, path string, size int64) error {
 		}
 	} else if err != nil {
 		return fmt.Errorf("keep upload bytes: %w", err)
+	} else if d.betweenCheckAndLink != nil {
+		d.betweenCheckAndLink()
 	}
 	ld := d.idDir(id)
 	if err := mkdirSynced(filepath.Dir(ld)); err != nil {

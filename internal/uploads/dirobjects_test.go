@@ -1,8 +1,23 @@
 package uploads
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
 )
 
 // kept is the path of upload id's bytes in the objects directory under
@@ -24,4 +39,272 @@ func bytesGone(dir, id string) bool {
 		}
 	}
 	return true
+}
+
+// writeFile writes b to a new file in dir and returns its path.
+func writeFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readObject(t *testing.T, d *Dir, id string) []byte {
+	t.Helper()
+	o, err := d.Open(context.Background(), id)
+	if err != nil {
+		t.Fatalf("open %s: %v", id, err)
+	}
+	defer o.Close()
+	b, err := io.ReadAll(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func nlink(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return links(fi)
+}
+
+// The same bytes kept for two uploads are one file whose link count
+// counts them; deleting one upload keeps the other's bytes, deleting the
+// last removes the file.
+func TestDirKeepsContentOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "uploads")
+	d, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := png(5000)
+	sum := sha256.Sum256(body)
+	a, b := strings.Repeat("a", 32), strings.Repeat("b", 32)
+	for _, id := range []string{a, b} {
+		if err := d.Keep(ctx, id, writeFile(t, dir, id, body), int64(len(body)), sum); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, id)) // the caller removes the parts
+	}
+	if err := d.Keep(ctx, a, writeFile(t, dir, a, body), int64(len(body)), sum); err != nil {
+		t.Fatalf("a second Keep of the same id and bytes: %v", err)
+	}
+	os.Remove(filepath.Join(dir, a))
+	c := d.ContentPath(hex.EncodeToString(sum[:]))
+	if n := nlink(t, c); n != 3 {
+		t.Fatalf("the content file has %d links, want 3 (itself and two ids)", n)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, ObjectsDir, "sha256", "*", "*"))
+	if len(files) != 1 {
+		t.Fatalf("content files %v, want one", files)
+	}
+	for _, p := range []string{c, filepath.Dir(c), filepath.Join(dir, ObjectsDir), kept(dir, a), filepath.Dir(kept(dir, a))} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := os.FileMode(0o600)
+		if fi.IsDir() {
+			want = 0o700
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s has mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+	}
+	if err := d.Keep(ctx, a, writeFile(t, dir, "other", png(10)), 10, sha256.Sum256(png(10))); err == nil {
+		t.Fatal("an id kept again with other bytes is no error")
+	}
+	if err := d.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := readObject(t, d, b); !bytes.Equal(got, body) {
+		t.Fatal("the other upload's bytes went with the first one's deletion")
+	}
+	if _, err := d.Open(ctx, a); !errors.Is(err, errNoObject) {
+		t.Fatalf("open a deleted upload: %v", err)
+	}
+	if err := d.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c); !os.IsNotExist(err) {
+		t.Fatalf("the content file stays after its last upload's deletion: %v", err)
+	}
+	if err := d.Delete(ctx, b); err != nil {
+		t.Fatalf("a second Delete: %v", err)
+	}
+}
+
+// Two entries with the same photo, one forgotten while the other's upload
+// is being kept: whatever the order, the other's bytes stay. Two Dir
+// values on one directory stand for two processes (the flock orders
+// them; each has its own mutex).
+func TestDirKeepAndDeleteOfTheSameContent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "uploads")
+	d1, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Keep waits, between finding the content there and linking to
+	// it, for the Delete to have had its chance: without the locks it
+	// would remove the content file in that gap.
+	d1.betweenCheckAndLink = func() {
+		for range 1000 {
+			runtime.Gosched()
+		}
+	}
+	body := png(20000)
+	sum := sha256.Sum256(body)
+	for i := range 200 {
+		forgotten, other := fmt.Sprintf("%032x", 2*i), fmt.Sprintf("%032x", 2*i+1)
+		if err := d1.Keep(ctx, forgotten, writeFile(t, dir, forgotten, body), int64(len(body)), sum); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, forgotten)) // its parts go once it is kept
+		parts := writeFile(t, dir, other, body)
+		var wg sync.WaitGroup
+		var kerr, derr error
+		wg.Add(2)
+		go func() { defer wg.Done(); kerr = d1.Keep(ctx, other, parts, int64(len(body)), sum) }()
+		delDir := d1
+		if i%2 == 1 {
+			delDir = d2
+		}
+		go func() { defer wg.Done(); derr = delDir.Delete(ctx, forgotten) }()
+		wg.Wait()
+		if kerr != nil || derr != nil {
+			t.Fatal(kerr, derr)
+		}
+		os.Remove(parts)
+		if got := readObject(t, d2, other); !bytes.Equal(got, body) {
+			t.Fatalf("round %d: the kept upload's bytes are gone or wrong", i)
+		}
+		if err := d2.Delete(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, ObjectsDir, "sha256", "*", "*")); len(files) != 0 {
+		t.Fatalf("content files left after every upload was deleted: %v", files)
+	}
+}
+
+// The same through the service: two entries claim uploads of one photo,
+// one entry is forgotten; the other's file still downloads.
+func TestForgetOneOfTwoEntriesWithTheSamePhoto(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	ctx := context.Background()
+	body := png(3000)
+	var ids []string
+	for i := range 2 {
+		loc := r.create("photo", len(body))
+		if res := r.patch(loc, 0, body, false); res.StatusCode != 204 {
+			t.Fatalf("PATCH: %d", res.StatusCode)
+		}
+		id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+		ids = append(ids, id)
+		e := journal.Entry{ID: fmt.Sprintf("e-%d", i), Seq: uint64(i + 1), Site: "default", Form: "exam", Key: "k-" + id, ReceivedAt: r.clock.Now(),
+			Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
+		if out, err := r.st.Apply(ctx, []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
+			t.Fatalf("apply: %+v %v", out, err)
+		}
+	}
+	sum := sha256.Sum256(body)
+	if n := nlink(t, DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:]))); n != 3 {
+		t.Fatalf("the photo's content file has %d links, want 3", n)
+	}
+	if _, err := r.st.EraseEntries(ctx, []string{"e-0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !bytesGone(r.dir, ids[0]) {
+		t.Fatal("the forgotten entry's upload stays")
+	}
+	if got := readAll(t, r.svc, ids[1]); !bytes.Equal(got, body) {
+		t.Fatal("the other entry's photo went with the forgotten one")
+	}
+	if a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
+		t.Fatalf("audit: %+v %v", a, err)
+	}
+}
+
+// Uploads an earlier release completed (a file named by id and its tusd
+// .info in the uploads directory) are moved into the objects at start;
+// a stop at any point of it leaves every file readable, and starting
+// again finishes.
+func TestMigrateUploadsOfEarlierReleases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "uploads")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	photo, cv := png(4000), []byte("%PDF-1.4 a CV")
+	files := map[string][]byte{
+		strings.Repeat("1", 32): photo, strings.Repeat("2", 32): photo, // one photo in two entries
+		strings.Repeat("3", 32): cv,
+		strings.Repeat("4", 32): photo[:1000], // still being received: stays in the parts
+	}
+	complete := map[string]bool{strings.Repeat("1", 32): true, strings.Repeat("2", 32): true, strings.Repeat("3", 32): true}
+	for id, b := range files {
+		writeFile(t, dir, id, b)
+		writeFile(t, dir, id+".info", []byte(`{"ID":"`+id+`"}`))
+	}
+	sumOf := func(_ context.Context, id string) ([32]byte, bool, error) {
+		return sha256.Sum256(files[id]), complete[id], nil
+	}
+	d, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stop after the first upload was kept, before its old files went
+	// (what a kill -9 in the middle leaves): both layouts at once.
+	first := strings.Repeat("1", 32)
+	if err := d.Keep(ctx, first, filepath.Join(dir, first), int64(len(photo)), sha256.Sum256(photo)); err != nil {
+		t.Fatal(err)
+	}
+	for id := range complete {
+		if got := readObject(t, d, id); !bytes.Equal(got, files[id]) {
+			t.Fatalf("upload %s unreadable mid-migration", id)
+		}
+	}
+	n, err := d.Migrate(ctx, sumOf)
+	if err != nil || n != 2 {
+		t.Fatalf("migrated %d, %v; want the two not kept yet", n, err)
+	}
+	if n, err := d.Migrate(ctx, sumOf); err != nil || n != 0 {
+		t.Fatalf("a second migration moved %d, %v", n, err)
+	}
+	for id := range complete {
+		if got := readObject(t, d, id); !bytes.Equal(got, files[id]) {
+			t.Fatalf("upload %s differs after the migration", id)
+		}
+		for _, p := range []string{filepath.Join(dir, id), filepath.Join(dir, id+".info")} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Fatalf("the old file %s stays", p)
+			}
+		}
+	}
+	partial := strings.Repeat("4", 32)
+	if _, err := os.Stat(filepath.Join(dir, partial)); err != nil {
+		t.Fatalf("an upload still being received was moved: %v", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, ObjectsDir, "sha256", "*", "*")); len(files) != 2 {
+		t.Fatalf("content files %v, want the photo and the CV", files)
+	}
 }
