@@ -53,9 +53,23 @@ func auditFiles(ctx context.Context, cfg config.Config, st uploads.AuditStore, s
 		}
 		fmt.Fprintf(stdout, "file not referenced: %s\n", where(name))
 	}
-	fmt.Fprintf(stdout, "uploads: %d, claimed by kept entries: %d, their bytes missing: %d, stored files nothing references: %d\n",
-		a.Uploads, a.Claimed, len(a.Missing), len(a.Orphans))
-	if len(a.Orphans) > 0 {
+	for i, name := range a.Damaged {
+		if i == maxAuditListed {
+			fmt.Fprintf(stdout, "  … and %d more\n", len(a.Damaged)-i)
+			break
+		}
+		fmt.Fprintf(stdout, "file damaged: %s no longer has the SHA-256 it is named by (restore it from a backup)\n", filepath.Join(cfg.Data, "uploads", name))
+	}
+	for i, name := range a.Unlinked {
+		if i == maxAuditListed {
+			fmt.Fprintf(stdout, "  … and %d more\n", len(a.Unlinked)-i)
+			break
+		}
+		fmt.Fprintf(stdout, "file not referenced: %s (no upload links to it)\n", filepath.Join(cfg.Data, "uploads", name))
+	}
+	fmt.Fprintf(stdout, "uploads: %d, claimed by kept entries: %d, their bytes missing: %d, stored files nothing references: %d, damaged: %d\n",
+		a.Uploads, a.Claimed, len(a.Missing), len(a.Orphans)+len(a.Unlinked), len(a.Damaged))
+	if len(a.Orphans)+len(a.Unlinked) > 0 {
 		fmt.Fprintln(stdout, "files nothing references are left by a deletion cut short; delete them once you have looked")
 	}
 	return a.OK(), nil

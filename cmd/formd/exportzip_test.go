@@ -161,9 +161,14 @@ func TestAuditFiles(t *testing.T) {
 		t.Fatalf("audit output:\n%s", out.String())
 	}
 	dir := filepath.Join(data, "uploads")
-	ents, _ := os.ReadDir(dir)
-	lost := ents[0].Name()
-	os.Remove(filepath.Join(dir, lost))
+	ids, _ := filepath.Glob(filepath.Join(dir, "objects", "ids", "*", "*"))
+	if len(ids) != 2 {
+		t.Fatalf("upload ids in the objects directory: %v", ids)
+	}
+	lost := filepath.Base(ids[0])
+	links, _ := os.ReadDir(ids[0])
+	os.Remove(filepath.Join(dir, "objects", "sha256", links[0].Name()[:2], links[0].Name())) // the bytes are lost
+	os.RemoveAll(ids[0])
 	stray := strings.Repeat("cd", 16)
 	os.WriteFile(filepath.Join(dir, stray), []byte("left behind"), 0o600)
 	out.Reset()
