@@ -8,7 +8,11 @@
 // temporary name, synced and renamed, and the manifest — versions, sizes,
 // SHA-256 of each file, entry counts — is written last. The store is
 // copied before the journal, so the journal is never behind the store: a
-// restore decides what the journal holds beyond it.
+// restore decides what the journal holds beyond it. Then come the bytes
+// of the uploads that the store's copy names (uploads.go), one file per
+// content named by its SHA-256; an upload erased in between is listed in
+// the manifest as gone. With --uploads s3://… the manifest says the
+// bucket's files are not in the backup.
 package backup
 
 import (
@@ -38,8 +42,13 @@ const (
 	ManifestFile = "manifest.json"
 )
 
-// manifestFormat is the version of the manifest's layout.
-const manifestFormat = 1
+// manifestFormat is the version of the manifest's layout: 2 for a backup
+// that holds uploads' bytes (a formd that reads only 1 would restore it
+// without them, so it refuses it), 1 otherwise.
+const (
+	manifestFormat      = 2
+	manifestFormatPlain = 1
+)
 
 // Manifest describes one backup: what wrote it, when, and each file.
 type Manifest struct {
@@ -56,6 +65,21 @@ type Manifest struct {
 	// NoSecret says the secret was not under --data (it was given with
 	// --secret / FORMD_SECRET) and is not in the backup.
 	NoSecret bool `json:"no_secret,omitempty"`
+	// Uploads are the bytes of the uploads the store's copy references
+	// (claimed by an entry whose data is kept, or complete and not
+	// claimed yet), one file per content under uploads/.
+	Uploads []Upload `json:"uploads,omitempty"`
+	// UploadsGone lists uploads the store's copy references whose bytes
+	// were erased (forget, retention, expiry) between the copy of the
+	// store and theirs; UploadsDamaged those whose bytes in --data no
+	// longer had their SHA-256 (formd audit names the file). Neither is
+	// in the backup.
+	UploadsGone    []string `json:"uploads_gone,omitempty"`
+	UploadsDamaged []string `json:"uploads_damaged,omitempty"`
+	// UploadsElsewhere names where complete uploads' bytes live when
+	// that is not --data (--uploads s3://…): they are not in this
+	// backup; the bucket's own versioning or replication keeps them.
+	UploadsElsewhere string `json:"uploads_elsewhere,omitempty"`
 }
 
 // File is one file of a backup.
@@ -86,8 +110,18 @@ type Options struct {
 	// build's information when empty).
 	Version, Commit string
 	Now             func() time.Time
-	// Progress, when set, hears of each file once it is in place.
-	Progress func(f File)
+	// Progress, when set, hears of each file once it is in place, and
+	// UploadProgress of each upload's content file.
+	Progress       func(f File)
+	UploadProgress func(u Upload)
+	// UploadsElsewhere, when set, names where complete uploads' bytes
+	// live instead of --data (the --uploads bucket): they are not copied
+	// and the manifest says so.
+	UploadsElsewhere string
+	// LinkFrom, when set, is an earlier backup of the same data: a
+	// content file it holds is hard-linked from there rather than
+	// copied (the scheduled backups under one --backup-dir).
+	LinkFrom string
 	// freeSpace reads the bytes free under a directory (tests replace it).
 	freeSpace func(dir string) (int64, error)
 }
@@ -128,6 +162,7 @@ func take(ctx context.Context, opts Options) (m Manifest, err error) {
 		for _, p := range written {
 			os.Remove(p) //nolint:errcheck // best effort: a failed backup leaves nothing
 		}
+		os.RemoveAll(filepath.Join(opts.To, UploadsDir)) //nolint:errcheck // this backup's: the directory was empty
 		if created {
 			os.RemoveAll(opts.To) //nolint:errcheck // this backup made it: nothing else is in it
 		}
@@ -164,6 +199,33 @@ func take(ctx context.Context, opts Options) (m Manifest, err error) {
 		m.Files = append(m.Files, f)
 		if opts.Progress != nil {
 			opts.Progress(f)
+		}
+	}
+	// Then the uploads' bytes that the store's copy names: an upload
+	// erased since the store was copied is reported, not a failure.
+	m.Format = manifestFormatPlain
+	if opts.UploadsElsewhere != "" {
+		m.UploadsElsewhere = opts.UploadsElsewhere
+	} else {
+		refs, err := referencedUploads(ctx, filepath.Join(opts.To, StoreFile))
+		if err != nil {
+			return m, err
+		}
+		var size int64
+		for _, r := range refs {
+			size += r.size
+		}
+		if free, ferr := opts.freeSpace(opts.To); ferr == nil && free < size {
+			return m, &DiskFullError{Dir: opts.To, Need: need + size, Free: free}
+		}
+		rep, err := copyUploads(ctx, opts.Data, opts.To, refs, opts.LinkFrom, need+size, opts.UploadProgress)
+		written = append(written, rep.written...)
+		if err != nil {
+			return m, err
+		}
+		m.Uploads, m.UploadsGone, m.UploadsDamaged = rep.files, rep.gone, rep.damaged
+		if len(m.Uploads) > 0 {
+			m.Format = manifestFormat
 		}
 	}
 	if m.Entries, m.Journaled, err = counts(ctx, opts.To); err != nil {

@@ -112,6 +112,9 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 			return m, nil, err
 		}
 	}
+	if err := restoreUploads(opts.From, opts.Data, m); err != nil {
+		return m, nil, err
+	}
 	ok = true
 	return m, release, nil
 }

@@ -83,6 +83,7 @@ func Verify(ctx context.Context, dir string) (Manifest, error) {
 			bad.Problems = append(bad.Problems, fmt.Sprintf("%s has schema version %d, the manifest says %d", path, v, f.Schema))
 		}
 	}
+	bad.Problems = append(bad.Problems, verifyUploads(dir, m)...)
 	if len(bad.Problems) > 0 {
 		return m, bad
 	}
@@ -106,7 +107,7 @@ func ReadManifest(dir string) (Manifest, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return m, fmt.Errorf("%s is not a formd backup manifest (%v): the backup is damaged; use another backup", filepath.Join(dir, ManifestFile), err)
 	}
-	if m.Format != manifestFormat {
+	if m.Format != manifestFormat && m.Format != manifestFormatPlain {
 		return m, fmt.Errorf("%s has manifest format %d, this formd reads format %d: it was written by formd %s; restore it with formd %s or newer",
 			filepath.Join(dir, ManifestFile), m.Format, manifestFormat, m.Formd, m.Formd)
 	}
