@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/formd/formd/internal/backup"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/release"
+	"github.com/formd/formd/internal/server"
 )
 
 func init() {
@@ -27,7 +29,7 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("formd backup", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	to := fs.String("to", "", "the backup directory: new, or empty (required)")
-	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
+	loader := config.NewLoader(fs, os.Getenv, append(slices.Clone(config.StorageSettings), "uploads")...)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -50,11 +52,17 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	m, err := backup.Take(ctx, backup.Options{Data: cfg.Data, To: *to, Version: release.Version(), Commit: release.Commit(), Progress: func(f backup.File) {
 		fmt.Fprintf(stdout, "copied %-12s %12d bytes  sha256 %s\n", f.Name, f.Size, f.SHA256)
-	}})
+	}, UploadsElsewhere: server.UploadsElsewhere(cfg)})
 	if err != nil {
 		return fail(1, "%v", err)
 	}
 	printManifest(stdout, m)
+	for _, id := range m.UploadsGone {
+		fmt.Fprintf(stdout, "upload %s: its bytes were erased (forget, retention or expiry) after the store was copied; not in the backup\n", id)
+	}
+	for _, id := range m.UploadsDamaged {
+		fmt.Fprintf(stdout, "upload %s: its bytes in --data no longer have their SHA-256 (run formd audit); not in the backup\n", id)
+	}
 	if m.NoSecret {
 		fmt.Fprintln(stdout, "the installation secret is not in --data (it is given with --secret / FORMD_SECRET): keep it with this backup yourself; a restore needs it")
 	}
@@ -92,6 +100,21 @@ func printManifest(w io.Writer, m backup.Manifest) {
 			schema = fmt.Sprintf("  schema %d", f.Schema)
 		}
 		fmt.Fprintf(w, "  %-12s %12d bytes%s\n", f.Name, f.Size, schema)
+	}
+	if m.UploadsElsewhere != "" {
+		fmt.Fprintf(w, "  uploads' files: NOT in this backup: they live in %s (--uploads); keep them with the bucket's own versioning or replication\n", m.UploadsElsewhere)
+	} else {
+		var n int
+		var size int64
+		for _, u := range m.Uploads {
+			n += len(u.IDs)
+			size += u.Size
+		}
+		fmt.Fprintf(w, "  uploads/      %12d bytes  %d files of %d uploads", size, len(m.Uploads), n)
+		if len(m.UploadsGone)+len(m.UploadsDamaged) > 0 {
+			fmt.Fprintf(w, "; not held: %d erased since the store's copy, %d damaged in --data", len(m.UploadsGone), len(m.UploadsDamaged))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "journal entries: %d; store entries by status:", m.Journaled)
 	statuses := make([]string, 0, len(m.Entries))

@@ -65,7 +65,7 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	if m.NoSecret {
 		fmt.Fprintln(stdout, "the backup has no secret file: start formd with the --secret / FORMD_SECRET it was taken with")
 	}
-	if err := settle(ctx, cfg, stdout); err != nil {
+	if err := settle(ctx, cfg, m, stdout); err != nil {
 		return fail(1, "the files are in place in %s, but: %v", cfg.Data, err)
 	}
 	fmt.Fprintf(stdout, "restored: start it with formd serve --data %s\n", cfg.Data)
@@ -75,8 +75,8 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 // settle opens the restored data with today's drivers (migrating it if
 // the backup is older), decides what the journal holds beyond the store
 // — the journal was copied after the store, so it may hold entries the
-// store has not decided — and audits the result.
-func settle(ctx context.Context, cfg config.Config, stdout io.Writer) error {
+// store has not decided — and audits the result, the uploads' files too.
+func settle(ctx context.Context, cfg config.Config, m backup.Manifest, stdout io.Writer) error {
 	log := cfg.Logger(os.Stderr)
 	j, st, err := server.AttachDrivers(ctx, cfg, log)
 	if err != nil {
@@ -116,6 +116,21 @@ func settle(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	}
 	if !after.OK() {
 		return fmt.Errorf("the audit of the restored data is not clean; run formd audit --data %s for the details", cfg.Data)
+	}
+	if m.UploadsElsewhere != "" {
+		fmt.Fprintf(stdout, "the uploads' files are not in this backup: they are in %s, which this data names with --uploads\n", m.UploadsElsewhere)
+		return nil
+	}
+	filesOK, err := auditFiles(ctx, cfg, st, stdout)
+	if err != nil {
+		return fmt.Errorf("audit the files: %w", err)
+	}
+	if !filesOK {
+		why := ""
+		if len(m.UploadsGone) > 0 {
+			why = fmt.Sprintf(" (the backup lists %d uploads erased after its store was copied: their entries were forgotten or expired since; forget them again)", len(m.UploadsGone))
+		}
+		return fmt.Errorf("the file audit of the restored data is not clean%s; run formd audit --data %s for the details", why, cfg.Data)
 	}
 	return nil
 }

@@ -44,7 +44,10 @@ type ScheduleOptions struct {
 	Every           time.Duration
 	Keep            int
 	Version, Commit string
-	Now             func() time.Time
+	// UploadsElsewhere names where complete uploads' bytes live when not
+	// under Data (the --uploads bucket): see Options.
+	UploadsElsewhere string
+	Now              func() time.Time
 	Log             *slog.Logger
 	Metrics         *Metrics
 }
@@ -137,7 +140,15 @@ func (s *Schedule) take(ctx context.Context, start time.Time) error {
 	}
 	partial := filepath.Join(s.opts.Dir, "."+name+".partial")
 	os.RemoveAll(partial) //nolint:errcheck // a leftover of a killed run
-	_, err := Take(ctx, Options{Data: s.opts.Data, To: partial, Version: s.opts.Version, Commit: s.opts.Commit, Now: s.opts.Now})
+	// The newest earlier backup lends its upload files (hard links):
+	// content files never change, so each backup is whole on its own and
+	// a file is stored once however many backups hold it.
+	var linkFrom string
+	if names, err := s.backups(); err == nil && len(names) > 0 {
+		linkFrom = filepath.Join(s.opts.Dir, names[len(names)-1])
+	}
+	_, err := Take(ctx, Options{Data: s.opts.Data, To: partial, Version: s.opts.Version, Commit: s.opts.Commit, Now: s.opts.Now,
+		UploadsElsewhere: s.opts.UploadsElsewhere, LinkFrom: linkFrom})
 	if err != nil {
 		os.RemoveAll(partial) //nolint:errcheck // best effort: nothing of a failed backup is kept
 		return err
@@ -159,16 +170,10 @@ func (s *Schedule) prune() error {
 	if err != nil {
 		return fmt.Errorf("list the backups in %s: %w", s.opts.Dir, err)
 	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		if _, err := time.Parse(nameLayout, e.Name()); err == nil {
-			names = append(names, e.Name())
-		}
+	names, err := s.backups()
+	if err != nil {
+		return err
 	}
-	sort.Strings(names)
 	for len(names) > s.opts.Keep {
 		if err := os.RemoveAll(filepath.Join(s.opts.Dir, names[0])); err != nil {
 			return fmt.Errorf("remove the old backup %s: %w", filepath.Join(s.opts.Dir, names[0]), err)
@@ -181,4 +186,23 @@ func (s *Schedule) prune() error {
 		}
 	}
 	return nil
+}
+
+// backups lists the scheduled backups in Dir, oldest first.
+func (s *Schedule) backups() ([]string, error) {
+	entries, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("list the backups in %s: %w", s.opts.Dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := time.Parse(nameLayout, e.Name()); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }

@@ -31,7 +31,9 @@ type Upload struct {
 }
 
 // path is where the content is in a backup.
-func (u Upload) path(dir string) string { return filepath.Join(dir, UploadsDir, u.SHA256[:2], u.SHA256) }
+func (u Upload) path(dir string) string {
+	return filepath.Join(dir, UploadsDir, u.SHA256[:2], u.SHA256)
+}
 
 // referenced is one upload the store's copy references: claimed by an
 // entry whose data is kept, or complete and not claimed yet (a

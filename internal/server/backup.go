@@ -43,7 +43,7 @@ func newBackups(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) 
 	if cfg.BackupEvery > 0 {
 		b.schedule = backup.NewSchedule(backup.ScheduleOptions{
 			Data: cfg.Data, Dir: cfg.BackupDir, Every: cfg.BackupEvery, Keep: cfg.BackupKeep,
-			Log: log, Metrics: b.metrics,
+			Log: log, Metrics: b.metrics, UploadsElsewhere: uploadsElsewhere(cfg),
 		})
 	}
 	return b
@@ -58,3 +58,16 @@ func (b backups) failure() (at time.Time, reason string, failed bool) {
 	st := b.schedule.Status()
 	return st.LastFailure, st.LastError, st.LastError != ""
 }
+
+// uploadsElsewhere names the bucket complete uploads' bytes live in with
+// --uploads s3://…, whose files a backup of --data does not hold; "" for
+// the embedded directory.
+func uploadsElsewhere(cfg config.Config) string {
+	if loc := cfg.UploadsS3; loc != nil {
+		return "s3://" + loc.Bucket + "/" + loc.Prefix
+	}
+	return ""
+}
+
+// UploadsElsewhere is uploadsElsewhere for the backup command.
+func UploadsElsewhere(cfg config.Config) string { return uploadsElsewhere(cfg) }
