@@ -48,8 +48,8 @@ type ScheduleOptions struct {
 	// under Data (the --uploads bucket): see Options.
 	UploadsElsewhere string
 	Now              func() time.Time
-	Log             *slog.Logger
-	Metrics         *Metrics
+	Log              *slog.Logger
+	Metrics          *Metrics
 }
 
 // Schedule takes a backup of the data directory every so often into a
