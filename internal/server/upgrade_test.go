@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +29,7 @@ import (
 	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 	"github.com/formd/formd/internal/store/sqlitestore"
+	"github.com/formd/formd/internal/uploads"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -50,6 +54,20 @@ type upgradeFixture struct {
 		Status string `json:"status"`
 	} `json:"entries"`
 	Undecided []string `json:"undecided"`
+	// Files are the files of the upgrade-files entries (releases with
+	// uploads; testdata/upgrade/gen's File).
+	Files []struct {
+		Key    string `json:"key"`
+		Field  string `json:"field"`
+		Upload string `json:"upload"`
+		Name   string `json:"name"`
+		Size   int64  `json:"size"`
+		SHA256 string `json:"sha256"`
+		First  struct {
+			Status int    `json:"status"`
+			Body   string `json:"body"`
+		} `json:"first"`
+	} `json:"files"`
 }
 
 // TestUpgradeFromEarlierReleases opens each data directory an earlier
@@ -221,6 +239,74 @@ func checkUpgrade(t *testing.T, data, storeURL string, fx upgradeFixture) {
 	}
 	if !rep.OK() {
 		t.Errorf("audit after the upgrade: %+v", rep)
+	}
+	checkUpgradedFiles(t, h, st, data, fx)
+}
+
+// checkUpgradedFiles: the files the old release kept (named by upload id
+// in --data/uploads) were moved into today's content-addressed objects
+// at start — one content file for the document sent twice — and each
+// entry's file downloads through its signed link with the SHA-256 the
+// old release was sent; the file audit is clean.
+func checkUpgradedFiles(t *testing.T, h *servertest.Harness, st server.Store, data string, fx upgradeFixture) {
+	if len(fx.Files) == 0 {
+		return
+	}
+	ctx := context.Background()
+	contents := map[string]bool{}
+	for _, f := range fx.Files {
+		if _, err := os.Stat(filepath.Join(data, "uploads", f.Upload)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("upload %s is still in the old layout: %v", f.Upload, err)
+		}
+		contents[f.SHA256] = true
+		o, ok, err := st.Outcome(ctx, "upgrade-files", f.Key)
+		if err != nil || !ok || o.Status != "stored" {
+			t.Fatalf("entry %s of the old release: %+v %v %v", f.Key, o, ok, err)
+		}
+		files, err := h.Server.Links.Files(ctx, st, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := files[f.Field]
+		if len(got) != 1 || got[0].SHA256 != f.SHA256 || got[0].Size != f.Size || got[0].Name != f.Name {
+			t.Fatalf("entry %s's files %+v, want %s of %d bytes, SHA-256 %s", f.Key, got, f.Name, f.Size, f.SHA256)
+		}
+		u, err := url.Parse(got[0].URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := servertest.Client().Get(h.URL + u.RequestURI())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		sum := sha256.Sum256(b)
+		if resp.StatusCode != 200 || hex.EncodeToString(sum[:]) != f.SHA256 {
+			t.Errorf("download of entry %s's file: %d, SHA-256 %x, want %s", f.Key, resp.StatusCode, sum, f.SHA256)
+		}
+		// A retry of the old key is answered as the first time.
+		body, _ := json.Marshal(map[string]string{"name": f.Key, f.Field: "upload:" + f.Upload})
+		req, _ := http.NewRequest("POST", h.URL+"/v1/forms/upgrade-files/submissions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", f.Key)
+		resp, err = servertest.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(again) != f.First.Body {
+			t.Errorf("retry of %s: %d %s, want 200 with %s", f.Key, resp.StatusCode, again, f.First.Body)
+		}
+	}
+	stored, _ := filepath.Glob(filepath.Join(data, "uploads", uploads.ObjectsDir, "sha256", "*", "*"))
+	if len(stored) != len(contents) {
+		t.Errorf("content files %v, want one per content (%d)", stored, len(contents))
+	}
+	a, err := uploads.AuditFiles(ctx, st, uploads.DirBytes(filepath.Join(data, "uploads")), time.Now())
+	if err != nil || !a.OK() || a.Claimed != len(fx.Files) {
+		t.Errorf("file audit after the upgrade: %+v %v", a, err)
 	}
 }
 

@@ -2,7 +2,8 @@
 # Makes the upgrade fixtures: for each earlier release below, builds formd
 # from this repository's own history (git archive into a temporary
 # directory, nothing checked out here), runs it on a fresh data directory
-# through gen (stored, waitlisted, duplicate and cancelled entries,
+# through gen (stored, waitlisted, duplicate and cancelled entries, entries
+# with files for the releases that have uploads,
 # deliveries pending to a closed port, and a burst of async submissions
 # killed with SIGKILL right after their acknowledgements, so that some are
 # journaled and not decided) and keeps the directory with what each
@@ -32,14 +33,18 @@ for c in $releases; do
   # Webhooks came after the first release.
   webhooks=true
   [ "$c" = b3f9691 ] && webhooks=false
-  "$tmp/gen" -formd "$tmp/formd-$c" -out "$tmp/fx-$c" -commit "$c" -webhooks="$webhooks" 2>"$tmp/gen-$c.log" \
+  # Uploads came with 37359fb: its fixtures and later ones have entries
+  # with files (one document in two entries).
+  files=false
+  case "$c" in 37359fb|40587a2) files=true;; esac
+  "$tmp/gen" -formd "$tmp/formd-$c" -out "$tmp/fx-$c" -commit "$c" -webhooks="$webhooks" -uploads="$files" 2>"$tmp/gen-$c.log" \
     || { cat "$tmp/gen-$c.log"; exit 1; }
   tail -1 "$tmp/gen-$c.log"
   tar -C "$tmp/fx-$c" -czf "$here/$c.tar.gz" data expected.json
   if [ -n "${FORMD_TEST_POSTGRES_URL:-}" ]; then
     schema="formd_upgrade_$c"
     sep='?'; case "$FORMD_TEST_POSTGRES_URL" in *\?*) sep='&';; esac
-    "$tmp/gen" -formd "$tmp/formd-$c" -out "$tmp/pg-$c" -commit "$c" -webhooks="$webhooks" \
+    "$tmp/gen" -formd "$tmp/formd-$c" -out "$tmp/pg-$c" -commit "$c" -webhooks="$webhooks" -uploads="$files" \
       -store "$FORMD_TEST_POSTGRES_URL${sep}search_path=$schema" 2>"$tmp/gen-pg-$c.log" \
       || { cat "$tmp/gen-pg-$c.log"; exit 1; }
     tail -1 "$tmp/gen-pg-$c.log"

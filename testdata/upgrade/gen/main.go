@@ -12,7 +12,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -52,6 +55,19 @@ type Entry struct {
 	Status string `json:"status"`
 }
 
+// File is one file of an entry of the fixture's file form: what was sent,
+// for the upgrade test to download it with today's formd and compare.
+type File struct {
+	Key    string `json:"key"` // the entry's idempotency key
+	Field  string `json:"field"`
+	Upload string `json:"upload"`
+	Name   string `json:"name"`
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
+	// First is the submission's answer.
+	First Answer `json:"first"`
+}
+
 // Expected is expected.json.
 type Expected struct {
 	Commit string `json:"commit"`
@@ -66,6 +82,10 @@ type Expected struct {
 	// Acknowledged are the burst's keys answered 202 (async: an
 	// acknowledgement before fsync, which SIGKILL may lose).
 	Acknowledged []string `json:"acknowledged"`
+	// Files are the files of the upgrade-files form's entries (releases
+	// with uploads): one document sent twice, in two entries, and
+	// another.
+	Files []File `json:"files,omitempty"`
 }
 
 const capacity = 3
@@ -76,13 +96,14 @@ func main() {
 	commit := flag.String("commit", "", "the commit the binary was built from")
 	webhooks := flag.Bool("webhooks", true, "the release has webhooks (notify:, --webhook-allow)")
 	storeURL := flag.String("store", "sqlite", "the store: sqlite, or a postgres:// URL whose search_path names an empty schema")
+	withFiles := flag.Bool("uploads", false, "the release has uploads (a file field, tus at /v1/forms/{form}/uploads)")
 	flag.Parse()
 	if *bin == "" || *out == "" || *commit == "" {
 		log.Fatal("gen -formd BIN -out DIR -commit SHA")
 	}
 	for attempt := 1; ; attempt++ {
 		os.RemoveAll(*out)
-		exp, err := run(*bin, *out, *commit, *webhooks, *storeURL)
+		exp, err := run(*bin, *out, *commit, *webhooks, *withFiles, *storeURL)
 		if err != nil {
 			log.Fatalf("%s: %v", *commit, err)
 		}
@@ -99,6 +120,16 @@ func main() {
 		}
 	}
 }
+
+const filesForm = `
+---
+id: upgrade-files
+site: upgrade
+title: Upgrade files
+fields:
+  - {name: name,     type: text, required: true}
+  - {name: document, type: file, required: true, accept: [application/pdf]}
+`
 
 func forms(hookPort int, webhooks bool) string {
 	notify := ""
@@ -137,7 +168,7 @@ func freePort() int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func run(bin, out, commit string, webhooks bool, storeURL string) (*Expected, error) {
+func run(bin, out, commit string, webhooks, withFiles bool, storeURL string) (*Expected, error) {
 	data := filepath.Join(out, "data")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
@@ -145,7 +176,11 @@ func run(bin, out, commit string, webhooks bool, storeURL string) (*Expected, er
 	formsPath := filepath.Join(out, "forms.yaml")
 	// The endpoint's port is closed (nothing listens there once the
 	// listener above is gone): every delivery fails and stays pending.
-	if err := os.WriteFile(formsPath, []byte(forms(freePort(), webhooks)), 0o644); err != nil {
+	fs := forms(freePort(), webhooks)
+	if withFiles {
+		fs += filesForm
+	}
+	if err := os.WriteFile(formsPath, []byte(fs), 0o644); err != nil {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort())
@@ -270,6 +305,12 @@ func run(bin, out, commit string, webhooks bool, storeURL string) (*Expected, er
 		return nil, fmt.Errorf("eve: %d %s, want 201 waitlisted", a.Status, a.Body)
 	}
 	exp.Entries = append(exp.Entries, Entry{Form: "upgrade-fair", Key: "eve-1", Data: eve, First: a, Status: "waitlisted"})
+
+	if withFiles {
+		if err := sendFiles(base, submit, exp); err != nil {
+			return nil, err
+		}
+	}
 
 	// A burst of async submissions, and SIGKILL right after the last
 	// acknowledgement: some are journaled and not decided.
@@ -400,4 +441,64 @@ func emptySchema(url string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE; CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize())
 	return err
+}
+
+// sendFiles uploads three documents over tus — the same bytes twice, in
+// two uploads, and another — and submits an entry claiming each.
+func sendFiles(base string, submit func(form, key string, data map[string]string, prefer string) (Answer, error), exp *Expected) error {
+	same := []byte("%PDF-1.4\n% the same scan, sent for two entries\n" + strings.Repeat("0123456789abcdef", 2000))
+	other := []byte("%PDF-1.4\n% another one\n" + strings.Repeat("fedcba9876543210", 900))
+	for i, doc := range [][]byte{same, same, other} {
+		name := fmt.Sprintf("scan %d.pdf", i+1)
+		id, err := tusUpload(base, "upgrade-files", "document", name, doc)
+		if err != nil {
+			return err
+		}
+		key := fmt.Sprintf("files-%d", i+1)
+		a, err := submit("upgrade-files", key, map[string]string{"name": key, "document": "upload:" + id}, "")
+		if err != nil {
+			return err
+		}
+		if a.Status != 201 {
+			return fmt.Errorf("%s: %d %s, want 201", key, a.Status, a.Body)
+		}
+		sum := sha256.Sum256(doc)
+		exp.Files = append(exp.Files, File{Key: key, Field: "document", Upload: id, Name: name, Size: len(doc), SHA256: hex.EncodeToString(sum[:]), First: a})
+	}
+	return nil
+}
+
+// tusUpload creates an upload and sends its bytes in one PATCH.
+func tusUpload(base, form, field, name string, body []byte) (string, error) {
+	b64 := base64.StdEncoding.EncodeToString
+	req, _ := http.NewRequest("POST", base+"/v1/forms/"+form+"/uploads", nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", fmt.Sprint(len(body)))
+	req.Header.Set("Upload-Metadata", "field "+b64([]byte(field))+",filename "+b64([]byte(name)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 201 || loc == "" {
+		return "", fmt.Errorf("create an upload: %d", resp.StatusCode)
+	}
+	if !strings.HasPrefix(loc, "http") {
+		loc = base + loc
+	}
+	req, _ = http.NewRequest("PATCH", loc, bytes.NewReader(body))
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", "0")
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 204 {
+		return "", fmt.Errorf("send an upload's bytes: %d %s", resp.StatusCode, b)
+	}
+	return loc[strings.LastIndex(loc, "/")+1:], nil
 }
