@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	commands["backup"] = command{"copy the embedded journal, store and secret while the server runs (backup verify DIR checks one)", backupCmd}
+	commands["backup"] = command{"copy the embedded journal, store, secret and uploads' files while the server runs (backup verify DIR checks one)", backupCmd}
 }
 
 func backupCmd(args []string, stdout, stderr io.Writer) int {
