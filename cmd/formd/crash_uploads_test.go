@@ -26,6 +26,7 @@ import (
 
 	"github.com/formd/formd/internal/loadtest"
 	"github.com/formd/formd/internal/poll"
+	"github.com/formd/formd/internal/uploads"
 )
 
 const uploadCrashForms = `
@@ -310,7 +311,7 @@ func TestUploadsThroughFaultsAndKill9(t *testing.T) {
 			t.Errorf("upload %s claimed twice", id)
 		}
 		claimed[id] = true
-		b, err := os.ReadFile(filepath.Join(data, "uploads", id))
+		b, err := readUpload(data, id)
 		if err != nil || sha256.Sum256(b) != sent[p] {
 			t.Errorf("person %d: the bytes on disk are not the bytes sent (%v)", p, err)
 		}
@@ -324,15 +325,17 @@ func TestUploadsThroughFaultsAndKill9(t *testing.T) {
 	srv = fixedFormd(t, bin, data, formsPath, addr, expiry...)
 	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
 	poll.UntilNil(t, "unclaimed uploads to expire", 3*time.Minute, func() error {
-		ents, err := os.ReadDir(filepath.Join(data, "uploads"))
+		// The parts of uploads being received and the ids of complete
+		// ones (uploads/objects/ids).
+		var left []string
+		err := uploads.DirBytes(filepath.Join(data, "uploads")).ListBytes(context.Background(), func(name string, _ time.Time) error {
+			if id := strings.TrimSuffix(name, ".info"); !claimed[id] {
+				left = append(left, name)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		var left []string
-		for _, e := range ents {
-			if id := strings.TrimSuffix(e.Name(), ".info"); !claimed[id] {
-				left = append(left, e.Name())
-			}
 		}
 		if len(left) > 0 {
 			return fmt.Errorf("%d files of unclaimed uploads left: %v", len(left), head(left))
@@ -340,10 +343,20 @@ func TestUploadsThroughFaultsAndKill9(t *testing.T) {
 		return nil
 	})
 	for id := range claimed {
-		if _, err := os.Stat(filepath.Join(data, "uploads", id)); err != nil {
+		if _, err := readUpload(data, id); err != nil {
 			t.Errorf("a claimed upload's bytes went: %v", err)
 		}
 	}
+}
+
+// readUpload reads a complete upload's bytes from --data.
+func readUpload(data, id string) ([]byte, error) {
+	f, err := uploads.DirBytes(filepath.Join(data, "uploads")).Open(id)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 func head(s []string) []string {
