@@ -50,6 +50,16 @@ func TestBackupRestoresFiles(t *testing.T) {
 	if !strings.Contains(out.String(), "6 files of 7 uploads") {
 		t.Fatalf("formd backup does not say it holds 6 files of 7 uploads:\n%s", out.String())
 	}
+	// With the files in a bucket, the backup says they are not in it.
+	out.Reset()
+	toS3 := filepath.Join(dir, "backup-s3")
+	if code := run([]string{"backup", "--data", data, "--to", toS3, "--uploads", "s3://formd-files/p?endpoint=http://127.0.0.1:9"}, &out, &out); code != 0 ||
+		!strings.Contains(out.String(), "NOT in this backup: they live in s3://formd-files/p/") {
+		t.Fatalf("formd backup with --uploads s3://…: %d\n%s", code, out.String())
+	}
+	if raw, _ := os.ReadFile(filepath.Join(toS3, "manifest.json")); !strings.Contains(string(raw), `"uploads_elsewhere": "s3://formd-files/p/"`) {
+		t.Fatalf("the manifest does not say where the files are:\n%s", raw)
+	}
 	out.Reset()
 	if code := run([]string{"restore", "--from", to, "--data", restored}, &out, &out); code != 0 {
 		t.Fatalf("formd restore: %d\n%s", code, out.String())
