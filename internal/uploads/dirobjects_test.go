@@ -308,3 +308,40 @@ func TestMigrateUploadsOfEarlierReleases(t *testing.T) {
 		t.Fatalf("content files %v, want the photo and the CV", files)
 	}
 }
+
+// BenchmarkDirKeep keeps a complete 10 MiB upload as a new content file
+// (hard links, the fsyncs of the content's and the id's directories) and
+// deletes it, the content file too (writing and fsyncing the received
+// file, as tusd does, is not counted).
+func BenchmarkDirKeep(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(b.TempDir(), "uploads")
+	d, err := OpenDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := png(10 << 20)
+	sum := sha256.Sum256(body)
+	b.SetBytes(int64(len(body)))
+	for i := 0; b.Loop(); i++ {
+		// As the service: the received file (a name of its own), kept,
+		// its name removed; then the upload deleted, content and all.
+		id := fmt.Sprintf("%032x", i)
+		received := filepath.Join(dir, id)
+		b.StopTimer()
+		if err := os.WriteFile(received, body, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		if err := syncPath(received); err != nil { // as tusd's parts are
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := d.Keep(ctx, id, received, int64(len(body)), sum); err != nil {
+			b.Fatal(err)
+		}
+		os.Remove(received)
+		if err := d.Delete(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
