@@ -18,8 +18,9 @@ const maxAuditListed = 20
 // bytes stored, and no stored bytes that nothing references. It says
 // whether all is well.
 func auditFiles(ctx context.Context, cfg config.Config, st uploads.AuditStore, stdout io.Writer) (bool, error) {
-	var bytes uploads.ByteIndex = uploads.DirBytes(filepath.Join(cfg.Data, "uploads"))
-	where := func(name string) string { return filepath.Join(cfg.Data, "uploads", name) }
+	dir := uploads.DirBytes(filepath.Join(cfg.Data, "uploads"))
+	var bytes uploads.ByteIndex = dir
+	where := dir.Where
 	if loc := cfg.UploadsS3; loc != nil {
 		// The bucket every instance keeps complete uploads in.
 		objs, err := uploads.NewS3Objects(ctx, *loc)

@@ -171,6 +171,16 @@ func exists(p string) (bool, error) {
 	return true, nil
 }
 
+// Where names the file or directory a stored name of ListBytes is: the
+// parts directory's file, or the id's directory under objects/ids.
+func (d DirBytes) Where(name string) string {
+	p := filepath.Join(string(d), name)
+	if _, err := os.Lstat(p); err != nil && idOK(name) {
+		return DirAt(string(d)).idDir(name)
+	}
+	return p
+}
+
 // Content is one content file of the objects directory, as the audit
 // finds it.
 type Content struct {
