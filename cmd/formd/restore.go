@@ -27,7 +27,7 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("formd restore", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	from := fs.String("from", "", "the backup directory (formd backup --to, or one under --backup-dir) (required)")
-	force := fs.Bool("force", false, "replace the journal, store and secret of a --data directory that has them")
+	force := fs.Bool("force", false, "replace the journal, store, secret and uploaded files of a --data directory that has them")
 	loader := config.NewLoader(fs, os.Getenv, "data", "secret", "log-level", "log-format")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -82,7 +82,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 			}
 			release()
 		}
-		return m, nil, fmt.Errorf("%s is not empty (it holds %s): restore into a new directory, or add --force to replace its journal, store and secret; nothing was changed",
+		return m, nil, fmt.Errorf("%s is not empty (it holds %s): restore into a new directory, or add --force to replace its journal, store, secret and uploaded files; nothing was changed",
 			opts.Data, strings.Join(held, ", "))
 	}
 	release, err := opts.Lock(opts.Data)
@@ -105,6 +105,12 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 					return m, nil, fmt.Errorf("--force: remove %s: %w", filepath.Join(opts.Data, name+suffix), err)
 				}
 			}
+		}
+		// The uploaded files go with the store that named them: left
+		// beside the backup's, they would be bytes no entry references
+		// (and an id the backup reuses would clash).
+		if err := os.RemoveAll(filepath.Join(opts.Data, "uploads")); err != nil {
+			return m, nil, fmt.Errorf("--force: remove %s: %w", filepath.Join(opts.Data, "uploads"), err)
 		}
 	}
 	for _, f := range m.Files {

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -214,6 +216,33 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 	}
 	if _, err := backup.Verify(ctx, to2); err != nil {
 		t.Fatal(err)
+	}
+
+	// --force replaces the uploaded files with the store that names them:
+	// bytes of the replaced data do not stay behind as files no entry has.
+	stray := filepath.Join(restored, "uploads", "objects", "sha256", "00", strings.Repeat("0", 64))
+	if err := os.MkdirAll(filepath.Dir(stray), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stray, []byte("the replaced data's file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, release, err = backup.Restore(ctx, backup.RestoreOptions{From: to, Data: restored, Force: true, Version: "v1.0.0", Known: known, Lock: server.LockData})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if _, err := os.Stat(stray); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--force left the replaced data's file behind: %v", err)
+	}
+	st2, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(restored, backup.StoreFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	if a, err := uploads.AuditFiles(ctx, st2, uploads.DirBytes(filepath.Join(restored, "uploads")), time.Now()); err != nil || !a.OK() {
+		t.Fatalf("file audit after a --force restore: %+v %v", a, err)
 	}
 }
 

@@ -479,7 +479,7 @@ var settings = []setting{
 		return nil
 	}},
 	{"link-ttl", "15m", "how long a signed link to download an entry's file (in exports and webhooks) works", durationSetter(func(c *Config) *time.Duration { return &c.LinkTTL }, time.Minute, 7*24*time.Hour)},
-	{"backup-every", "0s", "back up the embedded journal, store and secret this often (such as 1h) into a new directory under --backup-dir; 0s for no scheduled backups", durationSetter(func(c *Config) *time.Duration { return &c.BackupEvery }, 0, 30*24*time.Hour)},
+	{"backup-every", "0s", "back up the embedded journal, store, secret and uploaded files this often (such as 1h) into a new directory under --backup-dir; 0s for no scheduled backups", durationSetter(func(c *Config) *time.Duration { return &c.BackupEvery }, 0, 30*24*time.Hour)},
 	{"backup-dir", "", "where scheduled backups go (one directory each, named by its time); best on another disk than --data", func(c *Config, v string) error {
 		c.BackupDir = v
 		return nil
