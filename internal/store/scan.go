@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -57,4 +59,88 @@ func ScanEntryRef(sc Scanner) (EntryRef, error) {
 	err := sc.Scan(&e.ID, &e.Site, &e.Form, &e.Key, &seq)
 	e.Seq = uint64(seq)
 	return e, err
+}
+
+// RowColumns are the columns of entries that ScanRow reads.
+const RowColumns = `seq, id, form, key, status, received_at, data`
+
+// ScanRow reads RowColumns.
+func ScanRow(sc Scanner) (Row, error) {
+	var r Row
+	err := sc.Scan(rowDest(&r)...)
+	return r, err
+}
+
+func rowDest(r *Row) []any {
+	return []any{uint64Dest{&r.Seq}, &r.ID, &r.Form, &r.Key, &r.Status, TimeDest(&r.ReceivedAt), bytesDest{(*[]byte)(&r.Data)}}
+}
+
+// DocColumns are the columns of entries that ScanDoc reads.
+const DocColumns = RowColumns + `, site, fingerprint`
+
+// ScanDoc reads DocColumns.
+func ScanDoc(sc Scanner) (EntryDoc, error) {
+	var d EntryDoc
+	err := sc.Scan(docDest(&d)...)
+	return d, err
+}
+
+func docDest(d *EntryDoc) []any {
+	return append(rowDest(&d.Row), &d.Site, array32Dest{&d.Receipt})
+}
+
+// DetailColumns are the columns of entries that ScanDetail reads.
+const DetailColumns = DocColumns + `, decision, decided_at, same_as`
+
+// ScanDetail reads DetailColumns.
+func ScanDetail(sc Scanner) (EntryDetail, error) {
+	var d EntryDetail
+	var sameAs sql.NullString
+	err := sc.Scan(append(docDest(&d.EntryDoc), &d.Decision, TimeDest(&d.DecidedAt), &sameAs)...)
+	d.SameAs = sameAs.String
+	return d, err
+}
+
+// uint64Dest scans a non-negative integer (SQLite's integer, PostgreSQL's
+// bigint) into a uint64.
+type uint64Dest struct{ u *uint64 }
+
+func (d uint64Dest) Scan(v any) error {
+	switch v := v.(type) {
+	case int64:
+		*d.u = uint64(v)
+	default:
+		return fmt.Errorf("scan %T into a uint64", v)
+	}
+	return nil
+}
+
+// bytesDest scans a BLOB or bytea, NULL as nil, into a copy of its own.
+type bytesDest struct{ b *[]byte }
+
+func (d bytesDest) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*d.b = nil
+	case []byte:
+		*d.b = bytes.Clone(v)
+	default:
+		return fmt.Errorf("scan %T into bytes", v)
+	}
+	return nil
+}
+
+// array32Dest scans a BLOB or bytea into a [32]byte, as much of it as fits.
+type array32Dest struct{ a *[32]byte }
+
+func (d array32Dest) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*d.a = [32]byte{}
+	case []byte:
+		copy(d.a[:], v)
+	default:
+		return fmt.Errorf("scan %T into 32 bytes", v)
+	}
+	return nil
 }

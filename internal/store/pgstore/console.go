@@ -96,20 +96,13 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	}
 	args = append(args, needles)
 	page := store.PageSize(q.Limit)
-	rows, err := s.pool.Query(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+where+
+	rows, err := s.pool.Query(ctx, `SELECT `+store.RowColumns+` FROM entries WHERE `+where+
 		fmt.Sprintf(` AND data IS NOT NULL AND EXISTS (SELECT 1 FROM unnest($%d::bytea[]) n WHERE position(n IN data) > 0)`, len(args))+
 		` ORDER BY seq DESC, id DESC LIMIT `+strconv.Itoa(page), args...)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Row, error) {
-		row := store.Row{Form: q.Form}
-		var seq int64
-		var data []byte // NULL once erased
-		err := r.Scan(&seq, &row.ID, &row.Key, &row.Status, &row.ReceivedAt, &data)
-		row.Seq, row.Data = uint64(seq), data
-		return row, err
-	})
+	out, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
@@ -122,26 +115,12 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 
 // Entry reads one entry of a form.
 func (s *Store) Entry(ctx context.Context, form, id string) (store.EntryDetail, error) {
-	d := store.EntryDetail{Row: store.Row{Form: form}}
-	var (
-		seq    int64
-		fp     []byte
-		sameAs *string
-		data   []byte // NULL once erased
-	)
-	err := s.pool.QueryRow(ctx, `SELECT seq, id, key, status, received_at, data, site, decision, fingerprint, decided_at, same_as
-		FROM entries WHERE form = $1 AND id = $2`, form, id).
-		Scan(&seq, &d.ID, &d.Key, &d.Status, &d.ReceivedAt, &data, &d.Site, &d.Decision, &fp, &d.DecidedAt, &sameAs)
+	d, err := store.ScanDetail(s.pool.QueryRow(ctx, `SELECT `+store.DetailColumns+` FROM entries WHERE form = $1 AND id = $2`, form, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, fmt.Errorf("read entry %s/%s: %w", form, id, store.ErrNotFound)
 	}
 	if err != nil {
 		return d, classify("read entry", err)
-	}
-	d.Seq, d.Data = uint64(seq), data
-	copy(d.Receipt[:], fp)
-	if sameAs != nil {
-		d.SameAs = *sameAs
 	}
 	return d, nil
 }

@@ -258,18 +258,16 @@ func (s *Store) DisabledEndpoints(ctx context.Context) (map[string]string, error
 // EntryDocs reads entries for deliveries.
 func (s *Store) EntryDocs(ctx context.Context, ids []string) (map[string]store.EntryDoc, error) {
 	out := make(map[string]store.EntryDoc, len(ids))
-	rows, err := s.pool.Query(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries WHERE id = ANY($1)`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.DocColumns+` FROM entries WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, classify("read entries", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var d store.EntryDoc
-		var fp []byte
-		if err := rows.Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &d.ReceivedAt, &fp, &d.Data); err != nil {
+		d, err := store.ScanDoc(rows)
+		if err != nil {
 			return nil, classify("read entries", err)
 		}
-		copy(d.Fingerprint[:], fp)
 		out[d.ID] = d
 	}
 	if err := rows.Err(); err != nil {

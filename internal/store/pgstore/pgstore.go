@@ -201,6 +201,9 @@ func timeOrNull(t time.Time) *time.Time {
 // scanEntryRef is store.ScanEntryRef for pgx.CollectRows.
 func scanEntryRef(r pgx.CollectableRow) (store.EntryRef, error) { return store.ScanEntryRef(r) }
 
+// scanRow is store.ScanRow for pgx.CollectRows.
+func scanRow(r pgx.CollectableRow) (store.Row, error) { return store.ScanRow(r) }
+
 // FunctionsSQL is functions.sql, the store's functions as every start
 // defines them, for tests that compare a database with it.
 func FunctionsSQL() string { return functions }

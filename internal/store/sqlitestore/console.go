@@ -106,12 +106,12 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 		args = append(args, n)
 	}
 	page := store.PageSize(q.Limit)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+where+
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries WHERE `+where+
 		` AND data IS NOT NULL AND (`+strings.Join(conds, " OR ")+`) ORDER BY seq DESC, id DESC LIMIT ?`, append(args, page)...)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
-	out, err := scanRows(rows, q.Form)
+	out, err := collect(rows, scanRow)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
@@ -124,45 +124,15 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	return out, bound, nil
 }
 
-func scanRows(rows *sql.Rows, form string) ([]store.Row, error) {
-	defer rows.Close()
-	var out []store.Row
-	for rows.Next() {
-		r := store.Row{Form: form}
-		var us int64
-		var data []byte // NULL once erased
-		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
-			return nil, err
-		}
-		r.Data = data
-		r.ReceivedAt = time.UnixMicro(us)
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
 // Entry reads one entry of a form.
 func (s *Store) Entry(ctx context.Context, form, id string) (store.EntryDetail, error) {
-	var (
-		d        = store.EntryDetail{Row: store.Row{Form: form}}
-		rec, dec int64
-		fp       []byte
-		sameAs   sql.NullString
-		data     []byte // NULL once erased
-	)
-	err := s.rdb.QueryRowContext(ctx, `SELECT seq, id, key, status, received_at, data, site, decision, fingerprint, decided_at, same_as
-		FROM entries WHERE form = ? AND id = ?`, form, id).
-		Scan(&d.Seq, &d.ID, &d.Key, &d.Status, &rec, &data, &d.Site, &d.Decision, &fp, &dec, &sameAs)
+	d, err := store.ScanDetail(s.rdb.QueryRowContext(ctx, `SELECT `+store.DetailColumns+` FROM entries WHERE form = ? AND id = ?`, form, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("read entry %s/%s: %w", form, id, store.ErrNotFound)
 	}
 	if err != nil {
 		return d, classify("read entry", err)
 	}
-	d.ReceivedAt, d.DecidedAt = time.UnixMicro(rec), time.UnixMicro(dec)
-	d.Data = data
-	copy(d.Receipt[:], fp)
-	d.SameAs = sameAs.String
 	return d, nil
 }
 

@@ -68,25 +68,13 @@ func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) (
 func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error) {
 	where, args := entryFilter(q)
 	args = append(args, store.PageSize(q.Limit))
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries WHERE `+
 		where+` ORDER BY seq DESC, id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, classify("list entries", err)
 	}
-	defer rows.Close()
-	var out []store.Row
-	for rows.Next() {
-		r := store.Row{Form: q.Form}
-		var us int64
-		var data []byte // NULL once erased
-		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
-			return nil, classify("list entries", err)
-		}
-		r.Data = data
-		r.ReceivedAt = time.UnixMicro(us)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanRow)
+	if err != nil {
 		return nil, classify("list entries", err)
 	}
 	return out, nil
@@ -127,12 +115,12 @@ func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error)
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
 	afterSeq, afterID := int64(-1), ""
 	for {
-		rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
+		rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries
 			WHERE form = ? AND (seq, id) > (?, ?) ORDER BY seq, id LIMIT ?`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
 			return classify("export", err)
 		}
-		page, err := scanRows(rows, form)
+		page, err := collect(rows, scanRow)
 		if err != nil {
 			return classify("export", err)
 		}

@@ -352,28 +352,17 @@ func (s *Store) EntryDocs(ctx context.Context, ids []string) (map[string]store.E
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := s.rdb.QueryContext(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries
+		rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.DocColumns+` FROM entries
 			WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
 		if err != nil {
 			return nil, classify("read entries", err)
 		}
-		for rows.Next() {
-			var (
-				d  store.EntryDoc
-				us int64
-				fp []byte
-			)
-			if err := rows.Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &us, &fp, &d.Data); err != nil {
-				rows.Close()
-				return nil, classify("read entries", err)
-			}
-			d.ReceivedAt = time.UnixMicro(us)
-			copy(d.Fingerprint[:], fp)
-			out[d.ID] = d
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		docs, err := collect(rows, scanDoc)
+		if err != nil {
 			return nil, classify("read entries", err)
+		}
+		for _, d := range docs {
+			out[d.ID] = d
 		}
 	}
 	return out, nil

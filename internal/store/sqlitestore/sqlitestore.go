@@ -165,6 +165,12 @@ func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error
 // scanEntryRef is store.ScanEntryRef for collect.
 func scanEntryRef(r *sql.Rows) (store.EntryRef, error) { return store.ScanEntryRef(r) }
 
+// scanRow is store.ScanRow for collect.
+func scanRow(r *sql.Rows) (store.Row, error) { return store.ScanRow(r) }
+
+// scanDoc is store.ScanDoc for collect.
+func scanDoc(r *sql.Rows) (store.EntryDoc, error) { return store.ScanDoc(r) }
+
 // scanString reads a row of one text column, for collect.
 func scanString(r *sql.Rows) (string, error) {
 	var v string
