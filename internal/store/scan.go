@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/formd/formd/internal/accounts"
 )
 
 // Scanner is one row of a query as both drivers have it (*sql.Row,
@@ -143,4 +145,50 @@ func (d array32Dest) Scan(v any) error {
 		return fmt.Errorf("scan %T into 32 bytes", v)
 	}
 	return nil
+}
+
+// AccountColumns are the columns of accounts a that ScanAccount reads.
+const AccountColumns = `a.id, a.email, a.name, a.role, a.sites, a.password_hash, a.disabled, a.created_at, a.updated_at`
+
+// SitesDest makes an account's sites a Scan destination of one driver:
+// PostgreSQL keeps them as text[], SQLite as JSON text.
+type SitesDest func(*[]string) any
+
+// ScanAccount reads AccountColumns, then the extra destinations.
+func ScanAccount(sc Scanner, sites SitesDest, extra ...any) (accounts.Account, error) {
+	var a accounts.Account
+	var role string
+	err := sc.Scan(append([]any{&a.ID, &a.Email, &a.Name, &role, sites(&a.Sites), &a.PasswordHash, &a.Disabled,
+		TimeDest(&a.CreatedAt), TimeDest(&a.UpdatedAt)}, extra...)...)
+	a.Role = accounts.Role(role)
+	return a, err
+}
+
+// TokenColumns are the columns of api_tokens t joined with accounts a that
+// TokenDest receives.
+const TokenColumns = `t.id, t.account_id, a.email, t.name, t.created_by, t.created_at, t.last_used_at, t.revoked_at`
+
+// TokenDest are the Scan destinations of TokenColumns, into t.
+func TokenDest(t *accounts.Token) []any {
+	return []any{&t.ID, &t.AccountID, &t.AccountEmail, &t.Name, &t.CreatedBy, TimeDest(&t.CreatedAt), TimeDest(&t.LastUsedAt), TimeDest(&t.RevokedAt)}
+}
+
+// ScanToken reads TokenColumns.
+func ScanToken(sc Scanner) (accounts.Token, error) {
+	var t accounts.Token
+	err := sc.Scan(TokenDest(&t)...)
+	return t, err
+}
+
+// AdminTokenColumns are the columns of the admin token's row of tokens
+// that ScanAdminToken reads.
+const AdminTokenColumns = `account_id, created_at, used_at, revoked_at`
+
+// ScanAdminToken reads AdminTokenColumns.
+func ScanAdminToken(sc Scanner) (accounts.Token, error) {
+	t := accounts.Token{ID: accounts.AdminTokenID, Name: "admin token"}
+	var account sql.NullString
+	err := sc.Scan(&account, TimeDest(&t.CreatedAt), TimeDest(&t.LastUsedAt), TimeDest(&t.RevokedAt))
+	t.AccountID = account.String
+	return t, err
 }
