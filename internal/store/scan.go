@@ -192,3 +192,25 @@ func ScanAdminToken(sc Scanner) (accounts.Token, error) {
 	t.AccountID = account.String
 	return t, err
 }
+
+// DeadLetterColumns are the columns of dead_letters d that ScanDeadLetter
+// reads.
+const DeadLetterColumns = `d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at`
+
+// ScanDeadLetter reads DeadLetterColumns.
+func ScanDeadLetter(sc Scanner) (DeadLetter, error) {
+	var d DeadLetter
+	err := sc.Scan(&d.ID, &d.Form, &d.Key, uint64Dest{&d.Seq}, &d.Reason, &d.Attempts, TimeDest(&d.At))
+	return d, err
+}
+
+// UploadStateColumns are what ScanUploadState reads, of uploads u left
+// joined with upload_claims c and their entries e.
+const UploadStateColumns = `u.id, u.sha256 IS NOT NULL, coalesce(c.entry_id, ''), c.upload_id IS NOT NULL AND e.data IS NULL`
+
+// ScanUploadState reads UploadStateColumns.
+func ScanUploadState(sc Scanner) (UploadState, error) {
+	var u UploadState
+	err := sc.Scan(&u.ID, &u.Complete, &u.Entry, &u.Erased)
+	return u, err
+}
