@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/attempt"
 )
 
 // Scanner is one row of a query as both drivers have it (*sql.Row,
@@ -213,4 +214,44 @@ func ScanUploadState(sc Scanner) (UploadState, error) {
 	var u UploadState
 	err := sc.Scan(&u.ID, &u.Complete, &u.Entry, &u.Erased)
 	return u, err
+}
+
+// EventColumns are the columns of events e that ScanEvent reads.
+const EventColumns = `e.seq, e.entry_id, e.n, e.type, e.form, e.site, e.status, e.at`
+
+// ScanEvent reads EventColumns.
+func ScanEvent(sc Scanner) (Event, error) {
+	var e Event
+	err := sc.Scan(eventDest(&e)...)
+	return e, err
+}
+
+func eventDest(e *Event) []any {
+	return []any{uint64Dest{&e.Seq}, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, TimeDest(&e.At)}
+}
+
+// DeliveryColumns are the columns of deliveries d joined with their events
+// e that ScanDelivery reads.
+const DeliveryColumns = `d.event_seq, d.endpoint, d.state, d.attempts, d.next_at, d.last_status, d.last_error, d.updated_at, ` + EventColumns
+
+// ScanDelivery reads DeliveryColumns.
+func ScanDelivery(sc Scanner) (Delivery, error) {
+	var d Delivery
+	err := sc.Scan(append([]any{uint64Dest{&d.EventSeq}, &d.Endpoint, &d.State, &d.Attempts, TimeDest(&d.NextAt),
+		&d.LastStatus, &d.LastError, TimeDest(&d.UpdatedAt)}, eventDest(&d.Event)...)...)
+	return d, err
+}
+
+// AttemptColumns are the columns of delivery_attempts a that ScanAttempt
+// reads.
+const AttemptColumns = `a.event_seq, a.endpoint, a.at, a.status, a.latency_us, a.outcome, a.excerpt`
+
+// ScanAttempt reads AttemptColumns.
+func ScanAttempt(sc Scanner) (Attempt, error) {
+	var a Attempt
+	var lat int64
+	var outcome string
+	err := sc.Scan(uint64Dest{&a.EventSeq}, &a.Endpoint, TimeDest(&a.At), &a.Status, &lat, &outcome, &a.Excerpt)
+	a.Latency, a.Outcome = time.Duration(lat)*time.Microsecond, attempt.Outcome(outcome)
+	return a, err
 }

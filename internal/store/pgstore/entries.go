@@ -78,17 +78,11 @@ func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, e
 
 // History lists an entry's events, oldest first.
 func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, entry_id, n, type, form, site, status, at FROM events WHERE entry_id = $1 ORDER BY seq`, entryID)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.EventColumns+` FROM events e WHERE e.entry_id = $1 ORDER BY e.seq`, entryID)
 	if err != nil {
 		return nil, classify("read history", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
-		var e store.Event
-		var seq int64
-		err := r.Scan(&seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &e.At)
-		e.Seq = uint64(seq)
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, scanEvent)
 	if err != nil {
 		return nil, classify("read history", err)
 	}

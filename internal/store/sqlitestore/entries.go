@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/formd/formd/internal/store"
 )
@@ -82,22 +81,12 @@ func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, e
 
 // History lists an entry's events, oldest first.
 func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, entry_id, n, type, form, site, status, at FROM events WHERE entry_id = ? ORDER BY seq`, entryID)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.EventColumns+` FROM events e WHERE e.entry_id = ? ORDER BY e.seq`, entryID)
 	if err != nil {
 		return nil, classify("read history", err)
 	}
-	defer rows.Close()
-	var out []store.Event
-	for rows.Next() {
-		var e store.Event
-		var at int64
-		if err := rows.Scan(&e.Seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &at); err != nil {
-			return nil, classify("read history", err)
-		}
-		e.At = time.UnixMicro(at)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanEvent)
+	if err != nil {
 		return nil, classify("read history", err)
 	}
 	return out, nil
