@@ -255,3 +255,31 @@ func ScanAttempt(sc Scanner) (Attempt, error) {
 	a.Latency, a.Outcome = time.Duration(lat)*time.Microsecond, attempt.Outcome(outcome)
 	return a, err
 }
+
+// ScanMinuteCount reads a minute, counted from the Unix epoch, and its
+// count of entries.
+func ScanMinuteCount(sc Scanner) (MinuteCount, error) {
+	var m, n int64
+	err := sc.Scan(&m, &n)
+	return MinuteCount{Minute: time.Unix(m*60, 0).UTC(), N: n}, err
+}
+
+// ScanArrivalHour reads an hour, counted from the Unix epoch, and its
+// started, reached, received and stored counts.
+func ScanArrivalHour(sc Scanner) (ArrivalHour, error) {
+	var h int64
+	var a ArrivalHour
+	err := sc.Scan(&h, &a.Started, &a.Reached, &a.Received, &a.Stored)
+	a.Hour = time.Unix(h*3600, 0).UTC()
+	return a, err
+}
+
+// ArrivalColumns are the columns of arrivals a that ScanArrival reads.
+const ArrivalColumns = `a.key, a.started_at, a.answered_at, a.state`
+
+// ScanArrival reads ArrivalColumns; a time not reported is zero.
+func ScanArrival(sc Scanner) (Arrival, error) {
+	var a Arrival
+	err := sc.Scan(&a.Key, TimeDest(&a.StartedAt), TimeDest(&a.AnsweredAt), &a.State)
+	return a, err
+}

@@ -62,11 +62,7 @@ func (s *Store) EntriesPerMinute(ctx context.Context, form string, since, until 
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.MinuteCount, error) {
-		var m, n int64
-		err := r.Scan(&m, &n)
-		return store.MinuteCount{Minute: time.Unix(m*60, 0).UTC(), N: n}, err
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.MinuteCount, error) { return store.ScanMinuteCount(r) })
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
@@ -139,13 +135,7 @@ func (s *Store) ArrivalStats(ctx context.Context, form string, since, until time
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ArrivalHour, error) {
-		var h int64
-		var a store.ArrivalHour
-		err := r.Scan(&h, &a.Started, &a.Reached, &a.Received, &a.Stored)
-		a.Hour = time.Unix(h*3600, 0).UTC()
-		return a, err
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ArrivalHour, error) { return store.ScanArrivalHour(r) })
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
@@ -157,25 +147,14 @@ func (s *Store) UnreceivedArrivals(ctx context.Context, form string, since, unti
 	if limit < 1 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT a.key, a.started_at, a.answered_at, a.state FROM arrivals a
+	rows, err := s.pool.Query(ctx, `SELECT `+store.ArrivalColumns+` FROM arrivals a
 		WHERE a.form = $1 AND a.reported_at >= $2 AND a.reported_at < $3
 			AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.form = a.form AND e.key = a.key)
 		ORDER BY a.reported_at, a.key LIMIT $4`, form, since, until, limit)
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Arrival, error) {
-		var a store.Arrival
-		var started, answered *time.Time
-		err := r.Scan(&a.Key, &started, &answered, &a.State)
-		if started != nil {
-			a.StartedAt = *started
-		}
-		if answered != nil {
-			a.AnsweredAt = *answered
-		}
-		return a, err
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Arrival, error) { return store.ScanArrival(r) })
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}

@@ -66,16 +66,8 @@ func (s *Store) EntriesPerMinute(ctx context.Context, form string, since, until 
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
-	defer rows.Close()
-	var out []store.MinuteCount
-	for rows.Next() {
-		var m, n int64
-		if err := rows.Scan(&m, &n); err != nil {
-			return nil, classify("count entries per minute", err)
-		}
-		out = append(out, store.MinuteCount{Minute: time.UnixMicro(m * minute).UTC(), N: n})
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, func(r *sql.Rows) (store.MinuteCount, error) { return store.ScanMinuteCount(r) })
+	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
 	return out, nil
@@ -151,18 +143,8 @@ func (s *Store) ArrivalStats(ctx context.Context, form string, since, until time
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
-	defer rows.Close()
-	var out []store.ArrivalHour
-	for rows.Next() {
-		var h int64
-		var a store.ArrivalHour
-		if err := rows.Scan(&h, &a.Started, &a.Reached, &a.Received, &a.Stored); err != nil {
-			return nil, classify("arrival stats", err)
-		}
-		a.Hour = time.UnixMicro(h * hour).UTC()
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, func(r *sql.Rows) (store.ArrivalHour, error) { return store.ScanArrivalHour(r) })
+	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
 	return out, nil
@@ -173,30 +155,15 @@ func (s *Store) UnreceivedArrivals(ctx context.Context, form string, since, unti
 	if limit < 1 {
 		return nil, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT a.key, a.started_at, a.answered_at, a.state FROM arrivals a
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.ArrivalColumns+` FROM arrivals a
 		WHERE a.form = ? AND a.reported_at >= ? AND a.reported_at < ?
 			AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.form = a.form AND e.key = a.key)
 		ORDER BY a.reported_at, a.key LIMIT ?`, form, since.UnixMicro(), until.UnixMicro(), limit)
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
-	defer rows.Close()
-	var out []store.Arrival
-	for rows.Next() {
-		var a store.Arrival
-		var started, answered sql.NullInt64
-		if err := rows.Scan(&a.Key, &started, &answered, &a.State); err != nil {
-			return nil, classify("unreceived arrivals", err)
-		}
-		if started.Valid {
-			a.StartedAt = time.UnixMicro(started.Int64)
-		}
-		if answered.Valid {
-			a.AnsweredAt = time.UnixMicro(answered.Int64)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, func(r *sql.Rows) (store.Arrival, error) { return store.ScanArrival(r) })
+	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
 	return out, nil
