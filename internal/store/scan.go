@@ -8,6 +8,7 @@ import (
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/attempt"
+	"github.com/formd/formd/internal/form"
 )
 
 // Scanner is one row of a query as both drivers have it (*sql.Row,
@@ -282,4 +283,39 @@ func ScanArrival(sc Scanner) (Arrival, error) {
 	var a Arrival
 	err := sc.Scan(&a.Key, TimeDest(&a.StartedAt), TimeDest(&a.AnsweredAt), &a.State)
 	return a, err
+}
+
+// FormColumns are the columns of forms f left joined with capacity c that
+// ScanForm reads.
+const FormColumns = `f.id, f.site, f.source, f.version, f.updated_at, c.capacity, c.when_full`
+
+// ScanForm reads FormColumns; a form without a limit has a nil Capacity.
+func ScanForm(sc Scanner) (form.Record, error) {
+	var f form.Record
+	var limit sql.NullInt64
+	var whenFull sql.NullString
+	err := sc.Scan(&f.ID, &f.Site, &f.Source, &f.Version, TimeDest(&f.UpdatedAt), &limit, &whenFull)
+	f.Capacity, f.WhenFull = intOrNil(limit), whenFull.String
+	return f, err
+}
+
+// CapacityColumns are the columns of capacity c, and the count of the
+// form's waitlist, that ScanCapacity reads.
+const CapacityColumns = `c.form, c.capacity, c.taken,
+	(SELECT count(*) FROM entries e WHERE e.form = c.form AND e.status = 'waitlisted')`
+
+// ScanCapacity reads CapacityColumns: a form and its places.
+func ScanCapacity(sc Scanner) (string, Capacity, error) {
+	var id string
+	var limit, taken, waitlisted sql.NullInt64
+	err := sc.Scan(&id, &limit, &taken, &waitlisted)
+	return id, Capacity{Limit: intOrNil(limit), Taken: int(taken.Int64), Waitlisted: int(waitlisted.Int64)}, err
+}
+
+func intOrNil(n sql.NullInt64) *int {
+	if !n.Valid {
+		return nil
+	}
+	v := int(n.Int64)
+	return &v
 }
