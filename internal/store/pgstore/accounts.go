@@ -79,7 +79,7 @@ func sitesArray(sites []string) []string {
 }
 
 // scanAccount is store.ScanAccount with the sites as text[].
-func scanAccount(r pgx.Row, extra ...any) (accounts.Account, error) {
+func scanAccount(r store.Scanner, extra ...any) (accounts.Account, error) {
 	return store.ScanAccount(r, func(s *[]string) any { return s }, extra...)
 }
 
@@ -141,7 +141,7 @@ func (s *Store) ListAccounts(ctx context.Context) ([]accounts.Account, error) {
 	if err != nil {
 		return nil, classify("list accounts", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accounts.Account, error) { return scanAccount(r) })
+	out, err := collect(rows, func(r store.Scanner) (accounts.Account, error) { return scanAccount(r) })
 	if err != nil {
 		return nil, classify("list accounts", err)
 	}
@@ -236,7 +236,7 @@ func (s *Store) ListAPITokens(ctx context.Context, accountID string) ([]accounts
 	if err != nil {
 		return nil, classify("list tokens", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accounts.Token, error) { return store.ScanToken(r) })
+	out, err := collect(rows, store.ScanToken)
 	if err != nil {
 		return nil, classify("list tokens", err)
 	}

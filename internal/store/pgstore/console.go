@@ -62,7 +62,7 @@ func (s *Store) EntriesPerMinute(ctx context.Context, form string, since, until 
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.MinuteCount, error) { return store.ScanMinuteCount(r) })
+	out, err := collect(rows, store.ScanMinuteCount)
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
@@ -98,7 +98,7 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
-	out, err := pgx.CollectRows(rows, scanRow)
+	out, err := collect(rows, store.ScanRow)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
@@ -135,7 +135,7 @@ func (s *Store) ArrivalStats(ctx context.Context, form string, since, until time
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ArrivalHour, error) { return store.ScanArrivalHour(r) })
+	out, err := collect(rows, store.ScanArrivalHour)
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
@@ -154,7 +154,7 @@ func (s *Store) UnreceivedArrivals(ctx context.Context, form string, since, unti
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Arrival, error) { return store.ScanArrival(r) })
+	out, err := collect(rows, store.ScanArrival)
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
@@ -174,7 +174,7 @@ func (s *Store) EntriesWithoutEvent(ctx context.Context, form string, limit int)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}
-	out, err := pgx.CollectRows(rows, scanEntryRef)
+	out, err := collect(rows, store.ScanEntryRef)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}

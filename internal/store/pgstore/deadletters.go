@@ -75,7 +75,7 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter,
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DeadLetter, error) { return store.ScanDeadLetter(r) })
+	out, err := collect(rows, store.ScanDeadLetter)
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}

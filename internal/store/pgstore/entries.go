@@ -69,7 +69,7 @@ func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, e
 	if err != nil {
 		return nil, classify("list entries", err)
 	}
-	out, err := pgx.CollectRows(rows, scanRow)
+	out, err := collect(rows, store.ScanRow)
 	if err != nil {
 		return nil, classify("list entries", err)
 	}
@@ -82,7 +82,7 @@ func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, err
 	if err != nil {
 		return nil, classify("read history", err)
 	}
-	out, err := pgx.CollectRows(rows, scanEvent)
+	out, err := collect(rows, store.ScanEvent)
 	if err != nil {
 		return nil, classify("read history", err)
 	}
@@ -106,7 +106,7 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	if err != nil {
 		return nil, classify("find entries", err)
 	}
-	out, err := pgx.CollectRows(rows, scanEntryRef)
+	out, err := collect(rows, store.ScanEntryRef)
 	if err != nil {
 		return nil, classify("find entries", err)
 	}
@@ -124,7 +124,7 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 		if err != nil {
 			return classify("export", err)
 		}
-		page, err := pgx.CollectRows(rows, scanRow)
+		page, err := collect(rows, store.ScanRow)
 		if err != nil {
 			return classify("export", err)
 		}

@@ -66,7 +66,7 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, e
 	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (form.Record, error) { return store.ScanForm(r) })
+	out, err := collect(rows, store.ScanForm)
 	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}

@@ -30,7 +30,7 @@ func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func(
 		if err != nil {
 			return err
 		}
-		evs, err := pgx.CollectRows(rows, scanEvent)
+		evs, err := collect(rows, store.ScanEvent)
 		if err != nil || len(evs) == 0 {
 			return err
 		}
@@ -61,12 +61,6 @@ func dueAt(t, now time.Time) time.Time {
 	}
 	return t
 }
-
-// scanEvent is store.ScanEvent for pgx.CollectRows.
-func scanEvent(r pgx.CollectableRow) (store.Event, error) { return store.ScanEvent(r) }
-
-// scanDelivery is store.ScanDelivery for pgx.CollectRows.
-func scanDelivery(r pgx.CollectableRow) (store.Delivery, error) { return store.ScanDelivery(r) }
 
 // ClaimDeliveries leases due deliveries to owner. FOR UPDATE SKIP LOCKED
 // lets instances claim at once without waiting on each other or claiming
@@ -121,7 +115,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, scanDelivery)
+		out, err = collect(rows, store.ScanDelivery)
 		return err
 	})
 	return out, err
@@ -265,7 +259,7 @@ func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Deliver
 	if err != nil {
 		return nil, nil, classify("read deliveries", err)
 	}
-	ds, err := pgx.CollectRows(rows, scanDelivery)
+	ds, err := collect(rows, store.ScanDelivery)
 	if err != nil {
 		return nil, nil, classify("read deliveries", err)
 	}
@@ -274,7 +268,7 @@ func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Deliver
 	if err != nil {
 		return nil, nil, classify("read delivery attempts", err)
 	}
-	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Attempt, error) { return store.ScanAttempt(r) })
+	as, err := collect(rows, store.ScanAttempt)
 	if err != nil {
 		return nil, nil, classify("read delivery attempts", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/store"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -47,7 +46,7 @@ func (s *Store) UploadStates(ctx context.Context, after string, limit int) ([]st
 	if err != nil {
 		return nil, classify("list uploads", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.UploadState, error) { return store.ScanUploadState(r) })
+	out, err := collect(rows, store.ScanUploadState)
 	if err != nil {
 		return nil, classify("list uploads", err)
 	}

@@ -156,7 +156,7 @@ func (s *Store) ListAccounts(ctx context.Context) ([]accounts.Account, error) {
 	if err != nil {
 		return nil, classify("list accounts", err)
 	}
-	out, err := collect(rows, func(r *sql.Rows) (accounts.Account, error) { return scanAccount(r) })
+	out, err := collect(rows, func(r store.Scanner) (accounts.Account, error) { return scanAccount(r) })
 	if err != nil {
 		return nil, classify("list accounts", err)
 	}
@@ -248,7 +248,7 @@ func (s *Store) ListAPITokens(ctx context.Context, accountID string) ([]accounts
 	if err != nil {
 		return nil, classify("list tokens", err)
 	}
-	out, err := collect(rows, func(r *sql.Rows) (accounts.Token, error) { return store.ScanToken(r) })
+	out, err := collect(rows, store.ScanToken)
 	if err != nil {
 		return nil, classify("list tokens", err)
 	}

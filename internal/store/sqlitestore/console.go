@@ -66,7 +66,7 @@ func (s *Store) EntriesPerMinute(ctx context.Context, form string, since, until 
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
-	out, err := collect(rows, func(r *sql.Rows) (store.MinuteCount, error) { return store.ScanMinuteCount(r) })
+	out, err := collect(rows, store.ScanMinuteCount)
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
@@ -103,7 +103,7 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
-	out, err := collect(rows, scanRow)
+	out, err := collect(rows, store.ScanRow)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
@@ -143,7 +143,7 @@ func (s *Store) ArrivalStats(ctx context.Context, form string, since, until time
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
-	out, err := collect(rows, func(r *sql.Rows) (store.ArrivalHour, error) { return store.ScanArrivalHour(r) })
+	out, err := collect(rows, store.ScanArrivalHour)
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
@@ -162,7 +162,7 @@ func (s *Store) UnreceivedArrivals(ctx context.Context, form string, since, unti
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
-	out, err := collect(rows, func(r *sql.Rows) (store.Arrival, error) { return store.ScanArrival(r) })
+	out, err := collect(rows, store.ScanArrival)
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
@@ -182,7 +182,7 @@ func (s *Store) EntriesWithoutEvent(ctx context.Context, form string, limit int)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}
-	out, err := collect(rows, scanEntryRef)
+	out, err := collect(rows, store.ScanEntryRef)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}

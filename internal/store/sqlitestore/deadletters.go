@@ -77,7 +77,7 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter,
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}
-	out, err := collect(rows, func(r *sql.Rows) (store.DeadLetter, error) { return store.ScanDeadLetter(r) })
+	out, err := collect(rows, store.ScanDeadLetter)
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}

@@ -72,7 +72,7 @@ func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, e
 	if err != nil {
 		return nil, classify("list entries", err)
 	}
-	out, err := collect(rows, scanRow)
+	out, err := collect(rows, store.ScanRow)
 	if err != nil {
 		return nil, classify("list entries", err)
 	}
@@ -85,7 +85,7 @@ func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, err
 	if err != nil {
 		return nil, classify("read history", err)
 	}
-	out, err := collect(rows, scanEvent)
+	out, err := collect(rows, store.ScanEvent)
 	if err != nil {
 		return nil, classify("read history", err)
 	}
@@ -109,7 +109,7 @@ func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) erro
 		if err != nil {
 			return classify("export", err)
 		}
-		page, err := collect(rows, scanRow)
+		page, err := collect(rows, store.ScanRow)
 		if err != nil {
 			return classify("export", err)
 		}
@@ -142,7 +142,7 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	if err != nil {
 		return nil, classify("find entries", err)
 	}
-	out, err := collect(rows, scanEntryRef)
+	out, err := collect(rows, store.ScanEntryRef)
 	if err != nil {
 		return nil, classify("find entries", err)
 	}

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
@@ -67,7 +66,7 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, e
 	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}
-	out, err := collect(rows, func(r *sql.Rows) (form.Record, error) { return store.ScanForm(r) })
+	out, err := collect(rows, store.ScanForm)
 	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}

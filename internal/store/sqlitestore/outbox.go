@@ -28,7 +28,7 @@ func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func(
 	if err != nil {
 		return 0, classify("fan out", err)
 	}
-	evs, err := collect(rows, scanEvent)
+	evs, err := collect(rows, store.ScanEvent)
 	if err != nil {
 		return 0, classify("fan out", err)
 	}
@@ -64,12 +64,6 @@ func dueAt(t, now time.Time) time.Time {
 	}
 	return t
 }
-
-// scanEvent is store.ScanEvent for collect.
-func scanEvent(r *sql.Rows) (store.Event, error) { return store.ScanEvent(r) }
-
-// scanDelivery is store.ScanDelivery for collect.
-func scanDelivery(r *sql.Rows) (store.Delivery, error) { return store.ScanDelivery(r) }
 
 // ClaimDeliveries leases due deliveries to owner. The one write
 // connection serializes claims, so no two owners get the same delivery.
@@ -134,7 +128,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		if err != nil {
 			return nil, classify("claim deliveries", err)
 		}
-		ds, err := collect(rows, scanDelivery)
+		ds, err := collect(rows, store.ScanDelivery)
 		if err != nil {
 			return nil, classify("claim deliveries", err)
 		}
@@ -321,7 +315,7 @@ func (s *Store) EntryDocs(ctx context.Context, ids []string) (map[string]store.E
 		if err != nil {
 			return nil, classify("read entries", err)
 		}
-		docs, err := collect(rows, scanDoc)
+		docs, err := collect(rows, store.ScanDoc)
 		if err != nil {
 			return nil, classify("read entries", err)
 		}
@@ -340,7 +334,7 @@ func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Deliver
 	if err != nil {
 		return nil, nil, classify("read deliveries", err)
 	}
-	ds, err := collect(rows, scanDelivery)
+	ds, err := collect(rows, store.ScanDelivery)
 	if err != nil {
 		return nil, nil, classify("read deliveries", err)
 	}
@@ -349,7 +343,7 @@ func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Deliver
 	if err != nil {
 		return nil, nil, classify("read delivery attempts", err)
 	}
-	as, err := collect(rows, func(r *sql.Rows) (store.Attempt, error) { return store.ScanAttempt(r) })
+	as, err := collect(rows, store.ScanAttempt)
 	if err != nil {
 		return nil, nil, classify("read delivery attempts", err)
 	}

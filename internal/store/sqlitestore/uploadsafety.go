@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/formd/formd/internal/store"
@@ -40,7 +39,7 @@ func (s *Store) UploadStates(ctx context.Context, after string, limit int) ([]st
 	if err != nil {
 		return nil, classify("list uploads", err)
 	}
-	out, err := collect(rows, func(r *sql.Rows) (store.UploadState, error) { return store.ScanUploadState(r) })
+	out, err := collect(rows, store.ScanUploadState)
 	if err != nil {
 		return nil, classify("list uploads", err)
 	}
