@@ -13,8 +13,9 @@
 // closed (410), invalid or key reused (422), form not found (404), and the
 // other refusals (400, 403, 413, 415). Submit returns it as an Outcome.
 //
-// The package depends only on the standard library, so a Go program that
-// feeds a formd server (an importer, a kiosk, a bot) can vendor it freely.
+// The package depends only on the standard library and formd's atomicfile,
+// so a Go program that feeds a formd server (an importer, a kiosk, a bot)
+// can vendor it freely.
 package client
 
 import (

@@ -10,14 +10,15 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/formd/formd/internal/atomicfile"
 )
 
 // Outbox keeps submissions on disk until the server answers them
 // definitively, so that a process that dies (or a device that reboots)
 // can send them again with the same keys (Client.Resume). Each
-// submission is one small file, written atomically: a temporary file,
-// fsync, rename, then an fsync of the directory, so that a crash leaves
-// either the whole submission or nothing, never half of one.
+// submission is one small file, written atomically (package atomicfile),
+// so that a crash leaves either the whole submission or nothing.
 //
 // One process should use an outbox directory at a time.
 type Outbox struct {
@@ -34,8 +35,17 @@ type outboxEntry struct {
 
 const (
 	outboxExt = ".json"
-	tmpPrefix = ".tmp-"
+	// legacyTmpPrefix named the temporary files of releases before the
+	// outbox used package atomicfile, whose temporary files are
+	// "." + name + ".*".
+	legacyTmpPrefix = ".tmp-"
 )
+
+// isTemp says whether a name in the outbox is a temporary file.
+func isTemp(name string) bool {
+	return strings.HasPrefix(name, legacyTmpPrefix) ||
+		strings.HasPrefix(name, ".") && strings.Contains(name, outboxExt+".")
+}
 
 // OpenOutbox opens (and creates, with owner-only permissions) the outbox
 // directory. Temporary files that a crash left mid-write are removed:
@@ -49,7 +59,7 @@ func OpenOutbox(dir string) (*Outbox, error) {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n.Name(), tmpPrefix) {
+		if isTemp(n.Name()) {
 			if err := os.Remove(filepath.Join(dir, n.Name())); err != nil {
 				return nil, fmt.Errorf("open outbox: remove leftover %s: %w", n.Name(), err)
 			}
@@ -71,38 +81,8 @@ func (o *Outbox) Put(s Submission) error {
 	if err != nil {
 		return fmt.Errorf("outbox: encode %s/%s: %w", s.Form, s.Key, err)
 	}
-	path := o.fileName(s.Form, s.Key)
-	tmp, err := os.CreateTemp(o.dir, tmpPrefix+"*")
-	if err != nil {
-		return fmt.Errorf("outbox: create temp file: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("outbox: write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("outbox: sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("outbox: close %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("outbox: rename into %s: %w", path, err)
-	}
-	return o.syncDir()
-}
-
-// syncDir makes the directory entry of a renamed file durable.
-func (o *Outbox) syncDir() error {
-	d, err := os.Open(o.dir)
-	if err != nil {
-		return fmt.Errorf("outbox: open dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("outbox: sync dir: %w", err)
+	if err := atomicfile.WriteFile(o.fileName(s.Form, s.Key), b, 0o600); err != nil {
+		return fmt.Errorf("outbox: save %s/%s: %w", s.Form, s.Key, err)
 	}
 	return nil
 }
@@ -126,7 +106,7 @@ func (o *Outbox) Pending() ([]Submission, error) {
 	var entries []outboxEntry
 	for _, n := range names {
 		name := n.Name()
-		if n.IsDir() || strings.HasPrefix(name, tmpPrefix) || !strings.HasSuffix(name, outboxExt) {
+		if n.IsDir() || isTemp(name) || !strings.HasSuffix(name, outboxExt) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(o.dir, name))

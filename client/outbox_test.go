@@ -20,15 +20,21 @@ func TestOutboxFiles(t *testing.T) {
 	dir := t.TempDir()
 	// A crash in the middle of a write leaves a temporary file: it holds
 	// nothing that was handed to the server, and opening drops it.
-	if err := os.WriteFile(filepath.Join(dir, ".tmp-123"), []byte(`{"form":`), 0o600); err != nil {
-		t.Fatal(err)
+	// Earlier releases named it .tmp-*; package atomicfile, .<name>.*.
+	leftovers := []string{".tmp-123", ".0123abcd.json.4567"}
+	for _, name := range leftovers {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(`{"form":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	box, err := client.OpenOutbox(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".tmp-123")); !os.IsNotExist(err) {
-		t.Errorf("leftover temp file still there: %v", err)
+	for _, name := range leftovers {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("leftover temp file %s still there: %v", name, err)
+		}
 	}
 	a := client.Submission{Form: "f", Key: "a/b:c", Body: body("a", "13900000000")}
 	b := client.Submission{Form: "f", Key: "second", Body: body("b", "13900000001")}

@@ -58,7 +58,7 @@ func (d *Dispatcher) eventBody(ctx context.Context, e store.Event, docs entryDoc
 		Type:      e.Type,
 		Timestamp: e.At.UTC().Format(timeFormat),
 		Data: entryJSON{ID: doc.ID, Form: doc.Form, Site: doc.Site, Key: doc.Key, Status: e.Status,
-			ReceivedAt: doc.ReceivedAt.UTC().Format(timeFormat), Receipt: hex.EncodeToString(doc.Fingerprint[:]), Data: data, Extra: extra},
+			ReceivedAt: doc.ReceivedAt.UTC().Format(timeFormat), Receipt: hex.EncodeToString(doc.Receipt[:]), Data: data, Extra: extra},
 	})
 }
 

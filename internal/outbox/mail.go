@@ -72,7 +72,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			return o
 		}
 		v := email.ConfirmationView{FormTitle: title, Status: statusWord(first.Event), ReceivedAt: doc.ReceivedAt,
-			Receipt: hex.EncodeToString(doc.Fingerprint[:]), Fields: fieldValues(f, lang, doc)}
+			Receipt: hex.EncodeToString(doc.Receipt[:]), Fields: fieldValues(f, lang, doc)}
 		if msg, o.err = d.render(email.Confirmation, lang, v); o.err != nil {
 			o.outcome = attempt.Refused
 			return o
@@ -105,7 +105,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			return o
 		}
 		v := email.EntryView{FormID: f.ID(), FormTitle: title, Status: statusWord(first.Event), ID: doc.ID, Key: doc.Key, ReceivedAt: doc.ReceivedAt,
-			Receipt: hex.EncodeToString(doc.Fingerprint[:]), Fields: fieldValues(f, lang, doc), ConsoleURL: d.consoleURL("forms", f.ID(), "submissions", doc.ID)}
+			Receipt: hex.EncodeToString(doc.Receipt[:]), Fields: fieldValues(f, lang, doc), ConsoleURL: d.consoleURL("forms", f.ID(), "submissions", doc.ID)}
 		if v.Files, err = d.ownerFiles(ctx, f, doc, v.Fields); err != nil {
 			o.outcome, o.err = attempt.Retry, err
 			return o

@@ -109,13 +109,12 @@ type DeliveryStats struct {
 	UnfannedEvents int64
 }
 
-// EntryDoc is an entry as a delivery describes it.
+// EntryDoc is an entry as a delivery describes it: the row, its site and
+// its receipt.
 type EntryDoc struct {
-	ID, Form, Site, Key string
-	Status              string
-	ReceivedAt          time.Time
-	Fingerprint         [32]byte
-	Data                []byte // nil once erased
+	Row
+	Site    string
+	Receipt [32]byte // the fingerprint the submitter was given
 }
 
 // Outbox is what a store provides the dispatcher and the deliveries API.

@@ -1,8 +1,14 @@
 package store
 
 import (
+	"bytes"
+	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/attempt"
+	"github.com/formd/formd/internal/form"
 )
 
 // Scanner is one row of a query as both drivers have it (*sql.Row,
@@ -57,4 +63,259 @@ func ScanEntryRef(sc Scanner) (EntryRef, error) {
 	err := sc.Scan(&e.ID, &e.Site, &e.Form, &e.Key, &seq)
 	e.Seq = uint64(seq)
 	return e, err
+}
+
+// RowColumns are the columns of entries that ScanRow reads.
+const RowColumns = `seq, id, form, key, status, received_at, data`
+
+// ScanRow reads RowColumns.
+func ScanRow(sc Scanner) (Row, error) {
+	var r Row
+	err := sc.Scan(rowDest(&r)...)
+	return r, err
+}
+
+func rowDest(r *Row) []any {
+	return []any{uint64Dest{&r.Seq}, &r.ID, &r.Form, &r.Key, &r.Status, TimeDest(&r.ReceivedAt), bytesDest{(*[]byte)(&r.Data)}}
+}
+
+// DocColumns are the columns of entries that ScanDoc reads.
+const DocColumns = RowColumns + `, site, fingerprint`
+
+// ScanDoc reads DocColumns.
+func ScanDoc(sc Scanner) (EntryDoc, error) {
+	var d EntryDoc
+	err := sc.Scan(docDest(&d)...)
+	return d, err
+}
+
+func docDest(d *EntryDoc) []any {
+	return append(rowDest(&d.Row), &d.Site, array32Dest{&d.Receipt})
+}
+
+// DetailColumns are the columns of entries that ScanDetail reads.
+const DetailColumns = DocColumns + `, decision, decided_at, same_as`
+
+// ScanDetail reads DetailColumns.
+func ScanDetail(sc Scanner) (EntryDetail, error) {
+	var d EntryDetail
+	var sameAs sql.NullString
+	err := sc.Scan(append(docDest(&d.EntryDoc), &d.Decision, TimeDest(&d.DecidedAt), &sameAs)...)
+	d.SameAs = sameAs.String
+	return d, err
+}
+
+// uint64Dest scans a non-negative integer (SQLite's integer, PostgreSQL's
+// bigint) into a uint64.
+type uint64Dest struct{ u *uint64 }
+
+func (d uint64Dest) Scan(v any) error {
+	switch v := v.(type) {
+	case int64:
+		*d.u = uint64(v)
+	default:
+		return fmt.Errorf("scan %T into a uint64", v)
+	}
+	return nil
+}
+
+// bytesDest scans a BLOB or bytea, NULL as nil, into a copy of its own.
+type bytesDest struct{ b *[]byte }
+
+func (d bytesDest) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*d.b = nil
+	case []byte:
+		*d.b = bytes.Clone(v)
+	default:
+		return fmt.Errorf("scan %T into bytes", v)
+	}
+	return nil
+}
+
+// array32Dest scans a BLOB or bytea into a [32]byte, as much of it as fits.
+type array32Dest struct{ a *[32]byte }
+
+func (d array32Dest) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*d.a = [32]byte{}
+	case []byte:
+		copy(d.a[:], v)
+	default:
+		return fmt.Errorf("scan %T into 32 bytes", v)
+	}
+	return nil
+}
+
+// AccountColumns are the columns of accounts a that ScanAccount reads.
+const AccountColumns = `a.id, a.email, a.name, a.role, a.sites, a.password_hash, a.disabled, a.created_at, a.updated_at`
+
+// SitesDest makes an account's sites a Scan destination of one driver:
+// PostgreSQL keeps them as text[], SQLite as JSON text.
+type SitesDest func(*[]string) any
+
+// ScanAccount reads AccountColumns, then the extra destinations.
+func ScanAccount(sc Scanner, sites SitesDest, extra ...any) (accounts.Account, error) {
+	var a accounts.Account
+	var role string
+	err := sc.Scan(append([]any{&a.ID, &a.Email, &a.Name, &role, sites(&a.Sites), &a.PasswordHash, &a.Disabled,
+		TimeDest(&a.CreatedAt), TimeDest(&a.UpdatedAt)}, extra...)...)
+	a.Role = accounts.Role(role)
+	return a, err
+}
+
+// TokenColumns are the columns of api_tokens t joined with accounts a that
+// TokenDest receives.
+const TokenColumns = `t.id, t.account_id, a.email, t.name, t.created_by, t.created_at, t.last_used_at, t.revoked_at`
+
+// TokenDest are the Scan destinations of TokenColumns, into t.
+func TokenDest(t *accounts.Token) []any {
+	return []any{&t.ID, &t.AccountID, &t.AccountEmail, &t.Name, &t.CreatedBy, TimeDest(&t.CreatedAt), TimeDest(&t.LastUsedAt), TimeDest(&t.RevokedAt)}
+}
+
+// ScanToken reads TokenColumns.
+func ScanToken(sc Scanner) (accounts.Token, error) {
+	var t accounts.Token
+	err := sc.Scan(TokenDest(&t)...)
+	return t, err
+}
+
+// AdminTokenColumns are the columns of the admin token's row of tokens
+// that ScanAdminToken reads.
+const AdminTokenColumns = `account_id, created_at, used_at, revoked_at`
+
+// ScanAdminToken reads AdminTokenColumns.
+func ScanAdminToken(sc Scanner) (accounts.Token, error) {
+	t := accounts.Token{ID: accounts.AdminTokenID, Name: "admin token"}
+	var account sql.NullString
+	err := sc.Scan(&account, TimeDest(&t.CreatedAt), TimeDest(&t.LastUsedAt), TimeDest(&t.RevokedAt))
+	t.AccountID = account.String
+	return t, err
+}
+
+// DeadLetterColumns are the columns of dead_letters d that ScanDeadLetter
+// reads.
+const DeadLetterColumns = `d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at`
+
+// ScanDeadLetter reads DeadLetterColumns.
+func ScanDeadLetter(sc Scanner) (DeadLetter, error) {
+	var d DeadLetter
+	err := sc.Scan(&d.ID, &d.Form, &d.Key, uint64Dest{&d.Seq}, &d.Reason, &d.Attempts, TimeDest(&d.At))
+	return d, err
+}
+
+// UploadStateColumns are what ScanUploadState reads, of uploads u left
+// joined with upload_claims c and their entries e.
+const UploadStateColumns = `u.id, u.sha256 IS NOT NULL, coalesce(c.entry_id, ''), c.upload_id IS NOT NULL AND e.data IS NULL`
+
+// ScanUploadState reads UploadStateColumns.
+func ScanUploadState(sc Scanner) (UploadState, error) {
+	var u UploadState
+	err := sc.Scan(&u.ID, &u.Complete, &u.Entry, &u.Erased)
+	return u, err
+}
+
+// EventColumns are the columns of events e that ScanEvent reads.
+const EventColumns = `e.seq, e.entry_id, e.n, e.type, e.form, e.site, e.status, e.at`
+
+// ScanEvent reads EventColumns.
+func ScanEvent(sc Scanner) (Event, error) {
+	var e Event
+	err := sc.Scan(eventDest(&e)...)
+	return e, err
+}
+
+func eventDest(e *Event) []any {
+	return []any{uint64Dest{&e.Seq}, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, TimeDest(&e.At)}
+}
+
+// DeliveryColumns are the columns of deliveries d joined with their events
+// e that ScanDelivery reads.
+const DeliveryColumns = `d.event_seq, d.endpoint, d.state, d.attempts, d.next_at, d.last_status, d.last_error, d.updated_at, ` + EventColumns
+
+// ScanDelivery reads DeliveryColumns.
+func ScanDelivery(sc Scanner) (Delivery, error) {
+	var d Delivery
+	err := sc.Scan(append([]any{uint64Dest{&d.EventSeq}, &d.Endpoint, &d.State, &d.Attempts, TimeDest(&d.NextAt),
+		&d.LastStatus, &d.LastError, TimeDest(&d.UpdatedAt)}, eventDest(&d.Event)...)...)
+	return d, err
+}
+
+// AttemptColumns are the columns of delivery_attempts a that ScanAttempt
+// reads.
+const AttemptColumns = `a.event_seq, a.endpoint, a.at, a.status, a.latency_us, a.outcome, a.excerpt`
+
+// ScanAttempt reads AttemptColumns.
+func ScanAttempt(sc Scanner) (Attempt, error) {
+	var a Attempt
+	var lat int64
+	var outcome string
+	err := sc.Scan(uint64Dest{&a.EventSeq}, &a.Endpoint, TimeDest(&a.At), &a.Status, &lat, &outcome, &a.Excerpt)
+	a.Latency, a.Outcome = time.Duration(lat)*time.Microsecond, attempt.Outcome(outcome)
+	return a, err
+}
+
+// ScanMinuteCount reads a minute, counted from the Unix epoch, and its
+// count of entries.
+func ScanMinuteCount(sc Scanner) (MinuteCount, error) {
+	var m, n int64
+	err := sc.Scan(&m, &n)
+	return MinuteCount{Minute: time.Unix(m*60, 0).UTC(), N: n}, err
+}
+
+// ScanArrivalHour reads an hour, counted from the Unix epoch, and its
+// started, reached, received and stored counts.
+func ScanArrivalHour(sc Scanner) (ArrivalHour, error) {
+	var h int64
+	var a ArrivalHour
+	err := sc.Scan(&h, &a.Started, &a.Reached, &a.Received, &a.Stored)
+	a.Hour = time.Unix(h*3600, 0).UTC()
+	return a, err
+}
+
+// ArrivalColumns are the columns of arrivals a that ScanArrival reads.
+const ArrivalColumns = `a.key, a.started_at, a.answered_at, a.state`
+
+// ScanArrival reads ArrivalColumns; a time not reported is zero.
+func ScanArrival(sc Scanner) (Arrival, error) {
+	var a Arrival
+	err := sc.Scan(&a.Key, TimeDest(&a.StartedAt), TimeDest(&a.AnsweredAt), &a.State)
+	return a, err
+}
+
+// FormColumns are the columns of forms f left joined with capacity c that
+// ScanForm reads.
+const FormColumns = `f.id, f.site, f.source, f.version, f.updated_at, c.capacity, c.when_full`
+
+// ScanForm reads FormColumns; a form without a limit has a nil Capacity.
+func ScanForm(sc Scanner) (form.Record, error) {
+	var f form.Record
+	var limit sql.NullInt64
+	var whenFull sql.NullString
+	err := sc.Scan(&f.ID, &f.Site, &f.Source, &f.Version, TimeDest(&f.UpdatedAt), &limit, &whenFull)
+	f.Capacity, f.WhenFull = intOrNil(limit), whenFull.String
+	return f, err
+}
+
+// CapacityColumns are the columns of capacity c, and the count of the
+// form's waitlist, that ScanCapacity reads.
+const CapacityColumns = `c.form, c.capacity, c.taken,
+	(SELECT count(*) FROM entries e WHERE e.form = c.form AND e.status = 'waitlisted')`
+
+// ScanCapacity reads CapacityColumns: a form and its places.
+func ScanCapacity(sc Scanner) (string, Capacity, error) {
+	var id string
+	var limit, taken, waitlisted sql.NullInt64
+	err := sc.Scan(&id, &limit, &taken, &waitlisted)
+	return id, Capacity{Limit: intOrNil(limit), Taken: int(taken.Int64), Waitlisted: int(waitlisted.Int64)}, err
+}
+
+func intOrNil(n sql.NullInt64) *int {
+	if !n.Valid {
+		return nil
+	}
+	v := int(n.Int64)
+	return &v
 }

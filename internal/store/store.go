@@ -183,7 +183,9 @@ type Cursor struct {
 // ExportPage is how many entries Export reads in one query.
 const ExportPage = 500
 
-// Row is one entry as exported.
+// Row is one entry as listed and exported: the read model of an entry that
+// the API, the console and exports share (EntryDoc and EntryDetail add to
+// it).
 type Row struct {
 	Seq        uint64
 	ID         string
@@ -191,7 +193,7 @@ type Row struct {
 	Key        string
 	Status     string
 	ReceivedAt time.Time
-	Data       json.RawMessage
+	Data       json.RawMessage // nil once erased
 }
 
 // Arrival is what a device reports about one key: that the person pressed
@@ -350,14 +352,13 @@ type MinuteCount struct {
 	N      int64
 }
 
-// EntryDetail is one entry as its detail view shows it.
+// EntryDetail is one entry as its detail view shows it: the entry as a
+// delivery describes it, and how it was decided.
 type EntryDetail struct {
-	Row
-	Site string
+	EntryDoc
 	// Decision is the first decision (or the one an owner's not-spam or
 	// spam made); Row.Status is where the entry is now.
 	Decision  string
-	Receipt   [32]byte // the fingerprint the submitter was given
 	DecidedAt time.Time
 	// SameAs is the entry a resend under a new key was answered as.
 	SameAs string

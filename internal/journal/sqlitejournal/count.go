@@ -23,14 +23,8 @@ func (j *Journal) CountForm(ctx context.Context, form string) (journal.FormCount
 		}
 	}
 	j.queuedMu.Unlock()
-	j.mu.Lock()
-	cursor := j.cursor
-	for _, f := range j.inflight {
-		if f.e.Form == form {
-			c.Pending++
-		}
-	}
-	j.mu.Unlock()
+	cursor, inflight := j.delivery.formInFlight(form)
+	c.Pending = inflight
 	var entries, ahead int64
 	if err := j.rdb.QueryRowContext(ctx, `SELECT count(*) FROM journal_entries WHERE form = ?`, form).Scan(&entries); err != nil {
 		return c, fmt.Errorf("count journal entries: %w: %w", journal.ErrUnavailable, err)

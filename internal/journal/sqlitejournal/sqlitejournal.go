@@ -3,16 +3,14 @@
 // group-commits whatever appends are waiting, so that one fsync makes many
 // submissions durable.
 //
-// Delivery state (what is in flight, what waits for a redelivery) lives in
-// memory; on disk the journal keeps the entries and a watermark below which
+// Delivery state (what is in flight, what waits for a redelivery: the
+// delivery type) lives in memory; on disk the journal keeps the entries and a watermark below which
 // every entry has been acknowledged. After a restart, everything above the
 // watermark is delivered again, which is safe because the store decides each
 // (form, key) once.
 package sqlitejournal
 
 import (
-	"cmp"
-	"container/heap"
 	"context"
 	"database/sql"
 	"errors"
@@ -20,7 +18,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,9 +112,6 @@ type Journal struct {
 
 	// decide, when set, decides sync entries at append (DecideAtAppend).
 	decide atomic.Pointer[Decide]
-	// decidedAhead are entries decided at append that the processor's
-	// stream has not passed yet (it skips them).
-	decidedAhead map[uint64]struct{}
 
 	// failing holds the error of the last commit, nil once one succeeds.
 	failing atomic.Pointer[error]
@@ -133,25 +127,11 @@ type Journal struct {
 	// lookup and the record.
 	afterLookup func()
 
-	mu       sync.Mutex
-	ready    []journal.Entry // appended, not yet delivered; seq > cursor
-	spilled  bool            // entries past cursor exist on disk but not in ready
-	cursor   uint64          // highest seq taken from the main stream
-	lastSeq  uint64
-	inflight map[uint64]*flight
-	naks     nakHeap
-	wake     chan struct{}
-	closed   bool
-	saved    uint64 // watermark last written to disk (under mu)
+	// delivery hands committed entries out to the processor.
+	delivery *delivery
 }
 
 type queuedKey struct{ form, key string }
-
-type flight struct {
-	e           journal.Entry
-	deliveredAt time.Time
-	nakked      bool
-}
 
 type appendReq struct {
 	e    journal.Entry
@@ -256,21 +236,18 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	j := &Journal{
-		opts:     opts,
-		wdb:      wdb,
-		rdb:      rdb,
-		queue:    make(chan *appendReq, opts.QueueSize),
-		ping:     make(chan chan struct{}),
-		limit:    limit,
-		inflight: map[uint64]*flight{},
-		wake:     make(chan struct{}, 1),
-		queued:   map[queuedKey]journal.Entry{},
-		shared:   shared,
-
-		decidedAhead: map[uint64]struct{}{},
+		opts:   opts,
+		wdb:    wdb,
+		rdb:    rdb,
+		queue:  make(chan *appendReq, opts.QueueSize),
+		ping:   make(chan chan struct{}),
+		limit:  limit,
+		queued: map[queuedKey]journal.Entry{},
+		shared: shared,
 	}
+	var saved uint64
 	var last sql.NullInt64
-	if err := wdb.QueryRowContext(ctx, `SELECT v FROM journal_meta WHERE k = 'acked_upto'`).Scan(&j.saved); err != nil {
+	if err := wdb.QueryRowContext(ctx, `SELECT v FROM journal_meta WHERE k = 'acked_upto'`).Scan(&saved); err != nil {
 		j.closeDBs()
 		return nil, fmt.Errorf("open journal: read watermark: %w", err)
 	}
@@ -278,15 +255,13 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		j.closeDBs()
 		return nil, fmt.Errorf("open journal: read last position: %w", err)
 	}
-	j.lastSeq = uint64(last.Int64)
+	j.delivery = newDelivery(saved, uint64(last.Int64), opts.MaxReady, opts.Now, j.readAfter)
 	j.insert, err = wdb.PrepareContext(ctx, `INSERT INTO journal_entries(form, key, site, id, received_at, fingerprint, spam, claims, data, digest)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`)
 	if err != nil {
 		j.closeDBs()
 		return nil, fmt.Errorf("open journal: prepare: %w", err)
 	}
-	j.cursor = j.saved
-	j.spilled = j.lastSeq > j.cursor
 	j.writer.Add(1)
 	go j.writeLoop()
 	return j, nil
@@ -661,7 +636,7 @@ func (j *Journal) commit(batch []*appendReq) {
 			fresh = append(fresh, published{e: res[i].a.Entry, decided: decided[i]})
 		}
 	}
-	j.publish(fresh)
+	j.delivery.publish(fresh)
 	for i, r := range batch {
 		if r.done != nil {
 			r.done <- res[i]
@@ -731,249 +706,65 @@ func (j *Journal) recoverTail(ctx context.Context) {
 		j.opts.Logger.Warn("journal: after a failed commit, the last position could not be read; a restart delivers what is there", "err", err)
 		return
 	}
-	j.mu.Lock()
-	if uint64(last.Int64) > j.lastSeq {
-		j.lastSeq = uint64(last.Int64)
-		j.spilled = true
-	}
-	j.mu.Unlock()
-	j.signal()
-}
-
-// published is a committed entry, decided at append or for the processor.
-type published struct {
-	e       journal.Entry
-	decided bool
-}
-
-// publish makes committed entries deliverable, and passes those decided
-// at append: the processor's stream skips them.
-func (j *Journal) publish(fresh []published) {
-	if len(fresh) == 0 {
-		return
-	}
-	undecided := false
-	j.mu.Lock()
-	for _, p := range fresh {
-		e := p.e
-		if e.Seq > j.lastSeq {
-			j.lastSeq = e.Seq
-		}
-		if p.decided {
-			if !j.spilled && len(j.ready) == 0 {
-				// Everything before it has been taken: it counts as taken
-				// and acknowledged.
-				j.cursor = max(j.cursor, e.Seq)
-				continue
-			}
-			j.decidedAhead[e.Seq] = struct{}{}
-		} else {
-			undecided = true
-		}
-		if j.spilled || len(j.ready) >= j.opts.MaxReady {
-			j.spilled = true
-			continue
-		}
-		j.ready = append(j.ready, e)
-	}
-	j.mu.Unlock()
-	if undecided {
-		j.signal()
-	}
-}
-
-func (j *Journal) signal() {
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
+	j.delivery.committedUpTo(uint64(last.Int64))
 }
 
 // Fetch waits for entries to deliver: due redeliveries first, then new
 // entries in journal order.
 func (j *Journal) Fetch(ctx context.Context, limit int) ([]journal.Entry, error) {
-	limit = max(limit, 1)
-	for {
-		out, next, err := j.take(ctx, limit)
-		if err != nil || len(out) > 0 {
-			return out, err
-		}
-		if err := j.waitForWork(ctx, next); err != nil {
-			return nil, err
-		}
-	}
+	return j.delivery.fetch(ctx, limit)
 }
 
-// waitForWork blocks until an append or a nak signals, a redelivery falls
-// due (after next, when next > 0) or ctx ends.
-func (j *Journal) waitForWork(ctx context.Context, next time.Duration) error {
-	var timer <-chan time.Time
-	if next > 0 {
-		t := time.NewTimer(next)
-		defer t.Stop()
-		timer = t.C
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-j.wake:
-	case <-timer:
-	}
-	return nil
-}
-
-// take hands out up to max entries; when there are none it says how long
-// until the next redelivery is due (0: none scheduled).
-func (j *Journal) take(ctx context.Context, limit int) ([]journal.Entry, time.Duration, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.closed {
-		return nil, 0, journal.ErrClosed
-	}
-	now := j.opts.Now()
-	var out []journal.Entry
-	for len(out) < limit && len(j.naks) > 0 && !j.naks[0].due.After(now) {
-		n := heap.Pop(&j.naks).(nak)
-		f, ok := j.inflight[n.seq]
-		if !ok || !f.nakked {
-			continue
-		}
-		f.nakked = false
-		f.deliveredAt = now
-		f.e.Handouts++
-		out = append(out, f.e)
-	}
-	if len(out) < limit && len(j.ready) == 0 && j.spilled {
-		if err := j.refill(ctx, limit-len(out)); err != nil {
-			return out, 0, err
-		}
-	}
-	n := 0
-	for ; n < len(j.ready) && len(out) < limit; n++ {
-		e := j.ready[n]
-		j.cursor = e.Seq
-		if _, ok := j.decidedAhead[e.Seq]; ok {
-			delete(j.decidedAhead, e.Seq)
-			continue
-		}
-		e.Handouts = 1
-		j.inflight[e.Seq] = &flight{e: e, deliveredAt: now}
-		out = append(out, e)
-	}
-	j.ready = j.ready[n:]
-	if len(j.ready) == 0 {
-		j.ready = nil // let the backing array go
-	}
-	var next time.Duration
-	if len(out) == 0 && len(j.naks) > 0 {
-		next = max(j.naks[0].due.Sub(now), time.Millisecond)
-	}
-	return out, next, nil
-}
-
-// refill reads entries past the cursor back from the file. Called with mu
-// held; the writer cannot add to ready while spilled is set. It reads only
-// up to lastSeq: entries committed but not yet published arrive through
-// publish.
-func (j *Journal) refill(ctx context.Context, n int) error {
-	n = max(n, 256)
-	rows, err := j.rdb.QueryContext(ctx, `SELECT `+entryColumns+` FROM journal_entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, j.cursor, j.lastSeq, n)
+// readAfter reads back up to n committed entries with after < seq <= upto,
+// in order: those delivery could not keep in memory.
+func (j *Journal) readAfter(ctx context.Context, after, upto uint64, n int) ([]journal.Entry, error) {
+	rows, err := j.rdb.QueryContext(ctx, `SELECT `+entryColumns+` FROM journal_entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, after, upto, n)
 	if err != nil {
-		return fmt.Errorf("read journal: %w", err)
+		return nil, fmt.Errorf("read journal: %w", err)
 	}
 	defer rows.Close()
+	var es []journal.Entry
 	for rows.Next() {
 		e, err := scanEntry(rows)
 		if err != nil {
-			return fmt.Errorf("read journal: %w", err)
+			return nil, fmt.Errorf("read journal: %w", err)
 		}
-		j.ready = append(j.ready, e)
+		es = append(es, e)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read journal: %w", err)
+		return nil, fmt.Errorf("read journal: %w", err)
 	}
-	if len(j.ready) == 0 || j.ready[len(j.ready)-1].Seq >= j.lastSeq {
-		j.spilled = false
-	}
-	return nil
+	return es, nil
 }
 
 // Ack forgets delivered entries: they have their outcome in the store.
 func (j *Journal) Ack(_ context.Context, seqs ...uint64) error {
-	j.mu.Lock()
-	for _, s := range seqs {
-		delete(j.inflight, s)
-	}
-	j.mu.Unlock()
+	j.delivery.ack(seqs...)
 	return nil
 }
 
 // Nak schedules a redelivery after delay.
 func (j *Journal) Nak(_ context.Context, seq uint64, delay time.Duration) error {
-	j.mu.Lock()
-	f, ok := j.inflight[seq]
-	if ok && !f.nakked {
-		f.nakked = true
-		heap.Push(&j.naks, nak{seq: seq, due: j.opts.Now().Add(delay)})
-	}
-	j.mu.Unlock()
-	if ok {
-		j.signal()
-	}
+	j.delivery.nak(seq, delay)
 	return nil
 }
 
 // Pending hands back, as a new delivery, entries delivered before t and not
 // acknowledged since.
 func (j *Journal) Pending(_ context.Context, deliveredBefore time.Time, limit int) ([]journal.Entry, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	var stale []*flight
-	for _, f := range j.inflight {
-		if !f.nakked && f.deliveredAt.Before(deliveredBefore) {
-			stale = append(stale, f)
-		}
-	}
-	slices.SortFunc(stale, func(a, b *flight) int { return cmp.Compare(a.e.Seq, b.e.Seq) })
-	if limit > 0 && len(stale) > limit {
-		stale = stale[:limit]
-	}
-	now := j.opts.Now()
-	out := make([]journal.Entry, len(stale))
-	for i, f := range stale {
-		f.deliveredAt = now
-		f.e.Handouts++
-		out[i] = f.e
-	}
-	return out, nil
-}
-
-// watermark is the highest seq at and below which every entry is acked.
-// Called with mu held.
-func (j *Journal) watermark() uint64 {
-	w := j.cursor
-	for s := range j.inflight {
-		if s-1 < w {
-			w = s - 1
-		}
-	}
-	return w
+	return j.delivery.pending(deliveredBefore, limit), nil
 }
 
 func (j *Journal) saveWatermark() {
-	j.mu.Lock()
-	w, saved := j.watermark(), j.saved
-	j.mu.Unlock()
-	if w == saved {
+	w, changed := j.delivery.unsaved()
+	if !changed {
 		return
 	}
 	if _, err := j.wdb.Exec(`UPDATE journal_meta SET v = ? WHERE k = 'acked_upto'`, w); err != nil {
 		j.opts.Logger.Warn("journal watermark not saved", "err", err)
 		return
 	}
-	j.mu.Lock()
-	j.saved = w
-	j.mu.Unlock()
+	j.delivery.markSaved(w)
 }
 
 // Writable says whether the journal can take appends now: a write the
@@ -1018,9 +809,7 @@ func (j *Journal) probe(ctx context.Context) error {
 // them has its outcome in the store, which keeps the key, so a retry of a
 // pruned key is still answered from the store.
 func (j *Journal) Prune(ctx context.Context, form string, before time.Time, limit int) (int, error) {
-	j.mu.Lock()
-	upto := j.saved
-	j.mu.Unlock()
+	upto := j.delivery.savedMark()
 	res, err := j.wdb.ExecContext(ctx, `DELETE FROM journal_entries WHERE seq IN (
 		SELECT seq FROM journal_entries WHERE form = ? AND received_at < ? AND seq <= ? ORDER BY seq LIMIT ?)`,
 		form, before.UnixMicro(), upto, limit)
@@ -1068,11 +857,7 @@ func (j *Journal) Forget(ctx context.Context, form, key string) error {
 	if err != nil {
 		return fmt.Errorf("forget journal entry: %w", err)
 	}
-	j.mu.Lock()
-	_, inflight := j.inflight[seq]
-	pending := inflight || seq > j.cursor
-	j.mu.Unlock()
-	if pending {
+	if j.delivery.isPending(seq) {
 		return journal.ErrPending
 	}
 	if _, err := j.wdb.ExecContext(ctx, `DELETE FROM journal_entries WHERE seq = ?`, seq); err != nil {
@@ -1169,23 +954,7 @@ func (j *Journal) readPage(ctx context.Context, q string, args []any) ([]journal
 
 // Stats reports the backlog and the age of its oldest entry.
 func (j *Journal) Stats(ctx context.Context) (journal.Stats, error) {
-	j.mu.Lock()
-	st := journal.Stats{LastSeq: j.lastSeq, Backlog: int64(j.lastSeq-j.cursor) + int64(len(j.inflight))}
-	var oldest *flight
-	for _, f := range j.inflight {
-		if oldest == nil || f.e.Seq < oldest.e.Seq {
-			oldest = f
-		}
-	}
-	switch {
-	case oldest != nil:
-		st.OldestPending = oldest.e.ReceivedAt
-	case len(j.ready) > 0:
-		st.OldestPending = j.ready[0].ReceivedAt
-	}
-	probe := oldest == nil && len(j.ready) == 0 && j.lastSeq > j.cursor
-	cursor := j.cursor
-	j.mu.Unlock()
+	st, probe, cursor := j.delivery.stats()
 	if probe {
 		var us int64
 		err := j.rdb.QueryRowContext(ctx, `SELECT received_at FROM journal_entries WHERE seq > ? ORDER BY seq LIMIT 1`, cursor).Scan(&us)
@@ -1212,10 +981,7 @@ func (j *Journal) Close() error {
 	close(j.queue)
 	j.closeMu.Unlock()
 	j.writer.Wait()
-	j.mu.Lock()
-	j.closed = true
-	j.mu.Unlock()
-	j.signal()
+	j.delivery.close()
 	err := errors.Join(j.insert.Close(), j.rdb.Close())
 	if !j.shared {
 		err = errors.Join(err, j.wdb.Close())
@@ -1248,22 +1014,4 @@ func scanEntry(s scanner) (journal.Entry, error) {
 	}
 	e.Data = data
 	return e, nil
-}
-
-type nak struct {
-	seq uint64
-	due time.Time
-}
-
-type nakHeap []nak
-
-func (h nakHeap) Len() int           { return len(h) }
-func (h nakHeap) Less(a, b int) bool { return h[a].due.Before(h[b].due) }
-func (h nakHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
-func (h *nakHeap) Push(x any)        { *h = append(*h, x.(nak)) }
-func (h *nakHeap) Pop() any {
-	old := *h
-	n := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return n
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -77,15 +78,9 @@ func sitesArray(sites []string) []string {
 	return sites
 }
 
-const accountCols = `a.id, a.email, a.name, a.role, a.sites, a.password_hash, a.disabled, a.created_at, a.updated_at`
-
-// scanAccount reads accountCols, then the extra destinations.
-func scanAccount(r pgx.Row, extra ...any) (accounts.Account, error) {
-	var a accounts.Account
-	var role string
-	err := r.Scan(append([]any{&a.ID, &a.Email, &a.Name, &role, &a.Sites, &a.PasswordHash, &a.Disabled, &a.CreatedAt, &a.UpdatedAt}, extra...)...)
-	a.Role = accounts.Role(role)
-	return a, err
+// scanAccount is store.ScanAccount with the sites as text[].
+func scanAccount(r store.Scanner, extra ...any) (accounts.Account, error) {
+	return store.ScanAccount(r, func(s *[]string) any { return s }, extra...)
 }
 
 // CreateAccount inserts an account; the unique e-mail index decides.
@@ -120,7 +115,7 @@ func adoptAdminToken(ctx context.Context, tx pgx.Tx, a accounts.Account) error {
 }
 
 func (s *Store) readAccount(ctx context.Context, op, where string, arg any) (accounts.Account, error) {
-	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts a WHERE `+where, arg))
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+store.AccountColumns+` FROM accounts a WHERE `+where, arg))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, fmt.Errorf("%s: %w", op, accounts.ErrNotFound)
 	}
@@ -142,11 +137,11 @@ func (s *Store) AccountByEmail(ctx context.Context, email string) (accounts.Acco
 
 // ListAccounts lists every account by e-mail.
 func (s *Store) ListAccounts(ctx context.Context) ([]accounts.Account, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+accountCols+` FROM accounts a ORDER BY a.email`)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.AccountColumns+` FROM accounts a ORDER BY a.email`)
 	if err != nil {
 		return nil, classify("list accounts", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accounts.Account, error) { return scanAccount(r) })
+	out, err := collect(rows, func(r store.Scanner) (accounts.Account, error) { return scanAccount(r) })
 	if err != nil {
 		return nil, classify("list accounts", err)
 	}
@@ -180,7 +175,7 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change,
 	var a accounts.Account
 	err := s.accountsTx(ctx, "update account", func(tx pgx.Tx) error {
 		var err error
-		a, err = scanAccount(tx.QueryRow(ctx, `UPDATE accounts a SET `+strings.Join(set, ", ")+` WHERE a.id = $1 RETURNING `+accountCols, args...))
+		a, err = scanAccount(tx.QueryRow(ctx, `UPDATE accounts a SET `+strings.Join(set, ", ")+` WHERE a.id = $1 RETURNING `+store.AccountColumns, args...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return refuse(accounts.ErrNotFound)
 		}
@@ -197,24 +192,6 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change,
 	return a, err
 }
 
-const tokenCols = `t.id, t.account_id, a.email, t.name, t.created_by, t.created_at, t.last_used_at, t.revoked_at`
-
-// tokenRow is the scan destination of tokenCols.
-type tokenRow struct {
-	t             accounts.Token
-	used, revoked *time.Time
-}
-
-func (r *tokenRow) dest() []any {
-	return []any{&r.t.ID, &r.t.AccountID, &r.t.AccountEmail, &r.t.Name, &r.t.CreatedBy, &r.t.CreatedAt, &r.used, &r.revoked}
-}
-
-func (r *tokenRow) token() accounts.Token {
-	t := r.t
-	t.LastUsedAt, t.RevokedAt = fromNullTime(r.used), fromNullTime(r.revoked)
-	return t
-}
-
 // CreateAPIToken stores a token's hash.
 func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byte, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create token", func(tx pgx.Tx) error {
@@ -228,43 +205,38 @@ func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byt
 
 // APITokenByHash finds a token and its account.
 func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (accounts.Token, accounts.Account, error) {
-	var tr tokenRow
-	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+`, `+tokenCols+`
-		FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.hash = $1`, hash), tr.dest()...)
+	var t accounts.Token
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+store.AccountColumns+`, `+store.TokenColumns+`
+		FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.hash = $1`, hash), store.TokenDest(&t)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accounts.Token{}, accounts.Account{}, fmt.Errorf("find token: %w", accounts.ErrNotFound)
 	}
 	if err != nil {
 		return accounts.Token{}, accounts.Account{}, classify("find token", err)
 	}
-	return tr.token(), a, nil
+	return t, a, nil
 }
 
 // APITokenByID reads a token.
 func (s *Store) APITokenByID(ctx context.Context, id string) (accounts.Token, error) {
-	var tr tokenRow
-	err := s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.id = $1`, id).Scan(tr.dest()...)
+	t, err := store.ScanToken(s.pool.QueryRow(ctx, `SELECT `+store.TokenColumns+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accounts.Token{}, fmt.Errorf("read token: %w", accounts.ErrNotFound)
 	}
 	if err != nil {
 		return accounts.Token{}, classify("read token", err)
 	}
-	return tr.token(), nil
+	return t, nil
 }
 
 // ListAPITokens lists tokens newest first.
 func (s *Store) ListAPITokens(ctx context.Context, accountID string) ([]accounts.Token, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+tokenCols+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id
+	rows, err := s.pool.Query(ctx, `SELECT `+store.TokenColumns+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id
 		WHERE $1 = '' OR t.account_id = $1 ORDER BY t.created_at DESC, t.id DESC`, accountID)
 	if err != nil {
 		return nil, classify("list tokens", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accounts.Token, error) {
-		var tr tokenRow
-		err := r.Scan(tr.dest()...)
-		return tr.token(), err
-	})
+	out, err := collect(rows, store.ScanToken)
 	if err != nil {
 		return nil, classify("list tokens", err)
 	}
@@ -301,57 +273,35 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id string, at time.Time, e a
 	})
 }
 
-// adminTokenRow is the scan destination of the admin token's columns.
-type adminTokenRow struct {
-	account       *string
-	created       time.Time
-	used, revoked *time.Time
-}
-
-const adminTokenCols = `account_id, created_at, used_at, revoked_at`
-
-func (r *adminTokenRow) dest() []any { return []any{&r.account, &r.created, &r.used, &r.revoked} }
-
-func (r *adminTokenRow) token() accounts.Token {
-	t := accounts.Token{ID: accounts.AdminTokenID, Name: "admin token", CreatedAt: r.created,
-		LastUsedAt: fromNullTime(r.used), RevokedAt: fromNullTime(r.revoked)}
-	if r.account != nil {
-		t.AccountID = *r.account
-	}
-	return t
-}
-
 // AdminTokenByHash finds the admin token and marks it used the first time.
 func (s *Store) AdminTokenByHash(ctx context.Context, hash []byte) (accounts.Token, error) {
-	var r adminTokenRow
-	err := s.pool.QueryRow(ctx, `SELECT `+adminTokenCols+` FROM tokens WHERE name = 'admin' AND hash = $1`, hash).Scan(r.dest()...)
+	t, err := store.ScanAdminToken(s.pool.QueryRow(ctx, `SELECT `+store.AdminTokenColumns+` FROM tokens WHERE name = 'admin' AND hash = $1`, hash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accounts.Token{}, fmt.Errorf("find admin token: %w", accounts.ErrNotFound)
 	}
 	if err != nil {
 		return accounts.Token{}, classify("find admin token", err)
 	}
-	if r.used == nil {
+	if t.LastUsedAt.IsZero() {
 		now := micro(s.now())
 		if _, err := s.pool.Exec(ctx, `UPDATE tokens SET used_at = $1 WHERE hash = $2 AND used_at IS NULL`, now, hash); err != nil {
 			return accounts.Token{}, classify("mark admin token used", err)
 		}
-		r.used = &now
+		t.LastUsedAt = now
 	}
-	return r.token(), nil
+	return t, nil
 }
 
 // AdminToken reads the admin token.
 func (s *Store) AdminToken(ctx context.Context) (accounts.Token, error) {
-	var r adminTokenRow
-	err := s.pool.QueryRow(ctx, `SELECT `+adminTokenCols+` FROM tokens WHERE name = 'admin'`).Scan(r.dest()...)
+	t, err := store.ScanAdminToken(s.pool.QueryRow(ctx, `SELECT `+store.AdminTokenColumns+` FROM tokens WHERE name = 'admin'`))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accounts.Token{}, fmt.Errorf("read admin token: %w", accounts.ErrNotFound)
 	}
 	if err != nil {
 		return accounts.Token{}, classify("read admin token", err)
 	}
-	return r.token(), nil
+	return t, nil
 }
 
 // RevokeAdminToken marks the admin token revoked; the row's lock orders
@@ -389,9 +339,9 @@ func (s *Store) CreateSession(ctx context.Context, ss accounts.Session, e accoun
 // SessionByHash finds a session and its account.
 func (s *Store) SessionByHash(ctx context.Context, hash []byte) (accounts.Session, accounts.Account, error) {
 	ss := accounts.Session{Hash: hash}
-	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+`, s.account_id, s.csrf, s.created_at, s.last_seen_at, s.expires_at
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+store.AccountColumns+`, s.account_id, s.csrf, s.created_at, s.last_seen_at, s.expires_at
 		FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.hash = $1`, hash),
-		&ss.AccountID, &ss.CSRF, &ss.CreatedAt, &ss.LastSeenAt, &ss.ExpiresAt)
+		&ss.AccountID, &ss.CSRF, store.TimeDest(&ss.CreatedAt), store.TimeDest(&ss.LastSeenAt), store.TimeDest(&ss.ExpiresAt))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accounts.Session{}, accounts.Account{}, fmt.Errorf("find session: %w", accounts.ErrNotFound)
 	}
@@ -586,7 +536,7 @@ func (s *Store) CreatePasswordReset(ctx context.Context, hash []byte, accountID 
 
 // PasswordResetAccount is the account of a live reset link.
 func (s *Store) PasswordResetAccount(ctx context.Context, hash []byte, at time.Time) (accounts.Account, error) {
-	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM password_resets r JOIN accounts a ON a.id = r.account_id
+	a, err := scanAccount(s.pool.QueryRow(ctx, `SELECT `+store.AccountColumns+` FROM password_resets r JOIN accounts a ON a.id = r.account_id
 		WHERE r.hash = $1 AND r.expires_at > $2`, hash, micro(at)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return accounts.Account{}, fmt.Errorf("read reset link: %w", accounts.ErrResetInvalid)

@@ -62,11 +62,7 @@ func (s *Store) EntriesPerMinute(ctx context.Context, form string, since, until 
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.MinuteCount, error) {
-		var m, n int64
-		err := r.Scan(&m, &n)
-		return store.MinuteCount{Minute: time.Unix(m*60, 0).UTC(), N: n}, err
-	})
+	out, err := collect(rows, store.ScanMinuteCount)
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
@@ -96,20 +92,13 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	}
 	args = append(args, needles)
 	page := store.PageSize(q.Limit)
-	rows, err := s.pool.Query(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+where+
+	rows, err := s.pool.Query(ctx, `SELECT `+store.RowColumns+` FROM entries WHERE `+where+
 		fmt.Sprintf(` AND data IS NOT NULL AND EXISTS (SELECT 1 FROM unnest($%d::bytea[]) n WHERE position(n IN data) > 0)`, len(args))+
 		` ORDER BY seq DESC, id DESC LIMIT `+strconv.Itoa(page), args...)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Row, error) {
-		row := store.Row{Form: q.Form}
-		var seq int64
-		var data []byte // NULL once erased
-		err := r.Scan(&seq, &row.ID, &row.Key, &row.Status, &row.ReceivedAt, &data)
-		row.Seq, row.Data = uint64(seq), data
-		return row, err
-	})
+	out, err := collect(rows, store.ScanRow)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
@@ -122,26 +111,12 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 
 // Entry reads one entry of a form.
 func (s *Store) Entry(ctx context.Context, form, id string) (store.EntryDetail, error) {
-	d := store.EntryDetail{Row: store.Row{Form: form}}
-	var (
-		seq    int64
-		fp     []byte
-		sameAs *string
-		data   []byte // NULL once erased
-	)
-	err := s.pool.QueryRow(ctx, `SELECT seq, id, key, status, received_at, data, site, decision, fingerprint, decided_at, same_as
-		FROM entries WHERE form = $1 AND id = $2`, form, id).
-		Scan(&seq, &d.ID, &d.Key, &d.Status, &d.ReceivedAt, &data, &d.Site, &d.Decision, &fp, &d.DecidedAt, &sameAs)
+	d, err := store.ScanDetail(s.pool.QueryRow(ctx, `SELECT `+store.DetailColumns+` FROM entries WHERE form = $1 AND id = $2`, form, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, fmt.Errorf("read entry %s/%s: %w", form, id, store.ErrNotFound)
 	}
 	if err != nil {
 		return d, classify("read entry", err)
-	}
-	d.Seq, d.Data = uint64(seq), data
-	copy(d.Receipt[:], fp)
-	if sameAs != nil {
-		d.SameAs = *sameAs
 	}
 	return d, nil
 }
@@ -160,13 +135,7 @@ func (s *Store) ArrivalStats(ctx context.Context, form string, since, until time
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.ArrivalHour, error) {
-		var h int64
-		var a store.ArrivalHour
-		err := r.Scan(&h, &a.Started, &a.Reached, &a.Received, &a.Stored)
-		a.Hour = time.Unix(h*3600, 0).UTC()
-		return a, err
-	})
+	out, err := collect(rows, store.ScanArrivalHour)
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
@@ -178,25 +147,14 @@ func (s *Store) UnreceivedArrivals(ctx context.Context, form string, since, unti
 	if limit < 1 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT a.key, a.started_at, a.answered_at, a.state FROM arrivals a
+	rows, err := s.pool.Query(ctx, `SELECT `+store.ArrivalColumns+` FROM arrivals a
 		WHERE a.form = $1 AND a.reported_at >= $2 AND a.reported_at < $3
 			AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.form = a.form AND e.key = a.key)
 		ORDER BY a.reported_at, a.key LIMIT $4`, form, since, until, limit)
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Arrival, error) {
-		var a store.Arrival
-		var started, answered *time.Time
-		err := r.Scan(&a.Key, &started, &answered, &a.State)
-		if started != nil {
-			a.StartedAt = *started
-		}
-		if answered != nil {
-			a.AnsweredAt = *answered
-		}
-		return a, err
-	})
+	out, err := collect(rows, store.ScanArrival)
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
@@ -216,7 +174,7 @@ func (s *Store) EntriesWithoutEvent(ctx context.Context, form string, limit int)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}
-	out, err := pgx.CollectRows(rows, scanEntryRef)
+	out, err := collect(rows, store.ScanEntryRef)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}

@@ -70,18 +70,12 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter,
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at FROM dead_letters d
+	rows, err := s.pool.Query(ctx, `SELECT `+store.DeadLetterColumns+` FROM dead_letters d
 		JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at, d.entry_id LIMIT $1`, limit)
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DeadLetter, error) {
-		var d store.DeadLetter
-		var seq int64
-		err := r.Scan(&d.ID, &d.Form, &d.Key, &seq, &d.Reason, &d.Attempts, &d.At)
-		d.Seq = uint64(seq)
-		return d, err
-	})
+	out, err := collect(rows, store.ScanDeadLetter)
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}

@@ -64,18 +64,12 @@ func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) (
 func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error) {
 	where, args := entryFilter(q)
 	args = append(args, store.PageSize(q.Limit))
-	rows, err := s.pool.Query(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+
+	rows, err := s.pool.Query(ctx, `SELECT `+store.RowColumns+` FROM entries WHERE `+
 		where+` ORDER BY seq DESC, id DESC LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, classify("list entries", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Row, error) {
-		row := store.Row{Form: q.Form}
-		var seq int64
-		err := r.Scan(&seq, &row.ID, &row.Key, &row.Status, &row.ReceivedAt, &row.Data)
-		row.Seq = uint64(seq)
-		return row, err
-	})
+	out, err := collect(rows, store.ScanRow)
 	if err != nil {
 		return nil, classify("list entries", err)
 	}
@@ -84,17 +78,11 @@ func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, e
 
 // History lists an entry's events, oldest first.
 func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, entry_id, n, type, form, site, status, at FROM events WHERE entry_id = $1 ORDER BY seq`, entryID)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.EventColumns+` FROM events e WHERE e.entry_id = $1 ORDER BY e.seq`, entryID)
 	if err != nil {
 		return nil, classify("read history", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
-		var e store.Event
-		var seq int64
-		err := r.Scan(&seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &e.At)
-		e.Seq = uint64(seq)
-		return e, err
-	})
+	out, err := collect(rows, store.ScanEvent)
 	if err != nil {
 		return nil, classify("read history", err)
 	}
@@ -118,7 +106,7 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	if err != nil {
 		return nil, classify("find entries", err)
 	}
-	out, err := pgx.CollectRows(rows, scanEntryRef)
+	out, err := collect(rows, store.ScanEntryRef)
 	if err != nil {
 		return nil, classify("find entries", err)
 	}
@@ -131,19 +119,12 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
 	afterSeq, afterID := int64(-1), ""
 	for {
-		rows, err := s.pool.Query(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
+		rows, err := s.pool.Query(ctx, `SELECT `+store.RowColumns+` FROM entries
 			WHERE form = $1 AND (seq, id) > ($2, $3) ORDER BY seq, id LIMIT $4`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
 			return classify("export", err)
 		}
-		page, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Row, error) {
-			row := store.Row{Form: form}
-			var seq int64
-			var data []byte
-			err := r.Scan(&seq, &row.ID, &row.Key, &row.Status, &row.ReceivedAt, &data)
-			row.Seq, row.Data = uint64(seq), data
-			return row, err
-		})
+		page, err := collect(rows, store.ScanRow)
 		if err != nil {
 			return classify("export", err)
 		}

@@ -61,27 +61,12 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, e
 	// answer although its old version is no longer there either (an
 	// instance starting beside another applying forms knew no form for a
 	// moment). Read again next time, it is only read twice.
-	rows, err := s.pool.Query(ctx, `SELECT f.id, f.site, f.source, f.version, f.updated_at, c.capacity, c.when_full
+	rows, err := s.pool.Query(ctx, `SELECT `+store.FormColumns+`
 		FROM forms f LEFT JOIN capacity c ON c.form = f.id WHERE f.version > $1 ORDER BY f.id`, after)
 	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (form.Record, error) {
-		var (
-			f        form.Record
-			limit    *int32
-			whenFull *string
-		)
-		err := r.Scan(&f.ID, &f.Site, &f.Source, &f.Version, &f.UpdatedAt, &limit, &whenFull)
-		if limit != nil {
-			n := int(*limit)
-			f.Capacity = &n
-		}
-		if whenFull != nil {
-			f.WhenFull = *whenFull
-		}
-		return f, err
-	})
+	out, err := collect(rows, store.ScanForm)
 	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}
@@ -90,29 +75,18 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, e
 
 // Capacities reports places per form.
 func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.form, c.capacity, c.taken,
-		(SELECT count(*) FROM entries e WHERE e.form = c.form AND e.status = 'waitlisted') FROM capacity c`)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.CapacityColumns+` FROM capacity c`)
 	if err != nil {
 		return nil, classify("read capacity", err)
 	}
 	defer rows.Close()
 	out := map[string]store.Capacity{}
 	for rows.Next() {
-		var (
-			form       string
-			limit      *int32
-			taken      int32
-			waitlisted int64
-		)
-		if err := rows.Scan(&form, &limit, &taken, &waitlisted); err != nil {
+		id, c, err := store.ScanCapacity(rows)
+		if err != nil {
 			return nil, classify("read capacity", err)
 		}
-		c := store.Capacity{Taken: int(taken), Waitlisted: int(waitlisted)}
-		if limit != nil {
-			n := int(*limit)
-			c.Limit = &n
-		}
-		out[form] = c
+		out[id] = c
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify("read capacity", err)

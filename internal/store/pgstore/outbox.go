@@ -6,19 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/store"
 	"github.com/jackc/pgx/v5"
 )
 
 var _ store.Outbox = (*Store)(nil)
-
-// eventColumns reads an event joined as e.
-const eventColumns = `e.seq, e.entry_id, e.n, e.type, e.form, e.site, e.status, e.at`
-
-func eventDest(dst []any, e *store.Event, seq *int64) []any {
-	return append(dst, seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &e.At)
-}
 
 // FanOut takes unfanned events, adds their deliveries and marks them, in
 // one transaction. FOR UPDATE SKIP LOCKED lets instances fan out at once,
@@ -34,17 +26,11 @@ func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func(
 	}
 	n := 0
 	err := s.inTx(ctx, "fan out", func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+eventColumns+` FROM events e WHERE NOT e.fanned ORDER BY e.seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+		rows, err := tx.Query(ctx, `SELECT `+store.EventColumns+` FROM events e WHERE NOT e.fanned ORDER BY e.seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
 		if err != nil {
 			return err
 		}
-		evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
-			var e store.Event
-			var seq int64
-			err := r.Scan(eventDest(nil, &e, &seq)...)
-			e.Seq = uint64(seq)
-			return e, err
-		})
+		evs, err := collect(rows, store.ScanEvent)
 		if err != nil || len(evs) == 0 {
 			return err
 		}
@@ -74,17 +60,6 @@ func dueAt(t, now time.Time) time.Time {
 		return now
 	}
 	return t
-}
-
-// deliveryColumns reads a delivery joined as d with its event e.
-const deliveryColumns = `d.event_seq, d.endpoint, d.state, d.attempts, d.next_at, d.last_status, d.last_error, d.updated_at, ` + eventColumns
-
-func scanDelivery(r pgx.CollectableRow) (store.Delivery, error) {
-	var d store.Delivery
-	var seq, evtSeq int64
-	err := r.Scan(eventDest([]any{&seq, &d.Endpoint, &d.State, &d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.UpdatedAt}, &d.Event, &evtSeq)...)
-	d.EventSeq, d.Event.Seq = uint64(seq), uint64(evtSeq)
-	return d, err
 }
 
 // ClaimDeliveries leases due deliveries to owner. FOR UPDATE SKIP LOCKED
@@ -135,12 +110,12 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 				UPDATE deliveries d SET lease_owner = $3, lease_until = $4 FROM due
 				WHERE d.event_seq = due.event_seq AND d.endpoint = due.endpoint RETURNING d.*
 			)
-			SELECT `+deliveryColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at, d.event_seq, d.endpoint`,
+			SELECT `+store.DeliveryColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at, d.event_seq, d.endpoint`,
 			micro(now), q.Limit, owner, micro(now.Add(lease)), q.Endpoint, q.Except, perEndpoint, exclude)
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, scanDelivery)
+		out, err = collect(rows, store.ScanDelivery)
 		return err
 	})
 	return out, err
@@ -258,18 +233,16 @@ func (s *Store) DisabledEndpoints(ctx context.Context) (map[string]string, error
 // EntryDocs reads entries for deliveries.
 func (s *Store) EntryDocs(ctx context.Context, ids []string) (map[string]store.EntryDoc, error) {
 	out := make(map[string]store.EntryDoc, len(ids))
-	rows, err := s.pool.Query(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries WHERE id = ANY($1)`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.DocColumns+` FROM entries WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, classify("read entries", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var d store.EntryDoc
-		var fp []byte
-		if err := rows.Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &d.ReceivedAt, &fp, &d.Data); err != nil {
+		d, err := store.ScanDoc(rows)
+		if err != nil {
 			return nil, classify("read entries", err)
 		}
-		copy(d.Fingerprint[:], fp)
 		out[d.ID] = d
 	}
 	if err := rows.Err(); err != nil {
@@ -281,29 +254,21 @@ func (s *Store) EntryDocs(ctx context.Context, ids []string) (map[string]store.E
 // Deliveries lists the deliveries of an entry's events with their
 // attempts.
 func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Delivery, []store.Attempt, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
+	rows, err := s.pool.Query(ctx, `SELECT `+store.DeliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
 		WHERE e.entry_id = $1 ORDER BY d.event_seq, d.endpoint`, entryID)
 	if err != nil {
 		return nil, nil, classify("read deliveries", err)
 	}
-	ds, err := pgx.CollectRows(rows, scanDelivery)
+	ds, err := collect(rows, store.ScanDelivery)
 	if err != nil {
 		return nil, nil, classify("read deliveries", err)
 	}
-	rows, err = s.pool.Query(ctx, `SELECT a.event_seq, a.endpoint, a.at, a.status, a.latency_us, a.outcome, a.excerpt
+	rows, err = s.pool.Query(ctx, `SELECT `+store.AttemptColumns+`
 		FROM delivery_attempts a JOIN events e ON e.seq = a.event_seq WHERE e.entry_id = $1 ORDER BY a.at`, entryID)
 	if err != nil {
 		return nil, nil, classify("read delivery attempts", err)
 	}
-	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Attempt, error) {
-		var a store.Attempt
-		var seq, lat int64
-		var outcome string
-		err := r.Scan(&seq, &a.Endpoint, &a.At, &a.Status, &lat, &outcome, &a.Excerpt)
-		a.Outcome = attempt.Outcome(outcome)
-		a.EventSeq, a.Latency = uint64(seq), time.Duration(lat)*time.Microsecond
-		return a, err
-	})
+	as, err := collect(rows, store.ScanAttempt)
 	if err != nil {
 		return nil, nil, classify("read delivery attempts", err)
 	}

@@ -198,8 +198,11 @@ func timeOrNull(t time.Time) *time.Time {
 	return &t
 }
 
-// scanEntryRef is store.ScanEntryRef for pgx.CollectRows.
-func scanEntryRef(r pgx.CollectableRow) (store.EntryRef, error) { return store.ScanEntryRef(r) }
+// collect reads every row with scan (one of package store's scanners), as
+// the sqlite driver's collect does.
+func collect[T any](rows pgx.Rows, scan func(store.Scanner) (T, error)) ([]T, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+}
 
 // FunctionsSQL is functions.sql, the store's functions as every start
 // defines them, for tests that compare a database with it.

@@ -40,22 +40,14 @@ func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time) (boo
 
 // UploadStates lists uploads in id order for the audit.
 func (s *Store) UploadStates(ctx context.Context, after string, limit int) ([]store.UploadState, error) {
-	rows, err := s.pool.Query(ctx, `SELECT u.id, u.sha256 IS NOT NULL, coalesce(c.entry_id, ''), c.upload_id IS NOT NULL AND e.data IS NULL
+	rows, err := s.pool.Query(ctx, `SELECT `+store.UploadStateColumns+`
 		FROM uploads u LEFT JOIN upload_claims c ON c.upload_id = u.id LEFT JOIN entries e ON e.id = c.entry_id
 		WHERE u.id COLLATE "C" > $1 ORDER BY u.id COLLATE "C" LIMIT $2`, after, limit)
 	if err != nil {
 		return nil, classify("list uploads", err)
 	}
-	defer rows.Close()
-	var out []store.UploadState
-	for rows.Next() {
-		var u store.UploadState
-		if err := rows.Scan(&u.ID, &u.Complete, &u.Entry, &u.Erased); err != nil {
-			return nil, classify("list uploads", err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanUploadState)
+	if err != nil {
 		return nil, classify("list uploads", err)
 	}
 	return out, nil

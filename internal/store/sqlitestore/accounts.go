@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/store"
 )
 
 // The accounts of the owner's console (package accounts): every change is
@@ -65,34 +66,28 @@ func (e *refusal) Error() string { return e.err.Error() }
 
 func refuse(err error) error { return &refusal{err} }
 
-func fromNullTime(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.UnixMicro(n.Int64)
+// scanAccount is store.ScanAccount with the sites as JSON text.
+func scanAccount(r store.Scanner, extra ...any) (accounts.Account, error) {
+	return store.ScanAccount(r, func(s *[]string) any { return sitesDest{s} }, extra...)
 }
 
-const accountCols = `a.id, a.email, a.name, a.role, a.sites, a.password_hash, a.disabled, a.created_at, a.updated_at`
+// sitesDest decodes an account's sites from their JSON text.
+type sitesDest struct{ sites *[]string }
 
-type rowScanner interface{ Scan(dst ...any) error }
-
-// scanAccount reads accountCols, then the extra destinations.
-func scanAccount(r rowScanner, extra ...any) (accounts.Account, error) {
-	var (
-		a            accounts.Account
-		role, sites  string
-		created, upd int64
-	)
-	err := r.Scan(append([]any{&a.ID, &a.Email, &a.Name, &role, &sites, &a.PasswordHash, &a.Disabled, &created, &upd}, extra...)...)
-	if err != nil {
-		return a, err
+func (d sitesDest) Scan(v any) error {
+	var b []byte
+	switch v := v.(type) {
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		return fmt.Errorf("scan %T into sites", v)
 	}
-	a.Role = accounts.Role(role)
-	if err := json.Unmarshal([]byte(sites), &a.Sites); err != nil {
-		return a, fmt.Errorf("account %s: sites: %w", a.ID, err)
+	if err := json.Unmarshal(b, d.sites); err != nil {
+		return fmt.Errorf("sites: %w", err)
 	}
-	a.CreatedAt, a.UpdatedAt = time.UnixMicro(created), time.UnixMicro(upd)
-	return a, nil
+	return nil
 }
 
 func sitesJSON(sites []string) string {
@@ -135,7 +130,7 @@ func adoptAdminToken(ctx context.Context, tx *sql.Tx, a accounts.Account) error 
 }
 
 func (s *Store) readAccount(ctx context.Context, op, where string, arg any) (accounts.Account, error) {
-	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts a WHERE `+where, arg))
+	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+store.AccountColumns+` FROM accounts a WHERE `+where, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("%s: %w", op, accounts.ErrNotFound)
 	}
@@ -157,20 +152,12 @@ func (s *Store) AccountByEmail(ctx context.Context, email string) (accounts.Acco
 
 // ListAccounts lists every account by e-mail.
 func (s *Store) ListAccounts(ctx context.Context) ([]accounts.Account, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+accountCols+` FROM accounts a ORDER BY a.email`)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.AccountColumns+` FROM accounts a ORDER BY a.email`)
 	if err != nil {
 		return nil, classify("list accounts", err)
 	}
-	defer rows.Close()
-	var out []accounts.Account
-	for rows.Next() {
-		a, err := scanAccount(rows)
-		if err != nil {
-			return nil, classify("list accounts", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, func(r store.Scanner) (accounts.Account, error) { return scanAccount(r) })
+	if err != nil {
 		return nil, classify("list accounts", err)
 	}
 	return out, nil
@@ -199,7 +186,7 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change,
 	var a accounts.Account
 	err := s.accountsTx(ctx, "update account", func(tx *sql.Tx) error {
 		var err error
-		a, err = scanAccount(tx.QueryRowContext(ctx, `UPDATE accounts SET `+strings.Join(set, ", ")+` WHERE id = ? RETURNING `+strings.ReplaceAll(accountCols, "a.", ""),
+		a, err = scanAccount(tx.QueryRowContext(ctx, `UPDATE accounts SET `+strings.Join(set, ", ")+` WHERE id = ? RETURNING `+strings.ReplaceAll(store.AccountColumns, "a.", ""),
 			append(args, id)...))
 		if errors.Is(err, sql.ErrNoRows) {
 			return refuse(accounts.ErrNotFound)
@@ -217,25 +204,6 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change,
 	return a, err
 }
 
-const tokenCols = `t.id, t.account_id, a.email, t.name, t.created_by, t.created_at, t.last_used_at, t.revoked_at`
-
-// tokenRow is the scan destination of tokenCols.
-type tokenRow struct {
-	t             accounts.Token
-	created       int64
-	used, revoked sql.NullInt64
-}
-
-func (r *tokenRow) dest() []any {
-	return []any{&r.t.ID, &r.t.AccountID, &r.t.AccountEmail, &r.t.Name, &r.t.CreatedBy, &r.created, &r.used, &r.revoked}
-}
-
-func (r *tokenRow) token() accounts.Token {
-	t := r.t
-	t.CreatedAt, t.LastUsedAt, t.RevokedAt = time.UnixMicro(r.created), fromNullTime(r.used), fromNullTime(r.revoked)
-	return t
-}
-
 // CreateAPIToken stores a token's hash.
 func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byte, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create token", func(tx *sql.Tx) error {
@@ -249,48 +217,39 @@ func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byt
 
 // APITokenByHash finds a token and its account.
 func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (accounts.Token, accounts.Account, error) {
-	var tr tokenRow
-	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+accountCols+`, `+tokenCols+`
-		FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.hash = ?`, hash), tr.dest()...)
+	var t accounts.Token
+	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+store.AccountColumns+`, `+store.TokenColumns+`
+		FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.hash = ?`, hash), store.TokenDest(&t)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return accounts.Token{}, accounts.Account{}, fmt.Errorf("find token: %w", accounts.ErrNotFound)
 	}
 	if err != nil {
 		return accounts.Token{}, accounts.Account{}, classify("find token", err)
 	}
-	return tr.token(), a, nil
+	return t, a, nil
 }
 
 // APITokenByID reads a token.
 func (s *Store) APITokenByID(ctx context.Context, id string) (accounts.Token, error) {
-	var tr tokenRow
-	err := s.rdb.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.id = ?`, id).Scan(tr.dest()...)
+	t, err := store.ScanToken(s.rdb.QueryRowContext(ctx, `SELECT `+store.TokenColumns+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return accounts.Token{}, fmt.Errorf("read token: %w", accounts.ErrNotFound)
 	}
 	if err != nil {
 		return accounts.Token{}, classify("read token", err)
 	}
-	return tr.token(), nil
+	return t, nil
 }
 
 // ListAPITokens lists tokens newest first.
 func (s *Store) ListAPITokens(ctx context.Context, accountID string) ([]accounts.Token, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+tokenCols+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.TokenColumns+` FROM api_tokens t JOIN accounts a ON a.id = t.account_id
 		WHERE ? = '' OR t.account_id = ? ORDER BY t.created_at DESC, t.id DESC`, accountID, accountID)
 	if err != nil {
 		return nil, classify("list tokens", err)
 	}
-	defer rows.Close()
-	var out []accounts.Token
-	for rows.Next() {
-		var tr tokenRow
-		if err := rows.Scan(tr.dest()...); err != nil {
-			return nil, classify("list tokens", err)
-		}
-		out = append(out, tr.token())
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanToken)
+	if err != nil {
 		return nil, classify("list tokens", err)
 	}
 	return out, nil
@@ -327,53 +286,35 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id string, at time.Time, e a
 	})
 }
 
-// adminTokenRow is the scan destination of the admin token's columns.
-type adminTokenRow struct {
-	account       sql.NullString
-	created       int64
-	used, revoked sql.NullInt64
-}
-
-const adminTokenCols = `account_id, created_at, used_at, revoked_at`
-
-func (r *adminTokenRow) dest() []any { return []any{&r.account, &r.created, &r.used, &r.revoked} }
-
-func (r *adminTokenRow) token() accounts.Token {
-	return accounts.Token{ID: accounts.AdminTokenID, AccountID: r.account.String, Name: "admin token", CreatedAt: time.UnixMicro(r.created),
-		LastUsedAt: fromNullTime(r.used), RevokedAt: fromNullTime(r.revoked)}
-}
-
 // AdminTokenByHash finds the admin token and marks it used the first time.
 func (s *Store) AdminTokenByHash(ctx context.Context, hash []byte) (accounts.Token, error) {
-	var r adminTokenRow
-	err := s.rdb.QueryRowContext(ctx, `SELECT `+adminTokenCols+` FROM tokens WHERE name = 'admin' AND hash = ?`, hash).Scan(r.dest()...)
+	t, err := store.ScanAdminToken(s.rdb.QueryRowContext(ctx, `SELECT `+store.AdminTokenColumns+` FROM tokens WHERE name = 'admin' AND hash = ?`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return accounts.Token{}, fmt.Errorf("find admin token: %w", accounts.ErrNotFound)
 	}
 	if err != nil {
 		return accounts.Token{}, classify("find admin token", err)
 	}
-	if !r.used.Valid {
+	if t.LastUsedAt.IsZero() {
 		now := s.now().UnixMicro()
 		if _, err := s.wdb.ExecContext(ctx, `UPDATE tokens SET used_at = ? WHERE hash = ? AND used_at IS NULL`, now, hash); err != nil {
 			return accounts.Token{}, classify("mark admin token used", err)
 		}
-		r.used = sql.NullInt64{Int64: now, Valid: true}
+		t.LastUsedAt = time.UnixMicro(now)
 	}
-	return r.token(), nil
+	return t, nil
 }
 
 // AdminToken reads the admin token.
 func (s *Store) AdminToken(ctx context.Context) (accounts.Token, error) {
-	var r adminTokenRow
-	err := s.rdb.QueryRowContext(ctx, `SELECT `+adminTokenCols+` FROM tokens WHERE name = 'admin'`).Scan(r.dest()...)
+	t, err := store.ScanAdminToken(s.rdb.QueryRowContext(ctx, `SELECT `+store.AdminTokenColumns+` FROM tokens WHERE name = 'admin'`))
 	if errors.Is(err, sql.ErrNoRows) {
 		return accounts.Token{}, fmt.Errorf("read admin token: %w", accounts.ErrNotFound)
 	}
 	if err != nil {
 		return accounts.Token{}, classify("read admin token", err)
 	}
-	return r.token(), nil
+	return t, nil
 }
 
 // RevokeAdminToken marks the admin token revoked.
@@ -410,17 +351,15 @@ func (s *Store) CreateSession(ctx context.Context, ss accounts.Session, e accoun
 // SessionByHash finds a session and its account.
 func (s *Store) SessionByHash(ctx context.Context, hash []byte) (accounts.Session, accounts.Account, error) {
 	ss := accounts.Session{Hash: hash}
-	var created, seen, expires int64
-	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+accountCols+`, s.account_id, s.csrf, s.created_at, s.last_seen_at, s.expires_at
+	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+store.AccountColumns+`, s.account_id, s.csrf, s.created_at, s.last_seen_at, s.expires_at
 		FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.hash = ?`, hash),
-		&ss.AccountID, &ss.CSRF, &created, &seen, &expires)
+		&ss.AccountID, &ss.CSRF, store.TimeDest(&ss.CreatedAt), store.TimeDest(&ss.LastSeenAt), store.TimeDest(&ss.ExpiresAt))
 	if errors.Is(err, sql.ErrNoRows) {
 		return accounts.Session{}, accounts.Account{}, fmt.Errorf("find session: %w", accounts.ErrNotFound)
 	}
 	if err != nil {
 		return accounts.Session{}, accounts.Account{}, classify("find session", err)
 	}
-	ss.CreatedAt, ss.LastSeenAt, ss.ExpiresAt = time.UnixMicro(created), time.UnixMicro(seen), time.UnixMicro(expires)
 	return ss, a, nil
 }
 
@@ -629,7 +568,7 @@ func (s *Store) CreatePasswordReset(ctx context.Context, hash []byte, accountID 
 
 // PasswordResetAccount is the account of a live reset link.
 func (s *Store) PasswordResetAccount(ctx context.Context, hash []byte, at time.Time) (accounts.Account, error) {
-	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+accountCols+` FROM password_resets r JOIN accounts a ON a.id = r.account_id
+	a, err := scanAccount(s.rdb.QueryRowContext(ctx, `SELECT `+store.AccountColumns+` FROM password_resets r JOIN accounts a ON a.id = r.account_id
 		WHERE r.hash = ? AND r.expires_at > ?`, hash, micro(at)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return accounts.Account{}, fmt.Errorf("read reset link: %w", accounts.ErrResetInvalid)

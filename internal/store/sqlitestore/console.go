@@ -66,16 +66,8 @@ func (s *Store) EntriesPerMinute(ctx context.Context, form string, since, until 
 	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
-	defer rows.Close()
-	var out []store.MinuteCount
-	for rows.Next() {
-		var m, n int64
-		if err := rows.Scan(&m, &n); err != nil {
-			return nil, classify("count entries per minute", err)
-		}
-		out = append(out, store.MinuteCount{Minute: time.UnixMicro(m * minute).UTC(), N: n})
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanMinuteCount)
+	if err != nil {
 		return nil, classify("count entries per minute", err)
 	}
 	return out, nil
@@ -106,12 +98,12 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 		args = append(args, n)
 	}
 	page := store.PageSize(q.Limit)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+where+
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries WHERE `+where+
 		` AND data IS NOT NULL AND (`+strings.Join(conds, " OR ")+`) ORDER BY seq DESC, id DESC LIMIT ?`, append(args, page)...)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
-	out, err := scanRows(rows, q.Form)
+	out, err := collect(rows, store.ScanRow)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
@@ -124,45 +116,15 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	return out, bound, nil
 }
 
-func scanRows(rows *sql.Rows, form string) ([]store.Row, error) {
-	defer rows.Close()
-	var out []store.Row
-	for rows.Next() {
-		r := store.Row{Form: form}
-		var us int64
-		var data []byte // NULL once erased
-		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
-			return nil, err
-		}
-		r.Data = data
-		r.ReceivedAt = time.UnixMicro(us)
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
 // Entry reads one entry of a form.
 func (s *Store) Entry(ctx context.Context, form, id string) (store.EntryDetail, error) {
-	var (
-		d        = store.EntryDetail{Row: store.Row{Form: form}}
-		rec, dec int64
-		fp       []byte
-		sameAs   sql.NullString
-		data     []byte // NULL once erased
-	)
-	err := s.rdb.QueryRowContext(ctx, `SELECT seq, id, key, status, received_at, data, site, decision, fingerprint, decided_at, same_as
-		FROM entries WHERE form = ? AND id = ?`, form, id).
-		Scan(&d.Seq, &d.ID, &d.Key, &d.Status, &rec, &data, &d.Site, &d.Decision, &fp, &dec, &sameAs)
+	d, err := store.ScanDetail(s.rdb.QueryRowContext(ctx, `SELECT `+store.DetailColumns+` FROM entries WHERE form = ? AND id = ?`, form, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("read entry %s/%s: %w", form, id, store.ErrNotFound)
 	}
 	if err != nil {
 		return d, classify("read entry", err)
 	}
-	d.ReceivedAt, d.DecidedAt = time.UnixMicro(rec), time.UnixMicro(dec)
-	d.Data = data
-	copy(d.Receipt[:], fp)
-	d.SameAs = sameAs.String
 	return d, nil
 }
 
@@ -181,18 +143,8 @@ func (s *Store) ArrivalStats(ctx context.Context, form string, since, until time
 	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
-	defer rows.Close()
-	var out []store.ArrivalHour
-	for rows.Next() {
-		var h int64
-		var a store.ArrivalHour
-		if err := rows.Scan(&h, &a.Started, &a.Reached, &a.Received, &a.Stored); err != nil {
-			return nil, classify("arrival stats", err)
-		}
-		a.Hour = time.UnixMicro(h * hour).UTC()
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanArrivalHour)
+	if err != nil {
 		return nil, classify("arrival stats", err)
 	}
 	return out, nil
@@ -203,30 +155,15 @@ func (s *Store) UnreceivedArrivals(ctx context.Context, form string, since, unti
 	if limit < 1 {
 		return nil, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT a.key, a.started_at, a.answered_at, a.state FROM arrivals a
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.ArrivalColumns+` FROM arrivals a
 		WHERE a.form = ? AND a.reported_at >= ? AND a.reported_at < ?
 			AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.form = a.form AND e.key = a.key)
 		ORDER BY a.reported_at, a.key LIMIT ?`, form, since.UnixMicro(), until.UnixMicro(), limit)
 	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
-	defer rows.Close()
-	var out []store.Arrival
-	for rows.Next() {
-		var a store.Arrival
-		var started, answered sql.NullInt64
-		if err := rows.Scan(&a.Key, &started, &answered, &a.State); err != nil {
-			return nil, classify("unreceived arrivals", err)
-		}
-		if started.Valid {
-			a.StartedAt = time.UnixMicro(started.Int64)
-		}
-		if answered.Valid {
-			a.AnsweredAt = time.UnixMicro(answered.Int64)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanArrival)
+	if err != nil {
 		return nil, classify("unreceived arrivals", err)
 	}
 	return out, nil
@@ -245,7 +182,7 @@ func (s *Store) EntriesWithoutEvent(ctx context.Context, form string, limit int)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}
-	out, err := collect(rows, scanEntryRef)
+	out, err := collect(rows, store.ScanEntryRef)
 	if err != nil {
 		return nil, classify("entries without event", err)
 	}

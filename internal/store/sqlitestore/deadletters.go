@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
@@ -73,23 +72,13 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter,
 	// CROSS JOIN keeps the few dead letters the outer loop: left to
 	// itself, SQLite scanned every entry for its status, on every
 	// /metrics scrape.
-	rows, err := s.rdb.QueryContext(ctx, `SELECT d.entry_id, d.form, d.key, d.seq, d.reason, d.attempts, d.at FROM dead_letters d
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.DeadLetterColumns+` FROM dead_letters d
 		CROSS JOIN entries e ON e.id = d.entry_id AND e.status = 'dead-lettered' ORDER BY d.at, d.entry_id LIMIT ?`, limit)
 	if err != nil {
 		return nil, classify("list dead letters", err)
 	}
-	defer rows.Close()
-	var out []store.DeadLetter
-	for rows.Next() {
-		var d store.DeadLetter
-		var at int64
-		if err := rows.Scan(&d.ID, &d.Form, &d.Key, &d.Seq, &d.Reason, &d.Attempts, &at); err != nil {
-			return nil, classify("list dead letters", err)
-		}
-		d.At = time.UnixMicro(at)
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanDeadLetter)
+	if err != nil {
 		return nil, classify("list dead letters", err)
 	}
 	return out, nil

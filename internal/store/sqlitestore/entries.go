@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/formd/formd/internal/store"
 )
@@ -68,25 +67,13 @@ func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) (
 func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error) {
 	where, args := entryFilter(q)
 	args = append(args, store.PageSize(q.Limit))
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries WHERE `+
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries WHERE `+
 		where+` ORDER BY seq DESC, id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, classify("list entries", err)
 	}
-	defer rows.Close()
-	var out []store.Row
-	for rows.Next() {
-		r := store.Row{Form: q.Form}
-		var us int64
-		var data []byte // NULL once erased
-		if err := rows.Scan(&r.Seq, &r.ID, &r.Key, &r.Status, &us, &data); err != nil {
-			return nil, classify("list entries", err)
-		}
-		r.Data = data
-		r.ReceivedAt = time.UnixMicro(us)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanRow)
+	if err != nil {
 		return nil, classify("list entries", err)
 	}
 	return out, nil
@@ -94,22 +81,12 @@ func (s *Store) Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, e
 
 // History lists an entry's events, oldest first.
 func (s *Store) History(ctx context.Context, entryID string) ([]store.Event, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, entry_id, n, type, form, site, status, at FROM events WHERE entry_id = ? ORDER BY seq`, entryID)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.EventColumns+` FROM events e WHERE e.entry_id = ? ORDER BY e.seq`, entryID)
 	if err != nil {
 		return nil, classify("read history", err)
 	}
-	defer rows.Close()
-	var out []store.Event
-	for rows.Next() {
-		var e store.Event
-		var at int64
-		if err := rows.Scan(&e.Seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, &at); err != nil {
-			return nil, classify("read history", err)
-		}
-		e.At = time.UnixMicro(at)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanEvent)
+	if err != nil {
 		return nil, classify("read history", err)
 	}
 	return out, nil
@@ -127,12 +104,12 @@ func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error)
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
 	afterSeq, afterID := int64(-1), ""
 	for {
-		rows, err := s.rdb.QueryContext(ctx, `SELECT seq, id, key, status, received_at, data FROM entries
+		rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries
 			WHERE form = ? AND (seq, id) > (?, ?) ORDER BY seq, id LIMIT ?`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
 			return classify("export", err)
 		}
-		page, err := scanRows(rows, form)
+		page, err := collect(rows, store.ScanRow)
 		if err != nil {
 			return classify("export", err)
 		}
@@ -165,7 +142,7 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	if err != nil {
 		return nil, classify("find entries", err)
 	}
-	out, err := collect(rows, scanEntryRef)
+	out, err := collect(rows, store.ScanEntryRef)
 	if err != nil {
 		return nil, classify("find entries", err)
 	}

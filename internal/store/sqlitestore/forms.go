@@ -2,8 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
-	"time"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
@@ -63,32 +61,13 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, e
 	if latest <= after {
 		return nil, latest, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT f.id, f.site, f.source, f.version, f.updated_at, c.capacity, c.when_full
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.FormColumns+`
 		FROM forms f LEFT JOIN capacity c ON c.form = f.id WHERE f.version > ? ORDER BY f.id`, after)
 	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}
-	defer rows.Close()
-	var out []form.Record
-	for rows.Next() {
-		var (
-			f        form.Record
-			us       int64
-			limit    sql.NullInt64
-			whenFull sql.NullString
-		)
-		if err := rows.Scan(&f.ID, &f.Site, &f.Source, &f.Version, &us, &limit, &whenFull); err != nil {
-			return nil, 0, classify("read forms", err)
-		}
-		f.UpdatedAt = time.UnixMicro(us)
-		if limit.Valid {
-			n := int(limit.Int64)
-			f.Capacity = &n
-		}
-		f.WhenFull = whenFull.String
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, store.ScanForm)
+	if err != nil {
 		return nil, 0, classify("read forms", err)
 	}
 	return out, latest, nil
@@ -96,27 +75,18 @@ func (s *Store) Forms(ctx context.Context, after int64) ([]form.Record, int64, e
 
 // Capacities reports places per form.
 func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT c.form, c.capacity, c.taken,
-		(SELECT COUNT(*) FROM entries e WHERE e.form = c.form AND e.status = 'waitlisted') FROM capacity c`)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.CapacityColumns+` FROM capacity c`)
 	if err != nil {
 		return nil, classify("read capacity", err)
 	}
 	defer rows.Close()
 	out := map[string]store.Capacity{}
 	for rows.Next() {
-		var (
-			form  string
-			limit sql.NullInt64
-			c     store.Capacity
-		)
-		if err := rows.Scan(&form, &limit, &c.Taken, &c.Waitlisted); err != nil {
+		id, c, err := store.ScanCapacity(rows)
+		if err != nil {
 			return nil, classify("read capacity", err)
 		}
-		if limit.Valid {
-			n := int(limit.Int64)
-			c.Limit = &n
-		}
-		out[form] = c
+		out[id] = c
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify("read capacity", err)

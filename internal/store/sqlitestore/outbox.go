@@ -8,18 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/store"
 )
 
 var _ store.Outbox = (*Store)(nil)
-
-// eventColumns reads an event joined as e.
-const eventColumns = `e.seq, e.entry_id, e.n, e.type, e.form, e.site, e.status, e.at`
-
-func scanEvent(dst []any, e *store.Event, at *int64) []any {
-	return append(dst, &e.Seq, &e.EntryID, &e.N, &e.Type, &e.Form, &e.Site, &e.Status, at)
-}
 
 // FanOut takes unfanned events, adds their deliveries and marks them, in
 // one transaction (the one write connection serializes fan-outs).
@@ -32,23 +24,12 @@ func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func(
 		return 0, classify("fan out: begin", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM events e WHERE e.fanned = 0 ORDER BY e.seq LIMIT ?`, limit)
+	rows, err := tx.QueryContext(ctx, `SELECT `+store.EventColumns+` FROM events e WHERE e.fanned = 0 ORDER BY e.seq LIMIT ?`, limit)
 	if err != nil {
 		return 0, classify("fan out", err)
 	}
-	var evs []store.Event
-	for rows.Next() {
-		var e store.Event
-		var at int64
-		if err := rows.Scan(scanEvent(nil, &e, &at)...); err != nil {
-			rows.Close()
-			return 0, classify("fan out", err)
-		}
-		e.At = time.UnixMicro(at)
-		evs = append(evs, e)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	evs, err := collect(rows, store.ScanEvent)
+	if err != nil {
 		return 0, classify("fan out", err)
 	}
 	if len(evs) == 0 {
@@ -82,22 +63,6 @@ func dueAt(t, now time.Time) time.Time {
 		return now
 	}
 	return t
-}
-
-// deliveryColumns reads a delivery joined as d with its event e.
-const deliveryColumns = `d.event_seq, d.endpoint, d.state, d.attempts, d.next_at, d.last_status, d.last_error, d.updated_at, ` + eventColumns
-
-func scanDelivery(sc interface{ Scan(...any) error }) (store.Delivery, error) {
-	var (
-		d                store.Delivery
-		next, upd, evtAt int64
-	)
-	dst := []any{&d.EventSeq, &d.Endpoint, &d.State, &d.Attempts, &next, &d.LastStatus, &d.LastError, &upd}
-	if err := sc.Scan(scanEvent(dst, &d.Event, &evtAt)...); err != nil {
-		return d, err
-	}
-	d.NextAt, d.UpdatedAt, d.Event.At = time.UnixMicro(next), time.UnixMicro(upd), time.UnixMicro(evtAt)
-	return d, nil
 }
 
 // ClaimDeliveries leases due deliveries to owner. The one write
@@ -151,7 +116,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 			return nil, classify("claim deliveries: endpoints", err)
 		}
 	}
-	due, err := tx.PrepareContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
+	due, err := tx.PrepareContext(ctx, `SELECT `+store.DeliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
 		WHERE d.state = 'pending' AND d.endpoint = ? AND d.next_at <= ? AND d.lease_until < ? ORDER BY d.next_at, d.event_seq LIMIT ?`)
 	if err != nil {
 		return nil, classify("claim deliveries: prepare", err)
@@ -163,18 +128,11 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		if err != nil {
 			return nil, classify("claim deliveries", err)
 		}
-		for rows.Next() {
-			d, err := scanDelivery(rows)
-			if err != nil {
-				rows.Close()
-				return nil, classify("claim deliveries", err)
-			}
-			out = append(out, d)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		ds, err := collect(rows, store.ScanDelivery)
+		if err != nil {
 			return nil, classify("claim deliveries", err)
 		}
+		out = append(out, ds...)
 	}
 	if len(out) == 0 {
 		return nil, nil
@@ -352,28 +310,17 @@ func (s *Store) EntryDocs(ctx context.Context, ids []string) (map[string]store.E
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := s.rdb.QueryContext(ctx, `SELECT id, form, site, key, status, received_at, fingerprint, data FROM entries
+		rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.DocColumns+` FROM entries
 			WHERE id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
 		if err != nil {
 			return nil, classify("read entries", err)
 		}
-		for rows.Next() {
-			var (
-				d  store.EntryDoc
-				us int64
-				fp []byte
-			)
-			if err := rows.Scan(&d.ID, &d.Form, &d.Site, &d.Key, &d.Status, &us, &fp, &d.Data); err != nil {
-				rows.Close()
-				return nil, classify("read entries", err)
-			}
-			d.ReceivedAt = time.UnixMicro(us)
-			copy(d.Fingerprint[:], fp)
-			out[d.ID] = d
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		docs, err := collect(rows, store.ScanDoc)
+		if err != nil {
 			return nil, classify("read entries", err)
+		}
+		for _, d := range docs {
+			out[d.ID] = d
 		}
 	}
 	return out, nil
@@ -382,42 +329,22 @@ func (s *Store) EntryDocs(ctx context.Context, ids []string) (map[string]store.E
 // Deliveries lists the deliveries of an entry's events with their
 // attempts.
 func (s *Store) Deliveries(ctx context.Context, entryID string) ([]store.Delivery, []store.Attempt, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.DeliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
 		WHERE e.entry_id = ? ORDER BY d.event_seq, d.endpoint`, entryID)
 	if err != nil {
 		return nil, nil, classify("read deliveries", err)
 	}
-	var ds []store.Delivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			rows.Close()
-			return nil, nil, classify("read deliveries", err)
-		}
-		ds = append(ds, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	ds, err := collect(rows, store.ScanDelivery)
+	if err != nil {
 		return nil, nil, classify("read deliveries", err)
 	}
-	rows, err = s.rdb.QueryContext(ctx, `SELECT a.event_seq, a.endpoint, a.at, a.status, a.latency_us, a.outcome, a.excerpt
+	rows, err = s.rdb.QueryContext(ctx, `SELECT `+store.AttemptColumns+`
 		FROM delivery_attempts a JOIN events e ON e.seq = a.event_seq WHERE e.entry_id = ? ORDER BY a.at`, entryID)
 	if err != nil {
 		return nil, nil, classify("read delivery attempts", err)
 	}
-	defer rows.Close()
-	var as []store.Attempt
-	for rows.Next() {
-		var a store.Attempt
-		var at, lat int64
-		var outcome string
-		if err := rows.Scan(&a.EventSeq, &a.Endpoint, &at, &a.Status, &lat, &outcome, &a.Excerpt); err != nil {
-			return nil, nil, classify("read delivery attempts", err)
-		}
-		a.At, a.Latency, a.Outcome = time.UnixMicro(at), time.Duration(lat)*time.Microsecond, attempt.Outcome(outcome)
-		as = append(as, a)
-	}
-	if err := rows.Err(); err != nil {
+	as, err := collect(rows, store.ScanAttempt)
+	if err != nil {
 		return nil, nil, classify("read delivery attempts", err)
 	}
 	return ds, as, nil

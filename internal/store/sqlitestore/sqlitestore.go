@@ -149,7 +149,7 @@ func timeOrNull(t time.Time) any {
 
 // collect reads every row with scan and closes rows, as pgx.CollectRows
 // does for the PostgreSQL store; no rows is a nil slice.
-func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+func collect[T any](rows *sql.Rows, scan func(store.Scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
@@ -162,11 +162,8 @@ func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error
 	return out, rows.Err()
 }
 
-// scanEntryRef is store.ScanEntryRef for collect.
-func scanEntryRef(r *sql.Rows) (store.EntryRef, error) { return store.ScanEntryRef(r) }
-
 // scanString reads a row of one text column, for collect.
-func scanString(r *sql.Rows) (string, error) {
+func scanString(r store.Scanner) (string, error) {
 	var v string
 	err := r.Scan(&v)
 	return v, err

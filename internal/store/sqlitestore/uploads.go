@@ -96,7 +96,7 @@ func (s *Store) EntryUploads(ctx context.Context, entryID string) ([]store.Uploa
 	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}
-	out, err := collect(rows, func(r *sql.Rows) (store.Upload, error) { return store.ScanUpload(r) })
+	out, err := collect(rows, store.ScanUpload)
 	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}

@@ -246,7 +246,7 @@ func testLeases(t *testing.T, s store.Store) {
 	}
 	docs, err := s.EntryDocs(ctx, []string{evs[0].EntryID, "no-such-entry"})
 	doc, ok := docs[evs[0].EntryID]
-	if err != nil || !ok || len(docs) != 1 || doc.ID != evs[0].EntryID || doc.Key != "k0" || doc.Site != "site" || len(doc.Data) == 0 || doc.Fingerprint == ([32]byte{}) {
+	if err != nil || !ok || len(docs) != 1 || doc.ID != evs[0].EntryID || doc.Key != "k0" || doc.Site != "site" || len(doc.Data) == 0 || doc.Receipt == ([32]byte{}) {
 		t.Fatalf("entry docs: %+v %v", docs, err)
 	}
 }

@@ -1,81 +1,23 @@
-// The WeChat example's page logic (examples/miniprogram) in WeChat's
-// miniprogram-simulate: the page's JS, WXML and WXSS as the developer
-// tools would build them (ES modules bundled to CommonJS, @formd/sdk from
-// this worktree, as "构建 npm" puts it in miniprogram_npm), run with the
-// fake wx that follows the official typings, on jsdom.
-import { test, before, after } from 'node:test';
+// The WeChat example's registration page (examples/miniprogram) in
+// miniprogram-simulate (miniprogram-sim.js), with the fake wx that follows
+// the official typings.
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync, cpSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
-import { JSDOM } from 'jsdom';
 import { fakeWx } from './fake-wx.js';
 import { doc, until, created } from './fakes.js';
+import { examplePage } from './miniprogram-sim.js';
 
-const require = createRequire(import.meta.url);
-const here = dirname(fileURLToPath(import.meta.url));
-const example = resolve(here, '../../../examples/miniprogram');
 const FORM = 'https://forms.example.org/v1/forms/spring-fair-2027/submissions';
 
-let dir = '';
-/** @type {any} */
-let simulate;
+const open = examplePage('pages/register/index');
 
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'formd-mp-'));
-  cpSync(example, dir, { recursive: true, filter: (p) => !p.includes('node_modules') && !p.includes('miniprogram_npm') });
-  await build({
-    entryPoints: ['app.js', 'pages/register/index.js'].map((f) => join(example, f)),
-    outdir: dir,
-    outbase: example,
-    bundle: true,
-    format: 'cjs',
-    platform: 'neutral',
-    alias: { '@formd/sdk': resolve(here, '../miniprogram.js') },
-    allowOverwrite: true,
-    logLevel: 'warning',
-  });
-  const dom = new JSDOM('<!doctype html><html><body></body></html>', { pretendToBeVisual: true });
-  for (const k of ['window', 'document', 'Node', 'Element', 'HTMLElement', 'Event', 'CustomEvent', 'requestAnimationFrame']) {
-    globalThis[k] = k === 'window' ? dom.window : dom.window[k];
-  }
-  simulate = require('miniprogram-simulate');
-});
-
-after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** Polls until check() is truthy, or fails after the deadline. */
-/**
- * Launches the app (App() and its onLaunch, as WeChat does) on a fake wx,
- * and opens the registration page (onLoad, onShow).
- */
+/** Opens the registration page, with its form's input and its button. */
 async function launch(wx) {
-  globalThis.wx = wx;
-  /** @type {any} */
-  let app;
-  globalThis.App = (def) => (app = def);
-  globalThis.getApp = () => app;
-  const appJs = join(dir, 'app.js');
-  delete require.cache[appJs];
-  require(appJs);
-  app.onLaunch();
-  const page = simulate.render(simulate.load(join(dir, 'pages/register/index'), { compiler: 'simulate' }));
-  page.attach(document.createElement('parent-wrapper'));
-  page.instance.onLoad();
-  await page.instance.onShow();
-  const text = (sel) => {
-    const el = page.querySelector(sel);
-    return el ? el.dom.textContent.trim() : null;
-  };
-  const type = (id, value) => page.querySelector('#' + id).dispatchEvent('input', { detail: { value } });
-  const press = () => page.querySelector('#submit').dispatchEvent('tap');
-  return { app, page, text, type, press, close: () => app.formd.close() };
+  const p = await open(wx);
+  const type = (id, value) => p.page.querySelector('#' + id).dispatchEvent('input', { detail: { value } });
+  const press = () => p.page.querySelector('#submit').dispatchEvent('tap');
+  return { ...p, type, press };
 }
-
-/** A 201 for the request's key. */
 
 /**
  * A small formd: stores each key once, answers the status by key; while

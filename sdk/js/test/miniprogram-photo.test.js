@@ -1,77 +1,22 @@
 // The WeChat example's photo page (examples/miniprogram/pages/photo) in
-// miniprogram-simulate, built as the developer tools would (see
-// miniprogram-example.test.js): 选择照片 (wx.chooseMedia), the photo
+// miniprogram-simulate, built as the developer tools would
+// (miniprogram-sim.js): 选择照片 (wx.chooseMedia), the photo
 // uploaded in chunks over wx.request with X-HTTP-Method-Override: PATCH
 // against a fake tus server, the app sent to the background halfway (the
 // chunk on its way is cut off and every request fails until it is back),
 // and resumed on onAppShow from the offset the server holds: progress in
 // the page, 上传中… then 已收到, the bytes the same.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, cpSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
-import { JSDOM } from 'jsdom';
 import { fakeWx } from './fake-wx.js';
 import { until } from './fakes.js';
 import { tusServer, wxAnswer, fakeFS } from './fake-tus.js';
+import { examplePage } from './miniprogram-sim.js';
 
-const require = createRequire(import.meta.url);
-const here = dirname(fileURLToPath(import.meta.url));
-const example = resolve(here, '../../../examples/miniprogram');
 const MiB = 1 << 20;
 
-let dir = '';
-/** @type {any} */
-let simulate;
-
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'formd-mp-photo-'));
-  cpSync(example, dir, { recursive: true, filter: (p) => !p.includes('node_modules') && !p.includes('miniprogram_npm') });
-  await build({
-    entryPoints: ['app.js', 'pages/photo/index.js'].map((f) => join(example, f)),
-    outdir: dir,
-    outbase: example,
-    bundle: true,
-    format: 'cjs',
-    platform: 'neutral',
-    alias: { '@formd/sdk': resolve(here, '../miniprogram.js') },
-    allowOverwrite: true,
-    logLevel: 'warning',
-  });
-  const dom = new JSDOM('<!doctype html><html><body></body></html>', { pretendToBeVisual: true });
-  for (const k of ['window', 'document', 'Node', 'Element', 'HTMLElement', 'Event', 'CustomEvent', 'requestAnimationFrame']) {
-    globalThis[k] = k === 'window' ? dom.window : dom.window[k];
-  }
-  simulate = require('miniprogram-simulate');
-});
-
-after(() => rmSync(dir, { recursive: true, force: true }));
-
-async function launch(wx) {
-  globalThis.wx = wx;
-  /** @type {any} */
-  let app;
-  globalThis.App = (def) => (app = def);
-  globalThis.getApp = () => app;
-  const appJs = join(dir, 'app.js');
-  delete require.cache[appJs];
-  require(appJs);
-  app.onLaunch();
-  const page = simulate.render(simulate.load(join(dir, 'pages/photo/index'), { compiler: 'simulate' }));
-  page.attach(document.createElement('parent-wrapper'));
-  page.instance.onLoad();
-  page.instance.onShow();
-  const text = (sel) => {
-    const el = page.querySelector(sel);
-    return el ? el.dom.textContent.trim() : null;
-  };
-  return { app, page, text, close: () => app.formd.close() };
-}
+const launch = examplePage('pages/photo/index');
 
 test('photo page: chooseMedia, chunks with the method override, the app in the background halfway, resumed on onAppShow, 已收到', async () => {
   const photo = Uint8Array.from({ length: 2.5 * MiB }, (_, i) => (i * 13 + 1) & 255);
