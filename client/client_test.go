@@ -352,8 +352,19 @@ func TestFaultsEndStoredOnce(t *testing.T) {
 			proxy := httptest.NewServer(in)
 			defer proxy.Close()
 			clock := &sleeps{}
+			// The attempt timeout is real time. Where the script hangs a
+			// request it is what ends that attempt, so it is short but not
+			// so short that a loaded machine's real answers miss it; with
+			// no hang it must never fire, or the counts below are off by
+			// an attempt the fault did not cause.
+			timeout := 10 * time.Second
+			for _, a := range append(append([]action{}, tc.post...), tc.get...) {
+				if a == hang || a == forwardThenHang {
+					timeout = 2 * time.Second
+				}
+			}
 			c := newClient(t, proxy.URL, client.Options{
-				AttemptTimeout: 300 * time.Millisecond,
+				AttemptTimeout: timeout,
 				Wait:           -1,
 				Clock:          clock,
 				// Fresh connections only, so that net/http does not
