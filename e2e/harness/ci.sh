@@ -6,9 +6,8 @@
 #                     missing), the e2e packages (npm ci in e2e/), and
 #                     formd built into DIR: exports FORMD_BIN, or keeps
 #                     the one already exported.
-#   e2e_test FILE...  node --test over the files, one at a time, in a
-#                     session of their own; fails if a process of that
-#                     session (a formd, a Chromium) outlives the tests.
+#   e2e_test FILE...  node --test over the files, one at a time; fails if
+#                     a formd or a Chromium they started outlives them.
 
 e2e_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
@@ -41,50 +40,25 @@ e2e_prepare() {
 }
 
 e2e_test() {
-  local sid_file sid pid rc=0 left=
-  sid_file=$(mktemp)
-  # setsid: the tests, their formd servers and their browsers (which
-  # playwright puts in process groups of their own) share a session, so
-  # that whatever is left of them afterwards can be found. In the
-  # background, so that an interrupt reaches the trap, which ends the
-  # session's processes too.
-  setsid --wait bash -c 'echo $$ >"$0"; exec node --test --test-concurrency=1 "$@"' "$sid_file" "$@" &
-  pid=$!
-  trap 'e2e_end_session "$sid_file"; exit 130' INT TERM
-  wait "$pid" || rc=$?
-  trap - INT TERM
-  sid=$(cat "$sid_file")
-  rm -f "$sid_file"
+  local run rc=0 left=
+  # The tests' temporary directories (formd's data, Chromium's profiles,
+  # whatever else they or Chromium make) all go under $run, which is in
+  # formd's and Chromium's command lines: what outlives the tests is
+  # found by it, and what they left on disk goes with it.
+  run=$(mktemp -d -t formd-e2e-run.XXXXXX)
+  TMPDIR=$run node --test --test-concurrency=1 "$@" || rc=$?
   for _ in $(seq 1 50); do
-    left=$(pgrep -s "$sid" || true)
+    left=$(pgrep -f -- "$run/" || true)
     [ -z "$left" ] && break
     sleep 0.2
   done
   if [ -n "$left" ]; then
     echo "still running after the tests (now killed):"
-    ps -o pid=,args= -p "$(echo $left | tr ' ' ,)" || true
+    ps -o pid=,args= -p "$(echo $left | tr ' ' ,)" | cut -c1-300 || true
     # shellcheck disable=SC2086 # one pid a word
     kill -9 $left 2>/dev/null || true
     [ "$rc" -ne 0 ] || rc=1
   fi
+  rm -rf "$run"
   return "$rc"
-}
-
-# e2e_end_session SID_FILE: SIGTERM to the processes of the tests'
-# session (interrupted), then SIGKILL to any still there after 5 s.
-e2e_end_session() {
-  local sid left
-  sid=$(cat "$1" 2>/dev/null) || return 0
-  [ -n "$sid" ] || return 0
-  left=$(pgrep -s "$sid" || true)
-  # shellcheck disable=SC2086 # one pid a word
-  [ -z "$left" ] || kill $left 2>/dev/null || true
-  for _ in $(seq 1 25); do
-    left=$(pgrep -s "$sid" || true)
-    [ -z "$left" ] && break
-    sleep 0.2
-  done
-  # shellcheck disable=SC2086
-  [ -z "$left" ] || kill -9 $left 2>/dev/null || true
-  rm -f "$1"
 }

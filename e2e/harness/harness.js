@@ -156,6 +156,11 @@ export class Formd {
     const p = spawn(this.bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.proc = p;
     this.exited = new Promise((res) => p.once('exit', (code, signal) => res({ code, signal })));
+    // A formd a test forgot to stop does not keep the test process alive
+    // (the exit handler kills it); kill() and stop() hold it while they
+    // wait for the exit.
+    p.unref();
+    p.stderr.unref();
     p.stderr.setEncoding('utf8');
     let startLog = '';
     p.stderr.on('data', (s) => {
@@ -186,6 +191,7 @@ export class Formd {
   /** kill -9, as a crash would: nothing gets to shut down cleanly. */
   async kill() {
     if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode) return;
+    this.proc.ref();
     this.proc.kill('SIGKILL');
     await this.exited;
   }
@@ -193,6 +199,7 @@ export class Formd {
   /** A graceful stop (SIGTERM), then SIGKILL after 10 s. */
   async stop() {
     if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode) return;
+    this.proc.ref();
     this.proc.kill('SIGTERM');
     const timer = setTimeout(() => this.proc && this.proc.kill('SIGKILL'), 10000);
     await this.exited;
