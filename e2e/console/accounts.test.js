@@ -4,7 +4,7 @@
 // by role and accessible name, as a screen reader finds them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { formdBinary, startFormd, launch } from './harness.js';
+import { Formd, formdBinary, launch } from '../harness/harness.js';
 
 const forms = `
 id: club-night
@@ -19,13 +19,13 @@ let bin, srv, browser;
 
 before(async () => {
   bin = formdBinary();
-  srv = await startFormd(bin.bin, forms);
+  srv = await Formd.create(bin.bin, { yaml: forms });
   browser = await launch();
 });
 
 after(async () => {
   await browser?.close();
-  await srv?.stop();
+  await srv?.close();
   bin?.cleanup();
 });
 

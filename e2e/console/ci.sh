@@ -11,26 +11,12 @@ export PATH="/usr/local/go/bin:$PATH"
 
 step() { printf '\n==> e2e/console: %s\n' "$*"; }
 
-step "browser"
-if [ ! -x /usr/bin/chromium ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-fi
-# A Chinese font, for the zh pages and their screenshots.
-if ! fc-list :lang=zh 2>/dev/null | grep -q .; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei; } ||
-    echo "no Chinese font: the zh screenshots will show boxes"
-fi
-/usr/bin/chromium --version 2>/dev/null
-
-step "npm ci"
-npm ci --ignore-scripts --no-audit --no-fund
-
-step "build formd"
+step "browser, e2e packages, formd (e2e/harness/ci.sh)"
+# Shared with the SDK's suite (.ci/run builds formd once for both).
+. ../harness/ci.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd ../.. && go build -o "$tmp/formd" ./cmd/formd)
+e2e_prepare "$tmp"
 
 step "browser tests (Chromium + formd)"
-FORMD_BIN="$tmp/formd" FORMD_SCREENSHOTS="${FORMD_SCREENSHOTS:-0}" node --test --test-concurrency=1 ./*.test.js
+FORMD_SCREENSHOTS="${FORMD_SCREENSHOTS:-0}" e2e_test ./*.test.js

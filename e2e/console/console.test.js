@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import readXlsxFile from 'read-excel-file/node';
-import { formdBinary, startFormd, startReceiver, launch, submit, waitFor, docsDir, tempDir } from './harness.js';
+import { Formd, formdBinary, startReceiver, launch, submit, waitFor, docsDir, tempDir } from '../harness/harness.js';
 
 const opened = new Date(Date.now() - 10 * 60 * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
 const forms = (hook) => `
@@ -52,7 +52,7 @@ const ids = {};
 before(async () => {
   bin = formdBinary();
   receiver = await startReceiver('Qian Yu');
-  srv = await startFormd(bin.bin, forms(receiver.url), ['--webhook-allow', '127.0.0.0/8']);
+  srv = await Formd.create(bin.bin, { yaml: forms(receiver.url), args: ['--webhook-allow', '127.0.0.0/8'] });
   browser = await launch();
   owner = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, locale: 'en-US' });
   ownerPage = await owner.newPage();
@@ -61,7 +61,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  await srv?.stop();
+  await srv?.close();
   await receiver?.close();
   bin?.cleanup();
   out?.cleanup();

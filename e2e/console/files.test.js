@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { formdBinary, startFormd, launch, repoRoot, tempDir, docsDir } from './harness.js';
+import { Formd, formdBinary, launch, repoRoot, tempDir, docsDir } from '../harness/harness.js';
 
 const forms = `
 id: exam
@@ -25,7 +25,7 @@ let bin, srv, browser, ctx, page, out;
 
 before(async () => {
   bin = formdBinary();
-  srv = await startFormd(bin.bin, forms);
+  srv = await Formd.create(bin.bin, { yaml: forms });
   browser = await launch();
   ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, locale: 'en-US' });
   page = await ctx.newPage();
@@ -34,7 +34,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  await srv?.stop();
+  await srv?.close();
   bin?.cleanup();
   out?.cleanup();
 });

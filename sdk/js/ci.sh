@@ -9,20 +9,6 @@ export PATH="/usr/local/go/bin:$PATH"
 
 step() { printf '\n==> sdk/js: %s\n' "$*"; }
 
-step "browser"
-# Debian's Chromium, never a downloaded browser build. A Chinese font is
-# only for legible screenshots; the tests do not depend on it.
-if [ ! -x /usr/bin/chromium ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-fi
-if ! fc-list :lang=zh 2>/dev/null | grep -q .; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei; } ||
-    echo "no Chinese font: the zh screenshots will show boxes"
-fi
-/usr/bin/chromium --version 2>/dev/null
-
 step "npm ci"
 # Install scripts are not needed (esbuild's binary comes in its platform
 # package) and are not run.
@@ -76,12 +62,14 @@ budget challenge.js 3072
 step "the packed package (npm pack, Vite, webpack 5, Node, 构建 npm)"
 bash pack/pack.sh
 
-step "build formd"
+step "browser, e2e packages, formd (e2e/harness/ci.sh)"
+# Shared with the console's suite (.ci/run builds formd once for both).
+. ../../e2e/harness/ci.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd ../.. && go build -o "$tmp/formd" ./cmd/formd)
+e2e_prepare "$tmp"
 
 step "end-to-end tests (Chromium + formd)"
 # e2e/promise.test.js runs only with FORMD_E2E_PROMISE=1 (it needs this
 # round's server changes).
-FORMD_BIN="$tmp/formd" node --test --test-concurrency=1 e2e/*.test.js
+e2e_test e2e/*.test.js

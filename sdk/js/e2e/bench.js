@@ -7,7 +7,7 @@
 //
 // Uses $FORMD_BIN if set, else builds formd. Not a test: it asserts
 // nothing beyond each submission being received.
-import { Formd, formdBinary, withBrowser } from './harness.js';
+import { Formd, formdBinary, withBrowser } from '../../../e2e/harness/harness.js';
 
 const runs = Number(process.argv[2] || 30);
 

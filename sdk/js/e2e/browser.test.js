@@ -6,7 +6,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
-import { Formd, formdBinary, withBrowser, ensureOutputDir, tempDir, waitFor } from './harness.js';
+import { Formd, formdBinary, withBrowser, ensureOutputDir, tempDir, waitFor } from '../../../e2e/harness/harness.js';
 
 /** The "closing" form of forms.yaml, with closes_at set. */
 const closingForm = (closesAt) => `id: closing

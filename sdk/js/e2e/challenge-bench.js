@@ -22,7 +22,7 @@
 import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Formd, formdBinary, withBrowser, waitFor } from './harness.js';
+import { Formd, formdBinary, withBrowser, waitFor } from '../../../e2e/harness/harness.js';
 
 const runs = Number(process.argv[2] || 21);
 const DIFFICULTY = 50000;

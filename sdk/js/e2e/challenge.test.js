@@ -7,7 +7,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Formd, formdBinary, withBrowser, waitFor } from './harness.js';
+import { Formd, formdBinary, withBrowser, waitFor } from '../../../e2e/harness/harness.js';
 
 const forms = join(dirname(fileURLToPath(import.meta.url)), 'challenge-forms.yaml');
 /** @type {{bin: string, cleanup: () => void}} */

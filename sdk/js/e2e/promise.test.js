@@ -9,7 +9,7 @@
 //   - POST /v1/forms/{form}/arrivals answers 202.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Formd, formdBinary, withBrowser, waitFor } from './harness.js';
+import { Formd, formdBinary, withBrowser, waitFor } from '../../../e2e/harness/harness.js';
 
 /** @type {{bin: string, cleanup: () => void}} */
 let binary;

@@ -9,7 +9,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { Formd, formdBinary, withBrowser, waitFor, recordingProxy, tempDir } from './harness.js';
+import { Formd, formdBinary, withBrowser, waitFor, recordingProxy, tempDir } from '../../../e2e/harness/harness.js';
 
 const MiB = 1 << 20;
 

@@ -1,10 +1,16 @@
-// What the end-to-end tests and the benchmark share: a real `formd serve`
-// on a temporary data dir and a free loopback port, Debian's Chromium driven
-// by playwright-core with a fresh user-data-dir, and ways to ask the server
-// what it stored. Everything waits by polling with a deadline, never by a
-// fixed sleep.
+// What the browser suites share (the SDK's, sdk/js/e2e, and the owner
+// console's, e2e/console): a real `formd serve` on a temporary data dir and
+// a free loopback port, Debian's Chromium (/usr/bin/chromium, never a
+// downloaded build) driven by playwright-core, and small servers a test
+// talks to. Every wait polls with a deadline; nothing sleeps a fixed time.
+//
+// Teardown: each test file stops what it started in its after hooks; a
+// formd still running when the process exits is killed then (playwright
+// does the same for its browsers), and when a test has failed, the log of
+// every formd the file started is printed, so that a failure in CI shows
+// what the server said.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
@@ -12,9 +18,12 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const repoRoot = resolve(here, '../../..');
-export const formsFile = join(here, 'forms.yaml');
-export const outputDir = process.env.FORMD_TEST_OUTPUT || resolve(here, '../test-output');
+export const repoRoot = resolve(here, '../..');
+export const docsDir = join(repoRoot, 'docs');
+/** The forms a Formd starts with unless told otherwise: the SDK suite's. */
+export const formsFile = join(repoRoot, 'sdk/js/e2e/forms.yaml');
+/** Where the SDK suite's screenshots go (not in git). */
+export const outputDir = process.env.FORMD_TEST_OUTPUT || join(repoRoot, 'sdk/js/test-output');
 export const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 
 export const chromiumArgs = [
@@ -35,8 +44,8 @@ export function tempDir(prefix) {
 }
 
 /**
- * The formd binary: $FORMD_BIN (ci.sh builds it once), else built here into
- * a temporary directory.
+ * The formd binary: $FORMD_BIN (the suites' ci.sh build it once), else
+ * built here into a temporary directory.
  */
 export function formdBinary() {
   if (process.env.FORMD_BIN) return { bin: process.env.FORMD_BIN, cleanup: () => {} };
@@ -81,70 +90,123 @@ export async function waitFor(fn, { timeout = 15000, every = 50, what = 'conditi
   }
 }
 
+/** Every Formd this process made, for the exit handler below. */
+const servers = new Set();
+const logTail = 200;
+
+process.on('exit', (code) => {
+  for (const f of servers) {
+    if (f.proc && f.proc.exitCode === null && !f.proc.signalCode) f.proc.kill('SIGKILL');
+  }
+  // node --test sets a failing file's exit code; its stderr is shown with
+  // the file's results.
+  if (code === 0) return;
+  for (const f of servers) {
+    const lines = f.log.trimEnd().split('\n');
+    const shown = lines.slice(-logTail).join('\n');
+    process.stderr.write(`\nformd on ${f.base}, its log${lines.length > logTail ? ` (the last ${logTail} of ${lines.length} lines)` : ''}:\n${shown}\n`);
+  }
+});
+
 /**
  * One formd server process. start() runs it (again, after a kill, on the
- * same port and data dir); the admin token is the latest one it printed.
+ * same port and data dir). The admin token and the setup link are the
+ * latest ones it printed.
  */
 export class Formd {
-  constructor(bin, { dataDir, port, forms = formsFile }) {
-    Object.assign(this, { bin, dataDir, port, forms });
+  /**
+   * @param {string} bin
+   * @param {{dataDir: string, port: number, forms?: string, args?: string[]}} o
+   *   forms: a forms file; args: more `formd serve` flags
+   */
+  constructor(bin, { dataDir, port, forms = formsFile, args = [] }) {
+    Object.assign(this, { bin, dataDir, port, forms, args });
     this.base = `http://127.0.0.1:${port}`;
     this.token = '';
+    this.setup = '';
     this.log = '';
     /** @type {import('node:child_process').ChildProcess | null} */
     this.proc = null;
+    /** @type {(() => void) | null} */
+    this.cleanupData = null;
+    servers.add(this);
   }
 
-  static async create(bin, opts = {}) {
-    const data = tempDir('formd-data-');
-    const f = new Formd(bin, { dataDir: data.dir, port: opts.port || (await freePort()), forms: opts.forms });
-    f.cleanupData = data.cleanup;
+  /**
+   * A formd on a new temporary directory (removed by close()), started.
+   * @param {string} bin
+   * @param {{forms?: string, yaml?: string, args?: string[], port?: number}} [o]
+   *   forms: a forms file (the SDK suite's by default); yaml: the forms'
+   *   text instead; args: more `formd serve` flags
+   */
+  static async create(bin, { forms, yaml, args, port } = {}) {
+    const tmp = tempDir('formd-e2e-');
+    if (yaml !== undefined) {
+      forms = join(tmp.dir, 'forms.yaml');
+      writeFileSync(forms, yaml);
+    }
+    const f = new Formd(bin, { dataDir: join(tmp.dir, 'data'), port: port || (await freePort()), forms, args });
+    f.cleanupData = tmp.cleanup;
     await f.start();
     return f;
   }
 
   async start() {
-    const args = ['serve', '--data', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--forms', this.forms, '--rate-limit', 'off'];
+    const args = ['serve', '--data', this.dataDir, '--addr', `127.0.0.1:${this.port}`, '--forms', this.forms, '--rate-limit', 'off', ...this.args];
     const p = spawn(this.bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.proc = p;
     this.exited = new Promise((res) => p.once('exit', (code, signal) => res({ code, signal })));
+    // A formd a test forgot to stop does not keep the test process alive
+    // (the exit handler kills it); kill() and stop() hold it while they
+    // wait for the exit.
+    p.unref();
+    p.stderr.unref();
     p.stderr.setEncoding('utf8');
     let startLog = '';
     p.stderr.on('data', (s) => {
       this.log += s;
       startLog += s;
-      // formd prints a new admin token at each start until one is used,
-      // and only the latest is valid.
-      const m = /admin (?:API )?token[^\n]*\n\s*\n\s+(\S+)/.exec(startLog);
-      if (m) this.token = m[1];
     });
+    // Ready once /readyz answers and the start's banner is out: the setup
+    // link if no account exists yet, then the admin token (printed on the
+    // first start) or a line saying one was issued before.
     await waitFor(
       async () => {
-        if (p.exitCode !== null) throw new Error(`formd exited: ${this.log}`);
+        if (p.exitCode !== null) throw new Error(`formd exited (${p.exitCode}): ${this.log}`);
+        if (!/Make a new one with 'formd token'|an admin token was already issued/.test(startLog)) return false;
         const r = await fetch(this.base + '/readyz').catch(() => null);
         return r && r.ok;
       },
       { timeout: 20000, what: `formd ready on ${this.base}` },
-    );
-    if (!this.token) throw new Error('no admin token in the first start log');
+    ).catch((err) => {
+      throw new Error(`${err.message}\nformd's log:\n${this.log}`);
+    });
+    const token = /admin API token[^\n]*\n\s*\n\s+(\S+)/.exec(startLog);
+    if (token) this.token = token[1];
+    const setup = /(http:\/\/\S+\/admin\/setup\?code=\S+)/.exec(startLog);
+    if (setup) this.setup = setup[1];
+    if (!this.token) throw new Error(`no admin token in the first start's log:\n${this.log}`);
   }
 
   /** kill -9, as a crash would: nothing gets to shut down cleanly. */
   async kill() {
-    if (!this.proc || this.proc.exitCode !== null) return;
+    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode) return;
+    this.proc.ref();
     this.proc.kill('SIGKILL');
     await this.exited;
   }
 
-  /** A graceful stop (SIGTERM). */
+  /** A graceful stop (SIGTERM), then SIGKILL after 10 s. */
   async stop() {
     if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode) return;
+    this.proc.ref();
     this.proc.kill('SIGTERM');
     const timer = setTimeout(() => this.proc && this.proc.kill('SIGKILL'), 10000);
     await this.exited;
     clearTimeout(timer);
   }
 
+  /** Stops it and removes the temporary directory create() made. */
   async close() {
     await this.stop();
     if (this.cleanupData) this.cleanupData();
@@ -181,8 +243,17 @@ export class Formd {
 }
 
 /**
+ * Headless Chromium, for tests that open contexts of their own; the
+ * caller closes it (browser.close()).
+ * @param {import('playwright-core').LaunchOptions} [options]
+ */
+export function launch(options = {}) {
+  return chromium.launch({ executablePath: chromiumPath, headless: true, args: chromiumArgs, ...options });
+}
+
+/**
  * Runs fn with a Chromium persistent context on a fresh user-data-dir
- * (real on-disk IndexedDB), closed and removed afterwards unless keep.
+ * (real on-disk IndexedDB), closed and removed afterwards unless reused.
  * @param {object} options context options (viewport, locale, …)
  * @param {(ctx: import('playwright-core').BrowserContext, dir: string) => Promise<void>} fn
  * @param {{dir?: string}} [reuse] reopen an existing user-data-dir
@@ -203,10 +274,55 @@ export async function withBrowser(options, fn, reuse = {}) {
   }
 }
 
-/** Makes the test output directory. */
+/** Makes the SDK suite's output directory. */
 export function ensureOutputDir() {
   if (!existsSync(outputDir)) mkdirSync(outputDir, { recursive: true });
   return outputDir;
+}
+
+/** Submits as a person would through the public API; returns the body. */
+export async function submit(base, form, values, { key, prefer } = {}) {
+  const headers = { 'Content-Type': 'application/json' };
+  if (key) headers['Idempotency-Key'] = key;
+  if (prefer) headers.Prefer = prefer;
+  const r = await fetch(`${base}/v1/forms/${form}/submissions`, { method: 'POST', headers, body: JSON.stringify(values) });
+  const body = await r.json();
+  if (r.status >= 300) throw new Error(`submit ${form}: ${r.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+/**
+ * A webhook receiver on loopback: it answers 204 and keeps every
+ * request's webhook-id; the first delivery of an event whose body holds
+ * failOnce it answers 503.
+ * @param {string} failOnce
+ */
+export async function startReceiver(failOnce) {
+  const { createServer: httpServer } = await import('node:http');
+  const got = [];
+  const seen = new Set();
+  const srv = httpServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c) => {
+      body += c;
+    });
+    req.on('end', () => {
+      const id = req.headers['webhook-id'];
+      got.push(id);
+      const fail = body.includes(failOnce) && !seen.has(id);
+      seen.add(id);
+      res.writeHead(fail ? 503 : 204);
+      res.end(fail ? 'busy, try again' : '');
+    });
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', () => r(undefined)));
+  const { port } = /** @type {import('node:net').AddressInfo} */ (srv.address());
+  return {
+    url: `http://127.0.0.1:${port}/hooks/formd`,
+    got,
+    close: () => new Promise((r) => srv.close(() => r(undefined))),
+  };
 }
 
 /**
