@@ -227,7 +227,10 @@ test('deliveries: a failed attempt is retried, and Redeliver sends the event aga
   const delivery = page.getByRole('region', { name: /→ http:\/\/127\.0\.0\.1/ }).first();
   await waitFor(async () => {
     await page.goto(url);
-    const text = await delivery.textContent();
+    // Before the first attempt is recorded the page has no such region:
+    // this look gives up quickly so that the poll loads the page again,
+    // rather than waiting out the whole deadline on one load.
+    const text = await delivery.textContent({ timeout: 2000 }).catch(() => '');
     return /delivered/.test(text) && /failed, to be tried again/.test(text) && /503/.test(text);
   }, { timeout: 20000, every: 500, what: 'the retried delivery in the log' });
   const id = receiver.got.find((x) => x.includes(b.id));
