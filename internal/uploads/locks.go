@@ -23,17 +23,30 @@ type CrossLocks interface {
 	TryLock(ctx context.Context, name string) (ok bool, lost <-chan struct{}, err error)
 	// Unlock releases a lock TryLock took.
 	Unlock(ctx context.Context, name string) error
+	// Ask asks the instance that holds the lock name to release it.
+	Ask(ctx context.Context, name string) error
+	// Asked has f called with the name of each lock another instance
+	// asks for (Ask), from then on.
+	Asked(f func(name string))
 }
 
 // crossLockRetry is how often a request waiting for an upload's lock
 // held by another instance tries again.
 const crossLockRetry = 100 * time.Millisecond
 
-// crossLocker is tusd's Locker on CrossLocks. Within the instance it
-// does what tusd's memory locker does (a request that wants a lock held
-// here asks its holder to stop, tusd then saves what the holder had
-// received and answers it); a lock another instance holds is waited
-// for until the request's lock timeout, then the answer is 423.
+// askAgain is how often a request waiting for a lock asks its holder
+// again (an instance that was reconnecting its listener missed it).
+const askAgain = 2 * time.Second
+
+// crossLocker is tusd's Locker on CrossLocks. It does what tusd's memory
+// locker does, across the instances: a request that wants a lock held
+// asks its holder to stop (here directly, on another instance through
+// Ask), tusd then keeps what the holder had received and answers it, and
+// the lock is had. That is what lets a client whose connection to one
+// instance hangs (a phone that changed networks) go on through another
+// at once, rather than after the hung request's network timeout. A lock
+// not released is waited for until the request's lock timeout (tusd's
+// 20 s), then the answer is 423.
 type crossLocker struct {
 	locks CrossLocks
 	mu    sync.Mutex
@@ -41,7 +54,16 @@ type crossLocker struct {
 }
 
 func newCrossLocker(l CrossLocks) *crossLocker {
-	return &crossLocker{locks: l, held: map[string]*crossLock{}}
+	cl := &crossLocker{locks: l, held: map[string]*crossLock{}}
+	l.Asked(func(id string) {
+		cl.mu.Lock()
+		h := cl.held[id]
+		cl.mu.Unlock()
+		if h != nil {
+			h.release()
+		}
+	})
+	return cl
 }
 
 func (l *crossLocker) UseIn(c *handler.StoreComposer) { c.UseLocker(l) }
@@ -59,6 +81,7 @@ type crossLock struct {
 
 func (k *crossLock) Lock(ctx context.Context, requestRelease func()) error {
 	l := k.l
+	var asked time.Time
 	for {
 		l.mu.Lock()
 		if h := l.held[k.id]; h != nil {
@@ -87,6 +110,10 @@ func (k *crossLock) Lock(ctx context.Context, requestRelease func()) error {
 			return nil
 		}
 		l.drop(k)
+		if err == nil && time.Since(asked) > askAgain {
+			err = l.locks.Ask(ctx, k.id)
+			asked = time.Now()
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return handler.ErrFileLocked

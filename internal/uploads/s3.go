@@ -140,7 +140,7 @@ func (s *s3Objects) Local() bool { return false }
 // parts is the store of the parts of uploads being received, in the
 // same bucket (s3parts.go), staging each part in tmp.
 func (s *s3Objects) parts(ctx context.Context, tmp string) (*s3Parts, error) {
-	return newS3Parts(ctx, s.loc, &http.Client{Transport: s.tr}, tmp)
+	return newS3Parts(ctx, s.loc, s.tr, tmp)
 }
 
 func (s *s3Objects) key(id string) string { return s.loc.Prefix + id }

@@ -52,16 +52,18 @@ var (
 // AWS_SECRET_ACCESS_KEY, the shared credentials file, the machine's
 // role), the same formd reads the objects with. tmp is a local
 // directory where s3store stages each part on its way to the bucket.
-func newS3Parts(ctx context.Context, loc S3Location, hc *http.Client, tmp string) (*s3Parts, error) {
+func newS3Parts(ctx context.Context, loc S3Location, tr *http.Transport, tmp string) (*s3Parts, error) {
 	region := loc.Region
 	if region == "" {
 		region = "us-east-1" // SeaweedFS, MinIO and the like take any
 	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region), awsconfig.WithHTTPClient(hc),
-		awsconfig.WithRetryMaxAttempts(3))
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region), awsconfig.WithRetryMaxAttempts(3))
 	if err != nil {
 		return nil, fmt.Errorf("--uploads: %w", err)
 	}
+	// The objects' transport (its timeouts, the system's roots as the
+	// objects' client has them), shared by both clients.
+	cfg.HTTPClient = &http.Client{Transport: tr}
 	scheme := "http://"
 	if loc.Secure {
 		scheme = "https://"

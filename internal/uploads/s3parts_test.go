@@ -55,6 +55,7 @@ func TestS3PartsContinueOnAnotherInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(objs.(*s3Objects).tr.CloseIdleConnections)
 	r := newRig(t)
 	r.restart(objs)
 	other, err := New(r.st, r.forms, Config{Dir: filepath.Join(t.TempDir(), "uploads"), Objects: objs, Expiry: 24 * time.Hour, Now: r.clock.Now})

@@ -262,7 +262,15 @@ func (s *Service) serveComplete(w http.ResponseWriter, r *http.Request, u store.
 		method = strings.ToUpper(o)
 	}
 	if !u.Complete {
-		if method != http.MethodPatch || !s.written(r.Context(), u) {
+		if method != http.MethodPatch {
+			return false
+		}
+		// With the parts in the bucket, looking costs requests to it:
+		// only a PATCH at the end can be one that finishes the upload.
+		if s.parts != nil && r.Header.Get("Upload-Offset") != strconv.FormatInt(u.Size, 10) {
+			return false
+		}
+		if !s.written(r.Context(), u) {
 			return false
 		}
 		var err error

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,17 +19,29 @@ import (
 // or the ping every few seconds while locks are held) every lock held
 // is reported lost, and the next TryLock connects again; an instance
 // that dies takes its locks with it.
+//
+// A request that waits for a lock held by another instance asks it to
+// let go (Ask: NOTIFY on the channel formd_upload_release, the schema
+// and the upload id as the payload); each instance LISTENs on a second
+// connection of its own (Asked).
 type UploadLocks struct {
 	cfg  *pgx.ConnConfig
 	mu   sync.Mutex
 	conn *pgx.Conn
 	lost chan struct{} // closed when conn broke
 	n    int           // locks held on conn
+
+	listening sync.Once
+	stop      chan struct{} // closed by close
+	closed    bool
 }
+
+// releaseChannel is the channel of Ask and Asked.
+const releaseChannel = "formd_upload_release"
 
 // UploadLocks is the store's upload locks (one set per store).
 func (s *Store) UploadLocks() *UploadLocks {
-	s.locksOnce.Do(func() { s.locks = &UploadLocks{cfg: s.pool.Config().ConnConfig.Copy()} })
+	s.locksOnce.Do(func() { s.locks = &UploadLocks{cfg: s.pool.Config().ConnConfig.Copy(), stop: make(chan struct{})} })
 	return s.locks
 }
 
@@ -36,19 +49,31 @@ func (s *Store) UploadLocks() *UploadLocks {
 // deployments sharing a database do not lock each other.
 const uploadLockKey = `hashtextextended('formd-upload:' || coalesce(current_schema(), '') || ':' || $1, 0)`
 
+// connect makes the lock connection if there is none. l.mu is held.
+func (l *UploadLocks) connect(ctx context.Context) error {
+	if l.conn != nil {
+		return nil
+	}
+	if l.closed {
+		return fmt.Errorf("the store is closed")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	c, err := pgx.ConnectConfig(cctx, l.cfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect for the upload locks: %w", err)
+	}
+	l.conn, l.lost, l.n = c, make(chan struct{}), 0
+	go l.watch(c)
+	return nil
+}
+
 // TryLock takes the upload's lock if no other session holds it.
 func (l *UploadLocks) TryLock(ctx context.Context, id string) (bool, <-chan struct{}, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.conn == nil {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := pgx.ConnectConfig(cctx, l.cfg)
-		cancel()
-		if err != nil {
-			return false, nil, fmt.Errorf("connect for the upload locks: %w", err)
-		}
-		l.conn, l.lost, l.n = c, make(chan struct{}), 0
-		go l.watch(c)
+	if err := l.connect(ctx); err != nil {
+		return false, nil, err
 	}
 	var ok bool
 	if err := l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+uploadLockKey+`)`, id).Scan(&ok); err != nil {
@@ -114,9 +139,78 @@ func (l *UploadLocks) watch(c *pgx.Conn) {
 	}
 }
 
-// close ends the connection, and the locks with it.
+// Ask asks the session holding the upload's lock to release it.
+func (l *UploadLocks) Ask(ctx context.Context, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.connect(ctx); err != nil {
+		return err
+	}
+	if _, err := l.conn.Exec(ctx, `SELECT pg_notify('`+releaseChannel+`', coalesce(current_schema(), '') || ':' || $1)`, id); err != nil {
+		l.broken()
+		return fmt.Errorf("ask for an upload's lock: %w", err)
+	}
+	return nil
+}
+
+// Asked calls f with the id of each upload whose lock a session of the
+// same schema asks for, listening on a connection of its own (connected
+// again a second after it breaks) until the store is closed. Only the
+// first call's f is kept.
+func (l *UploadLocks) Asked(f func(id string)) {
+	l.listening.Do(func() { go l.listen(f) })
+}
+
+func (l *UploadLocks) listen(f func(id string)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-l.stop; cancel() }()
+	for ctx.Err() == nil {
+		err := l.listenOnce(ctx, f)
+		if ctx.Err() != nil {
+			return
+		}
+		_ = err // connected again below; the locks' requests wait meanwhile
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (l *UploadLocks) listenOnce(ctx context.Context, f func(id string)) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	c, err := pgx.ConnectConfig(cctx, l.cfg)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	var schema string
+	if err := c.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
+		return err
+	}
+	if _, err := c.Exec(ctx, `LISTEN `+releaseChannel); err != nil {
+		return err
+	}
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if id, ok := strings.CutPrefix(n.Payload, schema+":"); ok {
+			f(id)
+		}
+	}
+}
+
+// close ends the connections, and the locks with them.
 func (l *UploadLocks) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		close(l.stop)
+	}
 	l.broken()
 }
