@@ -238,7 +238,12 @@ func TestUploadsOnS3ThroughFaultsAndKill9(t *testing.T) {
 	if loc.PathStyle {
 		lookup = minio.BucketLookupPath
 	}
-	c, err := minio.New(loc.Endpoint, &minio.Options{Creds: credentials.NewEnvAWS(), Secure: loc.Secure, Region: loc.Region, BucketLookup: lookup})
+	tr, err := minio.DefaultTransport(loc.Secure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.CloseIdleConnections) // goleak
+	c, err := minio.New(loc.Endpoint, &minio.Options{Creds: credentials.NewEnvAWS(), Secure: loc.Secure, Region: loc.Region, BucketLookup: lookup, Transport: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
