@@ -64,7 +64,7 @@ func (l *UploadLocks) connect(ctx context.Context) error {
 		return fmt.Errorf("connect for the upload locks: %w", err)
 	}
 	l.conn, l.lost, l.n = c, make(chan struct{}), 0
-	go l.watch(c)
+	go l.watch(c, l.lost)
 	return nil
 }
 
@@ -119,10 +119,15 @@ func (l *UploadLocks) broken() {
 
 // watch pings the connection while it holds locks, so that a connection
 // lost while no request asks is noticed in seconds.
-func (l *UploadLocks) watch(c *pgx.Conn) {
+func (l *UploadLocks) watch(c *pgx.Conn, gone <-chan struct{}) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
-	for range t.C {
+	for {
+		select {
+		case <-gone:
+			return
+		case <-t.C:
+		}
 		l.mu.Lock()
 		if l.conn != c {
 			l.mu.Unlock()
