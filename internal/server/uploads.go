@@ -45,7 +45,7 @@ func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 		}
 		cfg.Scanner = c
 	}
-	if pg, ok := s.Store.(*pgstore.Store); ok {
+	if pg, ok := s.Store.(*pgstore.Store); ok && objs != nil {
 		cfg.Locks = pg.UploadLocks()
 	}
 	u, err := uploads.New(s.Store, s.Forms, cfg)
