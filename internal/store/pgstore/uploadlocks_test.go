@@ -22,7 +22,7 @@ func TestUploadLocks(t *testing.T) {
 	asked := make(chan string, 4)
 	la.Asked(func(id string) { asked <- id })
 
-	ok, lost, err := la.TryLock(ctx, "u1")
+	ok, _, err := la.TryLock(ctx, "u1")
 	if err != nil || !ok {
 		t.Fatalf("A takes u1: %v %v", ok, err)
 	}
@@ -59,7 +59,7 @@ func TestUploadLocks(t *testing.T) {
 	}
 
 	// A holds u3 and its store closes: the lock is lost and B has it.
-	ok, lost, err = la.TryLock(ctx, "u3")
+	ok, lost, err := la.TryLock(ctx, "u3")
 	if err != nil || !ok {
 		t.Fatalf("A takes u3: %v %v", ok, err)
 	}
