@@ -305,7 +305,8 @@ func TestUploadResumesOnAnyInstance(t *testing.T) {
 	a, b, c := d.start(t, "formd-a"), d.start(t, "formd-b"), d.start(t, "formd-c")
 	token := adminToken(t, storeURL)
 
-	// 7 MiB: a full 5 MiB part and a .part short of one in between.
+	// 7 MiB: the first half is short of a part (the .part object in the
+	// bucket), which the rest takes along into the last part.
 	body := pdf(7<<20+4321, 1)
 	half := 3<<20 + 17
 	loc := tusCreate(t, a.url(), len(body))

@@ -23,7 +23,7 @@ import (
 // itself (tusd's s3store), so that every instance of a deployment
 // continues an upload whichever one received its first bytes: the
 // bytes of an upload are an S3 multipart upload on the object's own key
-// (Prefix+id), every part but the last at least 5 MiB; what a PATCH
+// (Prefix+id), every part but the last 5 to 8 MiB; what a PATCH
 // brought short of a part is the object Prefix+"parts/"+id+".part", the
 // upload's tus state Prefix+"parts/"+id+".info". A PATCH is answered
 // once its bytes are stored parts or that object, so the offset any
@@ -83,10 +83,13 @@ func newS3Parts(ctx context.Context, loc S3Location, tr *http.Transport, tmp str
 	st.ObjectPrefix = loc.Prefix
 	st.MetadataObjectPrefix = loc.Prefix + "parts/"
 	st.TemporaryDirectory = tmp
-	// One part at a time per upload, two staged: the memory and the
-	// disk a PATCH takes are bounded by a few parts, not by the file.
+	// Parts of 8 MiB (s3store's default is 50), at most two staged
+	// ahead of the one being put: the local disk a PATCH takes is a few
+	// parts (s3store stages on disk, not in memory), not its body.
+	// Sixteen parts are put at once across the instance's uploads.
+	st.PreferredPartSize = 8 << 20
 	st.MaxBufferedParts = 2
-	st.SetConcurrentPartUploads(4)
+	st.SetConcurrentPartUploads(16)
 	return &s3Parts{store: st, c: c, bucket: loc.Bucket, prefix: loc.Prefix, meta: loc.Prefix + "parts/"}, nil
 }
 
