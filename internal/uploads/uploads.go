@@ -1,7 +1,9 @@
 // Package uploads takes a file field's bytes before the submission that
 // names them: resumable uploads over the tus protocol 1.0 (creation,
 // expiration, termination) at /v1/forms/{form}/uploads, served by tusd as
-// a library over a directory under --data, each write fsync'd. An upload
+// a library over a directory under --data, each write fsync'd, or with
+// --uploads s3 over the bucket (s3parts.go), so that any instance
+// continues an upload. An upload
 // belongs to one form and field; once every byte is durable its SHA-256
 // and its type sniffed from the bytes are recorded in the store, and a
 // type the field does not accept is refused (422 file-rejected) and
