@@ -294,8 +294,8 @@ func tusCreate(t *testing.T, base string, n int) string {
 // through A and B serves the same bytes. Two instances writing the same
 // upload at once: the upload's lock (PostgreSQL advisory) lets one write
 // at a time — B's PATCH asks A's to stop (A keeps what it had received),
-// then finds the offset moved and is answered 409 (or 423 had A not
-// let go) — and the bytes kept are the first writer's alone, never
+// then finds the offset moved and is answered 409, or 423 had A not let
+// go — and the bytes kept are the first writer's alone, never
 // interleaved with the second's.
 func TestUploadResumesOnAnyInstance(t *testing.T) {
 	storeURL := pgtest.URL(t)
@@ -372,7 +372,10 @@ func TestUploadResumesOnAnyInstance(t *testing.T) {
 	// A's client goes on from the offset HEAD gives, as a tus client does.
 	code, off := tus(t, "HEAD", c.url()+loc2, 0, nil)
 	n, _ := strconv.Atoi(off)
-	if code != 200 || n < 1<<20 || n > len(first) {
+	// (A keeps what it had read when B's request reached it; a request
+	// to let go that comes before tusd reads A's body is lost in tusd,
+	// and then B is answered 423 after 20 s.)
+	if code != 200 || n < 0 || n > len(first) {
 		t.Fatalf("HEAD after the two writers (A %d, B %d): %d offset %q", codeA, codeB, code, off)
 	}
 	if code, off := tus(t, "PATCH", a.url()+loc2, n, bytes.NewReader(first[n:])); code != 204 || off != strconv.Itoa(len(first)) {
