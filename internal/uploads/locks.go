@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/formd/formd/internal/problem"
@@ -60,10 +61,21 @@ func newCrossLocker(l CrossLocks) *crossLocker {
 		h := cl.held[id]
 		cl.mu.Unlock()
 		if h != nil {
-			h.release()
+			h.ask()
 		}
 	})
 	return cl
+}
+
+// asked says a request holding the upload's lock here was asked to let
+// go. tusd loses a request to let go that comes before it reads the
+// holder's body (the holder would read on, and the asker wait for the
+// lock timeout): WriteChunk asks this before it reads, and stops.
+func (l *crossLocker) asked(id string) bool {
+	l.mu.Lock()
+	h := l.held[id]
+	l.mu.Unlock()
+	return h != nil && h.wanted.Load()
 }
 
 func (l *crossLocker) UseIn(c *handler.StoreComposer) { c.UseLocker(l) }
@@ -76,7 +88,14 @@ type crossLock struct {
 	l       *crossLocker
 	id      string
 	release func()
+	wanted  atomic.Bool   // another request asked for the lock
 	done    chan struct{} // closed at Unlock, or when the lock was not had
+}
+
+// ask asks the holder to let go.
+func (k *crossLock) ask() {
+	k.wanted.Store(true)
+	k.release()
 }
 
 func (k *crossLock) Lock(ctx context.Context, requestRelease func()) error {
@@ -86,7 +105,7 @@ func (k *crossLock) Lock(ctx context.Context, requestRelease func()) error {
 		l.mu.Lock()
 		if h := l.held[k.id]; h != nil {
 			l.mu.Unlock()
-			h.release()
+			h.ask()
 			select {
 			case <-h.done:
 				continue

@@ -40,6 +40,9 @@ type s3Parts struct {
 	bucket string
 	prefix string // the objects' prefix: an upload's key is prefix+id
 	meta   string // prefix+"parts/"
+	// asked, when set, says the request holding an upload's lock was
+	// asked to let go (crossLocker.asked).
+	asked func(id string) bool
 }
 
 var (
@@ -240,6 +243,11 @@ func (u *s3PartUpload) GetInfo(ctx context.Context) (handler.FileInfo, error) {
 // WriteChunk stores the chunk's bytes as parts (or the .part object)
 // before it returns: the offset it adds is bytes in the bucket.
 func (u *s3PartUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
+	if u.p.asked != nil && u.p.asked(u.id) {
+		// Another request wants the upload before this one read a byte:
+		// it goes first (the client of this one asks HEAD and goes on).
+		return 0, handler.ErrUploadInterrupted
+	}
 	n, err := u.up.WriteChunk(ctx, offset, src)
 	if err != nil {
 		return n, u.p.tusErr("write upload", err)

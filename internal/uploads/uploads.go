@@ -142,7 +142,11 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 		s.core = s.files
 	}
 	if cfg.Locks != nil {
-		newCrossLocker(cfg.Locks).UseIn(composer)
+		cl := newCrossLocker(cfg.Locks)
+		cl.UseIn(composer)
+		if s.parts != nil {
+			s.parts.asked = cl.asked
+		}
 	} else {
 		memorylocker.New().UseIn(composer)
 	}
