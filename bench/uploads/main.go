@@ -28,6 +28,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"flag"
@@ -46,7 +47,62 @@ import (
 	"time"
 
 	"github.com/formd/formd/bench/proc"
+	"github.com/formd/formd/internal/uploads"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
+
+// putBaseline PUTs the same bytes straight to the bucket of -uploads
+// with minio-go (one PutObject per file, as a client of the bucket
+// would), the baseline of the runs with a bucket.
+type putBaseline struct {
+	c   *minio.Client
+	loc uploads.S3Location
+}
+
+func newPutBaseline(raw string) (*putBaseline, error) {
+	loc, err := uploads.ParseS3URL(raw)
+	if err != nil {
+		return nil, err
+	}
+	lookup := minio.BucketLookupDNS
+	if loc.PathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	c, err := minio.New(loc.Endpoint, &minio.Options{Creds: credentials.NewEnvAWS(), Secure: loc.Secure, Region: loc.Region, BucketLookup: lookup})
+	if err != nil {
+		return nil, err
+	}
+	return &putBaseline{c: c, loc: loc}, nil
+}
+
+// putMany PUTs n copies of body at once and times them; the objects
+// are deleted after.
+func (b *putBaseline) putMany(n int, body []byte) (time.Duration, error) {
+	ctx := context.Background()
+	errs := make(chan error, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, err := b.c.PutObject(ctx, b.loc.Bucket, fmt.Sprintf("%sbench-put-%d", b.loc.Prefix, i), bytes.NewReader(body), int64(len(body)),
+				minio.PutObjectOptions{ContentType: "application/octet-stream"})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return 0, fmt.Errorf("PUT to the bucket: %w", err)
+		}
+	}
+	for i := range n {
+		b.c.RemoveObject(ctx, b.loc.Bucket, fmt.Sprintf("%sbench-put-%d", b.loc.Prefix, i), minio.RemoveObjectOptions{})
+	}
+	return took, nil
+}
 
 const formYAML = `id: bench-files
 site: bench
@@ -64,6 +120,7 @@ func main() {
 	bigSize := flag.Int("big-size", 50<<20, "bytes of each upload in the memory run")
 	flag.StringVar(&uploadsTo, "uploads", "", "formd's --uploads (such as s3://formd-test?endpoint=http://127.0.0.1:8333, credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); default its --data")
 	flag.Parse()
+	// -big-n 0 skips the memory run, and then the resume run.
 	if *bin == "" {
 		log.Fatal("give -formd, the binary to run")
 	}
@@ -101,8 +158,14 @@ func main() {
 	if err := os.WriteFile(src, body, 0o600); err != nil {
 		fatal(err)
 	}
+	var bucket *putBaseline
+	if uploadsTo != "" {
+		if bucket, err = newPutBaseline(uploadsTo); err != nil {
+			fatal(err)
+		}
+	}
 	for _, n := range []int{1, 20} {
-		var ups, dds []time.Duration
+		var ups, dds, puts []time.Duration
 		for r := 0; r < *rounds; r++ {
 			d, err := srv.uploadMany(n, body)
 			if err != nil {
@@ -114,12 +177,26 @@ func main() {
 				fatal(err)
 			}
 			dds = append(dds, d)
+			if bucket != nil {
+				if d, err = bucket.putMany(n, body); err != nil {
+					fatal(err)
+				}
+				puts = append(puts, d)
+			}
 		}
 		mu, md := median(ups), median(dds)
 		mib := float64(n**size) / (1 << 20)
 		fmt.Printf("%2d × %d MiB at once: formd median %v (%.0f MiB/s), dd conv=fsync median %v (%.0f MiB/s): %.2f× dd  [formd %v; dd %v]\n",
 			n, *size>>20, mu.Round(time.Millisecond), mib/mu.Seconds(), md.Round(time.Millisecond), mib/md.Seconds(),
 			md.Seconds()/mu.Seconds(), rounded(ups), rounded(dds))
+		if bucket != nil {
+			mp := median(puts)
+			fmt.Printf("%2d × %d MiB at once: minio-go PutObject straight to the bucket median %v (%.0f MiB/s): formd %.2f× the PUT  [PUT %v]\n",
+				n, *size>>20, mp.Round(time.Millisecond), mib/mp.Seconds(), mp.Seconds()/mu.Seconds(), rounded(puts))
+		}
+	}
+	if *bigN <= 0 {
+		return
 	}
 
 	// Memory: many big uploads at once.

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,8 @@ import (
 	"github.com/formd/formd/internal/loadtest"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 const uploadCrashForms = `
@@ -200,6 +203,93 @@ func TestUploadsThroughFaultsAndKill9(t *testing.T) {
 		t.Skip("builds and kills a server; skipped with -short")
 	}
 	t.Parallel()
+	uploadsThroughFaults(t, nil)
+}
+
+// The same with --uploads on an S3 bucket (FORMD_TEST_S3_URL, a real
+// S3-compatible server such as scripts/s3server.sh's SeaweedFS): the
+// parts of uploads being sent are in the bucket, so a PATCH acknowledged
+// before a SIGKILL is continued after it from the bucket; every
+// acknowledged entry's object is its bytes; the unclaimed uploads
+// expire and their objects, parts (.part, .info) and multipart uploads
+// go from the bucket.
+func TestUploadsOnS3ThroughFaultsAndKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a server; skipped with -short")
+	}
+	raw := os.Getenv("FORMD_TEST_S3_URL")
+	if raw == "" {
+		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
+			t.Fatal("FORMD_TEST_S3_URL is not set (FORMD_REQUIRE_SERVICES=1): start scripts/s3server.sh")
+		}
+		t.Skip("FORMD_TEST_S3_URL is not set")
+	}
+	t.Parallel()
+	loc, err := uploads.ParseS3URL(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	loc.Prefix += "crash-" + hex.EncodeToString(b[:]) + "/"
+	u, _ := url.Parse(raw)
+	u.Path = "/" + strings.TrimSuffix(loc.Prefix, "/")
+	lookup := minio.BucketLookupDNS
+	if loc.PathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	tr, err := minio.DefaultTransport(loc.Secure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.CloseIdleConnections) // goleak
+	c, err := minio.New(loc.Endpoint, &minio.Options{Creds: credentials.NewEnvAWS(), Secure: loc.Secure, Region: loc.Region, BucketLookup: lookup, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uploadsThroughFaults(t, &crashBucket{url: u.String(), loc: loc, c: c})
+}
+
+// crashBucket is the bucket of the S3 variant.
+type crashBucket struct {
+	url string
+	loc uploads.S3Location
+	c   *minio.Client
+}
+
+// bytes reads an upload's object.
+func (b *crashBucket) bytes(ctx context.Context, id string) ([]byte, error) {
+	o, err := b.c.GetObject(ctx, b.loc.Bucket, b.loc.Prefix+id, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer o.Close()
+	return io.ReadAll(o)
+}
+
+// left lists what is under the prefix other than the claimed uploads'
+// objects: objects (parts, .info, unclaimed objects) and multipart
+// uploads not completed or aborted.
+func (b *crashBucket) left(ctx context.Context, claimed map[string]bool) ([]string, error) {
+	var left []string
+	for o := range b.c.ListObjects(ctx, b.loc.Bucket, minio.ListObjectsOptions{Prefix: b.loc.Prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, o.Err
+		}
+		if !claimed[strings.TrimPrefix(o.Key, b.loc.Prefix)] {
+			left = append(left, o.Key)
+		}
+	}
+	for mu := range b.c.ListIncompleteUploads(ctx, b.loc.Bucket, b.loc.Prefix, true) {
+		if mu.Err != nil {
+			return nil, mu.Err
+		}
+		left = append(left, "multipart upload of "+mu.Key)
+	}
+	return left, nil
+}
+
+func uploadsThroughFaults(t *testing.T, bucket *crashBucket) {
 	dir := t.TempDir()
 	bin := buildFormd(t, dir)
 	data := filepath.Join(dir, "data")
@@ -214,6 +304,9 @@ func TestUploadsThroughFaultsAndKill9(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	expiry := []string{"--upload-expiry", "1m"}
+	if bucket != nil {
+		expiry = append(expiry, "--uploads", bucket.url)
+	}
 	srv := fixedFormd(t, bin, data, formsPath, addr, expiry...)
 	proxy, err := loadtest.StartProxy(addr, loadtest.Faults{DropRequests: 0.05, DropResponses: 0.05, Resets: 0.03})
 	if err != nil {
@@ -311,7 +404,12 @@ func TestUploadsThroughFaultsAndKill9(t *testing.T) {
 			t.Errorf("upload %s claimed twice", id)
 		}
 		claimed[id] = true
-		b, err := readUpload(data, id)
+		var b []byte
+		if bucket != nil {
+			b, err = bucket.bytes(ctx, id)
+		} else {
+			b, err = readUpload(data, id)
+		}
 		if err != nil || sha256.Sum256(b) != sent[p] {
 			t.Errorf("person %d: the bytes on disk are not the bytes sent (%v)", p, err)
 		}
@@ -324,6 +422,24 @@ func TestUploadsThroughFaultsAndKill9(t *testing.T) {
 	// ones stay.
 	srv = fixedFormd(t, bin, data, formsPath, addr, expiry...)
 	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	if bucket != nil {
+		poll.UntilNil(t, "unclaimed uploads to expire from the bucket", 3*time.Minute, func() error {
+			left, err := bucket.left(context.Background(), claimed)
+			if err != nil {
+				return err
+			}
+			if len(left) > 0 {
+				return fmt.Errorf("%d objects or part uploads of unclaimed uploads left: %v", len(left), head(left))
+			}
+			return nil
+		})
+		for id := range claimed {
+			if _, err := bucket.bytes(context.Background(), id); err != nil {
+				t.Errorf("a claimed upload's object went: %v", err)
+			}
+		}
+		return
+	}
 	poll.UntilNil(t, "unclaimed uploads to expire", 3*time.Minute, func() error {
 		// The parts of uploads being received and the ids of complete
 		// ones (uploads/objects/ids).

@@ -2,6 +2,7 @@ package scaleout
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -17,8 +18,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
+	"github.com/jackc/pgx/v5"
 )
 
 const filesForm = `id: files
@@ -242,6 +245,187 @@ func TestUploadsAcrossInstancesOnS3(t *testing.T) {
 			if got := download(t, in.url(), link); got != sum {
 				t.Fatalf("%s serves other bytes for %s", in.name, link)
 			}
+		}
+	}
+}
+
+// tus sends one tus request to base+loc and returns the answer's status
+// and Upload-Offset.
+func tus(t *testing.T, method, url string, offset int, body io.Reader) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, body)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	if method == "PATCH" {
+		req.Header.Set("Upload-Offset", strconv.Itoa(offset))
+		req.Header.Set("Content-Type", "application/offset+octet-stream")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("%s %s: %v", method, url, err)
+		return 0, ""
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode, res.Header.Get("Upload-Offset")
+}
+
+// tusCreate makes an upload of n bytes of the scan field through base.
+func tusCreate(t *testing.T, base string, n int) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/forms/files/uploads", nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", strconv.Itoa(n))
+	req.Header.Set("Upload-Metadata", "field "+base64.StdEncoding.EncodeToString([]byte("scan")))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("create an upload: %d", res.StatusCode)
+	}
+	return res.Header.Get("Location")
+}
+
+// An upload continues on whichever instance a request reaches (a load
+// balancer without sticky sessions, a phone that reconnects): the parts
+// are in the bucket. Created through A, the first half sent through B,
+// C's HEAD gives that offset and C takes the rest, the submission goes
+// through A and B serves the same bytes. Two instances writing the same
+// upload at once: the upload's lock (PostgreSQL advisory) lets one write
+// at a time — B's PATCH asks A's to stop; A keeps what it had received
+// and B finds the offset moved (409; 423 had A not let go), or, asked
+// before it read a byte, A stops at once and B writes — and the bytes
+// kept are one writer's alone, never interleaved.
+func TestUploadResumesOnAnyInstance(t *testing.T) {
+	storeURL := pgtest.URL(t)
+	nurl := natsURL(t)
+	bucket := s3URL(t)
+	d := newDeploymentOf(t, nurl, storeURL, filesForm, "--uploads", bucket)
+	a, b, c := d.start(t, "formd-a"), d.start(t, "formd-b"), d.start(t, "formd-c")
+	token := adminToken(t, storeURL)
+
+	// 7 MiB: the first half is short of a part (the .part object in the
+	// bucket), which the rest takes along into the last part.
+	body := pdf(7<<20+4321, 1)
+	half := 3<<20 + 17
+	loc := tusCreate(t, a.url(), len(body))
+	if code, off := tus(t, "PATCH", b.url()+loc, 0, bytes.NewReader(body[:half])); code != 204 || off != strconv.Itoa(half) {
+		t.Fatalf("first half through B: %d offset %q", code, off)
+	}
+	if code, off := tus(t, "HEAD", c.url()+loc, 0, nil); code != 200 || off != strconv.Itoa(half) {
+		t.Fatalf("HEAD through C: %d offset %q, want %d", code, off, half)
+	}
+	if code, off := tus(t, "PATCH", c.url()+loc, half, bytes.NewReader(body[half:])); code != 204 || off != strconv.Itoa(len(body)) {
+		t.Fatalf("the rest through C: %d offset %q", code, off)
+	}
+	id := loc[strings.LastIndex(loc, "/")+1:]
+	if code, status := submit(t, a.url(), "files", "resume-1", map[string]any{"name": "someone", "scan": "upload:" + id}); code != 201 || status != "stored" {
+		t.Fatalf("submission through A: %d %s", code, status)
+	}
+	sum := sha256.Sum256(body)
+	link := fileLinks(t, b.url(), "files", token)[hex.EncodeToString(sum[:])]
+	if link == "" {
+		t.Fatal("the export has no link for the file")
+	}
+	if got := download(t, b.url(), link); got != sum {
+		t.Fatal("B serves other bytes than were sent through B and C")
+	}
+
+	// Two writers. A's PATCH holds the lock while its body comes slowly
+	// (a pipe, its first MiB sent); B's PATCH at the same offset with
+	// other bytes wants the lock.
+	first, second := pdf(2<<20, 2), pdf(2<<20, 3)
+	loc2 := tusCreate(t, c.url(), len(first))
+	pr, pw := io.Pipe()
+	aDone := make(chan int, 1)
+	go func() {
+		// Its client may see its request fail rather than an answer
+		// (the body cut off below): code 0.
+		req, _ := http.NewRequest("PATCH", a.url()+loc2, pr)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Upload-Offset", "0")
+		req.Header.Set("Content-Type", "application/offset+octet-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			aDone <- 0
+			return
+		}
+		res.Body.Close()
+		aDone <- res.StatusCode
+	}()
+	if _, err := pw.Write(first[:1<<20]); err != nil {
+		t.Fatal(err)
+	}
+	waitLocked(t, storeURL, loc2[strings.LastIndex(loc2, "/")+1:])
+	bDone := make(chan int, 1)
+	go func() {
+		code, _ := tus(t, "PATCH", b.url()+loc2, 0, bytes.NewReader(second))
+		bDone <- code
+	}()
+	codeB := <-bDone
+	pw.CloseWithError(io.ErrUnexpectedEOF) // A's client gives up on the rest
+	codeA := <-aDone
+	kept := first
+	switch codeB {
+	case 204:
+		// B asked before A's request read a byte: A stopped at once and
+		// B's bytes are the upload.
+		kept = second
+	case 409, 423:
+		// A kept what it had read when B's request reached it; its
+		// client goes on from the offset HEAD gives, as a tus client does.
+		code, off := tus(t, "HEAD", c.url()+loc2, 0, nil)
+		n, _ := strconv.Atoi(off)
+		if code != 200 || n < 0 || n > len(first) {
+			t.Fatalf("HEAD after the two writers (A %d, B %d): %d offset %q", codeA, codeB, code, off)
+		}
+		if code, off := tus(t, "PATCH", a.url()+loc2, n, bytes.NewReader(first[n:])); code != 204 || off != strconv.Itoa(len(first)) {
+			t.Fatalf("the rest of A's bytes from %d: %d offset %q", n, code, off)
+		}
+		t.Logf("two writers: A %d, B %d, A kept %d bytes", codeA, codeB, n)
+	default:
+		t.Fatalf("two writers: A %d, B %d; want B 204 (A stopped before a byte), 409 or 423", codeA, codeB)
+	}
+	id2 := loc2[strings.LastIndex(loc2, "/")+1:]
+	if code, status := submit(t, b.url(), "files", "resume-2", map[string]any{"name": "someone", "scan": "upload:" + id2}); code != 201 || status != "stored" {
+		t.Fatalf("submission of the contended upload: %d %s", code, status)
+	}
+	sum2 := sha256.Sum256(kept)
+	link2 := fileLinks(t, c.url(), "files", token)[hex.EncodeToString(sum2[:])]
+	if link2 == "" {
+		t.Fatal("the contended upload's bytes are not one writer's alone")
+	}
+	if got := download(t, a.url(), link2); got != sum2 {
+		t.Fatal("the contended upload's bytes are not one writer's alone")
+	}
+}
+
+// waitLocked waits until an upload's lock is held in PostgreSQL (the
+// key pgstore.UploadLocks takes).
+func waitLocked(t *testing.T, storeURL, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for {
+		var n int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('formd-upload:' || coalesce(current_schema(), '') || ':' || $1, 0)`, id).Scan(&n)
+		if err != nil {
+			t.Fatalf("look for the upload's lock: %v", err)
+		}
+		if n > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the first writer never held the upload's lock")
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

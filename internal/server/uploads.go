@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/uploads"
 )
 
@@ -20,11 +21,11 @@ func uploadExpireEvery(expiry time.Duration) time.Duration {
 // received under --data/uploads, those of complete uploads there too or
 // in the bucket of --uploads s3://… that every instance shares; records
 // in the store, download links signed with a key derived from the
-// installation's secret. An upload still being sent is resumed on the
-// instance that received its first bytes (its parts are there), so a
-// load balancer in front of several instances keeps a client on one
-// (sticky sessions) for resumption; a complete upload is claimed,
-// answered (HEAD) and downloaded through any instance.
+// installation's secret. With --uploads s3 the parts of an upload still
+// being sent are in the bucket too, so any instance continues it (no
+// sticky sessions needed), one request at a time under the upload's
+// lock in the store when it is PostgreSQL (advisory locks); with SQLite
+// there is one instance and the lock is in memory.
 func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 	var objs uploads.Objects
 	if loc := s.cfg.UploadsS3; loc != nil {
@@ -43,6 +44,9 @@ func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 			return fmt.Errorf("--clamd: %w", err)
 		}
 		cfg.Scanner = c
+	}
+	if pg, ok := s.Store.(*pgstore.Store); ok && objs != nil {
+		cfg.Locks = pg.UploadLocks()
 	}
 	u, err := uploads.New(s.Store, s.Forms, cfg)
 	if err != nil {

@@ -80,10 +80,6 @@ func DirAt(uploadsDir string) *Dir {
 	return &Dir{root: filepath.Join(uploadsDir, ObjectsDir), parts: uploadsDir}
 }
 
-// Local is false: a complete upload's bytes are moved out of the parts
-// directory, whose files then go.
-func (d *Dir) Local() bool { return false }
-
 // ContentPath is where the bytes of that SHA-256 (hex) are kept.
 func (d *Dir) ContentPath(sum string) string {
 	return filepath.Join(d.root, "sha256", sum[:2], sum)

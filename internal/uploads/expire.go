@@ -136,7 +136,10 @@ func (s *Service) Check(ctx context.Context, f *form.Form, refs []form.UploadRef
 
 // completeIfWritten completes an upload whose bytes are all there.
 func (s *Service) completeIfWritten(ctx context.Context, u store.Upload) (store.Upload, error) {
-	up, err := s.files.GetUpload(ctx, u.ID)
+	up, err := s.core.GetUpload(ctx, u.ID)
+	if errors.Is(err, ErrStorageUnavailable) || errors.Is(err, ErrStorageFull) {
+		return u, err // the bucket holding the parts failed
+	}
 	if err != nil {
 		return u, nil // no bytes yet: incomplete
 	}

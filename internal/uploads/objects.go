@@ -12,12 +12,12 @@ import (
 
 // Objects is where the bytes of complete uploads live, one object per
 // upload id: a content-addressed directory under --data (Dir, the
-// embedded tier, dirobjects.go), or
-// an S3-compatible bucket that every instance of a deployment shares
-// (s3Objects, --uploads s3://…). The bytes of an upload still being sent
-// stay in the receiving instance's own directory (tusd's parts, fsync'd
-// at every chunk) until the last byte; then Keep makes them the upload's
-// object.
+// embedded tier, dirobjects.go), or an S3-compatible bucket that every
+// instance of a deployment shares (s3Objects, --uploads s3://…). The
+// bytes of an upload still being sent are its parts: tusd's files in
+// --data/uploads on the embedded tier (fsync'd at every chunk), parts in
+// the bucket with --uploads s3 (s3parts.go). Once every byte is there,
+// Keep makes them the upload's object and the parts go.
 type Objects interface {
 	// Keep makes the complete file at path (size bytes, of that SHA-256)
 	// the object id, durable when it returns. The file at path may be
@@ -27,11 +27,6 @@ type Objects interface {
 	Open(ctx context.Context, id string) (Object, error)
 	// Delete removes an object; no error when there is none.
 	Delete(ctx context.Context, id string) error
-	// Local says whether objects are the files of the parts directory
-	// (Keep is a rename in place), so that completing an upload leaves
-	// its bytes where tusd wrote them; false for both tiers today: the
-	// parts of a complete upload go once its object is kept.
-	Local() bool
 }
 
 // Object is one object being read.

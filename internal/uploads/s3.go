@@ -86,6 +86,7 @@ func ParseS3URL(v string) (S3Location, error) {
 type s3Objects struct {
 	c   *minio.Client
 	loc S3Location
+	tr  *http.Transport
 }
 
 // s3Timeout bounds the requests other than an object's transfer (a
@@ -131,10 +132,14 @@ func NewS3Objects(ctx context.Context, loc S3Location) (Objects, error) {
 	if !ok {
 		return nil, fmt.Errorf("--uploads: bucket %s does not exist at %s: create it (such as: aws s3 mb s3://%s), or name another", loc.Bucket, loc.Endpoint, loc.Bucket)
 	}
-	return &s3Objects{c: c, loc: loc}, nil
+	return &s3Objects{c: c, loc: loc, tr: tr}, nil
 }
 
-func (s *s3Objects) Local() bool { return false }
+// parts is the store of the parts of uploads being received, in the
+// same bucket (s3parts.go), staging each part in tmp.
+func (s *s3Objects) parts(ctx context.Context, tmp string) (*s3Parts, error) {
+	return newS3Parts(ctx, s.loc, s.tr, tmp)
+}
 
 func (s *s3Objects) key(id string) string { return s.loc.Prefix + id }
 

@@ -1,7 +1,9 @@
 // Package uploads takes a file field's bytes before the submission that
 // names them: resumable uploads over the tus protocol 1.0 (creation,
 // expiration, termination) at /v1/forms/{form}/uploads, served by tusd as
-// a library over a directory under --data, each write fsync'd. An upload
+// a library over a directory under --data, each write fsync'd, or with
+// --uploads s3 over the bucket (s3parts.go), so that any instance
+// continues an upload. An upload
 // belongs to one form and field; once every byte is durable its SHA-256
 // and its type sniffed from the bytes are recorded in the store, and a
 // type the field does not accept is refused (422 file-rejected) and
@@ -13,6 +15,7 @@ package uploads
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -67,6 +70,11 @@ type Config struct {
 	// Scanner, when set, scans every upload before it can be claimed
 	// (--clamd; scan.go).
 	Scanner Scanner
+	// Locks, when set, are the locks every instance of a deployment
+	// sees (PostgreSQL advisory locks, see CrossLocks): an upload is
+	// written by one request at a time across the instances. Nil is
+	// tusd's memory locker, for one instance.
+	Locks CrossLocks
 	// Now is the clock; time.Now by default.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -79,7 +87,13 @@ type Service struct {
 	forms Forms
 	files durableStore
 	objs  Objects
-	tus   *handler.UnroutedHandler
+	// core is the store of the parts tusd writes: files (the parts in
+	// Dir), or, with --uploads s3, parts in the bucket (s3parts.go),
+	// which every instance continues.
+	core   handler.DataStore
+	parts  *s3Parts
+	bucket *s3Objects
+	tus    *handler.UnroutedHandler
 }
 
 type formKey struct{}
@@ -110,8 +124,36 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 		s.objs = d
 	}
 	composer := handler.NewStoreComposer()
-	s.files.UseIn(composer)
-	memorylocker.New().UseIn(composer)
+	if so, ok := s.objs.(*s3Objects); ok {
+		// The parts are in the bucket; Dir only stages each part on its
+		// way there (and an object being checked), so what a killed
+		// process left of that goes at the start.
+		tmp := filepath.Join(cfg.Dir, "s3-staging")
+		if err := os.RemoveAll(tmp); err != nil {
+			return nil, fmt.Errorf("clear the uploads staging directory: %w", err)
+		}
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return nil, fmt.Errorf("create the uploads staging directory: %w", err)
+		}
+		p, err := so.parts(context.Background(), tmp)
+		if err != nil {
+			return nil, err
+		}
+		p.UseIn(composer)
+		s.core, s.parts, s.bucket = p, p, so
+	} else {
+		s.files.UseIn(composer)
+		s.core = s.files
+	}
+	if cfg.Locks != nil {
+		cl := newCrossLocker(cfg.Locks)
+		cl.UseIn(composer)
+		if s.parts != nil {
+			s.parts.asked = cl.asked
+		}
+	} else {
+		memorylocker.New().UseIn(composer)
+	}
 	tus, err := handler.NewUnroutedHandler(handler.Config{
 		StoreComposer:             composer,
 		BasePath:                  "/v1/uploads/", // Location is rewritten to the form's path
@@ -230,7 +272,15 @@ func (s *Service) serveComplete(w http.ResponseWriter, r *http.Request, u store.
 		method = strings.ToUpper(o)
 	}
 	if !u.Complete {
-		if method != http.MethodPatch || !s.written(r.Context(), u) {
+		if method != http.MethodPatch {
+			return false
+		}
+		// With the parts in the bucket, looking costs requests to it:
+		// only a PATCH at the end can be one that finishes the upload.
+		if s.parts != nil && r.Header.Get("Upload-Offset") != strconv.FormatInt(u.Size, 10) {
+			return false
+		}
+		if !s.written(r.Context(), u) {
 			return false
 		}
 		var err error
@@ -276,9 +326,10 @@ func (s *Service) serveComplete(w http.ResponseWriter, r *http.Request, u store.
 	return true
 }
 
-// written says every byte of an incomplete upload is in the parts here.
+// written says every byte of an incomplete upload is in its parts (here,
+// or in the bucket).
 func (s *Service) written(ctx context.Context, u store.Upload) bool {
-	up, err := s.files.GetUpload(ctx, u.ID)
+	up, err := s.core.GetUpload(ctx, u.ID)
 	if err != nil {
 		return false
 	}
@@ -377,6 +428,9 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 	if u.Complete {
 		return u, nil
 	}
+	if s.parts != nil {
+		return s.completeInBucket(ctx, u)
+	}
 	path := filepath.Join(s.cfg.Dir, id)
 	rs := s.files.sums.take(id, u.Size)
 	if rs == nil {
@@ -430,11 +484,89 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 	if err := s.st.CompleteUpload(kctx, id, sum, typ); err != nil {
 		return u, err
 	}
-	if !s.objs.Local() {
-		// The object is in the bucket: the parts go.
-		if err := s.removeParts(id); err != nil {
-			s.cfg.Logger.Warn("remove an upload's parts after storing it", "upload", id, "err", err)
+	// The bytes are the upload's object now: its parts go.
+	if err := s.removeParts(kctx, id); err != nil {
+		s.cfg.Logger.Warn("remove an upload's parts after storing it", "upload", id, "err", err)
+	}
+	u.SHA256, u.Type, u.Complete = sum, typ, true
+	return u, nil
+}
+
+// completeInBucket is complete with --uploads s3, whose parts are in the
+// bucket: the multipart upload is completed (tusd has done it on the
+// last PATCH; an instance killed in between has not), which makes the
+// object; the object is copied to a staging file here, its SHA-256 and
+// first bytes taken on the way (streamed: the memory is a copy buffer,
+// any instance can do it), the type sniffed and checked, location
+// metadata removed and the bytes scanned as on the embedded tier; a
+// cleaning that changed the bytes puts them as the object again. Then
+// the store records the upload complete, and only then the parts'
+// leftovers (the .info object) go.
+func (s *Service) completeInBucket(ctx context.Context, u store.Upload) (store.Upload, error) {
+	id := u.ID
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+	defer cancel()
+	up, err := s.parts.GetUpload(kctx, id)
+	if err != nil {
+		return u, fmt.Errorf("upload %s: %w", id, err)
+	}
+	info, err := up.GetInfo(kctx)
+	if err != nil {
+		return u, fmt.Errorf("upload %s: %w", id, err)
+	}
+	if info.Offset != u.Size {
+		return u, fmt.Errorf("upload %s: %d of its %d bytes are in the bucket", id, info.Offset, u.Size)
+	}
+	if ok, err := s.bucket.HasBytes(kctx, id); err != nil {
+		return u, err
+	} else if !ok {
+		if err := up.FinishUpload(kctx); err != nil {
+			return u, fmt.Errorf("upload %s: %w", id, err)
 		}
+	}
+	rs := &runningSum{h: sha256.New()}
+	f, err := s.bucket.fetch(kctx, id, s.parts.store.TemporaryDirectory, u.Size, rs)
+	if err != nil {
+		return u, fmt.Errorf("upload %s: %w", id, err)
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	typ := sniff(rs.head)
+	fd, ok := s.fieldOf(u)
+	if !ok || !fd.Accepts(typ) {
+		rej := &rejection{field: u.Field, typ: typ}
+		if err := s.remove(kctx, id); err != nil {
+			return u, errors.Join(rej, err)
+		}
+		return u, rej
+	}
+	changed, err := s.clean(ctx, f, u.Size, u.Field, typ)
+	if err != nil {
+		if inf, ok := refusedUpload(err); ok {
+			if err := s.remove(kctx, id); err != nil {
+				return u, errors.Join(inf, err)
+			}
+		}
+		return u, err
+	}
+	var sum [32]byte
+	if changed {
+		if sum, err = digest(f, u.Size); err != nil {
+			return u, err
+		}
+		if err := s.objs.Keep(kctx, id, f.Name(), u.Size, sum); err != nil {
+			return u, err
+		}
+	} else {
+		rs.h.Sum(sum[:0])
+	}
+	if err := s.st.CompleteUpload(kctx, id, sum, typ); err != nil {
+		return u, err
+	}
+	if err := s.parts.remove(kctx, id); err != nil {
+		s.cfg.Logger.Warn("remove an upload's parts after completing it", "upload", id, "err", err)
 	}
 	u.SHA256, u.Type, u.Complete = sum, typ, true
 	return u, nil
@@ -469,15 +601,22 @@ func (s *Service) remove(ctx context.Context, id string) error {
 // removeBytes deletes an upload's bytes: its object, and its parts if
 // they are still here.
 func (s *Service) removeBytes(ctx context.Context, id string) error {
-	if err := s.removeParts(id); err != nil {
+	if err := s.removeParts(ctx, id); err != nil {
 		return err
 	}
 	return s.objs.Delete(ctx, id)
 }
 
 // removeParts deletes the files tusd keeps of an upload in the parts
-// directory.
-func (s *Service) removeParts(id string) error {
+// directory, and with --uploads s3 its parts in the bucket (the
+// multipart upload aborted, the .part and .info objects deleted).
+func (s *Service) removeParts(ctx context.Context, id string) error {
+	if s.parts != nil {
+		if err := s.parts.remove(ctx, id); err != nil {
+			return err
+		}
+		// Parts a release before the parts were in the bucket left here.
+	}
 	s.files.sums.drop(id)
 	for _, p := range []string{filepath.Join(s.cfg.Dir, id), filepath.Join(s.cfg.Dir, id+".info")} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/formd/formd/internal/store"
@@ -61,6 +62,9 @@ type Options struct {
 type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+
+	locksOnce sync.Once
+	locks     *UploadLocks // uploadlocks.go
 }
 
 // Open connects, applies the migrations not yet applied (one instance at a
@@ -183,6 +187,9 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(pgx.Tx) error) erro
 
 // Close closes the connections.
 func (s *Store) Close() error {
+	if s.locks != nil {
+		s.locks.close()
+	}
 	s.pool.Close()
 	return nil
 }
