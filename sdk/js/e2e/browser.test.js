@@ -37,6 +37,9 @@ function recordEvents() {
   document.addEventListener('formd:state', (e) => window.__events.push(/** @type {CustomEvent} */ (e).detail));
 }
 
+/** The contexts whose pages record their events already. */
+const recording = new WeakSet();
+
 /**
  * Opens the hosted form and waits until the SDK has enhanced it. posts
  * collects the submission POSTs the page makes.
@@ -44,7 +47,10 @@ function recordEvents() {
  */
 async function openForm(ctx, base = server.base, path = '/f/e2e') {
   ctx.setDefaultTimeout(15000);
-  await ctx.addInitScript(recordEvents);
+  if (!recording.has(ctx)) {
+    recording.add(ctx);
+    await ctx.addInitScript(recordEvents);
+  }
   const page = ctx.pages()[0] || (await ctx.newPage());
   /** @type {import('playwright-core').Request[]} */
   const posts = [];
@@ -393,7 +399,7 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 600000 },
 
   test('reloaded after the server got it but the answer was lost: looked up, not sent again', async () => {
     await withBrowser({}, async (ctx) => {
-      const { page, posts } = await openForm(ctx);
+      const { page } = await openForm(ctx);
       const p = person();
       await fill(page, p);
       let key = '';
@@ -409,14 +415,16 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 600000 },
       await reached(page, 'saved');
       assert.equal((await server.status(key)).status, 'stored', 'formd has it');
       assert.equal((await outbox(page)).length, 1, 'the page does not know: still in its outbox');
-      await page.unroute('**/v1/forms/e2e/submissions');
-
-      const before = posts.length;
-      await page.reload();
-      await reached(page, 'received');
-      assert.equal(posts.length - before, 0, 'the status lookup found it: no second POST');
+      // The page is closed with its network still failing and opened
+      // again: a retry timer of the first page could otherwise fire
+      // between lifting the fault and reloading (on a loaded machine it
+      // did), and be counted as a POST of the new page.
+      await page.close();
+      const again = await openForm(ctx);
+      await reached(again.page, 'received');
+      assert.equal(again.posts.length, 0, 'the status lookup found it: no second POST');
       await storedOnce(server, p, key);
-      assert.deepEqual(await outbox(page), []);
+      assert.deepEqual(await outbox(again.page), []);
     });
   });
 
