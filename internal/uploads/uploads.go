@@ -438,39 +438,14 @@ func (s *Service) complete(ctx context.Context, id string) (store.Upload, error)
 			return u, fmt.Errorf("upload %s: %w", id, err)
 		}
 	}
-	typ := sniff(rs.head)
-	fd, ok := s.fieldOf(u)
-	if !ok || !fd.Accepts(typ) {
-		rej := &rejection{field: u.Field, typ: typ}
-		if err := s.remove(ctx, id); err != nil {
-			return u, errors.Join(rej, err)
-		}
-		return u, rej
-	}
-	// Photos lose their location metadata and the bytes are scanned
-	// (safety.go) before the digest is final and the upload can be
-	// claimed; a cleaning that changed the bytes is hashed again.
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return u, fmt.Errorf("open upload: %w", err)
 	}
 	defer f.Close()
-	changed, err := s.clean(ctx, f, u.Size, u.Field, typ)
+	sum, typ, _, err := s.check(ctx, ctx, u, f, rs)
 	if err != nil {
-		if inf, ok := refusedUpload(err); ok {
-			if err := s.remove(ctx, id); err != nil {
-				return u, errors.Join(inf, err)
-			}
-		}
 		return u, err
-	}
-	var sum [32]byte
-	if changed {
-		if sum, err = digest(f, u.Size); err != nil {
-			return u, err
-		}
-	} else {
-		rs.h.Sum(sum[:0])
 	}
 	// The object is stored and the upload recorded complete even if the
 	// request's context ends meanwhile (the client went away, or tusd
@@ -533,34 +508,14 @@ func (s *Service) completeInBucket(ctx context.Context, u store.Upload) (store.U
 		f.Close()
 		os.Remove(f.Name())
 	}()
-	typ := sniff(rs.head)
-	fd, ok := s.fieldOf(u)
-	if !ok || !fd.Accepts(typ) {
-		rej := &rejection{field: u.Field, typ: typ}
-		if err := s.remove(kctx, id); err != nil {
-			return u, errors.Join(rej, err)
-		}
-		return u, rej
-	}
-	changed, err := s.clean(ctx, f, u.Size, u.Field, typ)
+	sum, typ, changed, err := s.check(ctx, kctx, u, f, rs)
 	if err != nil {
-		if inf, ok := refusedUpload(err); ok {
-			if err := s.remove(kctx, id); err != nil {
-				return u, errors.Join(inf, err)
-			}
-		}
 		return u, err
 	}
-	var sum [32]byte
 	if changed {
-		if sum, err = digest(f, u.Size); err != nil {
-			return u, err
-		}
 		if err := s.objs.Keep(kctx, id, f.Name(), u.Size, sum); err != nil {
 			return u, err
 		}
-	} else {
-		rs.h.Sum(sum[:0])
 	}
 	if err := s.st.CompleteUpload(kctx, id, sum, typ); err != nil {
 		return u, err
@@ -570,6 +525,39 @@ func (s *Service) completeInBucket(ctx context.Context, u store.Upload) (store.U
 	}
 	u.SHA256, u.Type, u.Complete = sum, typ, true
 	return u, nil
+}
+
+// check is the one rule of what a complete upload's bytes (the file f,
+// whose SHA-256 and first bytes rs took as they were written) must be
+// before it can be claimed, on either tier: a type, sniffed from the
+// bytes, that its field accepts; photos without their location metadata
+// and the bytes scanned (safety.go). An upload refused is removed (with
+// rmctx, which outlives a request that went away); a cleaning that
+// changed the bytes is hashed again, and changed says so.
+func (s *Service) check(ctx, rmctx context.Context, u store.Upload, f *os.File, rs *runningSum) (sum [32]byte, typ string, changed bool, err error) {
+	typ = sniff(rs.head)
+	fd, ok := s.fieldOf(u)
+	if !ok || !fd.Accepts(typ) {
+		rej := &rejection{field: u.Field, typ: typ}
+		if err := s.remove(rmctx, u.ID); err != nil {
+			return sum, typ, false, errors.Join(rej, err)
+		}
+		return sum, typ, false, rej
+	}
+	if changed, err = s.clean(ctx, f, u.Size, u.Field, typ); err != nil {
+		if inf, ok := refusedUpload(err); ok {
+			if err := s.remove(rmctx, u.ID); err != nil {
+				return sum, typ, false, errors.Join(inf, err)
+			}
+		}
+		return sum, typ, false, err
+	}
+	if changed {
+		sum, err = digest(f, u.Size)
+		return sum, typ, true, err
+	}
+	rs.h.Sum(sum[:0])
+	return sum, typ, false, nil
 }
 
 func (s *Service) fieldOf(u store.Upload) (form.Field, bool) {
