@@ -21,8 +21,10 @@ repo=$(git -C "$here" rev-parse --show-toplevel)
 # The first release, the last commit before the embedded fast path, and
 # main when the upgrade tests began, the release that added backups,
 # HTTPS and uploads, and the one that added S3 uploads, proof-of-work and
-# intake's refusal counts (RELEASES="…" makes only those named).
-releases="${RELEASES:-b3f9691 d2ed5ed 567ad3d 37359fb 40587a2}"
+# intake's refusal counts, and the one that made the uploads directory
+# content-addressed and let uploads resume on any instance (RELEASES="…"
+# makes only those named).
+releases="${RELEASES:-b3f9691 d2ed5ed 567ad3d 37359fb 40587a2 c547f67}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$repo" && go build -o "$tmp/gen" ./testdata/upgrade/gen)
@@ -35,8 +37,8 @@ for c in $releases; do
   [ "$c" = b3f9691 ] && webhooks=false
   # Uploads came with 37359fb: its fixtures and later ones have entries
   # with files (one document in two entries).
-  files=false
-  case "$c" in 37359fb|40587a2) files=true;; esac
+  files=true
+  case "$c" in b3f9691|d2ed5ed|567ad3d) files=false;; esac
   "$tmp/gen" -formd "$tmp/formd-$c" -out "$tmp/fx-$c" -commit "$c" -webhooks="$webhooks" -uploads="$files" 2>"$tmp/gen-$c.log" \
     || { cat "$tmp/gen-$c.log"; exit 1; }
   tail -1 "$tmp/gen-$c.log"
