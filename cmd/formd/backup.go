@@ -50,7 +50,7 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	m, err := backup.Take(ctx, backup.Options{Data: cfg.Data, To: *to, Version: release.Version(), Commit: release.Commit(), Progress: func(f backup.File) {
+	m, err := backup.Take(ctx, backup.Options{Data: cfg.Data, To: *to, Drivers: server.BackupDrivers(), Version: release.Version(), Commit: release.Commit(), Progress: func(f backup.File) {
 		fmt.Fprintf(stdout, "copied %-12s %12d bytes  sha256 %s\n", f.Name, f.Size, f.SHA256)
 	}, UploadsElsewhere: server.UploadsElsewhere(cfg)})
 	if err != nil {
@@ -82,7 +82,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	dir := fs.Arg(0)
-	m, err := backup.Verify(context.Background(), dir)
+	m, err := backup.Verify(context.Background(), server.BackupDrivers(), dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "formd backup verify: %v\n", err)
 		return 1

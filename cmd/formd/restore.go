@@ -28,6 +28,8 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	from := fs.String("from", "", "the backup directory (formd backup --to, or one under --backup-dir) (required)")
 	force := fs.Bool("force", false, "replace the journal, store, secret and uploaded files of a --data directory that has them")
+	resume := fs.Bool("resume", false, "finish a restore into --data that was stopped (its RESTORING marker is there): the data becomes the backup's")
+	abort := fs.Bool("abort", false, "undo a restore into --data that was stopped (its RESTORING marker is there): the data is put back as it was")
 	loader := config.NewLoader(fs, os.Getenv, "data", "secret", "log-level", "log-format")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -40,8 +42,14 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	if *from == "" {
+	if *resume && *abort {
+		return fail(2, "--resume finishes a stopped restore, --abort undoes it: give one")
+	}
+	if *from == "" && !*resume && !*abort {
 		return fail(2, "--from DIR is required: the backup to restore")
+	}
+	if *from != "" && (*resume || *abort) {
+		return fail(2, "--resume and --abort take no --from: the stopped restore's marker in --data names its backup")
 	}
 	dataSet := os.Getenv(config.Env("data")) != ""
 	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
@@ -50,12 +58,27 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	known, err := server.KnownSchemas(ctx)
-	if err != nil {
-		return fail(1, "%v", err)
+	if *abort {
+		if err := backup.Abort(backup.RestoreOptions{Data: cfg.Data, Drivers: server.BackupDrivers(), Lock: server.LockData}); err != nil {
+			return fail(1, "%v", err)
+		}
+		fmt.Fprintf(stdout, "the stopped restore is undone: %s holds what it held before it began\n", cfg.Data)
+		return 0
 	}
-	m, unlock, err := backup.Restore(ctx, backup.RestoreOptions{From: *from, Data: cfg.Data, Force: *force,
-		Version: release.Version(), Known: known, Lock: server.LockData})
+	var (
+		m      backup.Manifest
+		unlock func()
+	)
+	if *resume {
+		m, unlock, err = backup.Resume(ctx, backup.RestoreOptions{Data: cfg.Data, Drivers: server.BackupDrivers(), Lock: server.LockData})
+	} else {
+		known, kerr := server.KnownSchemas(ctx)
+		if kerr != nil {
+			return fail(1, "%v", kerr)
+		}
+		m, unlock, err = backup.Restore(ctx, backup.RestoreOptions{From: *from, Data: cfg.Data, Force: *force,
+			Version: release.Version(), Known: known, Drivers: server.BackupDrivers(), Lock: server.LockData})
+	}
 	if err != nil {
 		return fail(1, "%v", err)
 	}

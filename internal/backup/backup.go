@@ -106,6 +106,8 @@ type Options struct {
 	// Data is the data directory (--data); To the backup directory, new
 	// or empty.
 	Data, To string
+	// Drivers copy and read the store's and the journal's files.
+	Drivers Drivers
 	// Version and Commit name the formd that takes the backup (from the
 	// build's information when empty).
 	Version, Commit string
@@ -173,7 +175,7 @@ func take(ctx context.Context, opts Options) (m Manifest, err error) {
 	// The store first: whatever it holds was journaled before it, so a
 	// journal copied after it holds all of it and more.
 	for _, name := range []string{StoreFile, JournalFile} {
-		f, err := copyDB(ctx, filepath.Join(opts.Data, name), filepath.Join(opts.To, name), need)
+		f, err := copyDB(ctx, opts.Drivers.of(name), filepath.Join(opts.Data, name), filepath.Join(opts.To, name), need)
 		if err != nil {
 			return m, err
 		}
@@ -207,7 +209,7 @@ func take(ctx context.Context, opts Options) (m Manifest, err error) {
 	if opts.UploadsElsewhere != "" {
 		m.UploadsElsewhere = opts.UploadsElsewhere
 	} else {
-		refs, err := referencedUploads(ctx, filepath.Join(opts.To, StoreFile))
+		refs, err := referencedUploads(ctx, opts.Drivers.Store, filepath.Join(opts.To, StoreFile))
 		if err != nil {
 			return m, err
 		}
@@ -228,7 +230,10 @@ func take(ctx context.Context, opts Options) (m Manifest, err error) {
 			m.Format = manifestFormat
 		}
 	}
-	if m.Entries, m.Journaled, err = counts(ctx, opts.To); err != nil {
+	if m.Entries, err = opts.Drivers.Store.EntryCounts(ctx, filepath.Join(opts.To, StoreFile)); err != nil {
+		return m, err
+	}
+	if m.Journaled, err = opts.Drivers.Journal.EntryCount(ctx, filepath.Join(opts.To, JournalFile)); err != nil {
 		return m, err
 	}
 	m.Finished = opts.Now().UTC()
@@ -247,6 +252,9 @@ func take(ctx context.Context, opts Options) (m Manifest, err error) {
 // liveSize is what the data's databases take on disk with their WALs: no
 // copy is bigger.
 func liveSize(data string) (int64, error) {
+	if err := CheckNotRestoring(data); err != nil {
+		return 0, err
+	}
 	var n int64
 	for _, name := range []string{StoreFile, JournalFile} {
 		fi, err := os.Stat(filepath.Join(data, name))
@@ -294,7 +302,7 @@ func prepareDir(dir string) (created bool, err error) {
 
 // copyDB copies one live database into place in the backup: to a
 // temporary name, synced, summed and renamed.
-func copyDB(ctx context.Context, src, dst string, need int64) (File, error) {
+func copyDB(ctx context.Context, d copier, src, dst string, need int64) (File, error) {
 	dir := filepath.Dir(dst)
 	tmp := filepath.Join(dir, "."+filepath.Base(dst)+".partial")
 	removeTmp := func() {
@@ -304,7 +312,7 @@ func copyDB(ctx context.Context, src, dst string, need int64) (File, error) {
 	}
 	removeTmp() // a leftover of a killed backup
 	defer removeTmp()
-	if err := sqlitedb.Copy(ctx, src, tmp); err != nil {
+	if err := d.Copy(ctx, src, tmp); err != nil {
 		return File{}, writeError(dir, need, err)
 	}
 	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
@@ -329,7 +337,7 @@ func copyDB(ctx context.Context, src, dst string, need int64) (File, error) {
 	if err := atomicfile.SyncDir(dir); err != nil {
 		return File{}, writeError(dir, need, err)
 	}
-	v, err := schemaVersion(ctx, dst)
+	v, err := d.SchemaVersion(ctx, dst)
 	if err != nil {
 		return File{}, err
 	}
@@ -371,63 +379,6 @@ func freeSpace(dir string) (int64, error) {
 		return 0, err
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
-}
-
-// counts reads the entries by status from the store's copy, and the
-// journal's copy's entries.
-func counts(ctx context.Context, dir string) (map[string]int, int, error) {
-	sdb, err := sqlitedb.OpenImmutable(filepath.Join(dir, StoreFile))
-	if err != nil {
-		return nil, 0, err
-	}
-	defer sdb.Close()
-	rows, err := sdb.QueryContext(ctx, `SELECT status, count(*) FROM entries GROUP BY status`)
-	if err != nil {
-		return nil, 0, fmt.Errorf("count the store's entries: %w", err)
-	}
-	defer rows.Close()
-	byStatus := map[string]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, 0, fmt.Errorf("count the store's entries: %w", err)
-		}
-		byStatus[s] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("count the store's entries: %w", err)
-	}
-	jdb, err := sqlitedb.OpenImmutable(filepath.Join(dir, JournalFile))
-	if err != nil {
-		return nil, 0, err
-	}
-	defer jdb.Close()
-	var journaled int
-	if err := jdb.QueryRowContext(ctx, `SELECT count(*) FROM journal_entries`).Scan(&journaled); err != nil {
-		return nil, 0, fmt.Errorf("count the journal's entries: %w", err)
-	}
-	return byStatus, journaled, nil
-}
-
-// schemaVersion reads the schema version a database file records: the
-// store's newest applied migration (schema_migrations), the journal's
-// user_version. This is the one place that knows where each keeps it.
-func schemaVersion(ctx context.Context, path string) (int, error) {
-	db, err := sqlitedb.OpenImmutable(path)
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	var v int
-	q := `PRAGMA user_version`
-	if filepath.Base(path) == StoreFile {
-		q = `SELECT coalesce(max(version), 0) FROM schema_migrations`
-	}
-	if err := db.QueryRowContext(ctx, q).Scan(&v); err != nil {
-		return 0, fmt.Errorf("read the schema version of %s: %w", path, err)
-	}
-	return v, nil
 }
 
 func hexSum(b []byte) string {

@@ -51,7 +51,7 @@ func served(t *testing.T, n int) string {
 func take(t *testing.T, data string) string {
 	t.Helper()
 	to := filepath.Join(t.TempDir(), "b")
-	m, err := backup.Take(context.Background(), backup.Options{Data: data, To: to, Version: "v1.0.0"})
+	m, err := backup.Take(context.Background(), backup.Options{Data: data, Drivers: server.BackupDrivers(), To: to, Version: "v1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func resum(t *testing.T, dir, name string, schema int) {
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	good := take(t, served(t, 20))
-	if _, err := backup.Verify(context.Background(), good); err != nil {
+	if _, err := backup.Verify(context.Background(), server.BackupDrivers(), good); err != nil {
 		t.Fatalf("a whole backup: %v", err)
 	}
 	for _, tc := range []struct {
@@ -135,7 +135,7 @@ func TestVerify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, good)
 			tc.damage(dir)
-			_, err := backup.Verify(context.Background(), dir)
+			_, err := backup.Verify(context.Background(), server.BackupDrivers(), dir)
 			if err == nil {
 				t.Fatal("verify passed a damaged backup")
 			}
@@ -242,7 +242,7 @@ func TestRestoreRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			target := tc.target(t)
 			before := listing(t, target)
-			_, release, err := backup.Restore(ctx, backup.RestoreOptions{From: tc.from, Data: target, Force: tc.force, Version: "v1.0.0", Known: known, Lock: server.LockData})
+			_, release, err := backup.Restore(ctx, backup.RestoreOptions{Drivers: server.BackupDrivers(), From: tc.from, Data: target, Force: tc.force, Version: "v1.0.0", Known: known, Lock: server.LockData})
 			if err == nil {
 				release()
 				t.Fatal("restore succeeded")
@@ -258,7 +258,7 @@ func TestRestoreRefuses(t *testing.T) {
 		})
 	}
 	var nb *backup.NewerError
-	if _, _, err := backup.Restore(ctx, backup.RestoreOptions{From: newerSchema, Data: newDir(t), Version: "v1.0.0", Known: known, Lock: server.LockData}); !errors.As(err, &nb) {
+	if _, _, err := backup.Restore(ctx, backup.RestoreOptions{Drivers: server.BackupDrivers(), From: newerSchema, Data: newDir(t), Version: "v1.0.0", Known: known, Lock: server.LockData}); !errors.As(err, &nb) {
 		t.Errorf("a newer schema: %v, want a NewerError", err)
 	}
 }

@@ -101,6 +101,21 @@ func mountTmpfs(t *testing.T, size int, opts string) string {
 	return dir
 }
 
+// exported says reg exports a series of that name.
+func exported(t *testing.T, reg *prometheus.Registry, name string) bool {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // metric reads one series' value (a histogram's count) from reg.
 func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
@@ -145,7 +160,7 @@ func TestTakeDiskFull(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			disk := mountTmpfs(t, 1<<20, "")
 			to := filepath.Join(disk, "b")
-			_, err := Take(context.Background(), Options{Data: data, To: to, freeSpace: tc.free})
+			_, err := Take(context.Background(), Options{Data: data, Drivers: drivers, To: to, freeSpace: tc.free})
 			var full *DiskFullError
 			if !errors.As(err, &full) {
 				t.Fatalf("Take on a full disk: %v, want a DiskFullError", err)
@@ -192,7 +207,7 @@ func TestTakeUnwritable(t *testing.T) {
 	}
 	for name, to := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Take(context.Background(), Options{Data: data, To: to})
+			_, err := Take(context.Background(), Options{Data: data, Drivers: drivers, To: to})
 			if err == nil {
 				t.Fatal("Take into an unwritable directory succeeded")
 			}
@@ -216,9 +231,12 @@ func TestScheduleRunOnce(t *testing.T) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	s := NewSchedule(ScheduleOptions{Data: data, Dir: dir, Every: time.Hour, Keep: 2, Now: func() time.Time { return now }, Metrics: m})
-	if got := metric(t, reg, "formd_backup_last_success_timestamp_seconds"); got != 0 {
-		t.Fatalf("last success before any backup: %v, want 0", got)
+	s := NewSchedule(ScheduleOptions{Data: data, Drivers: drivers, Dir: dir, Every: time.Hour, Keep: 2, Now: func() time.Time { return now }, Metrics: m})
+	if exported(t, reg, "formd_backup_last_success_timestamp_seconds") {
+		t.Fatal("a last success is exported before any backup")
+	}
+	if got := metric(t, reg, "formd_backup_period_seconds"); got != 3600 {
+		t.Fatalf("period %v, want 3600", got)
 	}
 	for range 3 {
 		if err := s.runOnce(context.Background()); err != nil {
@@ -238,7 +256,7 @@ func TestScheduleRunOnce(t *testing.T) {
 		t.Fatalf("backups kept: %v, want %v", names, want)
 	}
 	for _, n := range names {
-		if _, err := Verify(context.Background(), filepath.Join(dir, n)); err != nil {
+		if _, err := Verify(context.Background(), drivers, filepath.Join(dir, n)); err != nil {
 			t.Errorf("scheduled backup %s: %v", n, err)
 		}
 	}
@@ -288,3 +306,6 @@ func TestCompareVersions(t *testing.T) {
 		}
 	}
 }
+
+// drivers are the embedded drivers' files, as the server wires them.
+var drivers = Drivers{Store: sqlitestore.Files{}, Journal: sqlitejournal.Files{}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/formd/formd/internal/atomicfile"
 )
@@ -26,9 +28,15 @@ type RestoreOptions struct {
 	// file that this formd knows (KnownSchemas).
 	Version string
 	Known   map[string]int
+	// Drivers read the backup's database files.
+	Drivers Drivers
 	// Lock takes the data directory's lock, as a server does, so that no
 	// server runs on it while it is restored (and none is running now).
 	Lock func(dir string) (release func(), err error)
+	// crash, when set (tests), is told each step of the restore once it is
+	// done; true stops the restore there as a kill would: nothing undone,
+	// the marker left (errKilled).
+	crash func(step string) bool
 }
 
 // NewerError is a backup written by a newer formd than this one.
@@ -44,12 +52,14 @@ func (e *NewerError) Error() string {
 }
 
 // Restore verifies the backup in opts.From — manifest, checksums,
-// integrity, versions — before it touches anything, then copies its files
-// into opts.Data, each through a synced temporary file and a rename. It
-// returns holding the data directory's lock: the caller decides what the
-// journal holds beyond the store, then releases it.
+// integrity, versions — before it touches anything, then puts its files
+// into opts.Data all or nothing (see restoring). It returns holding the
+// data directory's lock: the caller decides what the journal holds
+// beyond the store, then releases it. On an error the data directory is
+// put back as it was, or, if even that fails, left marked for formd
+// restore --resume or --abort (a *RestoringError says which).
 func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error) {
-	m, err := Verify(ctx, opts.From)
+	m, err := Verify(ctx, opts.Drivers, opts.From)
 	if err != nil {
 		return m, nil, err
 	}
@@ -65,6 +75,9 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 	}
 	if same, err := sameDir(opts.From, opts.Data); err == nil && same {
 		return m, nil, fmt.Errorf("the backup %s and --data %s are one directory: restore into a new directory", opts.From, opts.Data)
+	}
+	if err := CheckNotRestoring(opts.Data); err != nil {
+		return m, nil, err
 	}
 	held, err := heldFiles(opts.Data)
 	if err != nil {
@@ -89,40 +102,407 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 	if err != nil {
 		return m, nil, fmt.Errorf("refusing to restore into %s: %w; nothing was changed", opts.Data, err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			release()
-			if !existed {
-				os.RemoveAll(opts.Data) //nolint:errcheck // only what this restore made
-			}
-		}
-	}()
-	if len(held) > 0 {
-		for _, name := range []string{StoreFile, JournalFile} {
-			for _, suffix := range []string{"", "-wal", "-shm"} {
-				if err := os.Remove(filepath.Join(opts.Data, name+suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return m, nil, fmt.Errorf("--force: remove %s: %w", filepath.Join(opts.Data, name+suffix), err)
-				}
-			}
-		}
-		// The uploaded files go with the store that named them: left
-		// beside the backup's, they would be bytes no entry references
-		// (and an id the backup reuses would clash).
-		if err := os.RemoveAll(filepath.Join(opts.Data, "uploads")); err != nil {
-			return m, nil, fmt.Errorf("--force: remove %s: %w", filepath.Join(opts.Data, "uploads"), err)
-		}
+	r := restoring{From: opts.From, Step: stepStaging, Created: !existed, Manifest: m}
+	r.Staging, r.Aside, err = workDirs(opts.Data)
+	if err == nil {
+		err = r.save(opts.Data)
 	}
-	for _, f := range m.Files {
-		if err := installFile(filepath.Join(opts.From, f.Name), filepath.Join(opts.Data, f.Name), f); err != nil {
+	if err != nil {
+		release()
+		if !existed {
+			os.RemoveAll(opts.Data) //nolint:errcheck // only what this restore made
+		}
+		return m, nil, fmt.Errorf("restore into %s: %w; nothing was changed", opts.Data, err)
+	}
+	if err := finish(ctx, opts, &r); err != nil {
+		if errors.Is(err, errKilled) {
+			release()
 			return m, nil, err
 		}
+		if aerr := undo(opts.Data, &r, opts.crash); aerr != nil {
+			release()
+			return m, nil, &RestoringError{Data: opts.Data, Err: errors.Join(err, aerr)}
+		}
+		release()
+		return m, nil, fmt.Errorf("%w; the restore was undone: %s holds what it held before", err, opts.Data)
 	}
-	if err := restoreUploads(opts.From, opts.Data, m); err != nil {
-		return m, nil, err
-	}
-	ok = true
 	return m, release, nil
+}
+
+// The files of a data directory that a restore leaves where they are,
+// and its marker.
+const (
+	lockFile = "formd.lock"
+	// RestoringFile marks a data directory that a restore is putting
+	// files into: written before anything else, removed last. Commands
+	// that open the data refuse it (CheckNotRestoring).
+	RestoringFile = "RESTORING"
+)
+
+// The steps of a restore, recorded in the marker as each begins.
+const (
+	stepStaging = "staging"     // the backup's files are copied into Staging
+	stepAside   = "moving-old"  // the data's own files are moved into Aside
+	stepIn      = "moving-new"  // Staging's files are moved into the data
+	stepClean   = "cleaning-up" // Staging and Aside are removed
+)
+
+// restoring is the marker's content: what a restore in progress does and
+// how far it got. A restore is all or nothing: the backup is copied into
+// a staging directory beside the data (inside it when the data directory
+// is a mount point, so that every move is a rename on one disk); then
+// the data's own files are moved aside, the staged ones moved in, and
+// only then the old ones deleted. Killed at any step, the marker says
+// which: --resume finishes it (all new), --abort undoes it (all old).
+type restoring struct {
+	From     string   `json:"from"`
+	Staging  string   `json:"staging"`
+	Aside    string   `json:"aside"`
+	Step     string   `json:"step"`
+	Created  bool     `json:"created_data_dir,omitempty"`
+	Manifest Manifest `json:"manifest"`
+}
+
+func (r *restoring) save(data string) error {
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(data, RestoringFile), append(raw, '\n'), 0o600)
+}
+
+func readRestoring(data string) (restoring, error) {
+	var r restoring
+	raw, err := os.ReadFile(filepath.Join(data, RestoringFile))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, fmt.Errorf("read %s: %w", filepath.Join(data, RestoringFile), err)
+	}
+	switch r.Step {
+	case stepStaging, stepAside, stepIn, stepClean:
+	default:
+		return r, fmt.Errorf("%s names no step of a restore (%q)", filepath.Join(data, RestoringFile), r.Step)
+	}
+	return r, nil
+}
+
+// errKilled is a restore stopped by the test's crash hook.
+var errKilled = errors.New("restore stopped by the test as a kill would")
+
+// RestoringError is a data directory a restore did not finish putting
+// files into.
+type RestoringError struct {
+	Data string
+	Err  error // why the restore stopped, when this run saw it
+}
+
+func (e *RestoringError) Error() string {
+	why := ""
+	if e.Err != nil {
+		why = fmt.Sprintf(" (%v)", e.Err)
+	}
+	return fmt.Sprintf("a restore into %s did not finish%s: its %s marker is there, so no formd opens it; "+
+		"finish it with formd restore --resume --data %s (the backup's data), or undo it with formd restore --abort --data %s (the data as it was)",
+		e.Data, why, RestoringFile, e.Data, e.Data)
+}
+
+func (e *RestoringError) Unwrap() error { return e.Err }
+
+// CheckNotRestoring fails with a *RestoringError when a restore into the
+// data directory has not finished: what formd serve, formd backup and
+// every command that opens --data call first.
+func CheckNotRestoring(data string) error {
+	_, err := os.Lstat(filepath.Join(data, RestoringFile))
+	switch {
+	case err == nil:
+		return &RestoringError{Data: data}
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	default:
+		return fmt.Errorf("read the data directory %s: %w", data, err)
+	}
+}
+
+// workDirs chooses the staging and aside directories of a restore into
+// data: siblings of it, or inside it when data is a mount point (a
+// rename cannot cross disks).
+func workDirs(data string) (staging, aside string, err error) {
+	abs, err := filepath.Abs(data)
+	if err != nil {
+		return "", "", err
+	}
+	parent, base := filepath.Dir(abs), filepath.Base(abs)
+	fd, err := os.Stat(abs)
+	if err != nil {
+		return "", "", err
+	}
+	fp, err := os.Stat(parent)
+	if err != nil {
+		return "", "", err
+	}
+	sd, ok1 := fd.Sys().(*syscall.Stat_t)
+	sp, ok2 := fp.Sys().(*syscall.Stat_t)
+	if !ok1 || !ok2 || sd.Dev != sp.Dev || parent == abs {
+		return filepath.Join(abs, ".restore-new"), filepath.Join(abs, ".restore-old"), nil
+	}
+	return filepath.Join(parent, "."+base+".restore-new"), filepath.Join(parent, "."+base+".restore-old"), nil
+}
+
+// own says a name in the data directory is one of the files a restore
+// replaces: the databases (with their WAL, shared-memory and rollback
+// files), the secret and the uploads. Anything else there (the lock,
+// the marker, a file of the owner's) stays where it is.
+func own(name string) bool {
+	for _, db := range []string{StoreFile, JournalFile} {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			if name == db+suffix {
+				return true
+			}
+		}
+	}
+	return name == SecretFile || name == UploadsDir
+}
+
+// finish runs a restore from the step its marker records to the end.
+func finish(ctx context.Context, opts RestoreOptions, r *restoring) error {
+	data := opts.Data
+	step := func(name string) error {
+		if opts.crash != nil && opts.crash(name) {
+			return errKilled
+		}
+		return nil
+	}
+	next := func(s string) error {
+		r.Step = s
+		if err := r.save(data); err != nil {
+			return fmt.Errorf("restore into %s: %w", data, err)
+		}
+		return step("step " + s)
+	}
+	if err := step("marker " + r.Step); err != nil {
+		return err
+	}
+	if r.Step == stepStaging {
+		if err := stage(ctx, opts, r, step); err != nil {
+			return err
+		}
+		if err := next(stepAside); err != nil {
+			return err
+		}
+	}
+	if r.Step == stepAside {
+		if err := os.MkdirAll(r.Aside, 0o700); err != nil {
+			return fmt.Errorf("restore: make %s: %w", r.Aside, err)
+		}
+		if err := moveAll(data, r.Aside, own, step); err != nil {
+			return err
+		}
+		if err := next(stepIn); err != nil {
+			return err
+		}
+	}
+	if r.Step == stepIn {
+		if err := moveAll(r.Staging, data, func(string) bool { return true }, step); err != nil {
+			return err
+		}
+		if err := next(stepClean); err != nil {
+			return err
+		}
+	}
+	// stepClean: the new files are all in; the old ones go.
+	for _, d := range []string{r.Staging, r.Aside} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("restore: remove %s: %w", d, err)
+		}
+		if err := step("removed " + filepath.Base(d)); err != nil {
+			return err
+		}
+	}
+	return unmark(data)
+}
+
+// unmark removes the marker, last.
+func unmark(data string) error {
+	if err := os.Remove(filepath.Join(data, RestoringFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("restore: remove the marker %s: %w", filepath.Join(data, RestoringFile), err)
+	}
+	if err := atomicfile.SyncDir(data); err != nil {
+		return fmt.Errorf("restore: sync %s: %w", data, err)
+	}
+	return nil
+}
+
+// stage copies the backup's files into the staging directory, from
+// scratch: whatever an earlier, killed run left there is removed first.
+func stage(ctx context.Context, opts RestoreOptions, r *restoring, step func(string) error) error {
+	if err := os.RemoveAll(r.Staging); err != nil {
+		return fmt.Errorf("restore: remove %s: %w", r.Staging, err)
+	}
+	if err := os.MkdirAll(r.Staging, 0o700); err != nil {
+		return fmt.Errorf("restore: make %s: %w", r.Staging, err)
+	}
+	for _, f := range r.Manifest.Files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := installFile(filepath.Join(r.From, f.Name), filepath.Join(r.Staging, f.Name), f); err != nil {
+			return err
+		}
+		if err := step("staged " + f.Name); err != nil {
+			return err
+		}
+	}
+	if err := restoreUploads(r.From, r.Staging, r.Manifest); err != nil {
+		return err
+	}
+	if err := step("staged uploads"); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(r.Staging)
+}
+
+// moveAll renames every entry of from that move selects into to, each
+// durable before the next (so a kill leaves each in one place or the
+// other), then syncs both.
+func moveAll(from, to string, move func(name string) bool, step func(string) error) error {
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return fmt.Errorf("restore: read %s: %w", from, err)
+	}
+	for _, e := range entries {
+		if !move(e.Name()) {
+			continue
+		}
+		if err := os.Rename(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+			return fmt.Errorf("restore: move %s into %s: %w", filepath.Join(from, e.Name()), to, err)
+		}
+		if err := errors.Join(atomicfile.SyncDir(to), atomicfile.SyncDir(from)); err != nil {
+			return fmt.Errorf("restore: sync %s: %w", to, err)
+		}
+		if err := step("moved " + e.Name() + " into " + filepath.Base(to)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// undo puts a data directory back as it was before a restore that has
+// not reached its last step: the staged and any moved-in files go, the
+// old ones come back.
+func undo(data string, r *restoring, crash func(string) bool) error {
+	step := func(name string) error {
+		if crash != nil && crash(name) {
+			return errKilled
+		}
+		return nil
+	}
+	if r.Step == stepClean {
+		return fmt.Errorf("the backup's files are all in %s already and only the old ones are left to delete: finish it with formd restore --resume --data %s", data, data)
+	}
+	if r.Step == stepIn {
+		// Every file of the data's own is aside: what is here came from
+		// the staging directory, a copy of the backup.
+		entries, err := os.ReadDir(data)
+		if err != nil {
+			return fmt.Errorf("undo the restore: read %s: %w", data, err)
+		}
+		for _, e := range entries {
+			if !own(e.Name()) {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(data, e.Name())); err != nil {
+				return fmt.Errorf("undo the restore: remove %s: %w", filepath.Join(data, e.Name()), err)
+			}
+			if err := step("undo removed " + e.Name()); err != nil {
+				return err
+			}
+		}
+		if err := atomicfile.SyncDir(data); err != nil {
+			return fmt.Errorf("undo the restore: sync %s: %w", data, err)
+		}
+	}
+	if _, err := os.Stat(r.Aside); err == nil {
+		if err := moveAll(r.Aside, data, func(string) bool { return true }, step); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{r.Staging, r.Aside} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("undo the restore: remove %s: %w", d, err)
+		}
+	}
+	if err := step("undo removed the work directories"); err != nil {
+		return err
+	}
+	if err := unmark(data); err != nil {
+		return err
+	}
+	if r.Created {
+		os.RemoveAll(data) //nolint:errcheck // the restore made it: nothing else is in it
+	}
+	return nil
+}
+
+// Resume finishes a restore into opts.Data that did not finish (killed,
+// or the machine lost power): from the step its marker records, so that
+// the data is the backup's. Only Data, Lock and Drivers of opts are
+// used. Like Restore it returns holding the lock.
+func Resume(ctx context.Context, opts RestoreOptions) (Manifest, func(), error) {
+	r, release, err := lockRestoring(opts)
+	if err != nil {
+		return r.Manifest, nil, err
+	}
+	if r.Step == stepStaging {
+		// The staging copy is made again from the backup: check it again.
+		if _, err := Verify(ctx, opts.Drivers, r.From); err != nil {
+			release()
+			return r.Manifest, nil, fmt.Errorf("cannot finish the restore into %s: %w; undo it with formd restore --abort --data %s", opts.Data, err, opts.Data)
+		}
+	}
+	if err := finish(ctx, opts, &r); err != nil {
+		release()
+		if errors.Is(err, errKilled) {
+			return r.Manifest, nil, err
+		}
+		return r.Manifest, nil, &RestoringError{Data: opts.Data, Err: err}
+	}
+	return r.Manifest, release, nil
+}
+
+// Abort undoes a restore into opts.Data that did not finish, so that the
+// data directory holds what it held before (nothing, if the restore made
+// it). A restore past its last move cannot be undone: it is finished.
+func Abort(opts RestoreOptions) error {
+	r, release, err := lockRestoring(opts)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := undo(opts.Data, &r, opts.crash); err != nil {
+		if errors.Is(err, errKilled) {
+			return err
+		}
+		return &RestoringError{Data: opts.Data, Err: err}
+	}
+	return nil
+}
+
+func lockRestoring(opts RestoreOptions) (restoring, func(), error) {
+	if _, err := os.Lstat(filepath.Join(opts.Data, RestoringFile)); errors.Is(err, fs.ErrNotExist) {
+		return restoring{}, nil, fmt.Errorf("%s has no %s marker: no restore into it is unfinished; nothing was changed", opts.Data, RestoringFile)
+	}
+	release, err := opts.Lock(opts.Data)
+	if err != nil {
+		return restoring{}, nil, fmt.Errorf("refusing to touch %s: %w; nothing was changed", opts.Data, err)
+	}
+	r, err := readRestoring(opts.Data)
+	if err != nil {
+		release()
+		return r, nil, err
+	}
+	return r, release, nil
 }
 
 // installFile copies one file of a backup into place, checking its sum
@@ -175,7 +555,7 @@ func heldFiles(dir string) ([]string, error) {
 	}
 	var held []string
 	for _, e := range entries {
-		if e.Name() != "formd.lock" {
+		if e.Name() != lockFile && e.Name() != RestoringFile {
 			held = append(held, e.Name())
 		}
 	}
@@ -242,7 +622,7 @@ func parseVersion(v string) ([3]int, bool) {
 // file, by opening fresh ones with today's drivers in a temporary
 // directory (open makes the newest schema). The caller passes the open
 // function (the server's drivers), so this package needs none of them.
-func KnownSchemas(ctx context.Context, open func(ctx context.Context, dir string) error) (map[string]int, error) {
+func KnownSchemas(ctx context.Context, d Drivers, open func(ctx context.Context, dir string) error) (map[string]int, error) {
 	dir, err := os.MkdirTemp("", "formd-schema-*")
 	if err != nil {
 		return nil, fmt.Errorf("read this formd's schema versions: %w", err)
@@ -253,7 +633,7 @@ func KnownSchemas(ctx context.Context, open func(ctx context.Context, dir string
 	}
 	out := map[string]int{}
 	for _, name := range []string{StoreFile, JournalFile} {
-		v, err := schemaVersion(ctx, filepath.Join(dir, name))
+		v, err := d.of(name).SchemaVersion(ctx, filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
 		}

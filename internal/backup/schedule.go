@@ -16,10 +16,15 @@ import (
 	"github.com/formd/formd/internal/atomicfile"
 )
 
-// Metrics are the backup series; they are registered on every server, at
-// 0 until a backup runs, so alert rules can name them.
+// Metrics are the backup series, registered on every server.
+// formd_backup_period_seconds is the schedule's period (0 without one);
+// formd_backup_last_success_timestamp_seconds is exported only by a
+// server with a schedule, once it knows of a backup (the newest on disk
+// at start, then each it takes): a server that takes no backups exports
+// no timestamp for an alert to find old.
 type Metrics struct {
-	lastSuccess prometheus.Gauge
+	lastSuccess *timestamp
+	period      prometheus.Gauge
 	failures    prometheus.Counter
 	duration    prometheus.Histogram
 }
@@ -27,20 +32,50 @@ type Metrics struct {
 // NewMetrics registers the backup series on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "formd_backup_last_success_timestamp_seconds",
-			Help: "Unix time of the last scheduled backup that finished (0: none yet)."}),
+		lastSuccess: &timestamp{desc: prometheus.NewDesc("formd_backup_last_success_timestamp_seconds",
+			"Unix time at which the newest scheduled backup finished (the newest in --backup-dir at start); not exported without a schedule, nor before any backup.", nil, nil)},
+		period: prometheus.NewGauge(prometheus.GaugeOpts{Name: "formd_backup_period_seconds",
+			Help: "The period of scheduled backups (--backup-every); 0: no schedule."}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_backup_failures_total",
 			Help: "Scheduled backups that failed."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "formd_backup_duration_seconds",
 			Help: "How long each scheduled backup took, successful or not.", Buckets: []float64{0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000, 3000}}),
 	}
-	reg.MustRegister(m.lastSuccess, m.failures, m.duration)
+	reg.MustRegister(m.lastSuccess, m.period, m.failures, m.duration)
 	return m
+}
+
+// timestamp is a gauge that is exported only once it is set.
+type timestamp struct {
+	desc *prometheus.Desc
+	mu   sync.Mutex
+	at   time.Time
+}
+
+func (t *timestamp) Describe(ch chan<- *prometheus.Desc) { ch <- t.desc }
+
+func (t *timestamp) Collect(ch chan<- prometheus.Metric) {
+	t.mu.Lock()
+	at := t.at
+	t.mu.Unlock()
+	if at.IsZero() {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(t.desc, prometheus.GaugeValue, float64(at.Unix()))
+}
+
+func (t *timestamp) set(at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if at.After(t.at) {
+		t.at = at
+	}
 }
 
 // ScheduleOptions configure backups inside the server.
 type ScheduleOptions struct {
 	Data, Dir       string
+	Drivers         Drivers
 	Every           time.Duration
 	Keep            int
 	Version, Commit string
@@ -50,6 +85,8 @@ type ScheduleOptions struct {
 	Now              func() time.Time
 	Log              *slog.Logger
 	Metrics          *Metrics
+	// after waits (tests replace it).
+	after func(time.Duration) <-chan time.Time
 }
 
 // Schedule takes a backup of the data directory every so often into a
@@ -81,7 +118,15 @@ func NewSchedule(opts ScheduleOptions) *Schedule {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(prometheus.NewRegistry())
 	}
-	return &Schedule{opts: opts}
+	if opts.after == nil {
+		opts.after = time.After
+	}
+	opts.Metrics.period.Set(opts.Every.Seconds())
+	s := &Schedule{opts: opts}
+	if _, finished, ok := s.newest(); ok {
+		opts.Metrics.lastSuccess.set(finished)
+	}
+	return s
 }
 
 // Status is the schedule's last result.
@@ -91,18 +136,57 @@ func (s *Schedule) Status() Status {
 	return s.status
 }
 
-// Run takes a backup every Every until ctx ends.
+// Run takes a backup every Every until ctx ends. The first is due Every
+// after the newest backup in Dir began (at once when there is none, or
+// it is older), not Every after this start: a server restarted more
+// often than its period still takes its backups.
 func (s *Schedule) Run(ctx context.Context) {
-	t := time.NewTicker(s.opts.Every)
-	defer t.Stop()
 	for {
+		wait := s.Next().Sub(s.opts.Now())
+		if wait < 0 {
+			wait = 0
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-s.opts.after(wait):
 			s.runOnce(ctx) //nolint:errcheck // logged and counted there
 		}
 	}
+}
+
+// Next is when the next backup is due: Every after the newest in Dir
+// began, or now when there is none. After a failure it is Every after
+// that failure, so that a failing backup is not retried in a loop.
+func (s *Schedule) Next() time.Time {
+	now := s.opts.Now()
+	due := now
+	if started, _, ok := s.newest(); ok {
+		due = started.Add(s.opts.Every)
+	}
+	s.mu.Lock()
+	failed := s.status.LastFailure
+	s.mu.Unlock()
+	if !failed.IsZero() && failed.Add(s.opts.Every).After(due) {
+		due = failed.Add(s.opts.Every)
+	}
+	return due
+}
+
+// newest is the newest whole backup in Dir: when it began (its name) and
+// finished (its manifest; its start if that cannot be read).
+func (s *Schedule) newest() (started, finished time.Time, ok bool) {
+	names, err := s.backups()
+	if err != nil || len(names) == 0 {
+		return time.Time{}, time.Time{}, false
+	}
+	name := names[len(names)-1]
+	started, _ = time.Parse(nameLayout, name)
+	finished = started
+	if m, err := ReadManifest(filepath.Join(s.opts.Dir, name)); err == nil && !m.Finished.IsZero() {
+		finished = m.Finished
+	}
+	return started, finished, true
 }
 
 // nameLayout names a scheduled backup by its start time, so names sort
@@ -124,7 +208,7 @@ func (s *Schedule) runOnce(ctx context.Context) error {
 		s.opts.Log.Error("scheduled backup failed", "dir", s.opts.Dir, "err", err)
 		return err
 	}
-	s.opts.Metrics.lastSuccess.Set(float64(s.opts.Now().Unix()))
+	s.opts.Metrics.lastSuccess.set(s.opts.Now())
 	s.status.LastSuccess, s.status.LastError = start, ""
 	return nil
 }
@@ -147,7 +231,7 @@ func (s *Schedule) take(ctx context.Context, start time.Time) error {
 	if names, err := s.backups(); err == nil && len(names) > 0 {
 		linkFrom = filepath.Join(s.opts.Dir, names[len(names)-1])
 	}
-	_, err := Take(ctx, Options{Data: s.opts.Data, To: partial, Version: s.opts.Version, Commit: s.opts.Commit, Now: s.opts.Now,
+	_, err := Take(ctx, Options{Data: s.opts.Data, To: partial, Drivers: s.opts.Drivers, Version: s.opts.Version, Commit: s.opts.Commit, Now: s.opts.Now,
 		UploadsElsewhere: s.opts.UploadsElsewhere, LinkFrom: linkFrom})
 	if err != nil {
 		os.RemoveAll(partial) //nolint:errcheck // best effort: nothing of a failed backup is kept

@@ -14,7 +14,6 @@ import (
 	"sort"
 
 	"github.com/formd/formd/internal/atomicfile"
-	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/uploads"
 )
 
@@ -44,33 +43,13 @@ type referenced struct {
 }
 
 // referencedUploads reads the uploads a store copy references.
-func referencedUploads(ctx context.Context, storeCopy string) ([]referenced, error) {
-	db, err := sqlitedb.OpenImmutable(storeCopy)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT u.id, u.sha256, u.size FROM uploads u
-		LEFT JOIN upload_claims c ON c.upload_id = u.id LEFT JOIN entries e ON e.id = c.entry_id
-		WHERE u.sha256 IS NOT NULL AND (c.upload_id IS NULL OR e.data IS NOT NULL) ORDER BY u.id`)
-	if err != nil {
-		return nil, fmt.Errorf("list the store's uploads: %w", err)
-	}
-	defer rows.Close()
+func referencedUploads(ctx context.Context, st StoreFiles, storeCopy string) ([]referenced, error) {
 	var out []referenced
-	for rows.Next() {
-		var r referenced
-		var sum []byte
-		if err := rows.Scan(&r.id, &sum, &r.size); err != nil {
-			return nil, fmt.Errorf("list the store's uploads: %w", err)
-		}
-		r.sum = hex.EncodeToString(sum)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list the store's uploads: %w", err)
-	}
-	return out, nil
+	err := st.Uploads(ctx, storeCopy, func(id, sum string, size int64) error {
+		out = append(out, referenced{id: id, sum: sum, size: size})
+		return nil
+	})
+	return out, err
 }
 
 // uploadsReport is what copying the uploads' bytes found.
@@ -127,7 +106,7 @@ func copyUploads(ctx context.Context, data, to string, refs []referenced, linkFr
 			}
 			dirs[filepath.Dir(dst)] = true
 		}
-		if linkFrom != "" && linkEarlier(u.path(linkFrom), dst, u.Size) {
+		if linkFrom != "" && linkEarlier(u.path(linkFrom), dst, u.SHA256, u.Size) {
 			rep.written = append(rep.written, dst)
 			rep.files = append(rep.files, *u)
 			if progress != nil {
@@ -167,11 +146,16 @@ func copyUploads(ctx context.Context, data, to string, refs []referenced, linkFr
 	return rep, nil
 }
 
-// linkEarlier hard-links an earlier backup's copy of a content file; it
+// linkEarlier hard-links an earlier backup's copy of a content file
+// once its bytes are read again and have their SHA-256 (a file damaged
+// on the backup disk since is copied afresh instead, from --data); it
 // says whether it did.
-func linkEarlier(src, dst string, size int64) bool {
+func linkEarlier(src, dst, sum string, size int64) bool {
 	fi, err := os.Lstat(src)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != size {
+		return false
+	}
+	if n, got, err := fileSum(src); err != nil || n != size || got != sum {
 		return false
 	}
 	return os.Link(src, dst) == nil

@@ -130,7 +130,7 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 	ctx := context.Background()
 	data, sent := servedWithFiles(t)
 	to := filepath.Join(t.TempDir(), "b")
-	m, err := backup.Take(ctx, backup.Options{Data: data, To: to, Version: "v1.0.0"})
+	m, err := backup.Take(ctx, backup.Options{Data: data, Drivers: server.BackupDrivers(), To: to, Version: "v1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 	if ids != len(sent) {
 		t.Fatalf("the manifest names %d uploads, %d were sent", ids, len(sent))
 	}
-	if _, err := backup.Verify(ctx, to); err != nil {
+	if _, err := backup.Verify(ctx, server.BackupDrivers(), to); err != nil {
 		t.Fatal(err)
 	}
 
@@ -156,7 +156,7 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, release, err := backup.Restore(ctx, backup.RestoreOptions{From: to, Data: restored, Version: "v1.0.0", Known: known, Lock: server.LockData})
+	_, release, err := backup.Restore(ctx, backup.RestoreOptions{Drivers: server.BackupDrivers(), From: to, Data: restored, Version: "v1.0.0", Known: known, Lock: server.LockData})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,18 +195,18 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 	damaged := copyDir(t, to)
 	flip(t, filepath.Join(damaged, "uploads", photo.SHA256[:2], photo.SHA256), 1000)
 	for name, dir := range map[string]string{"missing": missing, "SHA-256": damaged} {
-		_, err := backup.Verify(ctx, dir)
+		_, err := backup.Verify(ctx, server.BackupDrivers(), dir)
 		if err == nil || !strings.Contains(err.Error(), photo.SHA256) || !strings.Contains(err.Error(), name) {
 			t.Errorf("verify of a backup with its photo %s: %v", name, err)
 		}
-		if _, _, err := backup.Restore(ctx, backup.RestoreOptions{From: dir, Data: newDir(t), Version: "v1.0.0", Known: known, Lock: server.LockData}); err == nil {
+		if _, _, err := backup.Restore(ctx, backup.RestoreOptions{Drivers: server.BackupDrivers(), From: dir, Data: newDir(t), Version: "v1.0.0", Known: known, Lock: server.LockData}); err == nil {
 			t.Errorf("restore of a backup with its photo %s succeeded", name)
 		}
 	}
 
 	// A second backup of the same data links the files the first holds.
 	to2 := filepath.Join(t.TempDir(), "b2")
-	if _, err := backup.Take(ctx, backup.Options{Data: data, To: to2, Version: "v1.0.0", LinkFrom: to}); err != nil {
+	if _, err := backup.Take(ctx, backup.Options{Data: data, Drivers: server.BackupDrivers(), To: to2, Version: "v1.0.0", LinkFrom: to}); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := os.Stat(filepath.Join(to, "uploads", photo.SHA256[:2], photo.SHA256))
@@ -214,7 +214,7 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 	if a == nil || b == nil || !os.SameFile(a, b) {
 		t.Error("the second backup copied a file the first holds")
 	}
-	if _, err := backup.Verify(ctx, to2); err != nil {
+	if _, err := backup.Verify(ctx, server.BackupDrivers(), to2); err != nil {
 		t.Fatal(err)
 	}
 
@@ -228,7 +228,7 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	_, release, err = backup.Restore(ctx, backup.RestoreOptions{From: to, Data: restored, Force: true, Version: "v1.0.0", Known: known, Lock: server.LockData})
+	_, release, err = backup.Restore(ctx, backup.RestoreOptions{Drivers: server.BackupDrivers(), From: to, Data: restored, Force: true, Version: "v1.0.0", Known: known, Lock: server.LockData})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,18 +265,18 @@ func TestBackupFilesGoneOrElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := filepath.Join(t.TempDir(), "b")
-	m, err := backup.Take(ctx, backup.Options{Data: data, To: to, Version: "v1.0.0"})
+	m, err := backup.Take(ctx, backup.Options{Data: data, Drivers: server.BackupDrivers(), To: to, Version: "v1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(m.Uploads) != 2 || fmt.Sprint(m.UploadsGone) != "["+cv+"]" {
 		t.Fatalf("manifest uploads %+v gone %v, want the CV gone", m.Uploads, m.UploadsGone)
 	}
-	if _, err := backup.Verify(ctx, to); err != nil {
+	if _, err := backup.Verify(ctx, server.BackupDrivers(), to); err != nil {
 		t.Fatal(err)
 	}
 	to2 := filepath.Join(t.TempDir(), "b2")
-	m, err = backup.Take(ctx, backup.Options{Data: data, To: to2, Version: "v1.0.0", UploadsElsewhere: "s3://bucket/formd/"})
+	m, err = backup.Take(ctx, backup.Options{Data: data, Drivers: server.BackupDrivers(), To: to2, Version: "v1.0.0", UploadsElsewhere: "s3://bucket/formd/"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func (e *BadBackupError) Error() string {
 // Verify checks a backup without restoring it: its manifest, each file's
 // size and SHA-256, and SQLite's integrity check of each database. It
 // returns the manifest, and a *BadBackupError naming every problem.
-func Verify(ctx context.Context, dir string) (Manifest, error) {
+func Verify(ctx context.Context, d Drivers, dir string) (Manifest, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
 		return m, err
@@ -77,7 +77,10 @@ func Verify(ctx context.Context, dir string) (Manifest, error) {
 		for _, p := range problems {
 			bad.Problems = append(bad.Problems, fmt.Sprintf("%s fails SQLite's integrity check: %s", path, p))
 		}
-		if v, err := schemaVersion(ctx, path); err != nil {
+		if f.Name != StoreFile && f.Name != JournalFile {
+			continue
+		}
+		if v, err := d.of(f.Name).SchemaVersion(ctx, path); err != nil {
 			bad.Problems = append(bad.Problems, err.Error())
 		} else if v != f.Schema {
 			bad.Problems = append(bad.Problems, fmt.Sprintf("%s has schema version %d, the manifest says %d", path, v, f.Schema))

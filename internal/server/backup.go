@@ -8,6 +8,8 @@ import (
 
 	"github.com/formd/formd/internal/backup"
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/journal/sqlitejournal"
+	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,10 +18,16 @@ import (
 // starting there until release.
 func LockData(dir string) (release func(), err error) { return lockData(dir) }
 
+// BackupDrivers are the embedded drivers' files as package backup reads
+// them: it copies and counts through them, knowing no table of theirs.
+func BackupDrivers() backup.Drivers {
+	return backup.Drivers{Store: sqlitestore.Files{}, Journal: sqlitejournal.Files{}}
+}
+
 // KnownSchemas are the schema versions this build gives the embedded
 // files, read from fresh ones made with today's drivers.
 func KnownSchemas(ctx context.Context) (map[string]int, error) {
-	return backup.KnownSchemas(ctx, func(ctx context.Context, dir string) error {
+	return backup.KnownSchemas(ctx, BackupDrivers(), func(ctx context.Context, dir string) error {
 		cfg := config.Default()
 		cfg.Data = dir
 		j, st, err := OpenDrivers(ctx, cfg, slog.New(slog.DiscardHandler))
@@ -30,8 +38,8 @@ func KnownSchemas(ctx context.Context) (map[string]int, error) {
 	})
 }
 
-// backups are the server's scheduled backups: the metrics always (at 0
-// without a schedule, so alert rules can name them), the schedule when
+// backups are the server's scheduled backups: the metrics always (the
+// period at 0 and no timestamp without a schedule), the schedule when
 // --backup-every is set.
 type backups struct {
 	metrics  *backup.Metrics
@@ -42,7 +50,7 @@ func newBackups(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) 
 	b := backups{metrics: backup.NewMetrics(reg)}
 	if cfg.BackupEvery > 0 {
 		b.schedule = backup.NewSchedule(backup.ScheduleOptions{
-			Data: cfg.Data, Dir: cfg.BackupDir, Every: cfg.BackupEvery, Keep: cfg.BackupKeep,
+			Data: cfg.Data, Dir: cfg.BackupDir, Drivers: BackupDrivers(), Every: cfg.BackupEvery, Keep: cfg.BackupKeep,
 			Log: log, Metrics: b.metrics, UploadsElsewhere: uploadsElsewhere(cfg),
 		})
 	}

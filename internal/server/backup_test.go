@@ -16,6 +16,7 @@ import (
 	"github.com/formd/formd/internal/backup"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/poll"
+	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
 )
 
@@ -67,7 +68,7 @@ func TestScheduledBackups(t *testing.T) {
 			continue
 		}
 		kept++
-		if _, err := backup.Verify(context.Background(), filepath.Join(dir, e.Name())); err != nil {
+		if _, err := backup.Verify(context.Background(), server.BackupDrivers(), filepath.Join(dir, e.Name())); err != nil {
 			t.Errorf("scheduled backup %s: %v", e.Name(), err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/backup"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/natsjournal"
@@ -121,6 +122,9 @@ func wireFastPath(cfg config.Config, j journal.Journal, st Store, proc *processo
 // dataDir makes the directory of the embedded files, so that any command
 // (serve, forms apply, …) works on a fresh --data.
 func dataDir(cfg config.Config) error {
+	if err := backup.CheckNotRestoring(cfg.Data); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return fmt.Errorf("create the data directory (--data %s, FORMD_DATA): %w", cfg.Data, err)
 	}

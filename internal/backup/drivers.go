@@ -1,0 +1,48 @@
+package backup
+
+import "context"
+
+// StoreFiles is what a backup needs of the embedded store's driver, each
+// on a file by its path (sqlitestore.Files): this package knows no table
+// of the store's.
+type StoreFiles interface {
+	// Copy copies the live file src to dst, consistent while a server
+	// writes it.
+	Copy(ctx context.Context, src, dst string) error
+	// SchemaVersion reads the schema version a copy records.
+	SchemaVersion(ctx context.Context, path string) (int, error)
+	// EntryCounts counts a copy's entries by status.
+	EntryCounts(ctx context.Context, path string) (map[string]int, error)
+	// Uploads calls each with every upload a copy references whose bytes
+	// the backup keeps, with its content's SHA-256 (hex) and size.
+	Uploads(ctx context.Context, path string, each func(id, sha256 string, size int64) error) error
+}
+
+// JournalFiles is what a backup needs of the embedded journal's driver
+// (sqlitejournal.Files).
+type JournalFiles interface {
+	Copy(ctx context.Context, src, dst string) error
+	SchemaVersion(ctx context.Context, path string) (int, error)
+	// EntryCount counts a copy's entries.
+	EntryCount(ctx context.Context, path string) (int, error)
+}
+
+// Drivers are the embedded drivers whose files a backup holds.
+type Drivers struct {
+	Store   StoreFiles
+	Journal JournalFiles
+}
+
+// copier is the driver that copies and reads one database file.
+type copier interface {
+	Copy(ctx context.Context, src, dst string) error
+	SchemaVersion(ctx context.Context, path string) (int, error)
+}
+
+// of is the driver of one of the backup's database files.
+func (d Drivers) of(name string) copier {
+	if name == StoreFile {
+		return d.Store
+	}
+	return d.Journal
+}

@@ -1,0 +1,57 @@
+package sqlitejournal
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/formd/formd/internal/sqlitedb"
+)
+
+// Files is the journal's file as a backup reads it (package backup's
+// JournalFiles): copied live, then read from the copy, which nothing
+// writes. It knows the tables of every release's journal, so that a data
+// directory an earlier release wrote is backed up as it is.
+type Files struct{}
+
+// Copy copies the live journal file src to dst, consistent while a
+// server writes it.
+func (Files) Copy(ctx context.Context, src, dst string) error { return sqlitedb.Copy(ctx, src, dst) }
+
+// SchemaVersion reads the schema version the journal file at path
+// records (0 for the releases before the journal counted versions).
+func (Files) SchemaVersion(ctx context.Context, path string) (int, error) {
+	db, err := sqlitedb.OpenImmutable(path)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the schema version of %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// EntryCount counts the entries of the journal file at path: in
+// journal_entries, or in entries for a file of a release before the
+// journal's tables were renamed (migration 3).
+func (Files) EntryCount(ctx context.Context, path string) (int, error) {
+	db, err := sqlitedb.OpenImmutable(path)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	table := "journal_entries"
+	var renamed int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'journal_entries'`).Scan(&renamed); err != nil {
+		return 0, fmt.Errorf("count the journal's entries: %w", err)
+	}
+	if renamed == 0 {
+		table = "entries"
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count the journal's entries: %w", err)
+	}
+	return n, nil
+}
