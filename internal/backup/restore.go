@@ -422,6 +422,15 @@ func undo(data string, r *restoring, crash func(string) bool) error {
 		if err := atomicfile.SyncDir(data); err != nil {
 			return fmt.Errorf("undo the restore: sync %s: %w", data, err)
 		}
+		// From here the data's own files here are old ones, as while
+		// they were moved aside: an undo stopped now starts again there.
+		r.Step = stepAside
+		if err := r.save(data); err != nil {
+			return fmt.Errorf("undo the restore: %w", err)
+		}
+		if err := step("undo step " + stepAside); err != nil {
+			return err
+		}
 	}
 	if _, err := os.Stat(r.Aside); err == nil {
 		if err := moveAll(r.Aside, data, func(string) bool { return true }, step); err != nil {
