@@ -309,3 +309,79 @@ func TestCompareVersions(t *testing.T) {
 
 // drivers are the embedded drivers' files, as the server wires them.
 var drivers = Drivers{Store: sqlitestore.Files{}, Journal: sqlitejournal.Files{}}
+
+// TestScheduleDueFromNewestBackup restarts a schedule (a new Schedule on
+// the same --backup-dir) more often than its period: the next backup is
+// due a period after the newest on disk, not a period after the start,
+// and the last success is exported from that backup from the start. Run
+// waits exactly until then (its waits are read through a fake timer).
+func TestScheduleDueFromNewestBackup(t *testing.T) {
+	data := newData(t, 0)
+	dir := filepath.Join(t.TempDir(), "backups")
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	now := t0
+	clock := func() time.Time { return now }
+	first := NewSchedule(ScheduleOptions{Data: data, Drivers: drivers, Dir: dir, Every: time.Hour, Keep: 3, Now: clock})
+	if got := first.Next(); !got.Equal(t0) {
+		t.Fatalf("with no backup on disk the first is due at %v, want now (%v)", got, t0)
+	}
+	if err := first.runOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		restart time.Duration // after the backup
+		due     time.Time
+	}{
+		{20 * time.Minute, t0.Add(time.Hour)},
+		{59 * time.Minute, t0.Add(time.Hour)},
+		{3 * time.Hour, t0.Add(3 * time.Hour)}, // overdue: at once
+	} {
+		now = t0.Add(tc.restart)
+		reg := prometheus.NewRegistry()
+		s := NewSchedule(ScheduleOptions{Data: data, Drivers: drivers, Dir: dir, Every: time.Hour, Keep: 3, Now: clock, Metrics: NewMetrics(reg)})
+		if got := s.Next(); !got.Equal(tc.due) {
+			t.Errorf("restarted %v after the backup: next due %v, want %v", tc.restart, got, tc.due)
+		}
+		if got, want := metric(t, reg, "formd_backup_last_success_timestamp_seconds"), float64(t0.Unix()); got != want {
+			t.Errorf("restarted %v after the backup: last success %v, want the backup on disk's %v", tc.restart, got, want)
+		}
+	}
+
+	// Run, restarted 20 minutes after the backup, waits 40 minutes, takes
+	// one, then waits a period.
+	now = t0.Add(20 * time.Minute)
+	waits := make(chan time.Duration)
+	fire := make(chan time.Time)
+	s := NewSchedule(ScheduleOptions{Data: data, Drivers: drivers, Dir: dir, Every: time.Hour, Keep: 3, Now: clock,
+		after: func(d time.Duration) <-chan time.Time { waits <- d; return fire }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	if d := <-waits; d != 40*time.Minute {
+		t.Errorf("Run waits %v for the first backup, want 40m", d)
+	}
+	now = t0.Add(time.Hour)
+	fire <- now
+	if d := <-waits; d != time.Hour {
+		t.Errorf("Run waits %v after its backup, want 1h", d)
+	}
+	cancel()
+	<-done
+	if names, err := s.backups(); err != nil || len(names) != 2 {
+		t.Errorf("backups on disk: %v %v, want 2", names, err)
+	}
+}
+
+// TestMetricsWithoutSchedule: a server with no schedule exports the
+// period as 0 and no last-success timestamp (a 0 would read as a backup
+// 56 years old to FormdBackupTooOld).
+func TestMetricsWithoutSchedule(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	NewMetrics(reg)
+	if exported(t, reg, "formd_backup_last_success_timestamp_seconds") {
+		t.Error("a server with no schedule exports a last-success timestamp")
+	}
+	if got := metric(t, reg, "formd_backup_period_seconds"); got != 0 {
+		t.Errorf("period %v without a schedule, want 0", got)
+	}
+}

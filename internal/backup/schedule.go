@@ -156,7 +156,7 @@ func (s *Schedule) Run(ctx context.Context) {
 }
 
 // Next is when the next backup is due: Every after the newest in Dir
-// began, or now when there is none. After a failure it is Every after
+// began, or now when there is none or that is past. After a failure it is Every after
 // that failure, so that a failing backup is not retried in a loop.
 func (s *Schedule) Next() time.Time {
 	now := s.opts.Now()
@@ -169,6 +169,9 @@ func (s *Schedule) Next() time.Time {
 	s.mu.Unlock()
 	if !failed.IsZero() && failed.Add(s.opts.Every).After(due) {
 		due = failed.Add(s.opts.Every)
+	}
+	if due.Before(now) {
+		return now // overdue: at once
 	}
 	return due
 }

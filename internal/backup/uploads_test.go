@@ -218,6 +218,25 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A file of the earlier backup damaged on its disk since (same size,
+	// other bytes) is not linked: it is copied afresh from --data, and the
+	// new backup is whole.
+	damagedEarlier := copyDir(t, to2)
+	earlier := filepath.Join(damagedEarlier, "uploads", photo.SHA256[:2], photo.SHA256)
+	flip(t, earlier, 10)
+	to3 := filepath.Join(t.TempDir(), "b3")
+	if _, err := backup.Take(ctx, backup.Options{Data: data, Drivers: server.BackupDrivers(), To: to3, Version: "v1.0.0", LinkFrom: damagedEarlier}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Verify(ctx, server.BackupDrivers(), to3); err != nil {
+		t.Fatalf("a backup linked from a damaged earlier one: %v", err)
+	}
+	a, _ = os.Stat(earlier)
+	b, _ = os.Stat(filepath.Join(to3, "uploads", photo.SHA256[:2], photo.SHA256))
+	if a == nil || b == nil || os.SameFile(a, b) {
+		t.Error("the backup linked the earlier backup's damaged file")
+	}
+
 	// --force replaces the uploaded files with the store that names them:
 	// bytes of the replaced data do not stay behind as files no entry has.
 	stray := filepath.Join(restored, "uploads", "objects", "sha256", "00", strings.Repeat("0", 64))
