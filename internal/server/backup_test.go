@@ -38,8 +38,8 @@ func TestScheduledBackups(t *testing.T) {
 		c.BackupEvery, c.BackupDir, c.BackupKeep = 20*time.Millisecond, dir, 2
 	}})
 	poll.Until(t, "a failed backup on /metrics", 20*time.Second, func() bool { return metric(t, h.MetricsURL, "formd_backup_failures_total") > 0 })
-	if n := metric(t, h.MetricsURL, "formd_backup_last_success_timestamp_seconds"); n != 0 {
-		t.Errorf("last success %d before any succeeded", n)
+	if scrapeNames(t, h.MetricsURL+"/metrics")["formd_backup_last_success_timestamp_seconds"] {
+		t.Error("a last success is exported before any backup succeeded")
 	}
 	c := signedIn(t, h)
 	page := consolePage(t, c, h)
@@ -51,7 +51,7 @@ func TestScheduledBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.Until(t, "a backup to succeed", 20*time.Second, func() bool {
-		return metric(t, h.MetricsURL, "formd_backup_last_success_timestamp_seconds") > 0
+		return scrapeNames(t, h.MetricsURL+"/metrics")["formd_backup_last_success_timestamp_seconds"]
 	})
 	poll.Until(t, "the console's notice to go", 20*time.Second, func() bool {
 		return !strings.Contains(consolePage(t, c, h), "The last scheduled backup failed")
@@ -74,6 +74,20 @@ func TestScheduledBackups(t *testing.T) {
 	}
 	if kept < 1 || kept > 2 {
 		t.Errorf("%d backups kept, want 1 or 2 (--backup-keep 2)", kept)
+	}
+}
+
+// TestNoScheduleNoBackupTimestamp: a server without --backup-every
+// exports its backup period as 0 and no last-success timestamp, so that
+// FormdBackupTooOld has nothing to find old.
+func TestNoScheduleNoBackupTimestamp(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, "id: fair\nfields: [{name: name, type: text}]\n", servertest.Options{})
+	if scrapeNames(t, h.MetricsURL+"/metrics")["formd_backup_last_success_timestamp_seconds"] {
+		t.Error("a server with no schedule exports a last-success timestamp")
+	}
+	if n := metric(t, h.MetricsURL, "formd_backup_period_seconds"); n != 0 {
+		t.Errorf("period %d without a schedule, want 0", n)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"os"
 	"regexp"
 	"slices"
@@ -66,6 +67,9 @@ notify:
 		Config: func(c *config.Config) {
 			c.WebhookAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 			c.JournalMaxSize = 64 << 20
+			// A schedule: the backup series (the first backup is due at
+			// once, with none in the directory).
+			c.BackupEvery, c.BackupDir, c.BackupKeep = 24*time.Hour, filepath.Join(t.TempDir(), "backups"), 2
 		},
 		WrapJournal: func(j journal.Journal) journal.Journal { return laxJournal{j.(*sqlitejournal.Journal)} },
 	})
@@ -97,11 +101,11 @@ notify:
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		exported = scrapeNames(t, h.MetricsURL+"/metrics")
-		if exported["formd_endpoint_disabled"] && exported["formd_delivery_seconds_bucket"] {
+		if exported["formd_endpoint_disabled"] && exported["formd_delivery_seconds_bucket"] && exported["formd_backup_last_success_timestamp_seconds"] {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the endpoint that answered 410 was not switched off within 20 s")
+			t.Fatal("the endpoint that answered 410 was not switched off, or the first scheduled backup not taken, within 20 s")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
