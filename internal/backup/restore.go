@@ -33,10 +33,10 @@ type RestoreOptions struct {
 	// Lock takes the data directory's lock, as a server does, so that no
 	// server runs on it while it is restored (and none is running now).
 	Lock func(dir string) (release func(), err error)
-	// crash, when set (tests), is told each step of the restore once it is
-	// done; true stops the restore there as a kill would: nothing undone,
-	// the marker left (errKilled).
-	crash func(step string) bool
+	// Kill, when set (tests only), is told each step of a restore,
+	// resume or abort once it is done; true stops it there as a kill -9
+	// would: nothing undone, the marker left, ErrKilled returned.
+	Kill func(step string) bool
 }
 
 // NewerError is a backup written by a newer formd than this one.
@@ -115,11 +115,11 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 		return m, nil, fmt.Errorf("restore into %s: %w; nothing was changed", opts.Data, err)
 	}
 	if err := finish(ctx, opts, &r); err != nil {
-		if errors.Is(err, errKilled) {
+		if errors.Is(err, ErrKilled) {
 			release()
 			return m, nil, err
 		}
-		if aerr := undo(opts.Data, &r, opts.crash); aerr != nil {
+		if aerr := undo(opts.Data, &r, opts.Kill); aerr != nil {
 			release()
 			return m, nil, &RestoringError{Data: opts.Data, Err: errors.Join(err, aerr)}
 		}
@@ -188,8 +188,8 @@ func readRestoring(data string) (restoring, error) {
 	return r, nil
 }
 
-// errKilled is a restore stopped by the test's crash hook.
-var errKilled = errors.New("restore stopped by the test as a kill would")
+// ErrKilled is a restore stopped by RestoreOptions.Kill.
+var ErrKilled = errors.New("restore stopped by the test as a kill would")
 
 // RestoringError is a data directory a restore did not finish putting
 // files into.
@@ -269,8 +269,8 @@ func own(name string) bool {
 func finish(ctx context.Context, opts RestoreOptions, r *restoring) error {
 	data := opts.Data
 	step := func(name string) error {
-		if opts.crash != nil && opts.crash(name) {
-			return errKilled
+		if opts.Kill != nil && opts.Kill(name) {
+			return ErrKilled
 		}
 		return nil
 	}
@@ -394,7 +394,7 @@ func moveAll(from, to string, move func(name string) bool, step func(string) err
 func undo(data string, r *restoring, crash func(string) bool) error {
 	step := func(name string) error {
 		if crash != nil && crash(name) {
-			return errKilled
+			return ErrKilled
 		}
 		return nil
 	}
@@ -472,7 +472,7 @@ func Resume(ctx context.Context, opts RestoreOptions) (Manifest, func(), error) 
 	}
 	if err := finish(ctx, opts, &r); err != nil {
 		release()
-		if errors.Is(err, errKilled) {
+		if errors.Is(err, ErrKilled) {
 			return r.Manifest, nil, err
 		}
 		return r.Manifest, nil, &RestoringError{Data: opts.Data, Err: err}
@@ -489,8 +489,8 @@ func Abort(opts RestoreOptions) error {
 		return err
 	}
 	defer release()
-	if err := undo(opts.Data, &r, opts.crash); err != nil {
-		if errors.Is(err, errKilled) {
+	if err := undo(opts.Data, &r, opts.Kill); err != nil {
+		if errors.Is(err, ErrKilled) {
 			return err
 		}
 		return &RestoringError{Data: opts.Data, Err: err}

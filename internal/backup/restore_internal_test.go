@@ -116,7 +116,7 @@ func TestRestoreKilledAtEveryStep(t *testing.T) {
 			for n := 1; ; n++ {
 				data := target(t)
 				var steps []string
-				_, release, err := Restore(ctx, RestoreOptions{From: from, Data: data, Force: force, Drivers: drivers, Lock: testLock, crash: killAt(n, &steps)})
+				_, release, err := Restore(ctx, RestoreOptions{From: from, Data: data, Force: force, Drivers: drivers, Lock: testLock, Kill: killAt(n, &steps)})
 				if err == nil {
 					release()
 					if got := tree(t, data); !equalSums(got, want) {
@@ -128,7 +128,7 @@ func TestRestoreKilledAtEveryStep(t *testing.T) {
 					break
 				}
 				at := steps[len(steps)-1]
-				if !errors.Is(err, errKilled) {
+				if !errors.Is(err, ErrKilled) {
 					t.Fatalf("force %v, killed after %q: %v", force, at, err)
 				}
 				var re *RestoringError
@@ -177,17 +177,17 @@ func settleAfterKill(t *testing.T, ctx context.Context, data, finish string) (st
 		var err error
 		if finish == "resume" {
 			var release func()
-			_, release, err = Resume(ctx, RestoreOptions{Data: data, Drivers: drivers, Lock: testLock, crash: killAt(kills+2, &steps)})
+			_, release, err = Resume(ctx, RestoreOptions{Data: data, Drivers: drivers, Lock: testLock, Kill: killAt(kills+2, &steps)})
 			if err == nil {
 				release()
 			}
 		} else {
-			err = Abort(RestoreOptions{Data: data, Drivers: drivers, Lock: testLock, crash: killAt(kills+1, &steps)})
+			err = Abort(RestoreOptions{Data: data, Drivers: drivers, Lock: testLock, Kill: killAt(kills+1, &steps)})
 		}
 		switch {
 		case err == nil:
 			return finish, kills
-		case errors.Is(err, errKilled):
+		case errors.Is(err, ErrKilled):
 			continue
 		case finish == "abort" && strings.Contains(err.Error(), "finish it with formd restore --resume"):
 			finish = "resume"
