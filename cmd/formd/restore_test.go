@@ -62,7 +62,9 @@ func TestStoppedRestore(t *testing.T) {
 			embeddedData(t, data, oldSecret)
 			_, _, err := backup.Restore(ctx, backup.RestoreOptions{From: from, Data: data, Force: true, Version: release.Version(), Known: known,
 				Drivers: server.BackupDrivers(), Lock: server.LockData,
-				Kill: func(step string) bool { return strings.HasPrefix(step, "moved ") && strings.HasSuffix(step, " into data") }})
+				Kill: func(step string) bool {
+					return strings.HasPrefix(step, "moved ") && strings.HasSuffix(step, " into data")
+				}})
 			if !errors.Is(err, backup.ErrKilled) {
 				t.Fatalf("the restore was not stopped: %v", err)
 			}
