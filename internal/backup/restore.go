@@ -104,6 +104,12 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 	}
 	r := restoring{From: opts.From, Step: stepStaging, Created: !existed, Manifest: m}
 	r.Staging, r.Aside, err = workDirs(opts.Data)
+	for _, d := range []string{r.Staging, r.Aside} {
+		if _, serr := os.Lstat(d); err == nil && serr == nil {
+			// No restore leaves one without its marker: it is not ours.
+			err = fmt.Errorf("%s is in the way (a restore works there): move it away", d)
+		}
+	}
 	if err == nil {
 		err = r.save(opts.Data)
 	}
@@ -296,6 +302,9 @@ func finish(ctx context.Context, opts RestoreOptions, r *restoring) error {
 		if err := os.MkdirAll(r.Aside, 0o700); err != nil {
 			return fmt.Errorf("restore: make %s: %w", r.Aside, err)
 		}
+		if err := atomicfile.SyncDir(filepath.Dir(r.Aside)); err != nil {
+			return fmt.Errorf("restore: sync %s: %w", filepath.Dir(r.Aside), err)
+		}
 		if err := moveAll(data, r.Aside, own, step); err != nil {
 			return err
 		}
@@ -342,6 +351,9 @@ func stage(ctx context.Context, opts RestoreOptions, r *restoring, step func(str
 	}
 	if err := os.MkdirAll(r.Staging, 0o700); err != nil {
 		return fmt.Errorf("restore: make %s: %w", r.Staging, err)
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(r.Staging)); err != nil {
+		return fmt.Errorf("restore: sync %s: %w", filepath.Dir(r.Staging), err)
 	}
 	for _, f := range r.Manifest.Files {
 		if err := ctx.Err(); err != nil {
