@@ -12,7 +12,9 @@
 // of the uploads that the store's copy names (uploads.go), one file per
 // content named by its SHA-256; an upload erased in between is listed in
 // the manifest as gone. With --uploads s3://… the manifest says the
-// bucket's files are not in the backup.
+// bucket's files are not in the backup. The databases are copied, counted
+// and read through their drivers' packages (Drivers): this package knows
+// no table of theirs, so a data directory of any release backs up.
 package backup
 
 import (
