@@ -120,46 +120,65 @@ var expiryDesc = prometheus.NewDesc("formd_tls_cert_expiry_timestamp_seconds",
 	"When the certificate served for a domain expires, in Unix seconds; 0 while there is none (not yet obtained, or unreadable).",
 	[]string{"domain"}, nil)
 
-// Certs is where handshakes get their certificate: an owner's files or
-// ACME. It runs what keeps them fresh until ctx ends.
-type Certs interface {
+// source is where handshakes get their certificate: an owner's files
+// (fileCert) or ACME (acmeCert). run keeps them fresh until ctx ends.
+type source interface {
 	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
-	Run(ctx context.Context)
+	run(ctx context.Context)
+	expiry() map[string]time.Time
 }
 
-// Open prepares the certificates the settings ask for and registers
-// their metrics; nil when formd does not terminate TLS. A certificate pair
-// that does not load is an error naming the settings.
-func Open(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*tls.Config, Certs, error) {
+// Certificates are what an instance that terminates TLS itself serves:
+// the TLS configuration of its public listener, what keeps the
+// certificates fresh (Run), and the plain-HTTP side's handler (Redirect).
+type Certificates struct {
+	conf *tls.Config
+	src  source
+}
+
+// Open prepares the certificates the settings ask for (--tls-cert and
+// --tls-key, or --tls-domain over ACME) and registers their metrics; nil
+// when formd does not terminate TLS. A certificate pair that does not
+// load is an error naming the settings.
+func Open(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*Certificates, error) {
 	if !cfg.TLS() {
-		return nil, nil, nil
+		return nil, nil
 	}
 	m := &tlsMetrics{errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formd_tls_cert_errors_total",
 		Help: "Certificates that could not be obtained (source acme) or reloaded (source file); the certificate served before stays.",
 	}, []string{"source"})}
-	var c Certs
-	var tc *tls.Config
+	c := &Certificates{}
 	if cfg.TLSCert != "" {
 		fc, err := newFileCert(cfg.TLSCert, cfg.TLSKey, cfg.TLSCheckEvery, log, m.errors.WithLabelValues("file"))
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		c, m.expiry = fc, fc.expiry
-		tc = &tls.Config{GetCertificate: fc.GetCertificate}
+		c.src = fc
+		c.conf = &tls.Config{GetCertificate: fc.GetCertificate}
 	} else {
 		ac, err := newACMECert(cfg, log, m.errors.WithLabelValues("acme"))
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		c, m.expiry = ac, ac.expiry
-		tc = ac.m.TLSConfig()
-		tc.GetCertificate = ac.GetCertificate
+		c.src = ac
+		c.conf = ac.m.TLSConfig()
+		c.conf.GetCertificate = ac.GetCertificate
 	}
-	tc.MinVersion = tls.VersionTLS12
+	c.conf.MinVersion = tls.VersionTLS12
+	m.expiry = c.src.expiry
 	reg.MustRegister(m)
-	return tc, c, nil
+	return c, nil
 }
+
+// Config is the public listener's TLS configuration (HTTP/2 and
+// HTTP/1.1; ACME's TLS-ALPN-01 too when certificates come over ACME).
+func (c *Certificates) Config() *tls.Config { return c.conf }
+
+// Run keeps the certificates fresh until ctx ends: an owner's pair is
+// read again on SIGHUP and when its files change; ACME certificates are
+// obtained at start and renewed by autocert.
+func (c *Certificates) Run(ctx context.Context) { c.src.run(ctx) }
 
 // fileCert serves a certificate pair the owner manages. A new pair is
 // read on SIGHUP and when either file changes, and swapped in atomically:
@@ -261,7 +280,7 @@ func (f *fileCert) checkOnce() (changed bool, err error) {
 	return true, f.Reload()
 }
 
-func (f *fileCert) Run(ctx context.Context) {
+func (f *fileCert) run(ctx context.Context) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -389,12 +408,12 @@ func hello(domain string) *tls.ClientHelloInfo {
 	}
 }
 
-// Run gets each domain's certificate now rather than at its first
+// run gets each domain's certificate now rather than at its first
 // visitor, so that a refusal shows at start, and keeps trying one that
 // fails with a doubling pause (from a minute up to an hour), which stays
 // well inside Let's Encrypt's limit of 5 failed validations an hour.
 // Renewals are autocert's, from the first certificate on.
-func (a *acmeCert) Run(ctx context.Context) {
+func (a *acmeCert) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, d := range a.domains {
 		wg.Go(func() {
@@ -452,11 +471,11 @@ func (a *acmeCert) expiry() map[string]time.Time {
 }
 
 // Redirect answers the plain-HTTP address under TLS: ACME HTTP-01
-// challenges (when certificates come over ACME), and for everything else
+// challenges (when c's certificates come over ACME), and for everything else
 // a permanent redirect to the same path over https on the public port.
 // 308 keeps the method and body, so a form posted to http:// is posted
 // again to https:// rather than lost.
-func Redirect(public net.Addr, c Certs) http.Handler {
+func (c *Certificates) Redirect(public net.Addr) http.Handler {
 	port := ""
 	if a, ok := public.(*net.TCPAddr); ok && a.Port != 443 {
 		port = strconv.Itoa(a.Port)
@@ -475,7 +494,7 @@ func Redirect(public net.Addr, c Certs) http.Handler {
 		}
 		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
 	})
-	if ac, ok := c.(*acmeCert); ok {
+	if ac, ok := c.acme(); ok {
 		// autocert checks the Host header against the domains as it is,
 		// and a client on another port than 80 (a test CA's validation)
 		// sends the port with it.
@@ -489,6 +508,15 @@ func Redirect(public net.Addr, c Certs) http.Handler {
 		})
 	}
 	return redirect
+}
+
+// acme is c's ACME source, if its certificates come over ACME.
+func (c *Certificates) acme() (*acmeCert, bool) {
+	if c == nil {
+		return nil, false
+	}
+	ac, ok := c.src.(*acmeCert)
+	return ac, ok
 }
 
 // IsHTTPS says whether a request reached formd over HTTPS: its own TLS,
@@ -550,9 +578,10 @@ func WithHSTS(next http.Handler, maxAge time.Duration, trusted []netip.Prefix) h
 	})
 }
 
-// StartSide serves the side listeners of ls, the plain-HTTP redirect and
-// /metrics, until the returned function closes them and waits.
-func StartSide(ls Listeners, c Certs, metrics http.Handler, log *slog.Logger) (stop func()) {
+// StartSide serves the side listeners of ls, the plain-HTTP redirect
+// (with c's ACME challenges; c may be nil) and metrics on /metrics, until
+// the returned function closes them and waits.
+func StartSide(ls Listeners, c *Certificates, metrics http.Handler, log *slog.Logger) (stop func()) {
 	var servers []*http.Server
 	var wg sync.WaitGroup
 	serve := func(ln net.Listener, h http.Handler, what string) {
@@ -567,7 +596,7 @@ func StartSide(ls Listeners, c Certs, metrics http.Handler, log *slog.Logger) (s
 		})
 	}
 	if ls.HTTP != nil {
-		serve(ls.HTTP, Redirect(ls.Public.Addr(), c), "redirects to https and ACME challenges")
+		serve(ls.HTTP, c.Redirect(ls.Public.Addr()), "redirects to https and ACME challenges")
 	}
 	if ls.Metrics != nil {
 		mux := http.NewServeMux()

@@ -6,7 +6,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,10 +70,9 @@ type Server struct {
 	unlock  func() // releases the data directory's lock
 	handler http.Handler
 	metrics http.Handler
-	// tlsConf and certs are set when formd terminates TLS itself.
-	tlsConf *tls.Config
-	certs   https.Certs
-	ready   atomic.Bool
+	// certs are set when formd terminates TLS itself.
+	certs *https.Certificates
+	ready atomic.Bool
 	// Accounts are who may use the admin API and the console.
 	Accounts *accounts.Service
 	// NewAdminToken is the admin token issued on this start, to be
@@ -176,7 +174,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	if err != nil {
 		return fmt.Errorf("make the setup link: %w", err)
 	}
-	if s.tlsConf, s.certs, err = https.Open(cfg, log, reg); err != nil {
+	if s.certs, err = https.Open(cfg, log, reg); err != nil {
 		return err
 	}
 	s.SetupCode, s.SetupPending = code, state == accounts.SetupPending
@@ -323,16 +321,16 @@ func (s *Server) ServeOn(ctx context.Context, ls Listeners) error {
 		ErrorLog:          https.ErrorLog(s.log),
 	}
 	errc := make(chan error, 1)
-	if s.tlsConf != nil {
+	if s.certs != nil {
 		// ServeTLS adds h2 to the protocols offered: HTTP/2 under TLS.
-		srv.TLSConfig = s.tlsConf
+		srv.TLSConfig = s.certs.Config()
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	} else {
 		go func() { errc <- srv.Serve(ln) }()
 	}
 	stopSide := https.StartSide(ls, s.certs, s.metrics, s.log)
 	stopDebug := s.startDebug()
-	s.log.Info("formd serving", "addr", ln.Addr().String(), "instance", s.Instance, "https", s.tlsConf != nil, "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
+	s.log.Info("formd serving", "addr", ln.Addr().String(), "instance", s.Instance, "https", s.certs != nil, "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
 	stopSystemd := s.startSystemd(ln.Addr().String())
 	var serveErr error
 	select {
