@@ -96,7 +96,7 @@ type Server struct {
 // the --forms file and loads the forms. It starts nothing yet.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
 	unlock := func() {}
-	if cfg.Journal == "sqlite" {
+	if cfg.JournalDriver().OneInstance {
 		var err error
 		if unlock, err = lockData(cfg.Data); err != nil {
 			return nil, err
