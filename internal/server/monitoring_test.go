@@ -17,6 +17,7 @@ import (
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
 	"go.yaml.in/yaml/v3"
 )
@@ -94,17 +95,10 @@ notify:
 
 	// The 410 is met by the outbox a moment after the answer.
 	var exported map[string]bool
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Until(t, "the endpoint that answered 410 to be switched off", 20*time.Second, func() bool {
 		exported = scrapeNames(t, h.MetricsURL+"/metrics")
-		if exported["formd_endpoint_disabled"] && exported["formd_delivery_seconds_bucket"] {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the endpoint that answered 410 was not switched off within 20 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return exported["formd_endpoint_disabled"] && exported["formd_delivery_seconds_bucket"]
+	})
 	names := make([]string, 0, len(used))
 	for n := range used {
 		names = append(names, n)
