@@ -589,7 +589,7 @@ func (l *Loader) Load() (Config, error) {
 		case c.BackupDir == "":
 			return c, errors.New("setting backup-every needs backup-dir: name where the backups go (--backup-dir, FORMD_BACKUP_DIR), best on another disk than --data")
 		case !c.JournalDriver().Backup || !c.StoreDriver().Backup:
-			return c, errors.New("setting backup-every backs up the embedded sqlite journal and store only: back up a postgres store with pg_dump or PITR and a nats journal with 'nats stream backup' (README, Backups)")
+			return c, fmt.Errorf("setting backup-every backs up the embedded sqlite journal and store only: %s (README, Backups)", drivers.BackupAdvice(c.JournalDriver(), c.StoreDriver()))
 		}
 	}
 	if c.Workers == 0 {

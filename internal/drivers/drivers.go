@@ -101,3 +101,21 @@ func find(what string, ds []Driver, setting string) (Driver, error) {
 	}
 	return Driver{}, fmt.Errorf("%q is not a %s: use %s", setting, what, strings.Join(forms, " or "))
 }
+
+// BackupAdvice says how to back up the journal j and the store s where
+// formd backup does not copy them ("back up a postgres store with pg_dump
+// or PITR and a nats journal with 'nats stream backup'"); "" when it
+// copies both.
+func BackupAdvice(j, s Driver) string {
+	var parts []string
+	if !s.Backup {
+		parts = append(parts, "a "+s.Name+" store with "+s.BackupWith)
+	}
+	if !j.Backup {
+		parts = append(parts, "a "+j.Name+" journal with "+j.BackupWith)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "back up " + strings.Join(parts, " and ")
+}

@@ -92,35 +92,6 @@ func TestDriverTraits(t *testing.T) {
 	}
 }
 
-// TestDriverSettings: the table reads --journal and --store values as
-// config did before it, and refuses others naming what would do.
-func TestDriverSettings(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		journal, store string
-		want           string // drivers, or the error
-	}{
-		{"sqlite", "sqlite", "sqlite sqlite"},
-		{"nats://127.0.0.1:4222", "postgres://u@h/db", "nats postgres"},
-		{"tls://nats.example.org:4222", "postgresql://u@h/db", "nats postgres"},
-		{"kafka://h", "sqlite", `"kafka://h" is not a journal: use sqlite or a nats:// URL`},
-		{"sqlite", "mysql://h", `"mysql://h" is not a store: use sqlite or a postgres:// URL`},
-		{"SQLite", "sqlite", `"SQLite" is not a journal`},
-	} {
-		j, jerr := drivers.Journal(tc.journal)
-		s, serr := drivers.Store(tc.store)
-		got := j.Name + " " + s.Name
-		if jerr != nil {
-			got = jerr.Error()
-		} else if serr != nil {
-			got = serr.Error()
-		}
-		if !strings.HasPrefix(got, tc.want) {
-			t.Errorf("--journal %s --store %s: %q, want %q", tc.journal, tc.store, got, tc.want)
-		}
-	}
-}
-
 // TestUploadLocksAskedForAndMissing: --uploads s3 on a store shared by
 // several instances needs the store's cross-instance locks
 // (store.UploadLocker); a wrapper that hides them is a start-up error
