@@ -44,7 +44,7 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	if *to == "" {
 		return fail(2, "--to DIR is required: the directory to write the backup to (new or empty), best on another disk than --data")
 	}
-	if cfg.Journal != "sqlite" || cfg.Store != "sqlite" {
+	if !cfg.JournalDriver().Backup || !cfg.StoreDriver().Backup {
 		return fail(2, "formd backup copies the embedded sqlite journal and store; back up a postgres store with pg_dump or PITR, "+
 			"and a nats journal with 'nats stream backup' (README, Backups)")
 	}

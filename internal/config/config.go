@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/drivers"
 	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
@@ -202,15 +203,15 @@ var settings = []setting{
 		return nil
 	}},
 	{"journal", "sqlite", "journal driver: sqlite (a file under --data) or a nats:// URL", func(c *Config, v string) error {
-		if v != "sqlite" && !strings.HasPrefix(v, "nats://") && !strings.HasPrefix(v, "tls://") {
-			return fmt.Errorf("%q is not a journal: use sqlite or a nats:// URL", v)
+		if _, err := drivers.Journal(v); err != nil {
+			return err
 		}
 		c.Journal = v
 		return nil
 	}},
 	{"store", "sqlite", "store driver: sqlite (a file under --data) or a postgres:// URL", func(c *Config, v string) error {
-		if v != "sqlite" && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
-			return fmt.Errorf("%q is not a store: use sqlite or a postgres:// URL", v)
+		if _, err := drivers.Store(v); err != nil {
+			return err
 		}
 		c.Store = v
 		return nil
@@ -587,23 +588,34 @@ func (l *Loader) Load() (Config, error) {
 			return c, fmt.Errorf("setting backup-every (%s) is below 1m; back up every minute or less often, or use Litestream for continuous replication (README, Backups)", c.BackupEvery)
 		case c.BackupDir == "":
 			return c, errors.New("setting backup-every needs backup-dir: name where the backups go (--backup-dir, FORMD_BACKUP_DIR), best on another disk than --data")
-		case c.Journal != "sqlite" || c.Store != "sqlite":
-			return c, errors.New("setting backup-every backs up the embedded sqlite journal and store only: back up a postgres store with pg_dump or PITR and a nats journal with 'nats stream backup' (README, Backups)")
+		case !c.JournalDriver().Backup || !c.StoreDriver().Backup:
+			return c, fmt.Errorf("setting backup-every backs up the embedded sqlite journal and store only: %s (README, Backups)", drivers.BackupAdvice(c.JournalDriver(), c.StoreDriver()))
 		}
 	}
 	if c.Workers == 0 {
-		c.Workers = 1
-		if c.Store != "sqlite" {
-			c.Workers = 4
-		}
+		c.Workers = c.StoreDriver().Workers
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = c.MaxWait + 15*time.Second
 	}
-	if c.PollOutcomes == 0 && c.Journal != "sqlite" {
+	if c.PollOutcomes == 0 && !c.JournalDriver().OneInstance {
 		c.PollOutcomes = 100 * time.Millisecond
 	}
 	return c, nil
+}
+
+// JournalDriver is the journal driver --journal names, with its traits;
+// the zero Driver for a value Load would refuse.
+func (c Config) JournalDriver() drivers.Driver {
+	d, _ := drivers.Journal(c.Journal)
+	return d
+}
+
+// StoreDriver is the store driver --store names, with its traits; the
+// zero Driver for a value Load would refuse.
+func (c Config) StoreDriver() drivers.Driver {
+	d, _ := drivers.Store(c.Store)
+	return d
 }
 
 func (l *Loader) sortedNames() []string {

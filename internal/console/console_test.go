@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
 	"go.uber.org/goleak"
 )
@@ -277,8 +278,7 @@ capacity: 1
 		resp.Body.Close()
 	}
 	count := regexp.MustCompile(`data-count="([a-z-]+)">([0-9—]+)<`)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.UntilNil(t, "the three entries decided on the card", 20*time.Second, func() error {
 		_, body := b.do("GET", "/admin/forms/full/card", nil)
 		got := map[string]int{}
 		for _, m := range count.FindAllStringSubmatch(body, -1) {
@@ -291,17 +291,14 @@ capacity: 1
 				sum += n
 			}
 		}
-		if got["received"] == 3 && got["processing"] == 0 {
-			if sum != 3 || got["stored"] != 1 || got["rejected"] != 2 {
-				t.Fatalf("tiles %v add up to %d, received %d", got, sum, got["received"])
-			}
-			return
+		if got["received"] != 3 || got["processing"] != 0 {
+			return fmt.Errorf("not decided yet: %v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not decided in time: %v", got)
+		if sum != 3 || got["stored"] != 1 || got["rejected"] != 2 {
+			t.Fatalf("tiles %v add up to %d, received %d", got, sum, got["received"])
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestRefusalsAtTheDoor: posts to a closed form and posts with values to
@@ -350,17 +347,13 @@ fields:
 		}
 		return got
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.UntilNil(t, "the refusals counted", 20*time.Second, func() error {
 		o, l := counts("open"), counts("later")
 		if o["validation-failed"] == 2 && o["form-closed"] == 0 && o["received-not-1"] == 0 && l["form-closed"] == 1 && l["validation-failed"] == 0 {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("refusals counted: open %v, later %v; want 2 to fix on open (received 1), 1 closed on later", o, l)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("open %v, later %v; want 2 to fix on open (received 1), 1 closed on later", o, l)
+	})
 }
 
 // TestRedeliverNeedsAnEventNumber: a redeliver whose event is not a

@@ -21,27 +21,26 @@ import (
 	_ "github.com/mattn/go-sqlite3" // reads the embedded store's file
 )
 
-// TestScaleBench measures throughput and latency of 1, 2 and 3 instances on
-// NATS + PostgreSQL beside one embedded instance (sqlite journal and
+// BenchmarkScale measures throughput and latency of 1, 2 and 3 instances
+// on NATS + PostgreSQL beside one embedded instance (sqlite journal and
 // store), in the same run, for BENCHMARKS.md. It is a measurement, not a
-// test, so it runs only when asked:
+// test: it runs only under -bench, once (its rounds are inside it), and
+// reports each tier's median rate and latencies as metrics beside the
+// table it logs:
 //
-//	FORMD_SCALE_BENCH=1 FORMD_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
-//	  go test ./internal/scaleout/ -run TestScaleBench -v -timeout 20m
+//	FORMD_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//	  go test ./internal/scaleout/ -run '^$' -bench '^BenchmarkScale$' -benchtime 1x -v -timeout 20m
 //
 // NATS runs as its own process (nats-server v2.15.2, built from the module
 // formd pins) with sync_interval: always, so that its acks mean fsync'd, as
 // the sqlite journal's do. FORMD_SCALE_BENCH_ROUNDS (default 3) and
 // FORMD_SCALE_BENCH_N (submissions per round, default 3000) tune it.
-func TestScaleBench(t *testing.T) {
-	if os.Getenv("FORMD_SCALE_BENCH") == "" {
-		t.Skip("set FORMD_SCALE_BENCH=1 to measure (takes minutes)")
-	}
-	pgtest.URL(t) // skips without PostgreSQL
+func BenchmarkScale(b *testing.B) {
+	pgtest.URL(b) // skips without PostgreSQL
 	rounds := envInt("FORMD_SCALE_BENCH_ROUNDS", 3)
 	n := envInt("FORMD_SCALE_BENCH_N", 3000)
 	const clients = 64
-	nurl, natsPID := natsServerProcess(t)
+	nurl, natsPID := natsServerProcess(b)
 	five := os.Getenv("FORMD_SCALE_BENCH_FIVE") != ""
 
 	type tier struct {
@@ -76,30 +75,30 @@ func TestScaleBench(t *testing.T) {
 			var d deployment
 			app := fmt.Sprintf("formd_bench_%d_%d", r, i)
 			if tr.nats {
-				d = newDeployment(t, nurl, pgtest.URL(t)+"&application_name="+app, n*2)
+				d = newDeployment(b, nurl, pgtest.URL(b)+"&application_name="+app, n*2)
 			} else {
-				d = newDeployment(t, "sqlite", "sqlite", n*2)
+				d = newDeployment(b, "sqlite", "sqlite", n*2)
 			}
 			d.bin = tr.bin
 			var ins []*instance
 			for k := range tr.instances {
-				ins = append(ins, d.start(t, fmt.Sprintf("bench-%d-%d-%d", r, i, k)))
+				ins = append(ins, d.start(b, fmt.Sprintf("bench-%d-%d-%d", r, i, k)))
 			}
 			st := &stats{}
 			c := newClient(urlsOf(ins), st)
 			c.wait = 10
 			l := load{submissions: n, people: n, clients: clients}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			cpu0, nats0, pg0 := cpuOf(ins), cpuOfPIDs([]int{natsPID}), backendsCPU(t, d, app)
+			cpu0, nats0, pg0 := cpuOf(ins), cpuOfPIDs([]int{natsPID}), backendsCPU(b, d, app)
 			start := time.Now()
 			answers := l.run(ctx, c, fmt.Sprintf("b%d", r))
 			wall := time.Since(start)
-			cpu, natsCPU, pgCPU := cpuOf(ins)-cpu0, cpuOfPIDs([]int{natsPID})-nats0, backendsCPU(t, d, app)-pg0
+			cpu, natsCPU, pgCPU := cpuOf(ins)-cpu0, cpuOfPIDs([]int{natsPID})-nats0, backendsCPU(b, d, app)-pg0
 			cancel()
 			var lat []float64
 			for _, a := range answers {
 				if !a.acked {
-					t.Fatalf("%s: %s unanswered: %s", tr.name, a.key, a.status)
+					b.Fatalf("%s: %s unanswered: %s", tr.name, a.key, a.status)
 				}
 				lat = append(lat, float64(a.done.Sub(a.first).Microseconds())/1000)
 			}
@@ -115,28 +114,28 @@ func TestScaleBench(t *testing.T) {
 			// the backlog, without the wait for outcomes in the loop.
 			c.wait = 0
 			ctx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
-			cpu0, nats0, pg0 = cpuOf(ins), cpuOfPIDs([]int{natsPID}), backendsCPU(t, d, app)
+			cpu0, nats0, pg0 = cpuOf(ins), cpuOfPIDs([]int{natsPID}), backendsCPU(b, d, app)
 			start = time.Now()
 			l.run(ctx, c, fmt.Sprintf("a%d", r))
 			s.asyncRate = float64(n) / time.Since(start).Seconds()
-			waitDecided(t, ctx, d, ins[0], 2*n)
+			waitDecided(b, ctx, d, ins[0], 2*n)
 			s.decideRate = float64(n) / time.Since(start).Seconds()
 			s.asyncCPU = float64((cpuOf(ins) - cpu0).Microseconds()) / float64(n)
 			if tr.nats {
 				s.asyncNATS = float64((cpuOfPIDs([]int{natsPID}) - nats0).Microseconds()) / float64(n)
-				s.asyncPG = float64((backendsCPU(t, d, app) - pg0).Microseconds()) / float64(n)
+				s.asyncPG = float64((backendsCPU(b, d, app) - pg0).Microseconds()) / float64(n)
 			}
 			cancel()
 			results[i] = append(results[i], s)
-			t.Logf("round %d, %s × %d: %.0f submissions/s, p50 %.1f ms, p99 %.1f ms, formd CPU %.0f µs/submission (NATS %.0f, PostgreSQL backends %.0f); async: %.0f acks/s, %.0f decided/s, formd CPU %.0f µs/submission (NATS %.0f, PostgreSQL backends %.0f) (%s); load average %s",
+			b.Logf("round %d, %s × %d: %.0f submissions/s, p50 %.1f ms, p99 %.1f ms, formd CPU %.0f µs/submission (NATS %.0f, PostgreSQL backends %.0f); async: %.0f acks/s, %.0f decided/s, formd CPU %.0f µs/submission (NATS %.0f, PostgreSQL backends %.0f) (%s); load average %s",
 				r+1, tr.name, tr.instances, s.rate, s.p50, s.p99, s.cpuUS, s.natsUS, s.pgUS, s.asyncRate, s.decideRate, s.asyncCPU, s.asyncNATS, s.asyncPG, st, loadAvg())
 			for _, in := range ins {
 				in.stop()
 			}
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n| tier | instances | waiting: submissions/s | p50 ms | p99 ms | formd CPU µs/submission (all instances) | NATS CPU µs/submission | PostgreSQL CPU µs/submission | async: acks/s | async: decided/s | async: formd / NATS / PostgreSQL CPU µs/submission |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n| tier | instances | waiting: submissions/s | p50 ms | p99 ms | formd CPU µs/submission (all instances) | NATS CPU µs/submission | PostgreSQL CPU µs/submission | async: acks/s | async: decided/s | async: formd / NATS / PostgreSQL CPU µs/submission |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, tr := range tiers {
 		med := func(f func(sample) float64) float64 {
 			v := make([]float64, 0, len(results[i]))
@@ -146,25 +145,35 @@ func TestScaleBench(t *testing.T) {
 			slices.Sort(v)
 			return v[len(v)/2]
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f / %.0f / %.0f |\n", tr.name, tr.instances,
+		tag := "embedded"
+		if tr.nats {
+			tag = "nats-postgres"
+		}
+		if tr.bin != "" {
+			tag = "baseline-" + tag
+		}
+		tag = fmt.Sprintf("%s-x%d", tag, tr.instances)
+		b.ReportMetric(med(func(s sample) float64 { return s.rate }), "submissions/s:"+tag)
+		b.ReportMetric(med(func(s sample) float64 { return s.p99 }), "p99-ms:"+tag)
+		fmt.Fprintf(&out, "| %s | %d | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f / %.0f / %.0f |\n", tr.name, tr.instances,
 			med(func(s sample) float64 { return s.rate }), med(func(s sample) float64 { return s.p50 }), med(func(s sample) float64 { return s.p99 }),
 			med(func(s sample) float64 { return s.cpuUS }), med(func(s sample) float64 { return s.natsUS }), med(func(s sample) float64 { return s.pgUS }),
 			med(func(s sample) float64 { return s.asyncRate }), med(func(s sample) float64 { return s.decideRate }),
 			med(func(s sample) float64 { return s.asyncCPU }), med(func(s sample) float64 { return s.asyncNATS }), med(func(s sample) float64 { return s.asyncPG }))
 	}
-	fmt.Fprintf(&b, "\nmedians of %d rounds; %d submissions per round from %d concurrent clients (Prefer: wait=10, each waits for its outcome)\n", rounds, n, clients)
-	t.Log(b.String())
+	fmt.Fprintf(&out, "\nmedians of %d rounds; %d submissions per round from %d concurrent clients (Prefer: wait=10, each waits for its outcome)\n", rounds, n, clients)
+	b.Log(out.String())
 }
 
 // natsProcess runs nats-server (built from the pinned module) as its own
 // process with JetStream and sync_interval: always.
-func natsProcess(t *testing.T) string {
+func natsProcess(t testing.TB) string {
 	url, _ := natsServerProcess(t)
 	return url
 }
 
 // natsServerProcess is natsProcess, and the server's process id.
-func natsServerProcess(t *testing.T) (string, int) {
+func natsServerProcess(t testing.TB) (string, int) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nats-server")
@@ -204,7 +213,7 @@ func natsServerProcess(t *testing.T) (string, int) {
 
 // waitDecided polls the store until it holds want entries of the form,
 // until ctx's deadline.
-func waitDecided(t *testing.T, ctx context.Context, d deployment, in *instance, want int) {
+func waitDecided(t testing.TB, ctx context.Context, d deployment, in *instance, want int) {
 	t.Helper()
 	var db *sql.DB
 	if d.store == "sqlite" {
@@ -258,7 +267,7 @@ func cpuOf(ins []*instance) time.Duration {
 // backendsCPU is the CPU time the PostgreSQL backends serving the
 // deployment's connections (application_name app) have used; nothing for
 // a deployment on sqlite. PostgreSQL must run on this machine.
-func backendsCPU(t *testing.T, d deployment, app string) time.Duration {
+func backendsCPU(t testing.TB, d deployment, app string) time.Duration {
 	if d.store == "sqlite" {
 		return 0
 	}

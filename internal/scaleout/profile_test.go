@@ -14,20 +14,20 @@ import (
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 )
 
-// TestScaleProfile writes CPU profiles of one instance on NATS +
+// BenchmarkScaleProfile writes CPU profiles of one instance on NATS +
 // PostgreSQL and of the embedded tier under the same waiting load, for
 // finding what the networked tier spends its CPU on (BENCHMARKS §3):
 //
 //	FORMD_SCALE_PROFILE=/tmp/prof FORMD_TEST_POSTGRES_URL=… \
-//	  go test ./internal/scaleout/ -run TestScaleProfile -v -timeout 10m
+//	  go test ./internal/scaleout/ -run '^$' -bench '^BenchmarkScaleProfile$' -benchtime 1x -v -timeout 10m
 //	go tool pprof -top /tmp/prof/nats-postgres.pprof
-func TestScaleProfile(t *testing.T) {
+func BenchmarkScaleProfile(b *testing.B) {
 	dir := os.Getenv("FORMD_SCALE_PROFILE")
 	if dir == "" {
-		t.Skip("set FORMD_SCALE_PROFILE=DIR to write profiles (takes a minute)")
+		b.Skip("set FORMD_SCALE_PROFILE=DIR: where the profiles go")
 	}
-	pgtest.URL(t)
-	nurl := natsProcess(t)
+	pgtest.URL(b)
+	nurl := natsProcess(b)
 	const seconds = 15
 	// FORMD_SCALE_PROFILE_INSTANCES=3 profiles each of three instances
 	// on NATS + PostgreSQL under the load spread over them as well.
@@ -35,23 +35,23 @@ func TestScaleProfile(t *testing.T) {
 		name        string
 		journal, st string
 		instances   int
-	}{{"embedded", "sqlite", "sqlite", 1}, {"nats-postgres", nurl, pgtest.URL(t), 1}}
+	}{{"embedded", "sqlite", "sqlite", 1}, {"nats-postgres", nurl, pgtest.URL(b), 1}}
 	if n := envInt("FORMD_SCALE_PROFILE_INSTANCES", 1); n > 1 {
 		tiers = append(tiers, struct {
 			name        string
 			journal, st string
 			instances   int
-		}{fmt.Sprintf("nats-postgres-x%d", n), nurl, pgtest.URL(t), n})
+		}{fmt.Sprintf("nats-postgres-x%d", n), nurl, pgtest.URL(b), n})
 	}
 	for _, tier := range tiers {
 		var debug []string
 		var ins []*instance
-		d := newDeployment(t, tier.journal, tier.st, 1_000_000)
+		d := newDeployment(b, tier.journal, tier.st, 1_000_000)
 		for k := range tier.instances {
-			debug = append(debug, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+			debug = append(debug, fmt.Sprintf("127.0.0.1:%d", freePort(b)))
 			dk := d
 			dk.extra = append(append([]string(nil), d.extra...), "--debug-addr", debug[k])
-			ins = append(ins, dk.start(t, fmt.Sprintf("profile-%s-%d", tier.name, k)))
+			ins = append(ins, dk.start(b, fmt.Sprintf("profile-%s-%d", tier.name, k)))
 		}
 		st := &stats{}
 		c := newClient(urlsOf(ins), st)
@@ -93,46 +93,46 @@ func TestScaleProfile(t *testing.T) {
 		}
 		close(errs)
 		for err := range errs {
-			t.Fatal(err)
+			b.Fatal(err)
 		}
-		t.Logf("%s: %d submissions answered during the %d s profile (%s/%s-*.pprof)", tier.name, acked, seconds, dir, tier.name)
+		b.Logf("%s: %d submissions answered during the %d s profile (%s/%s-*.pprof)", tier.name, acked, seconds, dir, tier.name)
 	}
 }
 
-// TestIdleCost measures what an instance on NATS + PostgreSQL that takes
+// BenchmarkIdleCost measures what an instance on NATS + PostgreSQL that takes
 // no submissions costs in CPU a second (its loops: fetch, forms refresh,
 // outbox, reconciler, leases), and the NATS server and PostgreSQL backends
 // with it, for BENCHMARKS §3; FORMD_SCALE_BENCH_BASELINE adds an earlier
 // binary's:
 //
-//	FORMD_SCALE_IDLE=1 FORMD_TEST_POSTGRES_URL=… go test ./internal/scaleout/ -run TestIdleCost -v
-func TestIdleCost(t *testing.T) {
-	if os.Getenv("FORMD_SCALE_IDLE") == "" {
-		t.Skip("set FORMD_SCALE_IDLE=1 to measure (takes a minute)")
-	}
-	pgtest.URL(t)
-	nurl, natsPID := natsServerProcess(t)
+//	FORMD_TEST_POSTGRES_URL=… go test ./internal/scaleout/ -run '^$' -bench '^BenchmarkIdleCost$' -benchtime 1x -v
+func BenchmarkIdleCost(b *testing.B) {
+	pgtest.URL(b)
+	nurl, natsPID := natsServerProcess(b)
 	bins := []string{""}
-	if b := os.Getenv("FORMD_SCALE_BENCH_BASELINE"); b != "" {
-		bins = append(bins, b)
+	if base := os.Getenv("FORMD_SCALE_BENCH_BASELINE"); base != "" {
+		bins = append(bins, base)
 	}
 	const window = 20 * time.Second
 	for round := range 2 {
 		for i, bin := range bins {
 			app := fmt.Sprintf("formd_idle_%d_%d", round, i)
-			d := newDeployment(t, nurl, pgtest.URL(t)+"&application_name="+app, 100, "--forms-refresh", "500ms", "--reconcile-every", "5s")
+			d := newDeployment(b, nurl, pgtest.URL(b)+"&application_name="+app, 100, "--forms-refresh", "500ms", "--reconcile-every", "5s")
 			d.bin = bin
-			in := d.start(t, app)
-			cpu0, nats0, pg0 := cpuOf([]*instance{in}), cpuOfPIDs([]int{natsPID}), backendsCPU(t, d, app)
+			in := d.start(b, app)
+			cpu0, nats0, pg0 := cpuOf([]*instance{in}), cpuOfPIDs([]int{natsPID}), backendsCPU(b, d, app)
 			start := time.Now()
 			<-time.After(window) // the measurement's window, not a wait for a condition
 			el := time.Since(start).Seconds()
-			cpu, nats, pg := cpuOf([]*instance{in})-cpu0, cpuOfPIDs([]int{natsPID})-nats0, backendsCPU(t, d, app)-pg0
+			cpu, nats, pg := cpuOf([]*instance{in})-cpu0, cpuOfPIDs([]int{natsPID})-nats0, backendsCPU(b, d, app)-pg0
+			if bin == "" {
+				b.ReportMetric(float64(cpu.Microseconds())/1000/el, "idle-CPU-ms/s")
+			}
 			name := "this tree"
 			if bin != "" {
 				name = bin
 			}
-			t.Logf("round %d, %s: idle instance %.1f ms CPU/s, NATS %.1f ms/s, PostgreSQL backends %.1f ms/s (load average %s)",
+			b.Logf("round %d, %s: idle instance %.1f ms CPU/s, NATS %.1f ms/s, PostgreSQL backends %.1f ms/s (load average %s)",
 				round+1, name, float64(cpu.Microseconds())/1000/el, float64(nats.Microseconds())/1000/el, float64(pg.Microseconds())/1000/el, loadAvg())
 			in.stop()
 		}

@@ -26,7 +26,7 @@ func (s *Server) openOutbox(ctx context.Context, reg *prometheus.Registry) error
 			s.log.Warn("a form sends e-mail but no SMTP server is set: its e-mail waits in the outbox until --smtp is given", "form", f.ID())
 		}
 	}
-	if s.cfg.Store == "sqlite" {
+	if s.cfg.StoreDriver().OneInstance {
 		// One server holds the data directory: leases left by a crash
 		// are this instance's, and need not wait to run out.
 		if _, err := s.Store.ReleaseLeases(ctx); err != nil {

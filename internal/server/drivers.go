@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/backup"
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/drivers"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/natsjournal"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
@@ -46,7 +46,7 @@ func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (jour
 	if err := refuseNewer(ctx, cfg); err != nil {
 		return nil, nil, err
 	}
-	if cfg.DecideAtAppend && cfg.Journal == "sqlite" && cfg.Store == "sqlite" {
+	if fastPath(cfg) {
 		return openEmbedded(ctx, cfg, log)
 	}
 	st, err := OpenStore(ctx, cfg)
@@ -100,7 +100,7 @@ func openEmbedded(ctx context.Context, cfg config.Config, log *slog.Logger) (jou
 // are an error: a wrapper that drops it would otherwise turn the fast path
 // off without a word.
 func wireFastPath(cfg config.Config, j journal.Journal, st Store, proc *processor.Processor) (bool, error) {
-	if !cfg.DecideAtAppend || cfg.Journal != "sqlite" || cfg.Store != "sqlite" {
+	if !fastPath(cfg) {
 		return false, nil
 	}
 	aj, ok := j.(journal.AppendDecider)
@@ -119,6 +119,12 @@ func wireFastPath(cfg config.Config, j journal.Journal, st Store, proc *processo
 	return err == nil, err
 }
 
+// fastPath says whether the settings ask for the embedded fast path
+// (--decide-at-append) on drivers that both have it.
+func fastPath(cfg config.Config) bool {
+	return cfg.DecideAtAppend && cfg.JournalDriver().FastPath && cfg.StoreDriver().FastPath
+}
+
 // dataDir makes the directory of the embedded files, so that any command
 // (serve, forms apply, …) works on a fresh --data.
 func dataDir(cfg config.Config) error {
@@ -135,19 +141,41 @@ func dataDir(cfg config.Config) error {
 	return nil
 }
 
+// storeDrivers open each store driver of drivers.Stores, by name
+// (TestDriverTraits checks that every row has one); schema reads its
+// schema, writing nothing.
+var storeDrivers = map[string]struct {
+	open   func(ctx context.Context, cfg config.Config) (Store, error)
+	schema func(ctx context.Context, cfg config.Config) (release.Schema, error)
+}{
+	drivers.SQLite: {
+		open: func(ctx context.Context, cfg config.Config) (Store, error) {
+			if err := dataDir(cfg); err != nil {
+				return nil, err
+			}
+			return sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(cfg.Data, "store.db"), Readers: cfg.SQLiteReaders})
+		},
+		schema: func(ctx context.Context, cfg config.Config) (release.Schema, error) {
+			return sqlitestore.ReadSchema(ctx, filepath.Join(cfg.Data, "store.db"))
+		},
+	},
+	drivers.Postgres: {
+		open: func(ctx context.Context, cfg config.Config) (Store, error) {
+			return pgstore.Open(ctx, pgstore.Options{URL: cfg.Store, MaxConns: cfg.PostgresMaxConns})
+		},
+		schema: func(ctx context.Context, cfg config.Config) (release.Schema, error) {
+			return pgstore.ReadSchema(ctx, cfg.Store)
+		},
+	},
+}
+
 // OpenStore opens the store the settings name.
 func OpenStore(ctx context.Context, cfg config.Config) (Store, error) {
-	switch cfg.Store {
-	case "sqlite":
-		if err := dataDir(cfg); err != nil {
-			return nil, err
-		}
-		return sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(cfg.Data, "store.db"), Readers: cfg.SQLiteReaders})
+	d, ok := storeDrivers[cfg.StoreDriver().Name]
+	if !ok {
+		return nil, fmt.Errorf("store %q is not supported by this build", cfg.Store)
 	}
-	if strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://") {
-		return pgstore.Open(ctx, pgstore.Options{URL: cfg.Store, MaxConns: cfg.PostgresMaxConns})
-	}
-	return nil, fmt.Errorf("store %q is not supported by this build", cfg.Store)
+	return d.open(ctx, cfg)
 }
 
 // AttachDrivers opens the journal and the store for a tool that works
@@ -176,13 +204,13 @@ type deadLetterer interface {
 }
 
 func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, st deadLetterer, attach bool) (journal.Journal, error) {
-	switch {
-	case cfg.Journal == "sqlite":
+	switch cfg.JournalDriver().Name {
+	case drivers.SQLite:
 		if err := dataDir(cfg); err != nil {
 			return nil, err
 		}
 		return sqlitejournal.Open(ctx, sqlitejournal.Options{Path: filepath.Join(cfg.Data, "journal.db"), QueueSize: cfg.QueueSize, MaxSize: cfg.JournalMaxSize, Logger: log})
-	case strings.HasPrefix(cfg.Journal, "nats://") || strings.HasPrefix(cfg.Journal, "tls://"):
+	case drivers.NATS:
 		opts := natsjournal.Options{
 			URL:         cfg.Journal,
 			Stream:      cfg.NATSStream,
@@ -233,22 +261,15 @@ func refuseNewer(ctx context.Context, cfg config.Config) error {
 // binary can open it (TooNew).
 func SchemaVersions(ctx context.Context, cfg config.Config) ([]release.Schema, error) {
 	var out []release.Schema
-	if cfg.Journal == "sqlite" {
+	if cfg.JournalDriver().Name == drivers.SQLite {
 		s, err := sqlitejournal.ReadSchema(ctx, filepath.Join(cfg.Data, "journal.db"))
 		if err != nil {
 			return out, err
 		}
 		out = append(out, s)
 	}
-	switch {
-	case cfg.Store == "sqlite":
-		s, err := sqlitestore.ReadSchema(ctx, filepath.Join(cfg.Data, "store.db"))
-		if err != nil {
-			return out, err
-		}
-		out = append(out, s)
-	case strings.HasPrefix(cfg.Store, "postgres://") || strings.HasPrefix(cfg.Store, "postgresql://"):
-		s, err := pgstore.ReadSchema(ctx, cfg.Store)
+	if d, ok := storeDrivers[cfg.StoreDriver().Name]; ok {
+		s, err := d.schema(ctx, cfg)
 		if err != nil {
 			return out, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
 	"go.yaml.in/yaml/v3"
 )
@@ -98,17 +99,10 @@ notify:
 
 	// The 410 is met by the outbox a moment after the answer.
 	var exported map[string]bool
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Until(t, "the endpoint that answered 410 to be switched off and the first scheduled backup taken", 20*time.Second, func() bool {
 		exported = scrapeNames(t, h.MetricsURL+"/metrics")
-		if exported["formd_endpoint_disabled"] && exported["formd_delivery_seconds_bucket"] && exported["formd_backup_last_success_timestamp_seconds"] {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the endpoint that answered 410 was not switched off, or the first scheduled backup not taken, within 20 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return exported["formd_endpoint_disabled"] && exported["formd_delivery_seconds_bucket"] && exported["formd_backup_last_success_timestamp_seconds"]
+	})
 	names := make([]string, 0, len(used))
 	for n := range used {
 		names = append(names, n)

@@ -39,7 +39,7 @@ func InstallationSecret(ctx context.Context, cfg config.Config, st settingStore)
 	secret := cfg.Secret
 	switch {
 	case secret != nil:
-	case cfg.Store == "sqlite":
+	case cfg.StoreDriver().OneInstance:
 		var err error
 		if secret, err = fileSecret(filepath.Join(cfg.Data, secretFile)); err != nil {
 			return nil, err

@@ -6,7 +6,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +27,7 @@ import (
 	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/hosted"
+	"github.com/formd/formd/internal/https"
 	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/outbox"
@@ -70,10 +70,9 @@ type Server struct {
 	unlock  func() // releases the data directory's lock
 	handler http.Handler
 	metrics http.Handler
-	// tlsConf and certs are set when formd terminates TLS itself.
-	tlsConf *tls.Config
-	certs   certs
-	ready   atomic.Bool
+	// certs are set when formd terminates TLS itself.
+	certs *https.Certificates
+	ready atomic.Bool
 	// Accounts are who may use the admin API and the console.
 	Accounts *accounts.Service
 	// NewAdminToken is the admin token issued on this start, to be
@@ -97,7 +96,7 @@ type Server struct {
 // the --forms file and loads the forms. It starts nothing yet.
 func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
 	unlock := func() {}
-	if cfg.Journal == "sqlite" {
+	if cfg.JournalDriver().OneInstance {
 		var err error
 		if unlock, err = lockData(cfg.Data); err != nil {
 			return nil, err
@@ -157,7 +156,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	// says https.
 	s.Accounts = accounts.New(s.Store, accounts.Config{
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
-		IsHTTPS:       func(r *http.Request) bool { return isHTTPS(r, cfg.TrustedProxies) },
+		IsHTTPS:       func(r *http.Request) bool { return https.IsHTTPS(r, cfg.TrustedProxies) },
 	})
 	// The store's one row decides which start issues the admin token: of
 	// several instances starting at once, or a restart, only one prints
@@ -175,7 +174,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	if err != nil {
 		return fmt.Errorf("make the setup link: %w", err)
 	}
-	if s.tlsConf, s.certs, err = s.openTLS(reg); err != nil {
+	if s.certs, err = https.Open(cfg, log, reg); err != nil {
 		return err
 	}
 	s.SetupCode, s.SetupPending = code, state == accounts.SetupPending
@@ -248,7 +247,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, log, problem.New(problem.CodeNotFound, ""))
 	})
-	s.handler = withHSTS(mux, cfg.HSTS, cfg.TrustedProxies)
+	s.handler = https.WithHSTS(mux, cfg.HSTS, cfg.TrustedProxies)
 	return nil
 }
 
@@ -272,7 +271,7 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 		wg.Go(func() { s.pollOutcomes(ctx) })
 	}
 	if s.certs != nil {
-		wg.Go(func() { s.certs.run(ctx) })
+		wg.Go(func() { s.certs.Run(ctx) })
 	}
 	wg.Go(func() {
 		if err := s.proc.Run(ctx); err != nil {
@@ -290,6 +289,12 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	s.ready.Store(true)
 	return wg.Wait
 }
+
+// Listeners are the sockets one instance answers on (package https).
+type Listeners = https.Listeners
+
+// Listen binds the addresses the settings name (https.Listen).
+func (s *Server) Listen() (Listeners, error) { return https.Listen(s.cfg, s.log) }
 
 // Serve answers on ln until ctx ends, then shuts down in order: stop taking
 // requests and let those in flight finish (the processor still running, so
@@ -313,19 +318,19 @@ func (s *Server) ServeOn(ctx context.Context, ls Listeners) error {
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          errorLog(s.log),
+		ErrorLog:          https.ErrorLog(s.log),
 	}
 	errc := make(chan error, 1)
-	if s.tlsConf != nil {
+	if s.certs != nil {
 		// ServeTLS adds h2 to the protocols offered: HTTP/2 under TLS.
-		srv.TLSConfig = s.tlsConf
+		srv.TLSConfig = s.certs.Config()
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	} else {
 		go func() { errc <- srv.Serve(ln) }()
 	}
-	stopSide := s.startSide(ls)
+	stopSide := https.StartSide(ls, s.certs, s.metrics, s.log)
 	stopDebug := s.startDebug()
-	s.log.Info("formd serving", "addr", ln.Addr().String(), "instance", s.Instance, "https", s.tlsConf != nil, "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
+	s.log.Info("formd serving", "addr", ln.Addr().String(), "instance", s.Instance, "https", s.certs != nil, "journal", redact(s.cfg.Journal), "store", redact(s.cfg.Store), "forms", len(s.Forms.All()))
 	stopSystemd := s.startSystemd(ln.Addr().String())
 	var serveErr error
 	select {

@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/formd/formd/internal/store/pgstore"
+	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
 )
 
@@ -24,11 +25,15 @@ func uploadExpireEvery(expiry time.Duration) time.Duration {
 // installation's secret. With --uploads s3 the parts of an upload still
 // being sent are in the bucket too, so any instance continues it (no
 // sticky sessions needed), one request at a time under the upload's
-// lock in the store when it is PostgreSQL (advisory locks); with SQLite
-// there is one instance and the lock is in memory.
+// lock in the store (uploadLocks).
 func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 	var objs uploads.Objects
+	var locks store.UploadLocks
 	if loc := s.cfg.UploadsS3; loc != nil {
+		var err error
+		if locks, err = uploadLocks(s.cfg, s.Store); err != nil {
+			return err
+		}
 		o, err := uploads.NewS3Objects(ctx, *loc)
 		if err != nil {
 			return err
@@ -45,8 +50,8 @@ func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 		}
 		cfg.Scanner = c
 	}
-	if pg, ok := s.Store.(*pgstore.Store); ok && objs != nil {
-		cfg.Locks = pg.UploadLocks()
+	if locks != nil {
+		cfg.Locks = locks
 	}
 	u, err := uploads.New(s.Store, s.Forms, cfg)
 	if err != nil {
@@ -55,6 +60,25 @@ func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 	s.Uploads = u
 	s.Links = uploads.NewLinks(secret, s.cfg.PublicURL, s.cfg.LinkTTL, time.Now)
 	return nil
+}
+
+// uploadLocks are the locks uploads in a shared bucket are written
+// under: the store's (store.UploadLocker) when it has them; none (the
+// uploads service's in memory) when the store serves one instance
+// (drivers.Driver.OneInstance: the embedded sqlite store, whose data
+// directory one instance holds); and otherwise a start-up error naming
+// the setting, as for the fast path: a store shared by several instances
+// without them (a wrapper that hides them) would let two instances write
+// one upload at once.
+func uploadLocks(cfg config.Config, st Store) (store.UploadLocks, error) {
+	if l, ok := st.(store.UploadLocker); ok {
+		return l.UploadLocks(), nil
+	}
+	if cfg.StoreDriver().OneInstance {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("setting uploads (--uploads s3://…, FORMD_UPLOADS): the store (%T) cannot lock uploads across instances (store.UploadLocker), "+
+		"which several instances sharing a bucket need; use a store that can (postgres), or --uploads data on one instance", st)
 }
 
 // entryFiles lists an entry's files with fresh signed links.

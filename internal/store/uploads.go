@@ -84,6 +84,34 @@ type Uploads interface {
 	UploadHolds
 }
 
+// UploadLocker is a store that locks uploads across every instance of a
+// deployment, so that an upload continued through any instance is written
+// by one request at a time (pgstore: advisory locks). A store without it
+// (sqlitestore) serves one instance, whose locks are in memory; with
+// --uploads s3 on a store shared by several instances it is required
+// (server.openUploads refuses to start without it).
+// storetest.RunUploadLocks pins the rules for every driver that has it.
+type UploadLocker interface {
+	// UploadLocks is the store's one set of upload locks.
+	UploadLocks() UploadLocks
+}
+
+// UploadLocks are named locks every instance of a deployment sees
+// (uploads.CrossLocks is the consumer's view of them).
+type UploadLocks interface {
+	// TryLock takes the lock name if no other instance holds it, and
+	// says whether it did. lost is closed if the lock is lost before
+	// Unlock (the connection holding it broke, the store closed).
+	TryLock(ctx context.Context, name string) (ok bool, lost <-chan struct{}, err error)
+	// Unlock releases a lock TryLock took.
+	Unlock(ctx context.Context, name string) error
+	// Ask asks the instance that holds the lock name to release it.
+	Ask(ctx context.Context, name string) error
+	// Asked has f called with the name of each lock another instance
+	// asks for (Ask), from then on.
+	Asked(f func(name string))
+}
+
 // uploadsMember is how form.UploadsKey starts in an entry's data.
 var uploadsMember = []byte(`"` + form.UploadsKey + `":`)
 

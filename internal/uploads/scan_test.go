@@ -20,6 +20,7 @@ import (
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
@@ -97,22 +98,17 @@ func startClamd(t *testing.T, bin string) *Clamd {
 		<-done
 	})
 	c := &Clamd{network: "unix", address: sock, Timeout: time.Minute}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if _, err := c.Scan(context.Background(), strings.NewReader("ping")); err == nil {
-			return c
-		}
+	poll.UntilNil(t, "clamd to answer on "+sock, 90*time.Second, func() error {
 		select {
 		case err := <-done:
 			log, _ := os.ReadFile(filepath.Join(dir, "clamd.log"))
 			t.Fatalf("clamd exited: %v\n%s\n%s", err, out.Bytes(), log)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("clamd did not answer on %s within 90 s:\n%s", sock, out.Bytes())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		_, err := c.Scan(context.Background(), strings.NewReader("ping"))
+		return err
+	})
+	return c
 }
 
 // scanForm takes any file, so that the EICAR text reaches the scanner.

@@ -63,6 +63,13 @@ func TestUploads(t *testing.T) {
 	})
 }
 
+func TestUploadLocks(t *testing.T) {
+	storetest.RunUploadLocks(t, func(t *testing.T) func() storetest.LockingStore {
+		u := pgtest.URL(t)
+		return func() storetest.LockingStore { return open(t, u) }
+	})
+}
+
 // Instances starting together migrate once.
 func TestConcurrentOpen(t *testing.T) {
 	t.Parallel()

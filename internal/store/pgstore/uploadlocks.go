@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/formd/formd/internal/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -39,8 +40,10 @@ type UploadLocks struct {
 // releaseChannel is the channel of Ask and Asked.
 const releaseChannel = "formd_upload_release"
 
+var _ store.UploadLocker = (*Store)(nil)
+
 // UploadLocks is the store's upload locks (one set per store).
-func (s *Store) UploadLocks() *UploadLocks {
+func (s *Store) UploadLocks() store.UploadLocks {
 	s.locksOnce.Do(func() { s.locks = &UploadLocks{cfg: s.pool.Config().ConnConfig.Copy(), stop: make(chan struct{})} })
 	return s.locks
 }

@@ -1,4 +1,9 @@
-package server
+// Package https is how formd terminates TLS itself: the certificate an
+// owner manages (reloaded on SIGHUP or when its files change), or
+// certificates over ACME with golang.org/x/crypto/acme/autocert, the
+// plain-HTTP redirect and ACME challenges, HSTS, and the side listeners.
+// Package server wires it into an instance.
+package https
 
 import (
 	"context"
@@ -45,21 +50,21 @@ type Listeners struct {
 // that cannot be bound is an error naming its setting; a metrics address
 // that cannot be bound is logged and formd serves without it, since
 // Prometheus then reports the target down.
-func (s *Server) Listen() (Listeners, error) {
+func Listen(cfg config.Config, log *slog.Logger) (Listeners, error) {
 	var ls Listeners
 	var err error
-	if ls.Public, err = listen("addr", s.cfg.Addr); err != nil {
+	if ls.Public, err = listen("addr", cfg.Addr); err != nil {
 		return ls, err
 	}
-	if s.cfg.TLS() && s.cfg.HTTPAddr != "" {
-		if ls.HTTP, err = listen("http-addr", s.cfg.HTTPAddr); err != nil {
+	if cfg.TLS() && cfg.HTTPAddr != "" {
+		if ls.HTTP, err = listen("http-addr", cfg.HTTPAddr); err != nil {
 			ls.Public.Close()
 			return Listeners{}, fmt.Errorf("%w; or --http-addr off to answer on HTTPS alone", err)
 		}
 	}
-	if s.cfg.MetricsAddr != "" {
-		if ls.Metrics, err = listen("metrics-addr", s.cfg.MetricsAddr); err != nil {
-			s.log.Error("/metrics not served", "err", err)
+	if cfg.MetricsAddr != "" {
+		if ls.Metrics, err = listen("metrics-addr", cfg.MetricsAddr); err != nil {
+			log.Error("/metrics not served", "err", err)
 		}
 	}
 	return ls, nil
@@ -115,46 +120,65 @@ var expiryDesc = prometheus.NewDesc("formd_tls_cert_expiry_timestamp_seconds",
 	"When the certificate served for a domain expires, in Unix seconds; 0 while there is none (not yet obtained, or unreadable).",
 	[]string{"domain"}, nil)
 
-// certs is where handshakes get their certificate: an owner's files or
-// ACME. It runs what keeps them fresh until ctx ends.
-type certs interface {
+// source is where handshakes get their certificate: an owner's files
+// (fileCert) or ACME (acmeCert). run keeps them fresh until ctx ends.
+type source interface {
 	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	run(ctx context.Context)
+	expiry() map[string]time.Time
 }
 
-// openTLS prepares the certificates the settings ask for and registers
-// their metrics; nil when formd does not terminate TLS. A certificate pair
-// that does not load is an error naming the settings.
-func (s *Server) openTLS(reg prometheus.Registerer) (*tls.Config, certs, error) {
-	if !s.cfg.TLS() {
-		return nil, nil, nil
+// Certificates are what an instance that terminates TLS itself serves:
+// the TLS configuration of its public listener, what keeps the
+// certificates fresh (Run), and the plain-HTTP side's handler (Redirect).
+type Certificates struct {
+	conf *tls.Config
+	src  source
+}
+
+// Open prepares the certificates the settings ask for (--tls-cert and
+// --tls-key, or --tls-domain over ACME) and registers their metrics; nil
+// when formd does not terminate TLS. A certificate pair that does not
+// load is an error naming the settings.
+func Open(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*Certificates, error) {
+	if !cfg.TLS() {
+		return nil, nil
 	}
 	m := &tlsMetrics{errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "formd_tls_cert_errors_total",
 		Help: "Certificates that could not be obtained (source acme) or reloaded (source file); the certificate served before stays.",
 	}, []string{"source"})}
-	var c certs
-	var tc *tls.Config
-	if s.cfg.TLSCert != "" {
-		fc, err := newFileCert(s.cfg.TLSCert, s.cfg.TLSKey, s.cfg.TLSCheckEvery, s.log, m.errors.WithLabelValues("file"))
+	c := &Certificates{}
+	if cfg.TLSCert != "" {
+		fc, err := newFileCert(cfg.TLSCert, cfg.TLSKey, cfg.TLSCheckEvery, log, m.errors.WithLabelValues("file"))
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		c, m.expiry = fc, fc.expiry
-		tc = &tls.Config{GetCertificate: fc.GetCertificate}
+		c.src = fc
+		c.conf = &tls.Config{GetCertificate: fc.GetCertificate}
 	} else {
-		ac, err := newACMECert(s.cfg, s.log, m.errors.WithLabelValues("acme"))
+		ac, err := newACMECert(cfg, log, m.errors.WithLabelValues("acme"))
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		c, m.expiry = ac, ac.expiry
-		tc = ac.m.TLSConfig()
-		tc.GetCertificate = ac.GetCertificate
+		c.src = ac
+		c.conf = ac.m.TLSConfig()
+		c.conf.GetCertificate = ac.GetCertificate
 	}
-	tc.MinVersion = tls.VersionTLS12
+	c.conf.MinVersion = tls.VersionTLS12
+	m.expiry = c.src.expiry
 	reg.MustRegister(m)
-	return tc, c, nil
+	return c, nil
 }
+
+// Config is the public listener's TLS configuration (HTTP/2 and
+// HTTP/1.1; ACME's TLS-ALPN-01 too when certificates come over ACME).
+func (c *Certificates) Config() *tls.Config { return c.conf }
+
+// Run keeps the certificates fresh until ctx ends: an owner's pair is
+// read again on SIGHUP and when its files change; ACME certificates are
+// obtained at start and renewed by autocert.
+func (c *Certificates) Run(ctx context.Context) { c.src.run(ctx) }
 
 // fileCert serves a certificate pair the owner manages. A new pair is
 // read on SIGHUP and when either file changes, and swapped in atomically:
@@ -446,12 +470,12 @@ func (a *acmeCert) expiry() map[string]time.Time {
 	return out
 }
 
-// httpsRedirect answers the plain-HTTP address under TLS: ACME HTTP-01
-// challenges (when certificates come over ACME), and for everything else
+// Redirect answers the plain-HTTP address under TLS: ACME HTTP-01
+// challenges (when c's certificates come over ACME), and for everything else
 // a permanent redirect to the same path over https on the public port.
 // 308 keeps the method and body, so a form posted to http:// is posted
 // again to https:// rather than lost.
-func (s *Server) httpsRedirect(public net.Addr, c certs) http.Handler {
+func (c *Certificates) Redirect(public net.Addr) http.Handler {
 	port := ""
 	if a, ok := public.(*net.TCPAddr); ok && a.Port != 443 {
 		port = strconv.Itoa(a.Port)
@@ -470,7 +494,7 @@ func (s *Server) httpsRedirect(public net.Addr, c certs) http.Handler {
 		}
 		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
 	})
-	if ac, ok := c.(*acmeCert); ok {
+	if ac, ok := c.acme(); ok {
 		// autocert checks the Host header against the domains as it is,
 		// and a client on another port than 80 (a test CA's validation)
 		// sends the port with it.
@@ -486,10 +510,19 @@ func (s *Server) httpsRedirect(public net.Addr, c certs) http.Handler {
 	return redirect
 }
 
-// isHTTPS says whether a request reached formd over HTTPS: its own TLS,
+// acme is c's ACME source, if its certificates come over ACME.
+func (c *Certificates) acme() (*acmeCert, bool) {
+	if c == nil {
+		return nil, false
+	}
+	ac, ok := c.src.(*acmeCert)
+	return ac, ok
+}
+
+// IsHTTPS says whether a request reached formd over HTTPS: its own TLS,
 // or a trusted proxy's that says so with X-Forwarded-Proto or Forwarded
 // (the value the nearest proxy added, as it is the one we trust).
-func isHTTPS(r *http.Request, trusted []netip.Prefix) bool {
+func IsHTTPS(r *http.Request, trusted []netip.Prefix) bool {
 	if r.TLS != nil {
 		return true
 	}
@@ -530,43 +563,44 @@ func fromTrusted(r *http.Request, trusted []netip.Prefix) bool {
 	return false
 }
 
-// withHSTS sends Strict-Transport-Security on every HTTPS answer, so that
+// WithHSTS sends Strict-Transport-Security on every HTTPS answer, so that
 // a browser that once came over https never tries plain http again.
-func withHSTS(next http.Handler, maxAge time.Duration, trusted []netip.Prefix) http.Handler {
+func WithHSTS(next http.Handler, maxAge time.Duration, trusted []netip.Prefix) http.Handler {
 	if maxAge <= 0 {
 		return next
 	}
 	value := "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isHTTPS(r, trusted) {
+		if IsHTTPS(r, trusted) {
 			w.Header().Set("Strict-Transport-Security", value)
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// startSide serves the side listeners of ls, the plain-HTTP redirect and
-// /metrics, until the returned function closes them and waits.
-func (s *Server) startSide(ls Listeners) (stop func()) {
+// StartSide serves the side listeners of ls, the plain-HTTP redirect
+// (with c's ACME challenges; c may be nil) and metrics on /metrics, until
+// the returned function closes them and waits.
+func StartSide(ls Listeners, c *Certificates, metrics http.Handler, log *slog.Logger) (stop func()) {
 	var servers []*http.Server
 	var wg sync.WaitGroup
 	serve := func(ln net.Listener, h http.Handler, what string) {
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: time.Minute,
-			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+			IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		servers = append(servers, srv)
-		s.log.Info("formd serving "+what, "addr", ln.Addr().String())
+		log.Info("formd serving "+what, "addr", ln.Addr().String())
 		wg.Go(func() {
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				s.log.Error("serving "+what+" stopped", "addr", ln.Addr().String(), "err", err)
+				log.Error("serving "+what+" stopped", "addr", ln.Addr().String(), "err", err)
 			}
 		})
 	}
 	if ls.HTTP != nil {
-		serve(ls.HTTP, s.httpsRedirect(ls.Public.Addr(), s.certs), "redirects to https and ACME challenges")
+		serve(ls.HTTP, c.Redirect(ls.Public.Addr()), "redirects to https and ACME challenges")
 	}
 	if ls.Metrics != nil {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", s.metrics)
+		mux.Handle("GET /metrics", metrics)
 		serve(ls.Metrics, mux, "/metrics")
 	}
 	return func() {
@@ -577,10 +611,10 @@ func (s *Server) startSide(ls Listeners) (stop func()) {
 	}
 }
 
-// errorLog is the public server's error log: failed TLS handshakes
+// ErrorLog is the public server's error log: failed TLS handshakes
 // (scanners, clients that give up, old browsers), which an address on the
 // internet sees all day, at debug; everything else at warn.
-func errorLog(l *slog.Logger) *log.Logger {
+func ErrorLog(l *slog.Logger) *log.Logger {
 	return log.New(errorLogWriter{l}, "", 0)
 }
 

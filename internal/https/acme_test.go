@@ -1,4 +1,4 @@
-package server_test
+package https_test
 
 import (
 	"crypto/tls"

@@ -1,0 +1,16 @@
+package backup_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if a test leaves a goroutine behind: a
+// backup's copy, a schedule's loop or a store it opened must end with the
+// test that started it. tusd (the uploads these tests send) keeps each
+// request's context for a grace period after the request, in a goroutine
+// of its own that ends by itself.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/tus/tusd/v2/pkg/handler.newDelayedContext.func1"))
+}

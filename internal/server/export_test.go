@@ -1,0 +1,4 @@
+package server
+
+// UploadLocksFor is uploadLocks, for the tests of package server_test.
+var UploadLocksFor = uploadLocks
