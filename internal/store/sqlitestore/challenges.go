@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/formd/formd/internal/store"
@@ -11,33 +12,49 @@ import (
 
 var _ store.Challenges = (*Store)(nil)
 
-// SpendChallenge records a spent challenge (see store.Challenges). One
-// upsert decides: a new signature is inserted; an existing one is
-// "updated" only when the same (form, key) spent it, so a row not written
-// is a replay.
+// SpendChallenge records a spent challenge (see store.Challenges) in a
+// transaction of its own.
 func (s *Store) SpendChallenge(ctx context.Context, u store.ChallengeUse, now time.Time) (bool, error) {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return false, classify("spend challenge: begin", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	res, err := tx.ExecContext(ctx, `INSERT INTO challenge_uses(signature, form, key, expires) VALUES (?1, ?2, ?3, ?4)
-		ON CONFLICT(signature) DO UPDATE SET expires = challenge_uses.expires
-		WHERE challenge_uses.form = excluded.form AND challenge_uses.key = excluded.key`,
-		u.Signature, u.Form, u.Key, u.Expires.UnixMicro())
+	spent, err := spendChallenge(ctx, tx, u, now)
 	if err != nil {
 		return false, classify("spend challenge", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, classify("spend challenge", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM challenge_uses WHERE signature IN (SELECT signature FROM challenge_uses WHERE expires <= ? LIMIT ?)`,
-		now.Add(-store.ChallengeGrace).UnixMicro(), store.ChallengePrune); err != nil {
-		return false, classify("spend challenge: prune", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return false, classify("spend challenge: commit", err)
+	}
+	return spent, nil
+}
+
+// spendChallenge spends u in tx: the decision's transaction for entries
+// that carry their solution (journal.Entry.Challenge). One upsert
+// decides: a new signature is inserted; an existing one is "updated"
+// only when the same (form, key) spent it, so a row not written is a
+// replay. The row is kept at least until now, so that a decision made
+// late (the store was down) still outlives its grace.
+func spendChallenge(ctx context.Context, tx *sql.Tx, u store.ChallengeUse, now time.Time) (bool, error) {
+	exp := u.Expires
+	if exp.Before(now) {
+		exp = now
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO challenge_uses(signature, form, key, expires) VALUES (?1, ?2, ?3, ?4)
+		ON CONFLICT(signature) DO UPDATE SET expires = challenge_uses.expires
+		WHERE challenge_uses.form = excluded.form AND challenge_uses.key = excluded.key`,
+		u.Signature, u.Form, u.Key, exp.UnixMicro())
+	if err != nil {
+		return false, fmt.Errorf("spend challenge: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("spend challenge: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM challenge_uses WHERE signature IN (SELECT signature FROM challenge_uses WHERE expires <= ? LIMIT ?)`,
+		now.Add(-store.ChallengeGrace).UnixMicro(), store.ChallengePrune); err != nil {
+		return false, fmt.Errorf("spend challenge: prune: %w", err)
 	}
 	return n == 1, nil
 }

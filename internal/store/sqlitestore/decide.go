@@ -178,16 +178,56 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 	o := store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: status, Status: status,
 		ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}
 	// uploads: the entry's files are claimed before anything else is decided.
-	if refused, err := claimUploads(ctx, tx, sub); err != nil || refused != "" {
+	refused, detail, err := claimUploads(ctx, tx, sub)
+	if err != nil {
+		return o, err
+	}
+	if refused != "" {
+		return s.settleDetail(ctx, tx, st, o, refused, detail)
+	}
+	spam := sub.SpamReason
+	if c := sub.Challenge; c != nil {
+		spent, err := spendChallenge(ctx, tx, store.ChallengeUse{Signature: c.Signature, Form: sub.Form, Key: sub.Key, Expires: c.Expires}, time.UnixMicro(now))
 		if err != nil {
 			return o, err
 		}
-		return s.settle(ctx, st, o, refused, false)
+		switch {
+		case spent:
+		case c.Refuse:
+			if _, err := tx.ExecContext(ctx, `DELETE FROM upload_claims WHERE entry_id = ?`, sub.ID); err != nil {
+				return o, fmt.Errorf("give back upload claims: %w", err)
+			}
+			return s.settle(ctx, st, o, store.StatusChallengeInvalid, false)
+		default:
+			spam = store.SpamChallengeReplayed
+			if !sub.Spam {
+				if o, err = s.settle(ctx, st, o, store.StatusSpam, false); err != nil {
+					return o, err
+				}
+			}
+		}
 	}
-	if sub.Spam {
+	if spam != "" {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO spam_reasons(form, key, reason, noted_at) VALUES (?1, ?2, ?3, ?4)
+			ON CONFLICT(form, key) DO UPDATE SET reason = excluded.reason, noted_at = excluded.noted_at`,
+			sub.Form, sub.Key, spam, now); err != nil {
+			return o, fmt.Errorf("note the spam reason: %w", err)
+		}
+	}
+	if o.Status == store.StatusSpam {
 		return o, nil
 	}
 	return s.place(ctx, st, o, sub.Claims)
+}
+
+// settleDetail settles a just-inserted entry refused for what detail
+// names (store.Outcome.Detail).
+func (s *Store) settleDetail(ctx context.Context, tx *sql.Tx, st *stmts, o store.Outcome, status, detail string) (store.Outcome, error) {
+	if _, err := tx.ExecContext(ctx, `UPDATE entries SET detail = ? WHERE id = ?`, detail, o.ID); err != nil {
+		return o, fmt.Errorf("record the refusal's detail: %w", err)
+	}
+	o.Detail = detail
+	return s.settle(ctx, st, o, status, false)
 }
 
 // place decides the participant and the place of an entry whose row is
@@ -294,17 +334,18 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 		sameID, sameK sql.NullString
 		sameD         sql.NullString
 		sameAt        sql.NullInt64
+		detail        sql.NullString
 	)
-	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, o.id, o.key, o.decision, o.received_at
+	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = ? AND e.key = ?`, form, key).
-		Scan(&o.ID, &o.Decision, &status, &us, &fp, &sameID, &sameK, &sameD, &sameAt)
+		Scan(&o.ID, &o.Decision, &status, &us, &fp, &detail, &sameID, &sameK, &sameD, &sameAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}
 	if err != nil {
 		return o, false, err
 	}
-	o.Form, o.Key, o.Status = form, key, status
+	o.Form, o.Key, o.Status, o.Detail = form, key, status, detail.String
 	o.ReceivedAt = time.UnixMicro(us)
 	copy(o.Fingerprint[:], fp)
 	if sameID.Valid {
