@@ -5,12 +5,20 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/poll"
+	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
+	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 )
 
@@ -150,4 +158,62 @@ func (c powClient) submit(form, key, name, solution string) (int, string) {
 		return res.StatusCode, doc.Code
 	}
 	return res.StatusCode, doc.Status
+}
+
+// downStore is a store that cannot decide while down.
+type downStore struct {
+	server.Store
+	down *atomic.Bool
+}
+
+func (d downStore) Apply(ctx context.Context, es []journal.Entry) ([]store.Outcome, error) {
+	if d.down.Load() {
+		return nil, fmt.Errorf("apply: %w", errors.Join(store.ErrUnavailable, errors.New("connection refused")))
+	}
+	return d.Store.Apply(ctx, es)
+}
+
+// A file form while the store cannot decide: the submission naming a
+// complete upload and the one naming a claimed upload are both journaled
+// and answered 202; once the store is back the status URL says stored
+// for the first and upload-used for the second, and a retry gets the
+// decided answer.
+func TestFileFormWhileTheStoreIsDown(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	h := servertest.Start(t, uploadForms, servertest.Options{
+		Config: func(c *config.Config) {
+			c.DecideAtAppend = false
+			c.DefaultWait = 200 * time.Millisecond
+		},
+		WrapStore: func(s server.Store) server.Store { return downStore{s, &down} },
+	})
+	used := upload(t, h, photoBytes(2000, 1))
+	if a := submitWithPhoto(t, h, "holder", "Ann", used); a.status != 201 {
+		t.Fatalf("the first submission: %d %s", a.status, a.body)
+	}
+	fresh := upload(t, h, photoBytes(2000, 2))
+	down.Store(true)
+	for key, id := range map[string]string{"fresh": fresh, "second": used} {
+		if a := submitWithPhoto(t, h, key, "Bo", id); a.status != 202 {
+			t.Fatalf("%s while the store is down: %d %s", key, a.status, a.body)
+		}
+	}
+	down.Store(false)
+	status := func(key string) string {
+		res, err := servertest.Client().Get(h.URL + "/v1/forms/exam/submissions/" + key)
+		if err != nil {
+			return err.Error()
+		}
+		defer res.Body.Close()
+		var doc struct{ Status string }
+		json.NewDecoder(res.Body).Decode(&doc) //nolint:errcheck // an empty status fails the poll
+		return doc.Status
+	}
+	poll.Until(t, "both decided once the store is back", 10*time.Second, func() bool {
+		return status("fresh") == "stored" && status("second") == "upload-used"
+	})
+	if a := submitWithPhoto(t, h, "second", "Bo", used); a.status != 422 || a.code != "upload-already-used" || a.replay != "true" {
+		t.Fatalf("a retry of the refused key: %d %s %q", a.status, a.body, a.replay)
+	}
 }
