@@ -105,7 +105,7 @@ func takeChallenge(f *form.Form, b *body) string {
 // spam is the reason when the form keeps what fails as spam, refusal the
 // problem when it refuses, both empty when it passes (or, with the
 // honeypot fallback, when no solution came).
-func (h *Handler) checkChallenge(f *form.Form, payload string, now time.Time) (spam string, refusal error, c *journal.Challenge) {
+func (h *Handler) checkChallenge(f *form.Form, payload string, now time.Time) (spam string, c *journal.Challenge, refusal error) {
 	rules := f.Def.Spam
 	mode := rules.Fallback()
 	var bad error
@@ -120,7 +120,7 @@ func (h *Handler) checkChallenge(f *form.Form, payload string, now time.Time) (s
 	default:
 		sol, verr := h.cfg.Proof.Signer.Verify(payload, f.ID(), now)
 		if verr == nil {
-			return "", nil, &journal.Challenge{Signature: sol.Signature, Expires: sol.Expires, Refuse: mode == form.FallbackRefuse}
+			return "", &journal.Challenge{Signature: sol.Signature, Expires: sol.Expires, Refuse: mode == form.FallbackRefuse}, nil
 		}
 		bad = verr
 	}
@@ -129,9 +129,9 @@ func (h *Handler) checkChallenge(f *form.Form, payload string, now time.Time) (s
 		return reason, nil, nil
 	}
 	if errors.Is(bad, challenge.ErrMissing) {
-		return "", problem.New(problem.CodeChallengeRequired, "send a solved proof-of-work challenge in the "+ChallengeField+" field"), nil
+		return "", nil, problem.New(problem.CodeChallengeRequired, "send a solved proof-of-work challenge in the "+ChallengeField+" field")
 	}
-	return "", problem.New(problem.CodeChallengeInvalid, bad.Error()+" ("+reason+"): get a new challenge and send again with the same key"), nil
+	return "", nil, problem.New(problem.CodeChallengeInvalid, bad.Error()+" ("+reason+"): get a new challenge and send again with the same key")
 }
 
 // spamReason is the cheap checks' verdict: "honeypot", "min-seconds", or

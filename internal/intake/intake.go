@@ -223,7 +223,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	var spam string
 	var solved *journal.Challenge
 	if refusal == nil && f.Def.Spam.NeedsChallenge() {
-		spam, refusal, solved = h.checkChallenge(f, solution, now)
+		spam, solved, refusal = h.checkChallenge(f, solution, now)
 	}
 	if spam == "" {
 		spam = spamReason(f, b, now)

@@ -177,9 +177,7 @@ func RunMix(ctx context.Context, cfg Config) (*MixReport, error) {
 		}
 	}
 	if m.sup != nil {
-		for _, c := range m.sup.crashed() {
-			rep.Errors = append(rep.Errors, c)
-		}
+		rep.Errors = append(rep.Errors, m.sup.crashed()...)
 	}
 	rep.OK = len(rep.Errors) == 0
 	m.passed = rep.OK
