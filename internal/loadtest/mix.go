@@ -27,8 +27,8 @@ import (
 
 // The mix run (formd loadtest --mix, issue 28): in one run, the same
 // closed-loop load against a plain form, a proof-of-work form and a form
-// with a file field, one after the other, each its own timed phase, and
-// the rate of each against the plain form's. What a person's device does
+// with a file field, one kind at a time in timed phases (three rounds of
+// the three kinds), and the rate of each against the plain form's. What a person's device does
 // before sending — solving the challenge, uploading the file — is done
 // for every submission before the timed phases, so that they measure the
 // server's cost of a submission of each kind, not the client's work.
@@ -157,18 +157,25 @@ func RunMix(ctx context.Context, cfg Config) (*MixReport, error) {
 	}
 	rep.Prep.UploadS = round(time.Since(t0).Seconds(), 2)
 
-	for _, ph := range []struct {
-		kind, form string
-		extra      func(i int) (string, any)
-	}{
-		{"plain", plainForm, nil},
-		{"pow", powForm, func(i int) (string, any) { return form.ChallengeField, sols[i] }},
-		{"file", fileForm, func(i int) (string, any) { return "photo", "upload:" + ups[i] }},
-	} {
-		p := m.phase(ctx, ph.kind, ph.form, ph.extra)
+	kinds := []*mixAcc{
+		{kind: "plain", form: plainForm},
+		{kind: "pow", form: powForm, extra: func(i int) (string, any) { return form.ChallengeField, sols[i] }},
+		{kind: "file", form: fileForm, extra: func(i int) (string, any) { return "photo", "upload:" + ups[i] }},
+	}
+	// In rounds, each kind a slice of its submissions in turn, so that
+	// what drifts during the run (the files growing, other work on the
+	// machine) weighs on every kind alike.
+	for r := range mixRounds {
+		from, to := r*cfg.Count/mixRounds, (r+1)*cfg.Count/mixRounds
+		for _, k := range kinds {
+			m.phase(ctx, k, from, to)
+		}
+	}
+	for _, k := range kinds {
+		p := k.result()
 		rep.Phases = append(rep.Phases, p)
 		if p.Failed > 0 || p.NoAnswer > 0 || p.Refused > 0 {
-			rep.Errors = append(rep.Errors, fmt.Sprintf("%s phase: %d refused, %d failed, %d without an answer", ph.kind, p.Refused, p.Failed, p.NoAnswer))
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s phase: %d refused, %d failed, %d without an answer", p.Kind, p.Refused, p.Failed, p.NoAnswer))
 		}
 	}
 	if plainRate := rep.Phases[0].RatePerS; plainRate > 0 {
@@ -426,65 +433,80 @@ func (m *mixRun) uploadAll(ctx context.Context, form string, n int) ([]string, e
 	return out, err
 }
 
-// phase sends Count submissions to the form from Clients workers, closed
-// loop, and measures them. extra adds the kind's member (the solution,
-// the upload) to submission i.
-func (m *mixRun) phase(ctx context.Context, kind, form string, extra func(i int) (string, any)) MixPhase {
-	p := MixPhase{Kind: kind, Form: form}
-	var hist histogram
-	var stored, accepted, refused, failed, noAnswer, sent atomic.Int64
+// mixRounds is how many rounds a mix run takes each kind through.
+const mixRounds = 3
+
+// mixAcc is one kind's phases so far.
+type mixAcc struct {
+	kind, form string
+	// extra adds the kind's member (the solution, the upload) to
+	// submission i.
+	extra func(i int) (string, any)
+
+	hist                                              histogram
+	stored, accepted, refused, failed, noAnswer, sent atomic.Int64
+	window                                            time.Duration
+}
+
+func (a *mixAcc) result() MixPhase {
+	p := MixPhase{Kind: a.kind, Form: a.form, Sent: a.sent.Load(), Stored: a.stored.Load(), Accepted: a.accepted.Load(),
+		Refused: a.refused.Load(), Failed: a.failed.Load(), NoAnswer: a.noAnswer.Load(), WindowS: round(a.window.Seconds(), 3)}
+	if a.window > 0 {
+		p.RatePerS = round(float64(p.Stored+p.Accepted)/a.window.Seconds(), 1)
+	}
+	l := a.hist.summary()
+	p.P50MS, p.P99MS = l.P50, l.P99
+	return p
+}
+
+// phase sends the kind's submissions from up to to from Clients
+// workers, closed loop, and adds them to its measure.
+func (m *mixRun) phase(ctx context.Context, a *mixAcc, from, to int) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Duration)
 	defer cancel()
 	wait := strconv.Itoa(max(int(m.cfg.Wait/time.Second), 1))
 	start := time.Now()
-	_ = parallel(ctx, m.cfg.Count, m.cfg.Clients, func(ctx context.Context, i int) error {
-		body := map[string]any{"name": "Person " + strconv.Itoa(i), "email": fmt.Sprintf("p%d@%s.example", i, kind)}
-		if extra != nil {
-			k, v := extra(i)
+	_ = parallel(ctx, to-from, m.cfg.Clients, func(ctx context.Context, j int) error {
+		i := from + j
+		body := map[string]any{"name": "Person " + strconv.Itoa(i), "email": fmt.Sprintf("p%d@%s.example", i, a.kind)}
+		if a.extra != nil {
+			k, v := a.extra(i)
 			body[k] = v
 		}
 		b, _ := json.Marshal(body)
 		actx, acancel := context.WithTimeout(ctx, m.cfg.AttemptTimeout)
 		defer acancel()
-		req, err := http.NewRequestWithContext(actx, http.MethodPost, m.base+"/v1/forms/"+form+"/submissions", bytes.NewReader(b))
+		req, err := http.NewRequestWithContext(actx, http.MethodPost, m.base+"/v1/forms/"+a.form+"/submissions", bytes.NewReader(b))
 		if err != nil {
 			return err
 		}
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", kind+"-"+strconv.Itoa(i))
+		req.Header.Set("Idempotency-Key", a.kind+"-"+strconv.Itoa(i))
 		req.Header.Set("Prefer", "wait="+wait)
 		t := time.Now()
-		sent.Add(1)
+		a.sent.Add(1)
 		resp, err := m.hc.Do(req)
 		if err != nil {
-			noAnswer.Add(1)
+			a.noAnswer.Add(1)
 			return nil
 		}
 		io.Copy(io.Discard, resp.Body) //nolint:errcheck // the status says it
 		resp.Body.Close()
 		switch s := resp.StatusCode; {
 		case s == http.StatusCreated || s == http.StatusOK:
-			stored.Add(1)
-			hist.record(time.Since(t))
+			a.stored.Add(1)
+			a.hist.record(time.Since(t))
 		case s == http.StatusAccepted:
-			accepted.Add(1)
-			hist.record(time.Since(t))
+			a.accepted.Add(1)
+			a.hist.record(time.Since(t))
 		case s >= 500:
-			failed.Add(1)
+			a.failed.Add(1)
 		default:
-			refused.Add(1)
+			a.refused.Add(1)
 		}
 		return nil
 	})
-	window := time.Since(start)
-	p.Sent, p.Stored, p.Accepted, p.Refused, p.Failed, p.NoAnswer = sent.Load(), stored.Load(), accepted.Load(), refused.Load(), failed.Load(), noAnswer.Load()
-	p.WindowS = round(window.Seconds(), 3)
-	if window > 0 {
-		p.RatePerS = round(float64(p.Stored+p.Accepted)/window.Seconds(), 1)
-	}
-	l := hist.summary()
-	p.P50MS, p.P99MS = l.P50, l.P99
-	return p
+	a.window += time.Since(start)
 }
 
 // WriteText prints the mix's report.
