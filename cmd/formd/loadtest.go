@@ -126,7 +126,7 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.AttemptTimeout, "timeout", 0, "client: timeout of one request (default 10s)")
 	fs.DurationVar(&cfg.Wait, "wait", 0, "client: Prefer: wait for the outcome before a 202 (default 5s)")
 	fs.DurationVar(&cfg.Grace, "grace", 0, "after the load phase, how long undecided submissions may go on (default 30s)")
-	mix := fs.Bool("mix", false, "mix mode: in one run, --count submissions (default 2000) each to a plain form, a proof-of-work form and a form with a file (challenges solved and files uploaded before the timed phases); prints each rate and its ratio to the plain form's")
+	mix := fs.Bool("mix", false, "mix mode: in one run, --count submissions (default 2000) each to a plain form, a proof-of-work form and a form with a file (challenges solved and files uploaded before the timed phases); prints each rate and its ratio to the plain form's; a --url server should run with --trusted-proxies 127.0.0.1/32, or the challenges get harder as they are fetched")
 	asJSON := fs.Bool("json", false, "print the report as JSON on standard output")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
