@@ -29,6 +29,10 @@ func claimKey(token string) string {
 // stmts are the prepared statements of one decision transaction.
 type stmts struct {
 	insert, claim, release, take, whenFull, fullGeneric, setStatus, holder, sameAs, event *sql.Stmt
+	// What a decision checks that intake used to (issue 28): the
+	// solution's spend and the prune of spent ones, the spam reason, the
+	// claim of an upload named with its field.
+	spend, prune, spamReason, claimUpload *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -55,6 +59,11 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		// writes: more than the rest of the decision.
 		{&st.event, `INSERT INTO events(entry_id, n, type, form, site, status, at) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(entry_id, type, n) DO NOTHING`},
+		{&st.spend, spendSQL},
+		{&st.prune, pruneSQL},
+		{&st.spamReason, `INSERT INTO spam_reasons(form, key, reason, noted_at) VALUES (?1, ?2, ?3, ?4)
+			ON CONFLICT(form, key) DO UPDATE SET reason = excluded.reason, noted_at = excluded.noted_at`},
+		{&st.claimUpload, claimUploadSQL},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -74,11 +83,14 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		release: tx.StmtContext(ctx, st.release), take: tx.StmtContext(ctx, st.take),
 		whenFull: tx.StmtContext(ctx, st.whenFull), fullGeneric: tx.StmtContext(ctx, st.fullGeneric), setStatus: tx.StmtContext(ctx, st.setStatus),
 		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs), event: tx.StmtContext(ctx, st.event),
+		spend: tx.StmtContext(ctx, st.spend), prune: tx.StmtContext(ctx, st.prune), spamReason: tx.StmtContext(ctx, st.spamReason),
+		claimUpload: tx.StmtContext(ctx, st.claimUpload),
 	}
 }
 
 func (st *stmts) close() {
-	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event} {
+	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event,
+		st.spend, st.prune, st.spamReason, st.claimUpload} {
 		if s != nil {
 			s.Close()
 		}
@@ -142,7 +154,9 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, subs []journal.Entry) (
 	defer st.close()
 	now := s.now().UnixMicro()
 	out := make([]store.Outcome, len(subs))
+	spent := false
 	for i := range subs {
+		spent = spent || subs[i].Challenge != nil
 		o, err := s.decide(ctx, tx, st, &subs[i], now)
 		if err == nil && !o.Replayed {
 			if typ := store.EventFor(o.Decision); typ != "" {
@@ -153,6 +167,13 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, subs []journal.Entry) (
 			return nil, classify(fmt.Sprintf("apply %s/%s", subs[i].Form, subs[i].Key), err)
 		}
 		out[i] = o
+	}
+	if spent {
+		// The spent solutions whose challenges expired go, a bounded few
+		// per batch that spent one.
+		if _, err := st.prune.ExecContext(ctx, time.UnixMicro(now).Add(-store.ChallengeGrace).UnixMicro(), store.ChallengePrune); err != nil {
+			return nil, classify("apply: prune spent challenges", err)
+		}
 	}
 	return out, nil
 }
@@ -178,7 +199,7 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 	o := store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: status, Status: status,
 		ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}
 	// uploads: the entry's files are claimed before anything else is decided.
-	refused, detail, err := claimUploads(ctx, tx, sub)
+	refused, detail, err := claimUploads(ctx, tx, st, sub)
 	if err != nil {
 		return o, err
 	}
@@ -187,7 +208,7 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 	}
 	spam := sub.SpamReason
 	if c := sub.Challenge; c != nil {
-		spent, err := spendChallenge(ctx, tx, store.ChallengeUse{Signature: c.Signature, Form: sub.Form, Key: sub.Key, Expires: c.Expires}, time.UnixMicro(now))
+		spent, err := spend(ctx, st.spend, store.ChallengeUse{Signature: c.Signature, Form: sub.Form, Key: sub.Key, Expires: c.Expires}, time.UnixMicro(now))
 		if err != nil {
 			return o, err
 		}
@@ -208,9 +229,7 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 		}
 	}
 	if spam != "" {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO spam_reasons(form, key, reason, noted_at) VALUES (?1, ?2, ?3, ?4)
-			ON CONFLICT(form, key) DO UPDATE SET reason = excluded.reason, noted_at = excluded.noted_at`,
-			sub.Form, sub.Key, spam, now); err != nil {
+		if _, err := st.spamReason.ExecContext(ctx, sub.Form, sub.Key, spam, now); err != nil {
 			return o, fmt.Errorf("note the spam reason: %w", err)
 		}
 	}

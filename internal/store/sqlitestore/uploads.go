@@ -14,6 +14,14 @@ import (
 
 var _ store.Uploads = (*Store)(nil)
 
+// claimUploadSQL claims upload ?1 for entry ?2 of form ?3 as its ?4th:
+// a complete upload of the form and, when ?5, of field ?6, not expired
+// at ?7 (when the entry was received).
+const claimUploadSQL = `INSERT INTO upload_claims(upload_id, entry_id, form, n)
+	SELECT u.id, ?2, ?3, ?4 FROM uploads u WHERE u.id = ?1 AND u.form = ?3 AND u.completed_at IS NOT NULL
+		AND (NOT ?5 OR u.field = ?6 AND u.expires_at >= ?7)
+	ON CONFLICT(upload_id) DO NOTHING`
+
 // claimUploads claims, for a just-inserted entry, the uploads it names
 // (see package store): "" when it took them all, or the status the entry
 // is then decided with and its detail (store.UploadDetail). The claims
@@ -22,7 +30,7 @@ var _ store.Uploads = (*Store)(nil)
 // of the entry's form and, for entries that name their fields
 // (journal.Entry.Uploads), of that field and not expired when the entry
 // was received. On a refusal the claims it took are given back.
-func claimUploads(ctx context.Context, tx *sql.Tx, sub *journal.Entry) (status, detail string, err error) {
+func claimUploads(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.Entry) (status, detail string, err error) {
 	ups, err := store.UploadChecks(sub)
 	if err != nil || len(ups) == 0 {
 		return "", "", err
@@ -33,10 +41,7 @@ func claimUploads(ctx context.Context, tx *sql.Tx, sub *journal.Entry) (status, 
 		if slices.ContainsFunc(ups[:n], func(o journal.Upload) bool { return o.ID == up.ID }) {
 			continue
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO upload_claims(upload_id, entry_id, form, n)
-			SELECT u.id, ?2, ?3, ?4 FROM uploads u WHERE u.id = ?1 AND u.form = ?3 AND u.completed_at IS NOT NULL
-				AND (NOT ?5 OR u.field = ?6 AND u.expires_at >= ?7)
-			ON CONFLICT(upload_id) DO NOTHING`, up.ID, sub.ID, sub.Form, n+1, checked, up.Field, received)
+		res, err := st.claimUpload.ExecContext(ctx, up.ID, sub.ID, sub.Form, n+1, checked, up.Field, received)
 		if err != nil {
 			return "", "", fmt.Errorf("claim upload: %w", err)
 		}
