@@ -63,6 +63,7 @@ server it did not launch (--url), the run closes its form at the end
       --drop-requests 15% --drop-responses 15% --kill-every 10s
   formd loadtest --url http://127.0.0.1:8080 --admin-token fmd_…
   formd loadtest --plain --url http://127.0.0.1:8090/api/collections/registrations/records
+  formd loadtest --mix --spawn "formd serve" --clients 200 --count 5000
 
 What the checker counts:
 {definitions}Already-registered answers to re-registrations, full answers when the
@@ -125,6 +126,7 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.AttemptTimeout, "timeout", 0, "client: timeout of one request (default 10s)")
 	fs.DurationVar(&cfg.Wait, "wait", 0, "client: Prefer: wait for the outcome before a 202 (default 5s)")
 	fs.DurationVar(&cfg.Grace, "grace", 0, "after the load phase, how long undecided submissions may go on (default 30s)")
+	mix := fs.Bool("mix", false, "mix mode: in one run, --count submissions (default 2000) each to a plain form, a proof-of-work form and a form with a file (challenges solved and files uploaded before the timed phases); prints each rate and its ratio to the plain form's; a --url server should run with --trusted-proxies 127.0.0.1/32, or the challenges get harder as they are fetched")
 	asJSON := fs.Bool("json", false, "print the report as JSON on standard output")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -165,6 +167,9 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *mix {
+		return loadtestMix(ctx, cfg, *asJSON, stdout, stderr)
+	}
 	rep, err := loadtest.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "formd loadtest: %v\n", err)
@@ -191,6 +196,32 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 	default:
 		return 1
 	}
+}
+
+// loadtestMix runs --mix and prints its report.
+func loadtestMix(ctx context.Context, cfg loadtest.Config, asJSON bool, stdout, stderr io.Writer) int {
+	rep, err := loadtest.RunMix(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "formd loadtest: %v\n", err)
+		if loadtest.IsConfigError(err) {
+			return 2
+		}
+		return 3
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(stderr, "formd loadtest: %v\n", err)
+			return 3
+		}
+	} else {
+		rep.WriteText(stdout)
+	}
+	if !rep.OK {
+		return 1
+	}
+	return 0
 }
 
 // hangingIndent writes "  name  text…" with text wrapped at width and

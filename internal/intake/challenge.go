@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,29 +10,23 @@ import (
 
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
-	"github.com/formd/formd/internal/store"
 )
 
 // ChallengeField is the body field that carries a solved proof-of-work
 // challenge: the altcha widget's name for it.
 const ChallengeField = form.ChallengeField
 
-// Challenges is the part of the store the proof-of-work check writes to:
-// the replay store and the spam reasons (store.Challenges).
-type Challenges interface {
-	SpendChallenge(ctx context.Context, u store.ChallengeUse, now time.Time) (bool, error)
-	NoteSpamReason(ctx context.Context, form, key, reason string, now time.Time) error
-}
-
 // Proof is what intake needs for forms with spam.challenge: the signer
-// keyed from the installation's secret, the durable replay store, and the
-// per-address difficulty. A zero Proof makes every challenge form answer
-// challenge-required (it cannot check solutions).
+// keyed from the installation's secret and the per-address difficulty. A
+// zero Proof makes every challenge form refuse or keep as spam what it is
+// sent (it cannot check solutions). Spending a solution is the
+// decision's (journal.Entry.Challenge): intake calls no store before the
+// journal (DESIGN invariant 12).
 type Proof struct {
-	Signer     *challenge.Signer
-	Challenges Challenges
-	Adaptive   *challenge.Adaptive
+	Signer   *challenge.Signer
+	Adaptive *challenge.Adaptive
 	// TTL is a challenge's life; challenge.DefaultTTL when zero.
 	TTL time.Duration
 }
@@ -103,16 +96,16 @@ func takeChallenge(f *form.Form, b *body) string {
 	return strings.TrimSpace(s)
 }
 
-// checkChallenge decides a new key's proof-of-work, last of the checks
-// (so that a submission refused for its values does not spend its
-// solution): spam is the reason when the form keeps what fails as spam,
-// refusal the problem when it refuses, both empty when it passes (or,
-// with the honeypot fallback, when no solution came). The spend is the
-// store's unique signature; it records (form, key), so a retry of the
-// same key — also after a crash between the spend and the journal append
-// — is the same submission, not a replay. err is the store failing:
-// nothing is journaled and the client sends again.
-func (h *Handler) checkChallenge(ctx context.Context, f *form.Form, payload, key string, now time.Time) (spam string, refusal, err error) {
+// checkChallenge decides what intake can of a new key's proof-of-work,
+// by computation alone: the solution's signature, expiry and form
+// binding. A solution that passes is returned for the entry to carry
+// (journal.Entry.Challenge): the decision spends it, in the store's
+// transaction, so that a replay under another key is decided there
+// (spam challenge-replayed, or challenge-invalid on a form that refuses).
+// spam is the reason when the form keeps what fails as spam, refusal the
+// problem when it refuses, both empty when it passes (or, with the
+// honeypot fallback, when no solution came).
+func (h *Handler) checkChallenge(f *form.Form, payload string, now time.Time) (spam string, c *journal.Challenge, refusal error) {
 	rules := f.Def.Spam
 	mode := rules.Fallback()
 	var bad error
@@ -122,20 +115,12 @@ func (h *Handler) checkChallenge(ctx context.Context, f *form.Form, payload, key
 			return "", nil, nil
 		}
 		bad = challenge.ErrMissing
-	case h.cfg.Proof.Signer == nil || h.cfg.Proof.Challenges == nil:
+	case h.cfg.Proof.Signer == nil:
 		bad = challenge.ErrForged
 	default:
 		sol, verr := h.cfg.Proof.Signer.Verify(payload, f.ID(), now)
 		if verr == nil {
-			spent, serr := h.cfg.Proof.Challenges.SpendChallenge(ctx,
-				store.ChallengeUse{Signature: sol.Signature, Form: f.ID(), Key: key, Expires: sol.Expires}, now)
-			if serr != nil {
-				return "", nil, storeUnavailable("spend the proof-of-work solution", serr)
-			}
-			if spent {
-				return "", nil, nil
-			}
-			verr = challenge.ErrReplayed
+			return "", &journal.Challenge{Signature: sol.Signature, Expires: sol.Expires, Refuse: mode == form.FallbackRefuse}, nil
 		}
 		bad = verr
 	}
@@ -144,30 +129,9 @@ func (h *Handler) checkChallenge(ctx context.Context, f *form.Form, payload, key
 		return reason, nil, nil
 	}
 	if errors.Is(bad, challenge.ErrMissing) {
-		return "", problem.New(problem.CodeChallengeRequired, "send a solved proof-of-work challenge in the "+ChallengeField+" field"), nil
+		return "", nil, problem.New(problem.CodeChallengeRequired, "send a solved proof-of-work challenge in the "+ChallengeField+" field")
 	}
-	return "", problem.New(problem.CodeChallengeInvalid, bad.Error()+" ("+reason+"): get a new challenge and send again with the same key"), nil
-}
-
-// storeUnavailable is a store error met before the journal: the request
-// is answered 503 with Retry-After, and nothing was journaled.
-func storeUnavailable(op string, err error) error {
-	p := problem.New(problem.CodeStoreUnavailable, "the proof-of-work check could not reach the store; nothing was received, send again")
-	p.RetryAfter = 1
-	return fmt.Errorf("%s: %w", op, errors.Join(p, err))
-}
-
-// noteSpam keeps why intake classed (form, key) as spam. It is best
-// effort: the entry is journaled as spam either way, and a store that
-// cannot take the note must not turn a kept submission into a refused
-// one.
-func (h *Handler) noteSpam(ctx context.Context, formID, key, reason string, now time.Time) {
-	if reason == "" || h.cfg.Proof.Challenges == nil {
-		return
-	}
-	if err := h.cfg.Proof.Challenges.NoteSpamReason(ctx, formID, key, reason, now); err != nil {
-		h.cfg.Logger.Warn("spam reason not kept", "form", formID, "reason", reason, "err", err)
-	}
+	return "", nil, problem.New(problem.CodeChallengeInvalid, bad.Error()+" ("+reason+"): get a new challenge and send again with the same key")
 }
 
 // spamReason is the cheap checks' verdict: "honeypot", "min-seconds", or

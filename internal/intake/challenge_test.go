@@ -10,11 +10,14 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store"
@@ -139,8 +142,18 @@ func TestChallengeRefuse(t *testing.T) {
 	expect(t, "retry, no solution", s, code, 200, "stored")
 	s, code = c.submit("pow", "k2", "Bo", sol)
 	expect(t, "replay under a new key", s, code, 403, "challenge-invalid")
+	// The replay was journaled and decided (DESIGN invariant 12): the key
+	// keeps its answer, a new key with a fresh solution is stored.
 	s, code = c.submit("pow", "k2", "Bo", c.solve("pow"))
-	expect(t, "a fresh solution for that key", s, code, 201, "stored")
+	expect(t, "that key again, a fresh solution", s, code, 403, "challenge-invalid")
+	s, code = c.submit("pow", "k3", "Bo", c.solve("pow"))
+	expect(t, "a fresh solution, a new key", s, code, 201, "stored")
+	// A bad solution is refused by intake alone: nothing journaled, the
+	// key free for a good one.
+	s, code = c.submit("pow", "k4", "Cy", "bm90IGEgc29sdXRpb24=")
+	expect(t, "malformed, new key", s, code, 403, "challenge-invalid")
+	s, code = c.submit("pow", "k4", "Cy", c.solve("pow"))
+	expect(t, "the same key, solved", s, code, 201, "stored")
 
 	s, code = c.submit("plain", "p1", "Cy", "")
 	expect(t, "a form without the challenge", s, code, 201, "stored")
@@ -240,34 +253,55 @@ func TestChallengeBurstRaisesOneAddress(t *testing.T) {
 	expect(t, "a raised challenge solved", s, code, 201, "stored")
 }
 
-// failingChallenges is a store whose replay store is down: a fault the
-// real one cannot be made to produce on demand.
-type failingChallenges struct{ server.Store }
-
-func (failingChallenges) SpendChallenge(context.Context, store.ChallengeUse, time.Time) (bool, error) {
-	return false, fmt.Errorf("spend: %w", errors.Join(store.ErrUnavailable, errors.New("connection refused")))
+// downStore is a store that cannot decide while down: a fault the real
+// one cannot be made to produce on demand.
+type downStore struct {
+	server.Store
+	down *atomic.Bool
 }
 
-// A store that cannot spend is 503 with Retry-After, never a 500, and
-// nothing is journaled.
+func (d downStore) Apply(ctx context.Context, es []journal.Entry) ([]store.Outcome, error) {
+	if d.down.Load() {
+		return nil, fmt.Errorf("apply: %w", errors.Join(store.ErrUnavailable, errors.New("connection refused")))
+	}
+	return d.Store.Apply(ctx, es)
+}
+
+// While the store cannot decide, a proof-of-work form still takes
+// submissions (DESIGN invariant 12: no store call before the journal):
+// 202, journaled with the verified solution, and decided once the store
+// is back — a solution replayed meanwhile under another key is refused
+// then, and the status document says so.
 func TestChallengeStoreDown(t *testing.T) {
 	t.Parallel()
+	var down atomic.Bool
+	down.Store(true)
 	h := servertest.Start(t, powForms, servertest.Options{
 		// A wrapped store does not decide on the journal's writer.
-		Config:    func(c *config.Config) { c.DecideAtAppend = false },
-		WrapStore: func(s server.Store) server.Store { return failingChallenges{s} },
+		Config:    func(c *config.Config) { c.DecideAtAppend = false; c.DefaultWait = 200 * time.Millisecond },
+		WrapStore: func(s server.Store) server.Store { return downStore{s, &down} },
 	})
 	c := powClient{t: t, url: h.URL}
-	b, _ := json.Marshal(map[string]any{"name": "Ann", "altcha": c.solve("pow")})
-	resp, body := c.do("POST", "/v1/forms/pow/submissions", "application/json", string(b), map[string]string{"Idempotency-Key": "d1"})
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "store-unavailable") {
-		t.Fatalf("store down: %d %s %s", resp.StatusCode, resp.Header, body)
+	sol := c.solve("pow")
+	s, code := c.submit("pow", "d1", "Ann", sol)
+	expect(t, "store down", s, code, 202, "processing")
+	s, code = c.submit("pow", "d2", "Bo", sol)
+	expect(t, "store down, the solution replayed", s, code, 202, "processing")
+	if _, found, _ := h.Server.Journal.Lookup(context.Background(), "pow", "d1"); !found {
+		t.Fatal("not journaled")
 	}
-	if _, found, _ := h.Server.Journal.Lookup(context.Background(), "pow", "d1"); found {
-		t.Fatal("journaled although refused")
+	down.Store(false)
+	status := func(key string) string {
+		_, b := c.do("GET", "/v1/forms/pow/submissions/"+key, "", "", nil)
+		var doc struct{ Status string }
+		json.Unmarshal(b, &doc) //nolint:errcheck // an empty status fails the poll
+		return doc.Status
 	}
+	poll.Until(t, "both decided once the store is back", 10*time.Second, func() bool { return status("d1") == "stored" && status("d2") == "challenge-invalid" })
+	s, code = c.submit("pow", "d2", "Bo", sol)
+	expect(t, "the replay's retry", s, code, 403, "challenge-invalid")
 	// A plain HTML post without a solution is told so, in a page.
-	resp, body = c.do("POST", "/v1/forms/pow/submissions", "application/x-www-form-urlencoded", url.Values{"name": {"Ann"}}.Encode(), map[string]string{"Accept": "text/html"})
+	resp, body := c.do("POST", "/v1/forms/pow/submissions", "application/x-www-form-urlencoded", url.Values{"name": {"Ann"}}.Encode(), map[string]string{"Accept": "text/html"})
 	if resp.StatusCode != 400 || !strings.Contains(string(body), "Proof-of-work required") {
 		t.Fatalf("HTML post without a solution: %d %s", resp.StatusCode, body)
 	}
@@ -288,6 +322,6 @@ func TestChallengeReplayAcrossInstances(t *testing.T) {
 	expect(t, "on instance A", s, code, 201, "stored")
 	s, code = cb.submit("pow", "x2", "Bo", sol)
 	expect(t, "the same solution on instance B, a new key", s, code, 403, "challenge-invalid")
-	s, code = cb.submit("pow", "x2", "Bo", cb.solve("pow"))
+	s, code = cb.submit("pow", "x3", "Bo", cb.solve("pow"))
 	expect(t, "a fresh solution on B", s, code, 201, "stored")
 }

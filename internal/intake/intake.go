@@ -86,9 +86,9 @@ type Config struct {
 	Places Places
 	// Arrivals, if set, keeps the SDK's arrival reports.
 	Arrivals Arrivals
-	// Uploads, if set, checks the uploads a submission's file fields name
-	// (package uploads) and takes plain HTML posts' files; without it no
-	// upload reference is valid.
+	// Uploads, if set, takes plain HTML posts' files (package uploads);
+	// without it no upload reference is valid. The uploads a submission
+	// names are checked by its decision.
 	Uploads Uploads
 	// Hasher keys fingerprints, claims and request digests with the
 	// installation's secret. Required.
@@ -216,19 +216,14 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	if refusal == nil {
 		acc, refusal = f.Validate(b.values, h.cfg.Hasher)
 	}
-	if refusal == nil && len(acc.Uploads) > 0 {
-		refusal = h.checkUploads(r.Context(), f, acc.Uploads)
+	var uploads []journal.Upload
+	if refusal == nil {
+		uploads, refusal = h.uploadChecks(acc.Uploads)
 	}
 	var spam string
+	var solved *journal.Challenge
 	if refusal == nil && f.Def.Spam.NeedsChallenge() {
-		ckey := key
-		if derived {
-			ckey = derivedKey(acc.Fingerprint)
-		}
-		if spam, refusal, err = h.checkChallenge(r.Context(), f, solution, ckey, now); err != nil {
-			refund()
-			return err
-		}
+		spam, solved, refusal = h.checkChallenge(f, solution, now)
 	}
 	if spam == "" {
 		spam = spamReason(f, b, now)
@@ -248,6 +243,9 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		Digest:      digest,
 		ReceivedAt:  now,
 		Spam:        spam != "",
+		SpamReason:  spam,
+		Challenge:   solved,
+		Uploads:     uploads,
 		Claims:      acc.Claims,
 		Data:        acc.Data,
 	}
@@ -265,7 +263,6 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 			refund()
 			return h.retry(w, r, f, a.Entry, digest, acc, pref)
 		}
-		h.noteSpam(r.Context(), e.Form, e.Key, spam, now)
 		return h.accepted(w, r, f, e, "respond-async")
 	}
 	// Register before appending, so the outcome cannot slip past unseen.
@@ -284,7 +281,6 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		refund()
 		return h.retry(w, r, f, a.Entry, digest, acc, pref)
 	}
-	h.noteSpam(r.Context(), e.Form, e.Key, spam, now)
 	return h.finish(w, r, f, e, outcome, pref, false)
 }
 

@@ -2,11 +2,13 @@ package intake
 
 import (
 	"encoding/hex"
-	"github.com/formd/formd/internal/problem"
+	"fmt"
 	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -79,17 +81,46 @@ func firstAnswer(o store.Outcome) answer {
 		p := problem.New(problem.CodeCapacityReached, "every place on this form is taken")
 		p.Key = o.Key
 		return answer{status: p.Status, body: p.Body(), problem: p}
-	case store.StatusUploadUsed:
-		p := problem.New(problem.CodeUploadUsed, "a file this submission names belongs to another submission")
+	case store.StatusUploadUsed, store.StatusUploadMissing:
+		p := uploadProblem(o)
 		p.Key = o.Key
 		return answer{status: p.Status, body: p.Body(), problem: p}
-	case store.StatusUploadMissing:
-		p := problem.New(problem.CodeUploadNotFound, "a file this submission names is not a complete upload of this form (it may have expired)")
+	case store.StatusChallengeInvalid:
+		p := problem.New(problem.CodeChallengeInvalid, "this proof-of-work solution was used already by another submission (challenge-replayed): get a new challenge and send again under a new key")
 		p.Key = o.Key
 		return answer{status: p.Status, body: p.Body(), problem: p}
 	default: // dead-lettered: durable in the journal, waiting for an operator
 		return answer{status: 202, body: statusDoc(o.ID, o.Form, o.Key, statusProcessing, o.ReceivedAt, o.Fingerprint)}
 	}
+}
+
+// uploadProblem is the answer to an entry its decision refused for an
+// upload: what intake's check answered before the decision made it
+// (DESIGN invariant 12) — 422 upload-already-used, or validation-failed
+// naming the field with upload-not-found or upload-incomplete — with the
+// field from the decision's detail. Entries decided by earlier releases
+// have no detail: they keep their answer (no field named).
+func uploadProblem(o store.Outcome) *problem.Problem {
+	code, field, ok := store.ParseDetail(o.Detail)
+	if !ok {
+		if o.Decision == store.StatusUploadUsed {
+			return problem.New(problem.CodeUploadUsed, "a file this submission names belongs to another submission")
+		}
+		return problem.New(problem.CodeUploadNotFound, "a file this submission names is not a complete upload of this form (it may have expired)")
+	}
+	var fe form.FieldError
+	switch code {
+	case store.UploadUsed:
+		fe = form.FieldError{Field: field, Code: problem.CodeUploadUsed, Message: "names an upload another submission has: upload the file again"}
+		p := problem.New(problem.CodeUploadUsed, fmt.Sprintf("field %s names a file another submission has", field))
+		p.Errors = []form.FieldError{fe}
+		return p
+	case store.UploadIncomplete:
+		fe = form.FieldError{Field: field, Code: code, Message: "names an upload whose bytes have not all arrived: finish the upload first"}
+	default:
+		fe = form.FieldError{Field: field, Code: problem.CodeUploadNotFound, Message: "names no upload of this field (it may have expired): upload the file again"}
+	}
+	return problem.From(&form.ValidationError{Errors: []form.FieldError{fe}})
 }
 
 // publicDecision is how a decision reads in a status document.

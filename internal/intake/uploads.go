@@ -2,17 +2,16 @@ package intake
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 )
 
-// Uploads checks the uploads a submission names, and stores the files
-// of plain HTML posts (uploads.Service).
+// Uploads stores the files of plain HTML posts (uploads.Service); the
+// uploads a submission names are checked by its decision.
 type Uploads interface {
-	Check(ctx context.Context, f *form.Form, refs []form.UploadRef) ([]form.FieldError, error)
 	Put(ctx context.Context, f *form.Form, field, name, key string, n int, r io.Reader) (string, error)
 }
 
@@ -54,38 +53,27 @@ func (h *Handler) filesFor(ctx context.Context, f *form.Form) fileSink {
 	return nil
 }
 
-// checkUploads is the validation of a new submission's upload
-// references: each a complete upload of its form and field that no entry
-// has claimed. An upload another entry claimed is 422
-// upload-already-used; anything else is validation-failed with a code per
-// field. The decision claims the uploads (package store), so two
-// submissions naming one upload at once still give it to one entry.
-func (h *Handler) checkUploads(ctx context.Context, f *form.Form, refs []form.UploadRef) error {
-	var errs []form.FieldError
+// uploadChecks are a new submission's upload references as its entry
+// carries them (journal.Entry.Uploads), for the decision that checks and
+// claims them in the store's transaction: each must be a complete upload
+// of its form and field, not expired when the entry was received, that no
+// entry has claimed (DESIGN invariant 12: intake calls no store before
+// the journal). The references' shape was checked by validation. Without
+// an upload service no reference is valid, which intake knows alone.
+func (h *Handler) uploadChecks(refs []form.UploadRef) ([]journal.Upload, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
 	if h.cfg.Uploads == nil {
-		for _, ref := range refs {
-			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-not-found", Message: "this server takes no uploads"})
+		errs := make([]form.FieldError, len(refs))
+		for i, ref := range refs {
+			errs[i] = form.FieldError{Field: ref.Field, Code: problem.CodeUploadNotFound, Message: "this server takes no uploads"}
 		}
-	} else {
-		var err error
-		if errs, err = h.cfg.Uploads.Check(ctx, f, refs); err != nil {
-			return fmt.Errorf("check uploads: %w", err)
-		}
+		return nil, &form.ValidationError{Errors: errs}
 	}
-	if len(errs) == 0 {
-		return nil
+	out := make([]journal.Upload, len(refs))
+	for i, ref := range refs {
+		out[i] = journal.Upload{ID: ref.ID, Field: ref.Field}
 	}
-	for _, fe := range errs {
-		if fe.Code == problem.CodeUploadUsed {
-			p := problem.New(problem.CodeUploadUsed, fmt.Sprintf("field %s names a file another submission has", fe.Field))
-			p.Errors = errs
-			return p
-		}
-		if fe.Code == problem.CodeFileInfected {
-			p := problem.New(problem.CodeFileInfected, fe.Message)
-			p.Errors = errs
-			return p
-		}
-	}
-	return &form.ValidationError{Errors: errs}
+	return out, nil
 }

@@ -55,10 +55,72 @@ type Entry struct {
 	// outcome (the server's instance id), empty when none waits. The
 	// decider announces the outcome to that instance only (OutcomeBus).
 	Waiter string
+	// SpamReason says which of intake's spam checks fired (honeypot,
+	// min-seconds, a challenge-… reason), "" for none or for entries
+	// journaled before it was kept here; the decision records it.
+	SpamReason string
+	// Challenge is the proof-of-work solution intake verified (its
+	// signature, expiry and form binding) for a form that asks for one;
+	// the decision spends it (DESIGN invariant 12). Nil for forms without
+	// a challenge, for an entry whose solution failed at intake, and for
+	// entries journaled by releases that spent it at intake.
+	Challenge *Challenge
+	// Uploads are the uploads the entry's file fields name, with their
+	// fields, for the decision that checks and claims them (their ids are
+	// also in Data under form.UploadsKey). Nil for entries journaled by
+	// releases that checked them at intake: the decision then claims the
+	// ids in Data, checking only the form.
+	Uploads []Upload
 	// Handouts counts how often the journal has handed the entry to a
 	// consumer, 1 the first time; a driver that restarts counts from 1
 	// again. (Not the outbox's deliveries, which are webhooks and e-mail.)
 	Handouts int
+}
+
+// Challenge is a verified proof-of-work solution an entry carries.
+type Challenge struct {
+	Signature string    `json:"sig"`
+	Expires   time.Time `json:"exp"`
+	// Refuse says the form refuses a failed solution
+	// (challenge_fallback: refuse): a solution another key spent decides
+	// the entry as challenge-invalid rather than spam.
+	Refuse bool `json:"refuse,omitempty"`
+}
+
+// Upload is one upload an entry names: its id and the field naming it.
+type Upload struct {
+	ID    string `json:"id"`
+	Field string `json:"field"`
+}
+
+// Checks is how a driver that keeps one column (or member) for them
+// encodes an entry's SpamReason, Challenge and Uploads: nil when the
+// entry has none.
+func Checks(e Entry) []byte {
+	if e.SpamReason == "" && e.Challenge == nil && len(e.Uploads) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(checks{Spam: e.SpamReason, Challenge: e.Challenge, Uploads: e.Uploads}) //nolint:errchkjson // plain strings and times
+	return b
+}
+
+// SetChecks decodes what Checks encoded into e; empty b sets nothing.
+func SetChecks(e *Entry, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	var c checks
+	if err := json.Unmarshal(b, &c); err != nil {
+		return err
+	}
+	e.SpamReason, e.Challenge, e.Uploads = c.Spam, c.Challenge, c.Uploads
+	return nil
+}
+
+type checks struct {
+	Spam      string     `json:"spam,omitempty"`
+	Challenge *Challenge `json:"challenge,omitempty"`
+	Uploads   []Upload   `json:"uploads,omitempty"`
 }
 
 // Appended is the outcome of an append.

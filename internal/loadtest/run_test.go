@@ -389,3 +389,37 @@ func TestConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// The mix (issue 28): a spawned server takes a plain form, a
+// proof-of-work form and a file form in one run, every submission
+// answered 2xx, each phase's rate and its ratio to the plain form's
+// reported.
+func TestMixRun(t *testing.T) {
+	t.Parallel()
+	rep, err := loadtest.RunMix(context.Background(), loadtest.Config{
+		Spawn:    []string{os.Args[0], "serve", "--log-level", "warn"},
+		SpawnEnv: append(os.Environ(), helperEnv+"=1"),
+		Clients:  8,
+		Count:    40,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.WriteText(&b)
+	if !rep.OK || len(rep.Phases) != 3 {
+		t.Fatalf("the mix did not pass:\n%s", b.String())
+	}
+	for _, p := range rep.Phases {
+		if p.Stored+p.Accepted != 40 || p.RatePerS <= 0 || p.RatioToPlain <= 0 {
+			t.Errorf("%s phase: %+v", p.Kind, p)
+		}
+	}
+	if rep.Phases[0].Kind != "plain" || rep.Phases[0].RatioToPlain != 1 || !strings.Contains(b.String(), "vs plain") {
+		t.Fatalf("report:\n%s", b.String())
+	}
+	// Faults and shares need the checker: the mix refuses them.
+	if _, err := loadtest.RunMix(context.Background(), loadtest.Config{URL: "http://127.0.0.1:1", Faults: loadtest.Faults{DropRequests: 0.1}}); !loadtest.IsConfigError(err) {
+		t.Fatalf("a mix with faults: %v", err)
+	}
+}

@@ -42,6 +42,8 @@ func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 	}
 	cfg := uploads.Config{
 		Dir: filepath.Join(s.cfg.Data, "uploads"), Objects: objs, Expiry: s.cfg.UploadExpiry, Logger: s.log,
+		// Entries journaled but not decided keep the uploads they name.
+		Backlog: s.Journal,
 	}
 	if s.cfg.Clamd != "" {
 		c, err := uploads.ParseClamd(s.cfg.Clamd)

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/base64"
 	"path/filepath"
 	"strconv"
@@ -11,9 +12,11 @@ import (
 	"github.com/formd/formd/internal/server/servertest"
 )
 
-// With --clamd set and clamd down, an upload's last PATCH and the
-// submission naming it are 503 scan-unavailable with Retry-After: the
-// file waits, and nothing is acknowledged or claimed unscanned.
+// With --clamd set and clamd down, an upload's last PATCH is 503
+// scan-unavailable with Retry-After: the file waits, unclaimable. A
+// submission naming it anyway is journaled (DESIGN invariant 12: intake
+// asks the store nothing first) and decided: 422 upload-incomplete for the
+// field, never claimed unscanned, the same answer for a retry of its key.
 func TestSubmissionWaitsForTheScanner(t *testing.T) {
 	t.Parallel()
 	sock := filepath.Join(t.TempDir(), "clamd.ctl") // nothing listens here
@@ -33,8 +36,11 @@ func TestSubmissionWaitsForTheScanner(t *testing.T) {
 	id := loc[strings.LastIndexByte(loc, '/')+1:]
 	for range 2 { // and again, with the same key
 		a := submitWithPhoto(t, h, "scan-1", "Li Lei", id)
-		if a.status != 503 || a.code != "scan-unavailable" {
+		if a.status != 422 || a.code != "validation-failed" || !strings.Contains(string(a.body), `"field":"photo","code":"upload-incomplete"`) {
 			t.Fatalf("submission naming an unscanned upload: %d %s", a.status, a.body)
 		}
+	}
+	if u, err := h.Server.Store.Upload(context.Background(), id); err != nil || u.Complete || u.Entry != "" {
+		t.Fatalf("the unscanned upload: %+v %v", u, err)
 	}
 }

@@ -19,14 +19,19 @@ type ChallengeUse struct {
 // shared by every instance on one store: the database's unique signature
 // refuses a second use, never a read followed by a write.
 type Challenges interface {
-	// SpendChallenge records u at now. It reports true when the challenge
-	// is spent by u's (form, key): now, or earlier by the same key (a
-	// retry, also one after a crash between this and the journal), and
-	// false when another submission spent it. Rows of expired challenges
-	// are pruned as it goes.
+	// SpendChallenge records u at now, in a transaction of its own. It
+	// reports true when the challenge is spent by u's (form, key): now,
+	// or earlier by the same key (a retry), and false when another
+	// submission spent it. Rows of expired challenges are pruned as it
+	// goes. Intake no longer calls it (DESIGN invariant 12): a new entry's
+	// decision spends its solution (journal.Entry.Challenge) by the same
+	// rule, in the decision's transaction; the rows of both are one
+	// replay store, so solutions spent at intake by earlier releases stay
+	// spent.
 	SpendChallenge(ctx context.Context, u ChallengeUse, now time.Time) (bool, error)
-	// NoteSpamReason keeps why intake classed (form, key) as spam, for the
-	// console; the last note for a key wins.
+	// NoteSpamReason keeps why (form, key) is spam, for the console; the
+	// last note for a key wins. A decision records its entry's reason
+	// (journal.Entry.SpamReason) itself.
 	NoteSpamReason(ctx context.Context, form, key, reason string, now time.Time) error
 	// SpamReason is the note for (form, key), or "".
 	SpamReason(ctx context.Context, form, key string) (string, error)

@@ -108,6 +108,12 @@ type Outcome struct {
 	Fingerprint [32]byte
 	// Replayed says the outcome was decided earlier, not by this call.
 	Replayed bool
+	// Detail is what a refusal decided in the store names: for an entry
+	// refused for an upload (StatusUploadUsed, StatusUploadMissing), the
+	// upload's code and the field that names it, "code:field"
+	// (UploadDetail); "" otherwise, and for entries decided by earlier
+	// releases.
+	Detail string `json:",omitempty"`
 	// SameAs is set when the entry came under a new key with exactly the
 	// content of the live entry that holds its participant's claim (a
 	// person pressing send again): it is the same submission, answered as

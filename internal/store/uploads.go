@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
 )
 
 // Decisions about the uploads an entry names (a file field's
@@ -23,7 +25,52 @@ const (
 	// StatusUploadMissing: an upload the entry names is not a complete
 	// upload of its form (never made, expired, or still uploading).
 	StatusUploadMissing = "upload-missing"
+	// StatusChallengeInvalid: the entry's proof-of-work solution was
+	// spent by another key, on a form that refuses a failed solution
+	// (challenge_fallback: refuse). On the other forms such an entry is
+	// spam (SpamChallengeReplayed).
+	StatusChallengeInvalid = "challenge-invalid"
 )
+
+// SpamChallengeReplayed is the spam reason of an entry whose solution
+// another key spent.
+const SpamChallengeReplayed = "challenge-replayed"
+
+// The codes an upload refusal's Detail names, as intake's per-field
+// errors name them (package problem has the public ones).
+const (
+	UploadNotFound   = "upload-not-found"
+	UploadIncomplete = "upload-incomplete"
+	UploadUsed       = "upload-already-used"
+)
+
+// UploadDetail is an Outcome.Detail: the code and the field.
+func UploadDetail(code, field string) string { return code + ":" + field }
+
+// ParseDetail splits an Outcome.Detail into its code and field.
+func ParseDetail(d string) (code, field string, ok bool) {
+	return strings.Cut(d, ":")
+}
+
+// UploadChecks are the uploads a new entry names, as the decision checks
+// them: each id with its field. For an entry journaled by a release that
+// checked its uploads at intake (no journal.Entry.Uploads), the ids in
+// its data with no field (the field is then not checked, nor the expiry,
+// which that intake extended).
+func UploadChecks(e *journal.Entry) ([]journal.Upload, error) {
+	if len(e.Uploads) > 0 {
+		return e.Uploads, nil
+	}
+	ids, err := UploadIDs(e.Data)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	out := make([]journal.Upload, len(ids))
+	for i, id := range ids {
+		out[i] = journal.Upload{ID: id}
+	}
+	return out, nil
+}
 
 // Upload is one file sent to a form's file field, as the store records it.
 type Upload struct {

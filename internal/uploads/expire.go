@@ -2,13 +2,8 @@ package uploads
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/formd/formd/internal/form"
-	"github.com/formd/formd/internal/problem"
-	"github.com/formd/formd/internal/store"
 )
 
 // expireBatch is how many expired uploads one RunOnce deletes.
@@ -19,16 +14,30 @@ const expireBatch = 100
 // store.Uploads.DeleteUpload), then the bytes; and the uploads of
 // entries whose data was erased. It returns how many it deleted; a full
 // batch means there may be more.
+//
+// An upload a journaled, undecided entry names must not go before its
+// decision (DESIGN invariant 12: intake no longer holds it in the store
+// before the journal). The decision claims an upload that had not expired
+// when its entry was received; so the pass deletes only uploads that
+// expired before the oldest undecided entry of the journal was received
+// (journal.Stats.OldestPending), and none while it cannot read the
+// journal's backlog. With one embedded journal per instance on a shared
+// store, another instance's backlog is not seen: an upload its entry
+// names may then be gone, and that entry is decided upload-not-found.
 func (s *Service) RunOnce(ctx context.Context) (int, error) {
-	ids, err := s.st.ExpiredUploads(ctx, s.cfg.Now(), expireBatch)
+	cutoff, err := s.expiryCutoff(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := s.st.ExpiredUploads(ctx, cutoff, expireBatch)
 	if err != nil {
 		return 0, fmt.Errorf("expire uploads: %w", err)
 	}
 	n := 0
 	for _, id := range ids {
-		// Only if still expired: a submission may have held it since it
-		// was listed (Check).
-		gone, err := s.st.ExpireUpload(ctx, id, s.cfg.Now())
+		// Only if still expired: a claim may have been decided since it
+		// was listed.
+		gone, err := s.st.ExpireUpload(ctx, id, cutoff)
 		if err != nil {
 			return n, fmt.Errorf("expire upload %s: %w", id, err)
 		}
@@ -58,6 +67,24 @@ func (s *Service) RunOnce(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// expiryCutoff is the time before which an unclaimed upload's expiry lets
+// the pass delete it: now, or the time the oldest undecided entry was
+// received, if earlier.
+func (s *Service) expiryCutoff(ctx context.Context) (time.Time, error) {
+	now := s.cfg.Now()
+	if s.cfg.Backlog == nil {
+		return now, nil
+	}
+	st, err := s.cfg.Backlog.Stats(ctx)
+	if err != nil {
+		return now, fmt.Errorf("expire uploads: read the journal's backlog: %w", err)
+	}
+	if st.Backlog > 0 && !st.OldestPending.IsZero() && st.OldestPending.Before(now) {
+		return st.OldestPending, nil
+	}
+	return now, nil
+}
+
 // Run expires uploads every interval until ctx ends; errors are logged
 // and tried again at the next tick.
 func (s *Service) Run(ctx context.Context, every time.Duration) {
@@ -82,70 +109,4 @@ func (s *Service) Run(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 	}
-}
-
-// Check is the validation of the uploads a submission names: each must be
-// a complete upload of this form and field, not claimed by an entry yet.
-// It returns one field error per upload that is not. An upload whose
-// bytes are all on disk but whose completion was not recorded (formd
-// stopped in between) is completed here.
-func (s *Service) Check(ctx context.Context, f *form.Form, refs []form.UploadRef) ([]form.FieldError, error) {
-	var errs []form.FieldError
-	for _, ref := range refs {
-		u, err := s.st.Upload(ctx, ref.ID)
-		if err == nil && !u.Complete && u.Form == f.ID() && u.Field == ref.Field {
-			u, err = s.completeIfWritten(ctx, u)
-		}
-		var rej *rejection
-		inf, infected := refusedUpload(err)
-		switch {
-		case errors.As(err, &rej):
-			errs = append(errs, form.FieldError{Field: ref.Field, Code: "file-rejected", Message: rej.problem().Detail})
-		case infected:
-			errs = append(errs, form.FieldError{Field: ref.Field, Code: problem.CodeFileInfected, Message: inf.problem().Detail})
-		case errors.Is(err, store.ErrUploadNotFound) || err == nil && (u.Form != f.ID() || u.Field != ref.Field):
-			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-not-found", Message: "names no upload of this field (it may have expired): upload the file again"})
-		case err != nil:
-			return nil, err
-		case !u.Complete:
-			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-incomplete", Message: "names an upload whose bytes have not all arrived: finish the upload first"})
-		case u.Entry != "":
-			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-already-used", Message: "names an upload another submission has: upload the file again"})
-		}
-	}
-	if len(errs) > 0 {
-		return errs, nil
-	}
-	// The submission will be acknowledged: its uploads are held for as
-	// long again as an upload is kept, so that its decision, however late
-	// the processor comes to it, still finds them. An upload expired and
-	// deleted meanwhile is not found, and the submission is refused now
-	// rather than acknowledged and then decided upload-missing.
-	until := s.cfg.Now().Add(s.cfg.Expiry)
-	for _, ref := range refs {
-		held, err := s.st.HoldUpload(ctx, ref.ID, until)
-		if err != nil {
-			return nil, err
-		}
-		if !held {
-			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-not-found", Message: "names no upload of this field (it may have expired): upload the file again"})
-		}
-	}
-	return errs, nil
-}
-
-// completeIfWritten completes an upload whose bytes are all there.
-func (s *Service) completeIfWritten(ctx context.Context, u store.Upload) (store.Upload, error) {
-	up, err := s.core.GetUpload(ctx, u.ID)
-	if errors.Is(err, ErrStorageUnavailable) || errors.Is(err, ErrStorageFull) {
-		return u, err // the bucket holding the parts failed
-	}
-	if err != nil {
-		return u, nil // no bytes yet: incomplete
-	}
-	info, err := up.GetInfo(ctx)
-	if err != nil || info.Offset != u.Size {
-		return u, nil
-	}
-	return s.complete(ctx, u.ID)
 }

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 )
@@ -159,9 +158,8 @@ func TestS3Objects(t *testing.T) {
 	if u, err := r.st.Upload(ctx, id2); err != nil || u.Complete {
 		t.Fatalf("an upload whose bytes are not in the bucket is complete: %+v %v", u, err)
 	}
-	errs, err := r.svc.Check(ctx, r.forms["exam"], []form.UploadRef{{Field: "photo", ID: id2}})
-	if err == nil || len(errs) != 0 || problemOf(err) != "upload-unavailable" {
-		t.Fatalf("a submission naming it while the bucket is cut off: %+v %v", errs, err)
+	if o := r.decide("k0", "exam", "photo", id2); o.Status != store.StatusUploadMissing || o.Detail != "upload-incomplete:photo" {
+		t.Fatalf("a submission naming it while the bucket is cut off: %+v", o)
 	}
 	if _, err := r.svc.Open(ctx, id); problemOf(err) != "upload-unavailable" {
 		t.Fatalf("a download while the bucket is cut off: %v", err)

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 )
@@ -54,8 +54,11 @@ func TestPhotosLoseTheirLocation(t *testing.T) {
 }
 
 // A submission acknowledged shortly before its upload's expiry is
-// decided with its file, however late the processor comes to it: intake
-// holds the upload (Check), and the expiry leaves it.
+// decided with its file, however late the processor comes to it: the
+// expiry pass keeps every upload that had not expired when the oldest
+// undecided entry was received (journal-first: nothing is held in the
+// store before the journal). An upload that had expired when its entry
+// was received is decided upload-not-found.
 func TestCheckedUploadOutlivesItsExpiry(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -64,29 +67,45 @@ func TestCheckedUploadOutlivesItsExpiry(t *testing.T) {
 	r.patch(loc, 0, png(64), false)
 	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
 	r.clock.add(23 * time.Hour)
-	if errs, err := r.svc.Check(ctx, r.forms["exam"], []form.UploadRef{{Field: "photo", ID: id}}); err != nil || len(errs) != 0 {
-		t.Fatalf("check: %v %v", errs, err)
-	}
-	// The processor is two hours behind: the first expiry has passed.
+	received := r.clock.Now()
+	r.backlog.set(received) // journaled, not decided
+	// The processor is two hours behind: the upload's expiry has passed.
 	r.clock.add(2 * time.Hour)
 	if n, err := r.svc.RunOnce(ctx); err != nil || n != 0 {
-		t.Fatalf("expired %d, %v: a held upload went", n, err)
+		t.Fatalf("expired %d, %v: an upload an undecided entry names went", n, err)
 	}
-	e := journal.Entry{ID: "e1", Seq: 1, Site: "default", Form: "exam", Key: "k1", ReceivedAt: r.clock.Now(),
-		Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
+	e := journal.Entry{ID: "e1", Seq: 1, Site: "default", Form: "exam", Key: "k1", ReceivedAt: received,
+		Data:    []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`),
+		Uploads: []journal.Upload{{ID: id, Field: "photo"}}}
 	if out, err := r.st.Apply(ctx, []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
 		t.Fatalf("the late decision: %+v %v", out, err)
 	}
-	// An upload that did expire is refused before anything is
-	// acknowledged.
+	r.backlog.set(time.Time{})
+	// An upload that had expired when its entry came is refused by the
+	// decision, whether the pass deleted it yet or not.
 	gone := strings.TrimPrefix(r.create("photo", 64), "/v1/forms/exam/uploads/")
 	r.patch("/v1/forms/exam/uploads/"+gone, 0, png(64), false)
 	r.clock.add(25 * time.Hour)
+	if o := r.decide("k2", "exam", "photo", gone); o.Status != store.StatusUploadMissing || o.Detail != "upload-not-found:photo" {
+		t.Fatalf("an expired upload, not deleted yet: %+v", o)
+	}
 	if _, err := r.svc.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	errs, err := r.svc.Check(ctx, r.forms["exam"], []form.UploadRef{{Field: "photo", ID: gone}})
-	if err != nil || len(errs) != 1 || errs[0].Code != "upload-not-found" {
-		t.Fatalf("check of an expired upload: %v %v", errs, err)
+	if o := r.decide("k3", "exam", "photo", gone); o.Status != store.StatusUploadMissing || o.Detail != "upload-not-found:photo" {
+		t.Fatalf("an expired upload, deleted: %+v", o)
+	}
+	// A journal whose backlog cannot be read stops the pass: it deletes
+	// nothing.
+	stale := strings.TrimPrefix(r.create("photo", 64), "/v1/forms/exam/uploads/")
+	r.clock.add(25 * time.Hour)
+	r.backlog.mu.Lock()
+	r.backlog.err = errors.New("journal down")
+	r.backlog.mu.Unlock()
+	if n, err := r.svc.RunOnce(ctx); err == nil || n != 0 {
+		t.Fatalf("a pass without the backlog: %d %v", n, err)
+	}
+	if _, err := r.st.Upload(ctx, stale); err != nil {
+		t.Fatalf("an upload went while the backlog was unknown: %v", err)
 	}
 }

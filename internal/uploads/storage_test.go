@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/store"
 )
 
 // restart is the rig's service made again on the same directory and
@@ -170,9 +171,8 @@ func TestDiskFull(t *testing.T) {
 	if after := used(t, disk); after > before {
 		t.Fatalf("the refused chunk left %d bytes on the disk", after-before)
 	}
-	errs, err := r.svc.Check(context.Background(), fs[0], []form.UploadRef{{Field: "photo", ID: id}})
-	if err != nil || len(errs) != 1 || errs[0].Code != "upload-incomplete" {
-		t.Fatalf("a submission naming it: %+v %v", errs, err)
+	if o := r.decide("k1", fs[0].ID(), "photo", id); o.Status != store.StatusUploadMissing || o.Detail != "upload-incomplete:photo" {
+		t.Fatalf("a submission naming it: %+v", o)
 	}
 
 	// A plain post's file: 507 as a problem, no file, no record.

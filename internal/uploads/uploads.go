@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
 	"github.com/tus/tusd/v2/pkg/handler"
@@ -46,7 +47,6 @@ type Store interface {
 	DeleteUpload(ctx context.Context, id string) (bool, error)
 	ErasedUploads(ctx context.Context, limit int) ([]string, error)
 	DropErasedUpload(ctx context.Context, id string) (bool, error)
-	HoldUpload(ctx context.Context, id string, until time.Time) (bool, error)
 	ExpireUpload(ctx context.Context, id string, now time.Time) (bool, error)
 }
 
@@ -75,9 +75,18 @@ type Config struct {
 	// written by one request at a time across the instances. Nil is
 	// tusd's memory locker, for one instance.
 	Locks CrossLocks
+	// Backlog, when set, is the journal whose undecided entries may name
+	// uploads (expire.go): the expiry pass keeps every upload that had
+	// not expired when the oldest of them was received.
+	Backlog Backlog
 	// Now is the clock; time.Now by default.
 	Now    func() time.Time
 	Logger *slog.Logger
+}
+
+// Backlog says how far behind the decisions are (journal.Journal's Stats).
+type Backlog interface {
+	Stats(ctx context.Context) (journal.Stats, error)
 }
 
 // Service serves the uploads and expires them.
@@ -265,14 +274,19 @@ func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
 // object is in the bucket): HEAD gives the whole length as the offset, a
 // PATCH at the end is a no-op, DELETE removes an upload no entry claimed.
 // A PATCH on an upload whose bytes are all here but whose completion
-// failed (the bucket was down) completes it. It says whether it answered.
+// failed (the bucket was down) completes it, and on the disk tier so does
+// a HEAD. It says whether it answered.
 func (s *Service) serveComplete(w http.ResponseWriter, r *http.Request, u store.Upload) bool {
 	method := r.Method
 	if o := r.Header.Get("X-HTTP-Method-Override"); method == http.MethodPost && o != "" {
 		method = strings.ToUpper(o)
 	}
 	if !u.Complete {
-		if method != http.MethodPatch {
+		// A HEAD on the disk tier completes too: the client that asks
+		// where its upload stands after formd stopped between the last
+		// byte and the completion (whose submission's decision would find
+		// it incomplete) learns it is done.
+		if method != http.MethodPatch && (method != http.MethodHead || s.parts != nil) {
 			return false
 		}
 		// With the parts in the bucket, looking costs requests to it:

@@ -62,6 +62,8 @@ type rig struct {
 	clock *clock
 	dir   string
 	forms forms
+	// backlog is the journal's backlog the expiry pass reads.
+	backlog *backlog
 }
 
 func newRig(t *testing.T) *rig {
@@ -78,7 +80,8 @@ func newRig(t *testing.T) *rig {
 	c := &clock{now: time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)}
 	dir := filepath.Join(t.TempDir(), "uploads")
 	f := forms{"exam": fs[0]}
-	svc, err := New(st, f, Config{Dir: dir, Expiry: 24 * time.Hour, Now: c.Now})
+	bl := &backlog{}
+	svc, err := New(st, f, Config{Dir: dir, Expiry: 24 * time.Hour, Now: c.Now, Backlog: bl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +89,43 @@ func newRig(t *testing.T) *rig {
 	svc.Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &rig{t: t, svc: svc, st: st, srv: srv, clock: c, dir: dir, forms: f}
+	return &rig{t: t, svc: svc, st: st, srv: srv, clock: c, dir: dir, forms: f, backlog: bl}
+}
+
+// backlog is a journal's backlog as the expiry pass reads it.
+type backlog struct {
+	mu     sync.Mutex
+	oldest time.Time // zero: nothing undecided
+	err    error
+}
+
+func (b *backlog) set(t time.Time) { b.mu.Lock(); b.oldest = t; b.mu.Unlock() }
+
+func (b *backlog) Stats(context.Context) (journal.Stats, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return journal.Stats{}, b.err
+	}
+	if b.oldest.IsZero() {
+		return journal.Stats{}, nil
+	}
+	return journal.Stats{Backlog: 1, OldestPending: b.oldest}, nil
+}
+
+// decide decides an entry naming the upload id in field of formID, as a
+// submission's decision does (the store's transaction, DESIGN invariant
+// 12), received now.
+func (r *rig) decide(key, formID, field, id string) store.Outcome {
+	r.t.Helper()
+	e := journal.Entry{ID: "e-" + key, Seq: 1, Site: "default", Form: formID, Key: key, ReceivedAt: r.clock.Now(),
+		Data:    []byte(`{"` + field + `":"upload:` + id + `","_uploads":["` + id + `"]}`),
+		Uploads: []journal.Upload{{ID: id, Field: field}}}
+	out, err := r.st.Apply(context.Background(), []journal.Entry{e})
+	if err != nil {
+		r.t.Fatalf("decide %s: %v", key, err)
+	}
+	return out[0]
 }
 
 func (r *rig) do(method, path string, hdr map[string]string, body []byte) *http.Response {
@@ -232,8 +271,8 @@ func TestResumeAtTheOffset(t *testing.T) {
 			t.Errorf("%s has mode %v, want %v", filepath.Base(p), fi.Mode().Perm(), want)
 		}
 	}
-	if errs, err := r.svc.Check(context.Background(), r.forms["exam"], []form.UploadRef{{Field: "photo", ID: id}}); err != nil || len(errs) != 0 {
-		t.Fatalf("check of a complete upload: %v %v", errs, err)
+	if o := r.decide("k1", "exam", "photo", id); o.Status != store.StatusStored {
+		t.Fatalf("a submission naming a complete upload: %+v", o)
 	}
 }
 
@@ -325,13 +364,11 @@ func TestUploadOfAnotherFormIsNotFound(t *testing.T) {
 	if res := r.do("HEAD", "/v1/forms/other/uploads/"+id, nil, nil); res.StatusCode != 404 {
 		t.Fatalf("HEAD through another form: %d", res.StatusCode)
 	}
-	errs, err := r.svc.Check(context.Background(), r.forms["other"], []form.UploadRef{{Field: "photo", ID: id}})
-	if err != nil || len(errs) != 1 || errs[0].Code != "upload-not-found" {
-		t.Fatalf("check through another form: %v %v", errs, err)
+	if o := r.decide("k1", "other", "photo", id); o.Status != store.StatusUploadMissing || o.Detail != "upload-not-found:photo" {
+		t.Fatalf("a submission to another form naming it: %+v", o)
 	}
-	errs, _ = r.svc.Check(context.Background(), r.forms["exam"], []form.UploadRef{{Field: "photo", ID: id}})
-	if len(errs) != 1 || errs[0].Code != "upload-incomplete" {
-		t.Fatalf("check of an incomplete upload: %v", errs)
+	if o := r.decide("k2", "exam", "photo", id); o.Status != store.StatusUploadMissing || o.Detail != "upload-incomplete:photo" {
+		t.Fatalf("a submission naming an incomplete upload: %+v", o)
 	}
 }
 
@@ -433,9 +470,9 @@ func TestCompletionRecordedLater(t *testing.T) {
 	fc.mu.Lock()
 	fc.fail = false
 	fc.mu.Unlock()
-	errs, err := svc.Check(context.Background(), r.forms["exam"], []form.UploadRef{{Field: "photo", ID: id}})
-	if err != nil || len(errs) != 0 {
-		t.Fatalf("check: %v %v", errs, err)
+	// The client asks where its upload stands: HEAD completes it.
+	if res := r.do("HEAD", loc, nil, nil); res.StatusCode != 200 || res.Header.Get("Upload-Offset") != strconv.Itoa(len(body)) {
+		t.Fatalf("HEAD: %d offset %q", res.StatusCode, res.Header.Get("Upload-Offset"))
 	}
 	if u, _ := r.st.Upload(context.Background(), id); !u.Complete || u.SHA256 != sha256.Sum256(body) || u.Type != "image/png" {
 		t.Fatalf("completed later: %+v", u)

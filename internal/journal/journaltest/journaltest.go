@@ -195,7 +195,8 @@ func sameEntry(t *testing.T, got, want journal.Entry) {
 	t.Helper()
 	if got.ID != want.ID || got.Site != want.Site || got.Form != want.Form || got.Key != want.Key ||
 		got.Fingerprint != want.Fingerprint || !got.ReceivedAt.Equal(want.ReceivedAt) || got.Spam != want.Spam ||
-		fmt.Sprint(got.Claims) != fmt.Sprint(want.Claims) || string(got.Data) != string(want.Data) {
+		fmt.Sprint(got.Claims) != fmt.Sprint(want.Claims) || string(got.Data) != string(want.Data) ||
+		string(journal.Checks(got)) != string(journal.Checks(want)) {
 		t.Fatalf("entry does not round-trip:\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -205,6 +206,11 @@ func testRoundTrip(t *testing.T, open func() journal.Journal) {
 	defer closeJ(t, j)
 	e := NewEntry("f1", "k1")
 	e.Spam = true
+	// What the decision checks in the store goes through the journal
+	// (DESIGN invariant 12).
+	e.SpamReason = "honeypot"
+	e.Challenge = &journal.Challenge{Signature: "sig1", Expires: e.ReceivedAt.Add(time.Hour).UTC(), Refuse: true}
+	e.Uploads = []journal.Upload{{ID: "u1", Field: "photo"}}
 	a := mustAppend(t, j, e)
 	if a.Duplicate || a.Entry.Seq == 0 {
 		t.Fatalf("append = %+v, want a new entry with a position", a)

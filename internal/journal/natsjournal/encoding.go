@@ -85,6 +85,8 @@ type record struct {
 	Claims      []string `json:"claims,omitempty"`
 	Data        string   `json:"data"`
 	Waiter      string   `json:"waiter,omitempty"`
+	// Checks is journal.Checks: absent in entries of earlier releases.
+	Checks json.RawMessage `json:"checks,omitempty"`
 }
 
 func encode(e journal.Entry) ([]byte, error) {
@@ -94,6 +96,7 @@ func encode(e journal.Entry) ([]byte, error) {
 		Digest:      digestHex(e.Digest),
 		ReceivedAt:  e.ReceivedAt.UTC().Format(time.RFC3339Nano),
 		Spam:        e.Spam, Claims: e.Claims, Data: string(e.Data), Waiter: e.Waiter,
+		Checks: journal.Checks(e),
 	})
 }
 
@@ -117,6 +120,9 @@ func decode(seq uint64, b []byte) (journal.Entry, error) {
 		return journal.Entry{}, fmt.Errorf("decode journal entry %d: bad fingerprint", seq)
 	}
 	copy(e.Fingerprint[:], fp)
+	if err := journal.SetChecks(&e, r.Checks); err != nil {
+		return journal.Entry{}, fmt.Errorf("decode journal entry %d: checks: %w", seq, err)
+	}
 	if r.Digest != "" {
 		d, err := hex.DecodeString(r.Digest)
 		if err != nil || len(d) != len(e.Digest) {

@@ -158,7 +158,8 @@ CREATE TABLE journal_entries (
 	spam        INTEGER NOT NULL,
 	claims      TEXT    NOT NULL,
 	data        BLOB    NOT NULL,
-	digest      BLOB
+	digest      BLOB,
+	checks      BLOB
 );
 CREATE UNIQUE INDEX journal_entries_form_key ON journal_entries(form, key);
 CREATE TABLE journal_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
@@ -182,6 +183,11 @@ var migrations = []string{
 	 CREATE UNIQUE INDEX main.journal_entries_form_key ON journal_entries(form, key);
 	 INSERT INTO main.journal_meta(k, v) SELECT 'digests_missing', 1 WHERE EXISTS (SELECT 1 FROM main.journal_entries WHERE digest IS NULL);
 	 ` + writtenByTable,
+	// What the decision checks in the store (journal.Checks): the
+	// proof-of-work solution to spend, the uploads with their fields, the
+	// spam reason. NULL for entries of earlier releases, which checked
+	// them at intake.
+	`ALTER TABLE main.journal_entries ADD COLUMN checks BLOB`,
 }
 
 // writtenByTable records the release that last opened the file for
@@ -198,7 +204,7 @@ const writtenByTable = `CREATE TABLE main.journal_written_by (
 // knows.
 var Known = len(migrations)
 
-const entryColumns = `seq, form, key, site, id, received_at, fingerprint, spam, claims, data, digest`
+const entryColumns = `seq, form, key, site, id, received_at, fingerprint, spam, claims, data, digest, checks`
 
 // Open opens (creating if needed) the journal file and starts its writer.
 func Open(ctx context.Context, opts Options) (*Journal, error) {
@@ -256,8 +262,8 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal: read last position: %w", err)
 	}
 	j.delivery = newDelivery(saved, uint64(last.Int64), opts.MaxReady, opts.Now, j.readAfter)
-	j.insert, err = wdb.PrepareContext(ctx, `INSERT INTO journal_entries(form, key, site, id, received_at, fingerprint, spam, claims, data, digest)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`)
+	j.insert, err = wdb.PrepareContext(ctx, `INSERT INTO journal_entries(form, key, site, id, received_at, fingerprint, spam, claims, data, digest, checks)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`)
 	if err != nil {
 		j.closeDBs()
 		return nil, fmt.Errorf("open journal: prepare: %w", err)
@@ -660,7 +666,7 @@ func (j *Journal) writeBatch(ctx context.Context, batch []*appendReq, res []appe
 		// Exec reports the new rowid (the position) and whether a row went
 		// in, without the cost of reading RETURNING rows.
 		res1, err := ins.ExecContext(ctx, e.Form, e.Key, e.Site, e.ID, e.ReceivedAt.UnixMicro(), e.Fingerprint[:],
-			e.Spam, strings.Join(e.Claims, ","), []byte(e.Data), e.Digest[:])
+			e.Spam, strings.Join(e.Claims, ","), []byte(e.Data), e.Digest[:], journal.Checks(e))
 		if err != nil {
 			return nil, fmt.Errorf("insert entry: %w", err)
 		}
@@ -1002,9 +1008,13 @@ func scanEntry(s scanner) (journal.Entry, error) {
 		claims string
 		data   []byte
 		digest []byte
+		checks []byte
 	)
-	if err := s.Scan(&e.Seq, &e.Form, &e.Key, &e.Site, &e.ID, &us, &fp, &e.Spam, &claims, &data, &digest); err != nil {
+	if err := s.Scan(&e.Seq, &e.Form, &e.Key, &e.Site, &e.ID, &us, &fp, &e.Spam, &claims, &data, &digest, &checks); err != nil {
 		return e, err
+	}
+	if err := journal.SetChecks(&e, checks); err != nil {
+		return e, fmt.Errorf("entry %d: read its checks: %w", e.Seq, err)
 	}
 	e.ReceivedAt = time.UnixMicro(us)
 	copy(e.Fingerprint[:], fp)

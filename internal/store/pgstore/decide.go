@@ -24,24 +24,44 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 			if claims == nil {
 				claims = []string{}
 			}
+			var (
+				ids, fields []string
+				sig         *string
+				sigExp      *time.Time
+				refuse      bool
+			)
+			if len(sub.Uploads) > 0 {
+				ids, fields = make([]string, len(sub.Uploads)), make([]string, len(sub.Uploads))
+				for k, u := range sub.Uploads {
+					ids[k], fields[k] = u.ID, u.Field
+				}
+			}
+			if c := sub.Challenge; c != nil {
+				exp := micro(c.Expires)
+				sig, sigExp, refuse = &c.Signature, &exp, c.Refuse
+			}
 			b.Queue(`SELECT o_id, o_decision, o_status, o_received_at, o_fingerprint, o_replayed,
-				o_same_id, o_same_key, o_same_decision, o_same_received_at
-				FROM formd_decide($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+				o_same_id, o_same_key, o_same_decision, o_same_received_at, o_detail
+				FROM formd_decide_entry($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 				sub.ID, int64(sub.Seq), sub.Form, sub.Site, sub.Key, sub.Spam, micro(sub.ReceivedAt), now,
-				sub.Fingerprint[:], claims, []byte(sub.Data))
+				sub.Fingerprint[:], claims, []byte(sub.Data), ids, fields, sig, sigExp, refuse, sub.SpamReason)
 		}
 		br := send(b)
 		for i := range subs {
 			o := store.Outcome{Form: subs[i].Form, Key: subs[i].Key}
 			var fp []byte
 			var same sameAs
+			var detail *string
 			if err := br.QueryRow().Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &o.Replayed,
-				&same.id, &same.key, &same.decision, &same.receivedAt); err != nil {
+				&same.id, &same.key, &same.decision, &same.receivedAt, &detail); err != nil {
 				br.Close()
 				return fmt.Errorf("decide %s/%s: %w", subs[i].Form, subs[i].Key, err)
 			}
 			copy(o.Fingerprint[:], fp)
 			o.SameAs = same.original()
+			if detail != nil {
+				o.Detail = *detail
+			}
 			out[i] = o
 		}
 		return br.Close()
@@ -83,9 +103,10 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 	o := store.Outcome{Form: form, Key: key}
 	var fp []byte
 	var same sameAs
-	err := q.QueryRow(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, o.id, o.key, o.decision, o.received_at
+	var detail *string
+	err := q.QueryRow(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = $1 AND e.key = $2`, form, key).
-		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &same.id, &same.key, &same.decision, &same.receivedAt)
+		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail, &same.id, &same.key, &same.decision, &same.receivedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, false, nil
 	}
@@ -94,6 +115,9 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 	}
 	copy(o.Fingerprint[:], fp)
 	o.SameAs = same.original()
+	if detail != nil {
+		o.Detail = *detail
+	}
 	return o, true, nil
 }
 

@@ -119,22 +119,94 @@ BEGIN
 END;
 $$;
 
--- formd_decide decides a journaled submission in one transaction. A key
--- the form has seen is a replay of its first decision. A new entry claims
--- its uploads first (upload-used, upload-missing: no claim, no place, no
--- event), then is spam, or is placed by formd_place.
-CREATE OR REPLACE FUNCTION formd_decide(
+-- formd_check_uploads claims for an entry the uploads it names with
+-- their fields (p_ids, p_fields: journal.Entry.Uploads, DESIGN invariant
+-- 12): each must be a complete upload of the form and field, not expired
+-- when the entry was received, and no other entry's. It returns '' when
+-- it took them all, else the status ('upload-used', 'upload-missing') and
+-- the detail ('code:field', store.UploadDetail), giving back the claims
+-- it took. An id listed twice is claimed once.
+CREATE OR REPLACE FUNCTION formd_check_uploads(p_id text, p_form text, p_ids text[], p_fields text[], p_received_at timestamptz,
+	OUT o_status text, OUT o_detail text)
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_i integer;
+	v_rows integer;
+	v_up uploads%ROWTYPE;
+	v_holder text;
+	v_code text;
+BEGIN
+	o_status := ''; o_detail := NULL;
+	FOR v_i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
+		CONTINUE WHEN p_ids[v_i] = ANY(p_ids[1:v_i-1]);
+		INSERT INTO upload_claims(upload_id, entry_id, form, n)
+			SELECT u.id, p_id, p_form, v_i FROM uploads u
+			WHERE u.id = p_ids[v_i] AND u.form = p_form AND u.field = p_fields[v_i]
+				AND u.completed_at IS NOT NULL AND u.expires_at >= p_received_at
+			ON CONFLICT DO NOTHING;
+		GET DIAGNOSTICS v_rows = ROW_COUNT;
+		CONTINUE WHEN v_rows = 1;
+		o_status := 'upload-missing'; v_code := 'upload-not-found';
+		SELECT * INTO v_up FROM uploads WHERE id = p_ids[v_i];
+		IF FOUND AND v_up.form = p_form AND v_up.field = p_fields[v_i] AND v_up.expires_at >= p_received_at THEN
+			SELECT entry_id INTO v_holder FROM upload_claims WHERE upload_id = p_ids[v_i];
+			IF v_holder IS NOT NULL THEN
+				o_status := 'upload-used'; v_code := 'upload-already-used';
+			ELSIF v_up.completed_at IS NULL THEN
+				v_code := 'upload-incomplete';
+			END IF;
+		END IF;
+		DELETE FROM upload_claims WHERE entry_id = p_id;
+		o_detail := v_code || ':' || p_fields[v_i];
+		RETURN;
+	END LOOP;
+END;
+$$;
+
+-- formd_spend_challenge spends a proof-of-work solution for (form, key) in
+-- the decision's transaction: true when this key holds it (now, or
+-- earlier: a retry), false when another key spent it. The row is kept
+-- at least until p_now (a late decision still outlives its grace), and
+-- expired rows are pruned as it goes (store.ChallengePrune, Grace).
+CREATE OR REPLACE FUNCTION formd_spend_challenge(p_sig text, p_form text, p_key text, p_expires timestamptz, p_now timestamptz)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	v_rows integer;
+BEGIN
+	INSERT INTO challenge_uses(signature, form, key, expires) VALUES (p_sig, p_form, p_key, greatest(p_expires, p_now))
+		ON CONFLICT (signature) DO UPDATE SET expires = challenge_uses.expires
+		WHERE challenge_uses.form = excluded.form AND challenge_uses.key = excluded.key;
+	GET DIAGNOSTICS v_rows = ROW_COUNT;
+	DELETE FROM challenge_uses WHERE signature IN
+		(SELECT signature FROM challenge_uses WHERE expires <= p_now - interval '5 minutes' LIMIT 100);
+	RETURN v_rows = 1;
+END;
+$$;
+
+-- formd_decide_entry decides a journaled submission in one transaction. A
+-- key the form has seen is a replay of its first decision. A new entry
+-- claims its uploads first (upload-used, upload-missing: no claim, no
+-- place, no event), then spends its proof-of-work solution (another key's:
+-- challenge-invalid when p_refuse, else spam with the reason
+-- challenge-replayed), then is spam, or is placed by formd_place. Entries
+-- of releases that checked uploads and spent solutions at intake pass
+-- NULL p_upload_fields and p_sig: their uploads are claimed by the ids in
+-- their data (formd_claim_uploads) and nothing is spent.
+CREATE OR REPLACE FUNCTION formd_decide_entry(
 	p_id text, p_seq bigint, p_form text, p_site text, p_key text, p_spam boolean,
 	p_received_at timestamptz, p_decided_at timestamptz, p_fingerprint bytea,
 	p_claims text[], p_data bytea,
+	p_upload_ids text[], p_upload_fields text[], p_sig text, p_sig_expires timestamptz, p_refuse boolean, p_spam_reason text,
 	OUT o_id text, OUT o_decision text, OUT o_status text, OUT o_received_at timestamptz,
 	OUT o_fingerprint bytea, OUT o_replayed boolean,
-	OUT o_same_id text, OUT o_same_key text, OUT o_same_decision text, OUT o_same_received_at timestamptz)
+	OUT o_same_id text, OUT o_same_key text, OUT o_same_decision text, OUT o_same_received_at timestamptz,
+	OUT o_detail text)
 LANGUAGE plpgsql AS $$
 DECLARE
 	v_status text := CASE WHEN p_spam THEN 'spam' ELSE 'stored' END;
 	v_n integer;
 	v_uploads text;
+	v_reason text := nullif(p_spam_reason, '');
 BEGIN
 	INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
 	VALUES (p_id, p_seq, p_form, p_site, p_key, v_status, v_status, p_received_at, p_decided_at, p_fingerprint, p_claims, p_data)
@@ -144,8 +216,8 @@ BEGIN
 		-- Every unique index is an arbiter: the same entry decided by two
 		-- instances at once conflicts on its id as well as on its key, and
 		-- must be a replay, not an error.
-		SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, true, o.id, o.key, o.decision, o.received_at
-		INTO o_id, o_decision, o_status, o_received_at, o_fingerprint, o_replayed, o_same_id, o_same_key, o_same_decision, o_same_received_at
+		SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, true, o.id, o.key, o.decision, o.received_at, e.detail
+		INTO o_id, o_decision, o_status, o_received_at, o_fingerprint, o_replayed, o_same_id, o_same_key, o_same_decision, o_same_received_at, o_detail
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = p_form AND e.key = p_key;
 		IF NOT FOUND THEN
 			RAISE unique_violation USING MESSAGE = format('entry id %s is already used for another key', p_id);
@@ -153,14 +225,34 @@ BEGIN
 		RETURN;
 	END IF;
 	o_id := p_id; o_received_at := p_received_at; o_fingerprint := p_fingerprint; o_replayed := false;
-	-- uploads (0050): the entry's files are claimed first.
-	v_uploads := formd_claim_uploads(p_id, p_form, p_data);
+	-- uploads (0050, 0062): the entry's files are claimed first.
+	IF p_upload_fields IS NULL THEN
+		v_uploads := formd_claim_uploads(p_id, p_form, p_data);
+	ELSE
+		SELECT c.o_status, c.o_detail INTO v_uploads, o_detail
+		FROM formd_check_uploads(p_id, p_form, p_upload_ids, p_upload_fields, p_received_at) c;
+	END IF;
 	IF v_uploads <> '' THEN
-		UPDATE entries SET status = v_uploads, decision = v_uploads WHERE id = p_id;
+		UPDATE entries SET status = v_uploads, decision = v_uploads, detail = o_detail WHERE id = p_id;
 		o_decision := v_uploads; o_status := v_uploads;
 		RETURN;
 	END IF;
-	IF p_spam THEN
+	-- the proof-of-work solution (0062): spent here, not at intake.
+	IF p_sig IS NOT NULL AND NOT formd_spend_challenge(p_sig, p_form, p_key, p_sig_expires, p_decided_at) THEN
+		IF p_refuse THEN
+			DELETE FROM upload_claims WHERE entry_id = p_id;
+			UPDATE entries SET status = 'challenge-invalid', decision = 'challenge-invalid' WHERE id = p_id;
+			o_decision := 'challenge-invalid'; o_status := 'challenge-invalid';
+			RETURN;
+		END IF;
+		v_status := 'spam'; v_reason := 'challenge-replayed';
+		UPDATE entries SET status = 'spam', decision = 'spam' WHERE id = p_id;
+	END IF;
+	IF v_reason IS NOT NULL THEN
+		INSERT INTO spam_reasons(form, key, reason, noted_at) VALUES (p_form, p_key, v_reason, p_decided_at)
+			ON CONFLICT (form, key) DO UPDATE SET reason = excluded.reason, noted_at = excluded.noted_at;
+	END IF;
+	IF v_status = 'spam' THEN
 		o_decision := v_status; o_status := v_status;
 		PERFORM formd_event(p_id, 'submission.spam', p_form, p_site, v_status, p_decided_at);
 		RETURN;
@@ -170,6 +262,23 @@ BEGIN
 	FROM formd_place(p_id, p_form, p_site, p_claims, p_fingerprint, p_decided_at) pl;
 	o_decision := o_status;
 END;
+$$;
+
+-- formd_decide is formd_decide_entry for instances of releases before
+-- 0062 still running during an upgrade: their entries were checked at
+-- intake.
+CREATE OR REPLACE FUNCTION formd_decide(
+	p_id text, p_seq bigint, p_form text, p_site text, p_key text, p_spam boolean,
+	p_received_at timestamptz, p_decided_at timestamptz, p_fingerprint bytea,
+	p_claims text[], p_data bytea,
+	OUT o_id text, OUT o_decision text, OUT o_status text, OUT o_received_at timestamptz,
+	OUT o_fingerprint bytea, OUT o_replayed boolean,
+	OUT o_same_id text, OUT o_same_key text, OUT o_same_decision text, OUT o_same_received_at timestamptz)
+LANGUAGE sql AS $$
+	SELECT d.o_id, d.o_decision, d.o_status, d.o_received_at, d.o_fingerprint, d.o_replayed,
+		d.o_same_id, d.o_same_key, d.o_same_decision, d.o_same_received_at
+	FROM formd_decide_entry(p_id, p_seq, p_form, p_site, p_key, p_spam, p_received_at, p_decided_at, p_fingerprint,
+		p_claims, p_data, NULL, NULL, NULL, NULL, NULL, NULL) d;
 $$;
 
 -- formd_promote gives free places to the waitlist in (seq, id) order, the

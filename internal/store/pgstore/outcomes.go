@@ -18,7 +18,7 @@ func (s *Store) Outcomes(ctx context.Context, keys []store.Key) ([]store.Outcome
 	for i, k := range keys {
 		forms[i], ks[i] = k.Form, k.Key
 	}
-	rows, err := s.pool.Query(ctx, `SELECT e.form, e.key, e.id, e.decision, e.status, e.received_at, e.fingerprint,
+	rows, err := s.pool.Query(ctx, `SELECT e.form, e.key, e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail,
 			o.id, o.key, o.decision, o.received_at
 		FROM unnest($1::text[], $2::text[]) AS w(form, key)
 		JOIN entries e ON e.form = w.form AND e.key = w.key
@@ -32,12 +32,16 @@ func (s *Store) Outcomes(ctx context.Context, keys []store.Key) ([]store.Outcome
 		var o store.Outcome
 		var fp []byte
 		var same sameAs
-		if err := rows.Scan(&o.Form, &o.Key, &o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp,
+		var detail *string
+		if err := rows.Scan(&o.Form, &o.Key, &o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail,
 			&same.id, &same.key, &same.decision, &same.receivedAt); err != nil {
 			return nil, classify("read outcomes", err)
 		}
 		copy(o.Fingerprint[:], fp)
 		o.SameAs = same.original()
+		if detail != nil {
+			o.Detail = *detail
+		}
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {

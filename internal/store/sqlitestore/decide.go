@@ -29,6 +29,10 @@ func claimKey(token string) string {
 // stmts are the prepared statements of one decision transaction.
 type stmts struct {
 	insert, claim, release, take, whenFull, fullGeneric, setStatus, holder, sameAs, event *sql.Stmt
+	// What a decision checks that intake used to (issue 28): the
+	// solution's spend and the prune of spent ones, the spam reason, the
+	// claim of an upload named with its field.
+	spend, prune, spamReason, claimUpload *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -55,6 +59,11 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		// writes: more than the rest of the decision.
 		{&st.event, `INSERT INTO events(entry_id, n, type, form, site, status, at) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(entry_id, type, n) DO NOTHING`},
+		{&st.spend, spendSQL},
+		{&st.prune, pruneSQL},
+		{&st.spamReason, `INSERT INTO spam_reasons(form, key, reason, noted_at) VALUES (?1, ?2, ?3, ?4)
+			ON CONFLICT(form, key) DO UPDATE SET reason = excluded.reason, noted_at = excluded.noted_at`},
+		{&st.claimUpload, claimUploadSQL},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -74,11 +83,14 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		release: tx.StmtContext(ctx, st.release), take: tx.StmtContext(ctx, st.take),
 		whenFull: tx.StmtContext(ctx, st.whenFull), fullGeneric: tx.StmtContext(ctx, st.fullGeneric), setStatus: tx.StmtContext(ctx, st.setStatus),
 		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs), event: tx.StmtContext(ctx, st.event),
+		spend: tx.StmtContext(ctx, st.spend), prune: tx.StmtContext(ctx, st.prune), spamReason: tx.StmtContext(ctx, st.spamReason),
+		claimUpload: tx.StmtContext(ctx, st.claimUpload),
 	}
 }
 
 func (st *stmts) close() {
-	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event} {
+	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event,
+		st.spend, st.prune, st.spamReason, st.claimUpload} {
 		if s != nil {
 			s.Close()
 		}
@@ -142,7 +154,9 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, subs []journal.Entry) (
 	defer st.close()
 	now := s.now().UnixMicro()
 	out := make([]store.Outcome, len(subs))
+	spent := false
 	for i := range subs {
+		spent = spent || subs[i].Challenge != nil
 		o, err := s.decide(ctx, tx, st, &subs[i], now)
 		if err == nil && !o.Replayed {
 			if typ := store.EventFor(o.Decision); typ != "" {
@@ -153,6 +167,13 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, subs []journal.Entry) (
 			return nil, classify(fmt.Sprintf("apply %s/%s", subs[i].Form, subs[i].Key), err)
 		}
 		out[i] = o
+	}
+	if spent {
+		// The spent solutions whose challenges expired go, a bounded few
+		// per batch that spent one.
+		if _, err := st.prune.ExecContext(ctx, time.UnixMicro(now).Add(-store.ChallengeGrace).UnixMicro(), store.ChallengePrune); err != nil {
+			return nil, classify("apply: prune spent challenges", err)
+		}
 	}
 	return out, nil
 }
@@ -178,16 +199,54 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 	o := store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: status, Status: status,
 		ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}
 	// uploads: the entry's files are claimed before anything else is decided.
-	if refused, err := claimUploads(ctx, tx, sub); err != nil || refused != "" {
+	refused, detail, err := claimUploads(ctx, tx, st, sub)
+	if err != nil {
+		return o, err
+	}
+	if refused != "" {
+		return s.settleDetail(ctx, tx, st, o, refused, detail)
+	}
+	spam := sub.SpamReason
+	if c := sub.Challenge; c != nil {
+		spent, err := spend(ctx, st.spend, store.ChallengeUse{Signature: c.Signature, Form: sub.Form, Key: sub.Key, Expires: c.Expires}, time.UnixMicro(now))
 		if err != nil {
 			return o, err
 		}
-		return s.settle(ctx, st, o, refused, false)
+		switch {
+		case spent:
+		case c.Refuse:
+			if _, err := tx.ExecContext(ctx, `DELETE FROM upload_claims WHERE entry_id = ?`, sub.ID); err != nil {
+				return o, fmt.Errorf("give back upload claims: %w", err)
+			}
+			return s.settle(ctx, st, o, store.StatusChallengeInvalid, false)
+		default:
+			spam = store.SpamChallengeReplayed
+			if !sub.Spam {
+				if o, err = s.settle(ctx, st, o, store.StatusSpam, false); err != nil {
+					return o, err
+				}
+			}
+		}
 	}
-	if sub.Spam {
+	if spam != "" {
+		if _, err := st.spamReason.ExecContext(ctx, sub.Form, sub.Key, spam, now); err != nil {
+			return o, fmt.Errorf("note the spam reason: %w", err)
+		}
+	}
+	if o.Status == store.StatusSpam {
 		return o, nil
 	}
 	return s.place(ctx, st, o, sub.Claims)
+}
+
+// settleDetail settles a just-inserted entry refused for what detail
+// names (store.Outcome.Detail).
+func (s *Store) settleDetail(ctx context.Context, tx *sql.Tx, st *stmts, o store.Outcome, status, detail string) (store.Outcome, error) {
+	if _, err := tx.ExecContext(ctx, `UPDATE entries SET detail = ? WHERE id = ?`, detail, o.ID); err != nil {
+		return o, fmt.Errorf("record the refusal's detail: %w", err)
+	}
+	o.Detail = detail
+	return s.settle(ctx, st, o, status, false)
 }
 
 // place decides the participant and the place of an entry whose row is
@@ -294,17 +353,18 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 		sameID, sameK sql.NullString
 		sameD         sql.NullString
 		sameAt        sql.NullInt64
+		detail        sql.NullString
 	)
-	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, o.id, o.key, o.decision, o.received_at
+	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = ? AND e.key = ?`, form, key).
-		Scan(&o.ID, &o.Decision, &status, &us, &fp, &sameID, &sameK, &sameD, &sameAt)
+		Scan(&o.ID, &o.Decision, &status, &us, &fp, &detail, &sameID, &sameK, &sameD, &sameAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}
 	if err != nil {
 		return o, false, err
 	}
-	o.Form, o.Key, o.Status = form, key, status
+	o.Form, o.Key, o.Status, o.Detail = form, key, status, detail.String
 	o.ReceivedAt = time.UnixMicro(us)
 	copy(o.Fingerprint[:], fp)
 	if sameID.Valid {

@@ -14,43 +14,66 @@ import (
 
 var _ store.Uploads = (*Store)(nil)
 
-// claimUploads claims, for a just-inserted entry, the uploads its data
-// names (see package store): "" when it took them all, or the status the
-// entry is then decided with. The claims are inserted in the decision's
-// transaction, keyed by the upload's id; an id listed twice is claimed
-// once. On a refusal the claims it took are given back.
-func claimUploads(ctx context.Context, tx *sql.Tx, sub *journal.Entry) (string, error) {
-	ids, err := store.UploadIDs(sub.Data)
-	if err != nil || len(ids) == 0 {
-		return "", err
+// claimUploadSQL claims upload ?1 for entry ?2 of form ?3 as its ?4th:
+// a complete upload of the form and, when ?5, of field ?6, not expired
+// at ?7 (when the entry was received).
+const claimUploadSQL = `INSERT INTO upload_claims(upload_id, entry_id, form, n)
+	SELECT u.id, ?2, ?3, ?4 FROM uploads u WHERE u.id = ?1 AND u.form = ?3 AND u.completed_at IS NOT NULL
+		AND (NOT ?5 OR u.field = ?6 AND u.expires_at >= ?7)
+	ON CONFLICT(upload_id) DO NOTHING`
+
+// claimUploads claims, for a just-inserted entry, the uploads it names
+// (see package store): "" when it took them all, or the status the entry
+// is then decided with and its detail (store.UploadDetail). The claims
+// are inserted in the decision's transaction, keyed by the upload's id;
+// an id listed twice is claimed once. An upload must be a complete upload
+// of the entry's form and, for entries that name their fields
+// (journal.Entry.Uploads), of that field and not expired when the entry
+// was received. On a refusal the claims it took are given back.
+func claimUploads(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.Entry) (status, detail string, err error) {
+	ups, err := store.UploadChecks(sub)
+	if err != nil || len(ups) == 0 {
+		return "", "", err
 	}
-	for n, id := range ids {
-		if slices.Contains(ids[:n], id) {
+	checked := len(sub.Uploads) > 0
+	received := sub.ReceivedAt.UnixMicro()
+	for n, up := range ups {
+		if slices.ContainsFunc(ups[:n], func(o journal.Upload) bool { return o.ID == up.ID }) {
 			continue
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO upload_claims(upload_id, entry_id, form, n)
-			SELECT u.id, ?2, ?3, ?4 FROM uploads u WHERE u.id = ?1 AND u.form = ?3 AND u.completed_at IS NOT NULL
-			ON CONFLICT(upload_id) DO NOTHING`, id, sub.ID, sub.Form, n+1)
+		res, err := st.claimUpload.ExecContext(ctx, up.ID, sub.ID, sub.Form, n+1, checked, up.Field, received)
 		if err != nil {
-			return "", fmt.Errorf("claim upload: %w", err)
+			return "", "", fmt.Errorf("claim upload: %w", err)
 		}
 		if k, _ := res.RowsAffected(); k == 1 {
 			continue
 		}
-		status := store.StatusUploadMissing
-		var holder string
-		switch err := tx.QueryRowContext(ctx, `SELECT entry_id FROM upload_claims WHERE upload_id = ?`, id).Scan(&holder); {
-		case err == nil:
-			status = store.StatusUploadUsed
-		case !errors.Is(err, sql.ErrNoRows):
-			return "", fmt.Errorf("read the upload's claim: %w", err)
+		status, code := store.StatusUploadMissing, store.UploadNotFound
+		var (
+			form, field string
+			complete    bool
+			expires     int64
+			holder      sql.NullString
+		)
+		err = tx.QueryRowContext(ctx, `SELECT u.form, u.field, u.completed_at IS NOT NULL, u.expires_at, c.entry_id
+			FROM uploads u LEFT JOIN upload_claims c ON c.upload_id = u.id WHERE u.id = ?`, up.ID).
+			Scan(&form, &field, &complete, &expires, &holder)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return "", "", fmt.Errorf("read the upload: %w", err)
+		case form != sub.Form || checked && (field != up.Field || expires < received):
+		case holder.Valid:
+			status, code = store.StatusUploadUsed, store.UploadUsed
+		case !complete:
+			code = store.UploadIncomplete
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM upload_claims WHERE entry_id = ?`, sub.ID); err != nil {
-			return "", fmt.Errorf("give back upload claims: %w", err)
+			return "", "", fmt.Errorf("give back upload claims: %w", err)
 		}
-		return status, nil
+		return status, store.UploadDetail(code, up.Field), nil
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // CreateUpload records a new, incomplete upload.

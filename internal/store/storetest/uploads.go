@@ -39,6 +39,8 @@ func RunUploads(t *testing.T, newStore UploadOpener) {
 		{"ErasedEntriesLetTheirFilesGo", testUploadErased},
 		{"HeldUploadsOutliveTheirExpiry", testUploadHold},
 		{"StatesForTheAudit", testUploadStates},
+		{"DecisionChecksEachUpload", testUploadChecked},
+		{"DecisionSpendsTheChallenge", testChallengeSpentByDecision},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,154 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/store"
+)
+
+// The decision checks what intake no longer asks the store before the
+// journal (DESIGN invariant 12, issue 28): the uploads an entry names with
+// their fields (journal.Entry.Uploads) and its proof-of-work solution
+// (journal.Entry.Challenge).
+
+// checkedUploads is a submission naming the uploads with their fields,
+// as intake journals it today.
+func checkedUploads(form, key string, seq uint64, field string, ids ...string) journal.Entry {
+	e := withUploads(form, key, seq, ids...)
+	for _, id := range ids {
+		e.Uploads = append(e.Uploads, journal.Upload{ID: id, Field: field})
+	}
+	return e
+}
+
+// testUploadChecked: each refusal is decided with its code and field
+// (Outcome.Detail), as intake's check answered, and a retry of its key
+// gets the same; a good upload is claimed.
+func testUploadChecked(t *testing.T, s UploadStore) {
+	putForm(t, s, "f", intp(1), store.StatusRejected)
+	incomplete := newUpload(t, s, "f", false)
+	otherForm := newUpload(t, s, "g", true)
+	claimed := newUpload(t, s, "f", true)
+	if o := mustApply(t, s, checkedUploads("f", "holder", 1, "photo", claimed.ID))[0]; o.Status != store.StatusStored {
+		t.Fatalf("the first entry naming an upload: %+v", o)
+	}
+	expired := newUpload(t, s, "f", true)
+	late := checkedUploads("f", "late", 9, "photo", expired.ID)
+	late.ReceivedAt = expired.ExpiresAt.Add(time.Second)
+	good := newUpload(t, s, "f", true)
+	for _, tc := range []struct {
+		name   string
+		e      journal.Entry
+		status string
+		detail string
+	}{
+		{"incomplete", checkedUploads("f", "a", 2, "photo", incomplete.ID), store.StatusUploadMissing, "upload-incomplete:photo"},
+		{"of another form", checkedUploads("f", "b", 3, "photo", otherForm.ID), store.StatusUploadMissing, "upload-not-found:photo"},
+		{"of another field", checkedUploads("f", "c", 4, "scan", good.ID), store.StatusUploadMissing, "upload-not-found:scan"},
+		{"unknown", checkedUploads("f", "d", 5, "photo", "no-such-upload"), store.StatusUploadMissing, "upload-not-found:photo"},
+		{"claimed by another entry", checkedUploads("f", "e", 6, "photo", claimed.ID), store.StatusUploadUsed, "upload-already-used:photo"},
+		{"expired when the entry came", late, store.StatusUploadMissing, "upload-not-found:photo"},
+		{"a good one after a refused one", checkedUploads("f", "g", 7, "photo", good.ID, incomplete.ID), store.StatusUploadMissing, "upload-incomplete:photo"},
+	} {
+		o := mustApply(t, s, tc.e)[0]
+		if o.Status != tc.status || o.Decision != tc.status || o.Detail != tc.detail {
+			t.Errorf("%s: %+v, want %s %s", tc.name, o, tc.status, tc.detail)
+		}
+		again := tc.e
+		again.ID += "-retry"
+		if r := mustApply(t, s, again)[0]; !r.Replayed || r.Status != tc.status || r.Detail != tc.detail {
+			t.Errorf("%s, a retry of the key: %+v", tc.name, r)
+		}
+		if r, ok, err := s.Outcome(ctxT(t), tc.e.Form, tc.e.Key); err != nil || !ok || r.Detail != tc.detail {
+			t.Errorf("%s, the outcome read back: %+v %v %v", tc.name, r, ok, err)
+		}
+	}
+	if got := mustUpload(t, s, good.ID); got.Entry != "" {
+		t.Fatalf("a refused entry kept its claim on %s: %s", good.ID, got.Entry)
+	}
+	// The form's one place went to the holder: none of the refused took
+	// one. A new form's good upload is claimed.
+	putForm(t, s, "h", nil, store.StatusRejected)
+	hu := newUpload(t, s, "h", true)
+	if o := mustApply(t, s, checkedUploads("h", "a", 10, "photo", hu.ID))[0]; o.Status != store.StatusStored || o.Detail != "" || mustUpload(t, s, hu.ID).Entry == "" {
+		t.Fatalf("a complete upload of its field: %+v", o)
+	}
+}
+
+// testChallengeSpentByDecision: the first key to be decided with a
+// solution holds it, a retry of that key is the same claim, another key
+// with it is spam (challenge-replayed) or, where the form refuses,
+// challenge-invalid — which takes no place and gives back its uploads.
+// A solution spent at intake by an earlier release is respected; an entry
+// journaled by one (no Challenge) spends nothing.
+func testChallengeSpentByDecision(t *testing.T, s UploadStore) {
+	ch, ok := s.(store.Challenges)
+	if !ok {
+		t.Skip("the driver keeps no proof-of-work replay store")
+	}
+	putForm(t, s, "f", intp(2), store.StatusRejected)
+	exp := time.Now().Add(10 * time.Minute).UTC().Truncate(time.Microsecond)
+	solved := func(e journal.Entry, sig string, refuse bool) journal.Entry {
+		e.Challenge = &journal.Challenge{Signature: sig, Expires: exp, Refuse: refuse}
+		return e
+	}
+	first := solved(sub("f", "k1", 1), "sig1", true)
+	if o := mustApply(t, s, first)[0]; o.Status != store.StatusStored {
+		t.Fatalf("the first key with a solution: %+v", o)
+	}
+	again := first
+	again.ID += "-retry"
+	if o := mustApply(t, s, again)[0]; !o.Replayed || o.Status != store.StatusStored {
+		t.Fatalf("a retry of the key: %+v", o)
+	}
+	// The replay store says the same: sig1 is k1's.
+	if spent, err := ch.SpendChallenge(ctxT(t), store.ChallengeUse{Signature: "sig1", Form: "f", Key: "k1", Expires: exp}, time.Now()); err != nil || !spent {
+		t.Fatalf("sig1 as k1's: %v %v", spent, err)
+	}
+	kept := solved(sub("f", "k2", 2), "sig1", false)
+	if o := mustApply(t, s, kept)[0]; o.Status != store.StatusSpam || o.Decision != store.StatusSpam {
+		t.Fatalf("another key with a spent solution, a form that keeps: %+v", o)
+	}
+	if r, err := ch.SpamReason(ctxT(t), "f", "k2"); err != nil || r != store.SpamChallengeReplayed {
+		t.Fatalf("its reason: %q %v", r, err)
+	}
+	up := newUpload(t, s, "f", true)
+	refused := solved(checkedUploads("f", "k3", 3, "photo", up.ID), "sig1", true)
+	if o := mustApply(t, s, refused)[0]; o.Status != store.StatusChallengeInvalid || o.Decision != store.StatusChallengeInvalid {
+		t.Fatalf("another key with a spent solution, a form that refuses: %+v", o)
+	}
+	if got := mustUpload(t, s, up.ID); got.Entry != "" {
+		t.Fatalf("a refused entry kept its upload: %s", got.Entry)
+	}
+	refused.ID += "-retry"
+	if o := mustApply(t, s, refused)[0]; !o.Replayed || o.Status != store.StatusChallengeInvalid {
+		t.Fatalf("a retry of the refused key: %+v", o)
+	}
+	// Spent at intake by an earlier release: refused by the decision too.
+	if spent, err := ch.SpendChallenge(ctxT(t), store.ChallengeUse{Signature: "sig-old", Form: "f", Key: "old", Expires: exp}, time.Now()); err != nil || !spent {
+		t.Fatalf("spend at intake: %v %v", spent, err)
+	}
+	if o := mustApply(t, s, solved(sub("f", "k4", 4), "sig-old", true))[0]; o.Status != store.StatusChallengeInvalid {
+		t.Fatalf("a solution an earlier release spent at intake: %+v", o)
+	}
+	// The entry an earlier release journaled (spent at intake, no
+	// Challenge): decided as before, and the second place is its.
+	if o := mustApply(t, s, sub("f", "old", 5))[0]; o.Status != store.StatusStored {
+		t.Fatalf("an entry of an earlier release: %+v", o)
+	}
+	// Spam and refusals took no place: the form is full now.
+	if o := mustApply(t, s, solved(sub("f", "k5", 6), "sig5", true))[0]; o.Status != store.StatusRejected {
+		t.Fatalf("the third entry on a form of two places: %+v", o)
+	}
+	// Intake's spam reason goes with the decision.
+	honey := sub("f", "k6", 7)
+	honey.Spam, honey.SpamReason = true, "honeypot"
+	if o := mustApply(t, s, honey)[0]; o.Status != store.StatusSpam {
+		t.Fatalf("honeypot spam: %+v", o)
+	}
+	if r, err := ch.SpamReason(ctxT(t), "f", "k6"); err != nil || r != "honeypot" {
+		t.Fatalf("the honeypot's reason: %q %v", r, err)
+	}
+}
