@@ -145,10 +145,7 @@ func Mount(dir, mnt string) (*FS, error) {
 		return nil, fmt.Errorf("powercut: %w", err)
 	}
 	lr := &fs.LoopbackRoot{Path: root, Dev: uint64(rst.Dev)}
-	lr.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, s: s}
-	}
-	rootNode := lr.NewNode(lr, nil, "", &rst)
+	rootNode := &node{LoopbackNode: &fs.LoopbackNode{RootData: lr}, s: s}
 	lr.RootNode = rootNode
 	sec := time.Second
 	server, err := fs.Mount(mnt, rootNode, &fs.Options{
@@ -435,8 +432,16 @@ func (s *state) syncFile(abs string) {
 
 // node is a loopback node whose changes are recorded.
 type node struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	s *state
+}
+
+// WrapChild makes every node of the tree a recording one.
+func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	if ln, ok := ops.(*fs.LoopbackNode); ok {
+		return &node{LoopbackNode: ln, s: n.s}
+	}
+	return ops
 }
 
 // handle is an open file; sync says it was opened O_SYNC or O_DSYNC.
