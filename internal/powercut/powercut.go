@@ -54,6 +54,8 @@ import (
 	"syscall"
 	"time"
 
+	iofs "io/fs"
+
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -109,6 +111,7 @@ type entryUndo struct {
 	isDir bool   // removed: a directory (made again with mode)
 	mode  uint32
 	dir   uint64 // the backing inode of the directory whose fsync makes it durable
+	self  uint64 // removed, renamed over: the removed directory's inode
 }
 
 // Dir lays out a state directory for Mount: the backing directory and
@@ -271,7 +274,10 @@ func (s *state) undo(e *entryUndo) error {
 		}
 	case removed:
 		if e.isDir {
-			if err := os.Mkdir(s.abs(e.path), os.FileMode(e.mode&0o7777)); err != nil {
+			// It may be there already: made again, durably, in a
+			// directory whose own removal and making again were
+			// durable too.
+			if err := os.Mkdir(s.abs(e.path), os.FileMode(e.mode&0o7777)); err != nil && !errors.Is(err, iofs.ErrExist) {
 				return fmt.Errorf("undo the removal of directory %s: %w", e.path, err)
 			}
 			return nil
@@ -327,9 +333,17 @@ func (s *state) commitDir(dir uint64) {
 			}
 		}
 	}
+	// A directory whose removal is durable is gone with whatever
+	// pending changes were made in it.
+	gone := map[uint64]bool{}
+	for i, e := range orig {
+		if done[i] && e.self != 0 {
+			gone[e.self] = true
+		}
+	}
 	var kept []*entryUndo
 	for i, e := range orig {
-		if !done[i] {
+		if !done[i] && !gone[e.dir] {
 			kept = append(kept, e)
 		}
 	}
@@ -604,7 +618,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if errno := n.LoopbackNode.Rmdir(ctx, name); errno != 0 {
 		return errno
 	}
-	n.s.record(&entryUndo{kind: removed, path: filepath.Join(n.rel(), name), isDir: true, mode: st.Mode, dir: inode(n.abs())})
+	n.s.record(&entryUndo{kind: removed, path: filepath.Join(n.rel(), name), isDir: true, mode: st.Mode, dir: inode(n.abs()), self: st.Ino})
 	return 0
 }
 
@@ -630,7 +644,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		var st syscall.Stat_t
 		if err := syscall.Lstat(n.s.abs(to), &st); err == nil {
 			if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-				e.isDir, e.mode = true, st.Mode
+				e.isDir, e.mode, e.self = true, st.Mode, st.Ino
 			} else {
 				t, err := n.s.keep(n.s.abs(to))
 				if err != nil {

@@ -290,3 +290,34 @@ func count(path string) (int, error) {
 	err = db.QueryRow(`SELECT count(*) FROM t`).Scan(&n)
 	return n, err
 }
+
+// A directory made with os.MkdirAll, and a file written into it with
+// atomicfile (synced, renamed, the directory synced), goes at a cut: the
+// new directory's own name was never synced into its parent. With
+// atomicfile.MkdirAll it stays. (formd's --data, uploads, backup and
+// outbox directories were made the first way.)
+func TestMkdirAllSurvivesACut(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mkdir func(string, os.FileMode) error
+		want  string
+	}{
+		{"os.MkdirAll", os.MkdirAll, absent},
+		{"atomicfile.MkdirAll", atomicfile.MkdirAll, "kept"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := powercut.MountTest(t)
+			dir := filepath.Join(f.Mountpoint(), "a", "b")
+			if err := tc.mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := atomicfile.WriteFile(filepath.Join(dir, "f"), []byte("kept"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cut(t, f)
+			if got := read(t, filepath.Join(dir, "f")); got != tc.want {
+				t.Fatalf("after the cut: %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

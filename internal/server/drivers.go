@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/journal/natsjournal"
@@ -121,7 +122,7 @@ func wireFastPath(cfg config.Config, j journal.Journal, st Store, proc *processo
 // dataDir makes the directory of the embedded files, so that any command
 // (serve, forms apply, …) works on a fresh --data.
 func dataDir(cfg config.Config) error {
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(cfg.Data, 0o700); err != nil {
 		return fmt.Errorf("create the data directory (--data %s, FORMD_DATA): %w", cfg.Data, err)
 	}
 	// Whatever mode it had: it holds personal data and the secret.
