@@ -80,6 +80,7 @@ func TestPowerCut(t *testing.T) {
 
 	const cuts = 5
 	kept := map[string]bool{} // keys the outbox said it kept durably
+	var lost, backupsCut, restoresCut int
 	for round := 1; round <= cuts; round++ {
 		ctx, stop := context.WithCancel(context.Background())
 		l.run(ctx, srv.url)
@@ -94,7 +95,38 @@ func TestPowerCut(t *testing.T) {
 		wait(ctx, time.Duration(mrand.IntN(300))*time.Millisecond)
 		restoreDir := filepath.Join(mnt, "restores", fmt.Sprintf("r%d", round))
 		restore := startCmd(t, bin, "restore", "--from", base, "--data", restoreDir, "--log-level", "warn")
-		wait(ctx, time.Duration(200+mrand.IntN(1500))*time.Millisecond)
+		// The first cut comes while the backup copies its files, the
+		// second early in the restore, the fourth just after the
+		// restore finished and the fifth just after the backup did
+		// (what they wrote must be durable), the third at a random
+		// instant.
+		why := "a random instant"
+		switch round {
+		case 4, 5:
+			c, what := restore, "restore"
+			if round == 5 {
+				c, what = backup, "backup"
+			}
+			select {
+			case <-c.done:
+				why = "just after the " + what + " ended"
+			case <-time.After(60 * time.Second):
+				why = "the " + what + " never ended"
+			}
+			wait(ctx, time.Duration(mrand.IntN(100))*time.Millisecond)
+		case 1:
+			select {
+			case <-backup.saw("copied "):
+				why = "the backup copying"
+			case <-time.After(20 * time.Second):
+				why = "the backup never said it copied a file"
+			}
+		case 2:
+			wait(ctx, time.Duration(mrand.IntN(100))*time.Millisecond)
+			why = "early in the restore"
+		default:
+			wait(ctx, time.Duration(200+mrand.IntN(1500))*time.Millisecond)
+		}
 
 		// The cut: every process dies at once, then what was not
 		// synced is lost.
@@ -109,15 +141,19 @@ func TestPowerCut(t *testing.T) {
 			kept[k] = true
 		}
 		backupDone, restoreDone := backup.finished(), restore.finished()
-		syncs, pending := f.Stats()
-		if err := f.Cut(); err != nil {
-			t.Fatalf("cut %d: %v", round, err)
+		cutFS := f.Cut()
+		syncs, pending, undone := f.Stats()
+		if cutFS != nil {
+			t.Fatalf("cut %d: %v", round, cutFS)
 		}
 		if err := f.Remount(); err != nil {
 			t.Fatalf("remount after cut %d: %v", round, err)
 		}
-		t.Logf("cut %d: %d acknowledged, %d kept by the outbox; backup finished: %v, restore finished: %v; %d fsyncs, %d changes recorded",
-			round, l.count(), len(kept), backupDone, restoreDone, syncs, pending)
+		lost += undone
+		backupsCut += boolInt(!backupDone)
+		restoresCut += boolInt(!restoreDone)
+		t.Logf("cut %d (%s): %d plain and %d file submissions acknowledged, %d kept by the outbox; backup finished: %v, restore finished: %v; %d fsyncs, %d changes recorded, %d undone by the cut",
+			round, why, len(l.snapshot()), len(l.fileSnapshot()), len(kept), backupDone, restoreDone, syncs, pending, undone)
 
 		// formd starts on what was synced and decides its backlog; the
 		// outbox sends what it kept.
@@ -135,6 +171,18 @@ func TestPowerCut(t *testing.T) {
 		srv = startFormd(t, bin, data, formsPath)
 	}
 	srv.stop(t)
+	if lost == 0 || backupsCut == 0 || restoresCut == 0 || len(kept) == 0 || len(l.fileSnapshot()) == 0 {
+		t.Fatalf("the cuts undid %d changes and cut %d backups and %d restores mid-way; %d submissions were kept by the outbox, %d file submissions acknowledged: the test proved less than it says",
+			lost, backupsCut, restoresCut, len(kept), len(l.fileSnapshot()))
+	}
+	t.Logf("%d cuts undid %d changes; %d backups and %d restores were cut mid-way", cuts, lost, backupsCut, restoresCut)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // wait waits d, or less if ctx ends (the random moments of the test).
@@ -232,14 +280,48 @@ func (l *powerLoad) run(ctx context.Context, base string) {
 // bgCmd is a formd command run in the background, to be killed.
 type bgCmd struct {
 	cmd  *exec.Cmd
-	out  *bytes.Buffer
+	out  *sawWriter
 	done chan struct{}
 	err  error
 }
 
+// sawWriter keeps a command's output and says when a string appeared.
+type sawWriter struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	waiting map[string]chan struct{}
+}
+
+func (w *sawWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for s, ch := range w.waiting {
+		if strings.Contains(w.buf.String(), s) {
+			close(ch)
+			delete(w.waiting, s)
+		}
+	}
+	return len(p), nil
+}
+
+// saw is closed once s is in the command's output.
+func (c *bgCmd) saw(s string) <-chan struct{} {
+	w := c.out
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := make(chan struct{})
+	if strings.Contains(w.buf.String(), s) {
+		close(ch)
+		return ch
+	}
+	w.waiting[s] = ch
+	return ch
+}
+
 func startCmd(t *testing.T, bin string, args ...string) *bgCmd {
 	t.Helper()
-	c := &bgCmd{cmd: exec.Command(bin, args...), out: &bytes.Buffer{}, done: make(chan struct{})}
+	c := &bgCmd{cmd: exec.Command(bin, args...), out: &sawWriter{waiting: map[string]chan struct{}{}}, done: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -459,6 +541,7 @@ func checkBackup(t *testing.T, bin, dir, formsPath, backupDir string, before map
 		if strings.TrimSpace(ve.String()) == "" {
 			t.Errorf("backup verify refused a cut backup without saying why")
 		}
+		t.Logf("backup verify refuses the cut backup: %s", strings.TrimSpace(ve.String()))
 		return
 	}
 	restored := filepath.Join(dir, "verified-"+filepath.Base(backupDir))
@@ -492,6 +575,7 @@ func checkRestore(t *testing.T, bin, base, restoreDir string, finished bool) {
 		if len(bytes.TrimSpace(out)) == 0 {
 			t.Errorf("a restore again after a cut one fails without saying why (%v)", err)
 		}
+		t.Logf("a restore again after the cut one refuses: %s", bytes.TrimSpace(out))
 		out, err = exec.Command(bin, "restore", "--from", base, "--data", restoreDir, "--force", "--log-level", "warn").CombinedOutput()
 		if err != nil {
 			t.Errorf("a restore --force after a cut one: %v\n%s", err, out)

@@ -84,6 +84,7 @@ type state struct {
 	trashN  int
 	syncs   int // fsyncs seen, for tests that want to know
 	pending int // changes recorded since the mount, for the same
+	lost    int // changes the cut undid
 }
 
 // fileUndo is the synced state of one file's data.
@@ -181,12 +182,13 @@ func (f *FS) Remount() error {
 // Mountpoint is where the filesystem is mounted.
 func (f *FS) Mountpoint() string { return f.mnt }
 
-// Stats says how many fsyncs the mount has seen and how many changes it
-// recorded as pending since it was mounted.
-func (f *FS) Stats() (syncs, pending int) {
+// Stats says how many fsyncs the mount has seen, how many changes it
+// recorded as pending since it was mounted, and how many of them the
+// last Cut undid (files whose data changed count once each).
+func (f *FS) Stats() (syncs, pending, lost int) {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
-	return f.st.syncs, f.st.pending
+	return f.st.syncs, f.st.pending, f.st.lost
 }
 
 // Cut cuts the power: every further change fails (EIO), the filesystem
@@ -242,6 +244,7 @@ func (f *FS) Unmount() error {
 func (s *state) rollback() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lost = len(s.files) + len(s.log)
 	var errs []error
 	for _, u := range s.files {
 		if err := u.f.Truncate(u.size); err != nil {
