@@ -31,6 +31,9 @@ import (
 // Outbox, until it is killed.
 const envOutboxHelper = "FORMD_TEST_OUTBOX_HELPER"
 
+// envPowerCut, set to 1, runs TestPowerCut.
+const envPowerCut = "FORMD_TEST_POWERCUT"
+
 const powerCutForms = crashForms + "---\n" + uploadCrashForms
 
 // TestPowerCut runs formd's embedded tier with --data on a filesystem
@@ -48,9 +51,15 @@ const powerCutForms = crashForms + "---\n" + uploadCrashForms
 // acknowledged before it began, and one that had finished before the
 // cut is still accepted; a cut restore is finished or refused clearly,
 // and finished with --force.
+//
+// It mounts a filesystem (root, /dev/fuse) and takes about a minute, so
+// it runs when FORMD_TEST_POWERCUT=1, as in .ci/run's power-cut step.
 func TestPowerCut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds formd and cuts the power under it; skipped with -short")
+	}
+	if os.Getenv(envPowerCut) != "1" {
+		t.Skipf("set %s=1 to cut the power under formd (it needs root and /dev/fuse; .ci/run's power-cut step sets it)", envPowerCut)
 	}
 	f := powercut.MountTest(t)
 	mnt := f.Mountpoint()
