@@ -86,6 +86,13 @@ func TestPowerCut(t *testing.T) {
 	}
 	stop()
 	l.wg.Wait()
+	// What every restore of base holds, restored once off the cut
+	// filesystem.
+	var ro, re bytes.Buffer
+	if code := run([]string{"restore", "--from", base, "--data", filepath.Join(dir, "base-restored")}, &ro, &re); code != 0 {
+		t.Fatalf("restore the base backup: exit %d: %s", code, re.String())
+	}
+	baseKeys := exportKeys(t, filepath.Join(dir, "base-restored"), "crash")
 
 	const cuts = 5
 	kept := map[string]bool{} // keys the outbox said it kept durably
@@ -173,7 +180,7 @@ func TestPowerCut(t *testing.T) {
 		checkStored(t, bin, data, l.snapshot(), l.fileSnapshot(), kept)
 
 		checkBackup(t, bin, dir, formsPath, backupDir, before, backupDone, hc)
-		checkRestore(t, bin, base, restoreDir, restoreDone)
+		checkRestore(t, bin, base, restoreDir, restoreDone, baseKeys)
 		if t.Failed() {
 			t.FailNow()
 		}
@@ -570,8 +577,20 @@ func checkBackup(t *testing.T, bin, dir, formsPath, backupDir string, before map
 // checkRestore: a restore cut mid-way is finished or refused clearly by
 // the same command again, and finished with --force; what it restored
 // is audited clean.
-func checkRestore(t *testing.T, bin, base, restoreDir string, finished bool) {
+func checkRestore(t *testing.T, bin, base, restoreDir string, finished bool, baseKeys map[string]int) {
 	t.Helper()
+	defer func() {
+		// Whole: what the backup holds, each entry once.
+		keys := exportKeys(t, restoreDir, "crash")
+		for k := range baseKeys {
+			if keys[k] != 1 {
+				t.Errorf("%s is in the backup and stored %d times in its restore (finished before the cut: %v)", k, keys[k], finished)
+			}
+		}
+		if len(keys) != len(baseKeys) {
+			t.Errorf("the restore (finished before the cut: %v) holds %d entries, the backup %d", finished, len(keys), len(baseKeys))
+		}
+	}()
 	if finished {
 		var audit bytes.Buffer
 		if code := run([]string{"audit", "--data", restoreDir}, &audit, &audit); code != 0 {
