@@ -171,6 +171,40 @@ func TestCutKeepsOnlyWhatWasSynced(t *testing.T) {
 				syncDir(t, d)
 			},
 			map[string]string{"a/f": absent, "b/f": "in a", "b/g": absent}},
+		{"a hard link not synced goes, the first name stays",
+			func(t *testing.T, d string) { write(t, d+"/f", "data", true) },
+			func(t *testing.T, d string) {
+				if err := os.Link(d+"/f", d+"/g"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			map[string]string{"f": "data", "g": absent}},
+		{"a move to another directory, only that one synced, is durable whole",
+			func(t *testing.T, d string) {
+				os.Mkdir(d+"/a", 0o755)
+				os.Mkdir(d+"/b", 0o755)
+				write(t, d+"/a/f", "moved", true)
+			},
+			func(t *testing.T, d string) {
+				if err := os.Rename(d+"/a/f", d+"/b/f"); err != nil {
+					t.Fatal(err)
+				}
+				syncDir(t, d+"/b")
+			},
+			map[string]string{"a/f": absent, "b/f": "moved"}},
+		{"a move to another directory, only the old one synced, is undone",
+			func(t *testing.T, d string) {
+				os.Mkdir(d+"/a", 0o755)
+				os.Mkdir(d+"/b", 0o755)
+				write(t, d+"/a/f", "moved", true)
+			},
+			func(t *testing.T, d string) {
+				if err := os.Rename(d+"/a/f", d+"/b/f"); err != nil {
+					t.Fatal(err)
+				}
+				syncDir(t, d+"/a")
+			},
+			map[string]string{"a/f": "moved", "b/f": absent}},
 		{"a truncation not synced: the old bytes",
 			func(t *testing.T, d string) { write(t, d+"/f", big+"tail", true) },
 			func(t *testing.T, d string) {
