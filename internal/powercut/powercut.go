@@ -37,6 +37,12 @@
 // sits between pending ones that touch the same names, the undo is
 // best-effort and what it could not do is reported by Cut.
 //
+// Directories are known by their backing inode numbers: a removed
+// directory's number reused for a new one while changes in the old one
+// are pending could let an fsync of the new one make them durable (a
+// durable removal of a directory drops the pending changes in it, which
+// narrows this to the removals not yet durable).
+//
 // Not modelled: metadata other than size (mode, owner, times, xattrs
 // are passed through and kept), writes through shared mmap are data
 // like any write, and syncfs(2) or sync(2), which FUSE does not see,
