@@ -115,13 +115,16 @@ func TestPowerCut(t *testing.T) {
 	}
 	baseKeys := exportKeys(t, filepath.Join(dir, "base-restored"), "crash")
 
+	// Two levels, both made by the outbox: the backups' directory syncs
+	// the mount's root, and with it a first level, but not the second.
+	outboxDir := filepath.Join(mnt, "client", "outbox")
 	const cuts = 5            // and the first
 	kept := map[string]bool{} // keys the outbox said it kept durably
 	lost, backupsCut, restoresCut := undone, 0, 0
 	for round := 1; round <= cuts; round++ {
 		ctx, stop := context.WithCancel(context.Background())
 		l.run(ctx, srv.url)
-		outbox := startOutbox(t, srv.url, filepath.Join(mnt, "outbox"), round)
+		outbox := startOutbox(t, srv.url, outboxDir, round)
 
 		// The backup and the restore start at random moments; the cut
 		// comes at a random instant after both began.
@@ -195,7 +198,7 @@ func TestPowerCut(t *testing.T) {
 		// formd starts on what was synced and decides its backlog; the
 		// outbox sends what it kept.
 		srv = startFormd(t, bin, data, formsPath)
-		resumeOutbox(t, srv.url, filepath.Join(mnt, "outbox"))
+		resumeOutbox(t, srv.url, outboxDir)
 		poll.Until(t, "the journal's backlog to drain", 60*time.Second, func() bool { return backlog(hc, srv.metrics) == 0 })
 		srv.stop(t)
 		checkStored(t, bin, data, l.snapshot(), l.fileSnapshot(), kept)
