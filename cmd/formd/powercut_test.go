@@ -367,6 +367,7 @@ func startCmd(t *testing.T, bin string, args ...string) *bgCmd {
 		t.Fatal(err)
 	}
 	go func() { c.err = c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() { c.cmd.Process.Kill(); <-c.done }) // a test that failed before the cut
 	return c
 }
 
@@ -401,6 +402,12 @@ func startOutbox(t *testing.T, base, dir string, round int) *outboxProc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
 	p := &outboxProc{keys: make(chan string, 1<<16)}
 	go func() {
 		sc := bufio.NewScanner(out)
