@@ -51,7 +51,7 @@ func isTemp(name string) bool {
 // directory. Temporary files that a crash left mid-write are removed:
 // their submissions were never handed to the server.
 func OpenOutbox(dir string) (*Outbox, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
 	names, err := os.ReadDir(dir)

@@ -5,6 +5,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -57,4 +58,32 @@ func SyncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// MkdirAll is os.MkdirAll, durably: each directory it makes is synced
+// into its parent, so that a power cut after it returns does not take
+// the new directory (and what is written in it) away.
+func MkdirAll(dir string, perm fs.FileMode) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := SyncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }

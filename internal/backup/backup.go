@@ -281,7 +281,7 @@ func prepareDir(dir string) (created bool, err error) {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 			return false, fmt.Errorf("cannot make the backup directory %s: %w; choose a directory this user can write, or make it writable", dir, err)
 		}
 		created = true

@@ -217,7 +217,7 @@ func (s *Schedule) runOnce(ctx context.Context) error {
 }
 
 func (s *Schedule) take(ctx context.Context, start time.Time) error {
-	if err := os.MkdirAll(s.opts.Dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(s.opts.Dir, 0o700); err != nil {
 		return fmt.Errorf("cannot make the backup directory %s (--backup-dir, FORMD_BACKUP_DIR): %w; choose one this user can write", s.opts.Dir, err)
 	}
 	name := start.UTC().Format(nameLayout)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/backup"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/drivers"
@@ -131,7 +132,7 @@ func dataDir(cfg config.Config) error {
 	if err := backup.CheckNotRestoring(cfg.Data); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(cfg.Data, 0o700); err != nil {
 		return fmt.Errorf("create the data directory (--data %s, FORMD_DATA): %w", cfg.Data, err)
 	}
 	// Whatever mode it had: it holds personal data and the secret.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/formd/formd/internal/atomicfile"
 )
 
 // lockData takes an exclusive lock on the data directory for the life of
@@ -14,7 +16,7 @@ import (
 // entries. Tools that only read or replay (export, audit, replay) do not
 // take it. The lock goes with the process, even on kill -9.
 func lockData(dir string) (release func(), err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the data directory (--data %s, FORMD_DATA): %w", dir, err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "formd.lock"), os.O_CREATE|os.O_RDWR, 0o600)

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
@@ -118,7 +119,7 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 	if cfg.Expiry <= 0 {
 		return nil, errors.New("uploads: the expiry must be positive")
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+	if err := atomicfile.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the uploads directory: %w", err)
 	}
 	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
