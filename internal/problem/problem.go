@@ -70,6 +70,7 @@ const (
 	CodeChallengeInvalid  = "challenge-invalid"
 	// Upload storage.
 	CodeUploadStorageFull = "upload-storage-full"
+	CodeUploadBudget      = "upload-budget-spent"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -127,6 +128,7 @@ var Codes = map[string]Info{
 	CodeUploadOffset:         {Status: 409, Title: "Wrong upload offset", Explain: "The PATCH's Upload-Offset is not where the upload stands. Ask with HEAD for the Upload-Offset the server has, and send the rest from there."},
 	CodeUploadUnavailable:    {Status: 503, Title: "Upload storage unavailable", Explain: "The server could not store or read the upload's bytes (its disk, or the S3 bucket it keeps files in, could not be reached). Nothing was kept of this request and nothing was claimed; send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 5},
 	CodeUploadStorageFull:    {Status: 507, Title: "Upload storage full", Explain: "The server's disk (or its bucket's quota) has no room for the upload's bytes. Nothing was kept of this request and nothing was claimed: the upload stands where it stood before it. Send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 60},
+	CodeUploadBudget:         {Status: 429, Title: "Too many uploads", Explain: "The uploads not yet part of a submission are limited, by the address they come from (an IPv6 /64 counts as one address) and by form: in number still being sent and in bytes. This upload would go over one of them (the detail says which). Finish or submit the uploads already made, or wait: unclaimed uploads expire. Then create the upload again after Retry-After seconds.", RetryAfter: 60},
 	CodeFileInfected:         {Status: 422, Title: "File infected", Explain: "The virus scanner (ClamAV) found malware in the uploaded file; the detail names what it found and the field. The file was deleted and nothing was stored: send a clean file."},
 	CodeScanUnavailable:      {Status: 503, Title: "Virus scanner unavailable", Explain: "Every file is scanned for viruses before a submission can use it, and the scanner could not be reached. The file is kept, unscanned and not usable yet; nothing was stored. Send the submission again, with the same key, after Retry-After seconds.", RetryAfter: 10},
 	CodeChallengeRequired:    {Status: 400, Title: "Proof-of-work required", Explain: "This form asks each new submission for a solved proof-of-work challenge (no puzzle for people: the browser solves it in the background, which needs JavaScript). Get one from GET /v1/forms/{form}/challenge, solve it (ALTCHA's format) and send it in the altcha field. Nothing was stored."},

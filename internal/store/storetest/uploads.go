@@ -39,6 +39,7 @@ func RunUploads(t *testing.T, newStore UploadOpener) {
 		{"ErasedEntriesLetTheirFilesGo", testUploadErased},
 		{"HeldUploadsOutliveTheirExpiry", testUploadHold},
 		{"StatesForTheAudit", testUploadStates},
+		{"Budgets", testUploadBudgets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
