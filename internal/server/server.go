@@ -209,7 +209,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	// The hosted result page shows a key's status as the status endpoint
 	// does (intake.Statuses, below both), and the intake hands the hosted
 	// pages plain posts that need a fix.
-	if err := s.openUploads(ctx, secret); err != nil {
+	if err := s.openUploads(ctx, secret, reg); err != nil {
 		return err
 	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)

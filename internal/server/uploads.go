@@ -3,11 +3,15 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"time"
 
+	"github.com/formd/formd/internal/challenge"
+	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // uploadExpireEvery is how often unclaimed uploads past their expiry are
@@ -26,7 +30,7 @@ func uploadExpireEvery(expiry time.Duration) time.Duration {
 // sticky sessions needed), one request at a time under the upload's
 // lock in the store when it is PostgreSQL (advisory locks); with SQLite
 // there is one instance and the lock is in memory.
-func (s *Server) openUploads(ctx context.Context, secret []byte) error {
+func (s *Server) openUploads(ctx context.Context, secret []byte, reg prometheus.Registerer) error {
 	var objs uploads.Objects
 	if loc := s.cfg.UploadsS3; loc != nil {
 		o, err := uploads.NewS3Objects(ctx, *loc)
@@ -37,6 +41,9 @@ func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 	}
 	cfg := uploads.Config{
 		Dir: filepath.Join(s.cfg.Data, "uploads"), Objects: objs, Expiry: s.cfg.UploadExpiry, Logger: s.log,
+		ClientIP: func(r *http.Request) string { return intake.ClientIP(r, s.cfg.TrustedProxies) },
+		Limits:   s.cfg.UploadLimits, Reserve: s.cfg.UploadReserve, Registerer: reg,
+		Proof: &uploads.Proof{Signer: challenge.NewSigner(secret), Spend: s.Store},
 	}
 	if s.cfg.Clamd != "" {
 		c, err := uploads.ParseClamd(s.cfg.Clamd)

@@ -32,6 +32,7 @@ import (
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
 	expslog "golang.org/x/exp/slog"
@@ -40,6 +41,7 @@ import (
 // Store is the part of the store uploads are recorded in.
 type Store interface {
 	CreateUpload(ctx context.Context, u store.Upload) error
+	CreateUploadWithin(ctx context.Context, u store.Upload, l store.UploadLimits, now time.Time) error
 	CompleteUpload(ctx context.Context, id string, sum [32]byte, typ string) error
 	Upload(ctx context.Context, id string) (store.Upload, error)
 	ExpiredUploads(ctx context.Context, now time.Time, limit int) ([]string, error)
@@ -75,6 +77,26 @@ type Config struct {
 	// written by one request at a time across the instances. Nil is
 	// tusd's memory locker, for one instance.
 	Locks CrossLocks
+	// ClientIP is the address a request came from (intake.ClientIP with
+	// the trusted proxies); the TCP peer when nil. Its SourceKey is what
+	// the per-address budgets count by.
+	ClientIP func(*http.Request) string
+	// Limits are the budgets of the uploads no submission has claimed,
+	// per address and per form (budget.go); zero limits are none (the
+	// server's flags have defaults).
+	Limits store.UploadLimits
+	// Reserve is the free space kept on the disk of Dir: uploads that
+	// would leave less are refused with 507 and Retry-After; none when
+	// zero (the server's --upload-reserve is 1 GiB).
+	Reserve int64
+	// FreeSpace says how many bytes are free on the disk of a directory;
+	// the file system's count by default.
+	FreeSpace func(dir string) (int64, error)
+	// Proof checks the proof-of-work of uploads to forms that ask for
+	// one; nil refuses every upload to such a form.
+	Proof *Proof
+	// Registerer takes the uploads' metrics; nil for none.
+	Registerer prometheus.Registerer
 	// Now is the clock; time.Now by default.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -90,10 +112,11 @@ type Service struct {
 	// core is the store of the parts tusd writes: files (the parts in
 	// Dir), or, with --uploads s3, parts in the bucket (s3parts.go),
 	// which every instance continues.
-	core   handler.DataStore
-	parts  *s3Parts
-	bucket *s3Objects
-	tus    *handler.UnroutedHandler
+	core    handler.DataStore
+	parts   *s3Parts
+	bucket  *s3Objects
+	tus     *handler.UnroutedHandler
+	metrics *metrics
 }
 
 type formKey struct{}
@@ -109,13 +132,16 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 	if cfg.Expiry <= 0 {
 		return nil, errors.New("uploads: the expiry must be positive")
 	}
+	if cfg.FreeSpace == nil {
+		cfg.FreeSpace = freeSpace
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the uploads directory: %w", err)
 	}
 	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("restrict the uploads directory: %w", err)
 	}
-	s := &Service{cfg: cfg, st: st, forms: forms, files: newDurableStore(cfg.Dir), objs: cfg.Objects}
+	s := &Service{cfg: cfg, st: st, forms: forms, files: newDurableStore(cfg.Dir), objs: cfg.Objects, metrics: newMetrics(cfg.Registerer, max(cfg.Reserve, 0))}
 	if s.objs == nil {
 		d, err := openDirMigrated(st, cfg.Dir, cfg.Logger)
 		if err != nil {
@@ -249,12 +275,19 @@ func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
 			if s.serveComplete(w, r, u) {
 				return
 			}
+			if isPatch(r) {
+				// The bytes still to come must leave the reserve free.
+				if p := s.checkReserve(0); p != nil {
+					writeProblem(w, r, p, 0)
+					return
+				}
+			}
 			r2 := *r
 			r2.URL = new(*r.URL)
 			r2.URL.Path = id
 			r = &r2
 		}
-		r = r.WithContext(context.WithValue(r.Context(), formKey{}, formID))
+		r = s.withSource(r.WithContext(context.WithValue(r.Context(), formKey{}, formID)))
 		s.tus.Middleware(h).ServeHTTP(rw, r)
 	})
 }
@@ -326,6 +359,12 @@ func (s *Service) serveComplete(w http.ResponseWriter, r *http.Request, u store.
 	return true
 }
 
+// isPatch says r writes bytes: a PATCH, or a POST that overrides to one.
+func isPatch(r *http.Request) bool {
+	return r.Method == http.MethodPatch ||
+		r.Method == http.MethodPost && strings.EqualFold(r.Header.Get("X-HTTP-Method-Override"), http.MethodPatch)
+}
+
 // written says every byte of an incomplete upload is in its parts (here,
 // or in the bucket).
 func (s *Service) written(ctx context.Context, u store.Upload) bool {
@@ -368,12 +407,18 @@ func (s *Service) preCreate(ev handler.HookEvent) (handler.HTTPResponse, handler
 			fmt.Sprintf("field %s takes files of at most %s; this one is %d bytes", name, form.Size(fd.MaxSizeOf()), ev.Upload.Size)), 0)
 	}
 	now := s.cfg.Now().UTC()
+	source, _ := ev.Context.Value(sourceKey{}).(string)
 	u := store.Upload{ID: newID(), Form: formID, Field: name, Size: ev.Upload.Size, Name: fileName(ev.Upload.MetaData),
-		CreatedAt: now, ExpiresAt: now.Add(s.cfg.Expiry)}
-	if err := s.st.CreateUpload(ev.Context, u); err != nil {
+		CreatedAt: now, ExpiresAt: now.Add(s.cfg.Expiry), Source: source}
+	if p := s.admit(ev.Context, f, ev.Upload.MetaData, u.Size, u.ID, now); p != nil {
+		return handler.HTTPResponse{}, none, tusProblem(p, 0)
+	}
+	if err := s.create(ev.Context, u, now); err != nil {
 		return handler.HTTPResponse{}, none, tusProblem(problem.From(err), 0)
 	}
 	resp := handler.HTTPResponse{Header: handler.HTTPHeader{"Upload-Expires": u.ExpiresAt.Format(http.TimeFormat)}}
+	// The metadata kept is the field and the name: not the spent
+	// solution.
 	return resp, handler.FileInfoChanges{ID: u.ID, MetaData: handler.MetaData{"field": name, "filename": u.Name}}, nil
 }
 

@@ -64,9 +64,13 @@ type rig struct {
 	forms forms
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { t.Helper(); return newRigWith(t, photoForm, nil) }
+
+// newRigWith is newRig with the forms of defs (the first is served as
+// exam too) and the config changed by tune.
+func newRigWith(t *testing.T, defs string, tune func(*Config)) *rig {
 	t.Helper()
-	fs, err := form.Parse([]byte(photoForm), "")
+	fs, err := form.Parse([]byte(defs), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +82,14 @@ func newRig(t *testing.T) *rig {
 	c := &clock{now: time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)}
 	dir := filepath.Join(t.TempDir(), "uploads")
 	f := forms{"exam": fs[0]}
-	svc, err := New(st, f, Config{Dir: dir, Expiry: 24 * time.Hour, Now: c.Now})
+	for _, x := range fs {
+		f[x.ID()] = x
+	}
+	cfg := Config{Dir: dir, Expiry: 24 * time.Hour, Now: c.Now}
+	if tune != nil {
+		tune(&cfg)
+	}
+	svc, err := New(st, f, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
