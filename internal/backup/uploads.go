@@ -36,8 +36,10 @@ func (u Upload) path(dir string) string {
 }
 
 // referenced is one upload the store's copy references: claimed by an
-// entry whose data is kept, or complete and not claimed yet (a
-// submission may still claim it).
+// entry whose data is kept. Uploads no entry claimed are not copied (a
+// stranger could fill the backups with them, issue 30); after a restore
+// a submission naming one is answered upload-not-found and its client
+// uploads the file again.
 type referenced struct {
 	id, sum string
 	size    int64
@@ -52,7 +54,7 @@ func referencedUploads(ctx context.Context, storeCopy string) ([]referenced, err
 	defer db.Close()
 	rows, err := db.QueryContext(ctx, `SELECT u.id, u.sha256, u.size FROM uploads u
 		LEFT JOIN upload_claims c ON c.upload_id = u.id LEFT JOIN entries e ON e.id = c.entry_id
-		WHERE u.sha256 IS NOT NULL AND (c.upload_id IS NULL OR e.data IS NOT NULL) ORDER BY u.id`)
+		WHERE u.sha256 IS NOT NULL AND c.upload_id IS NOT NULL AND e.data IS NOT NULL ORDER BY u.id`)
 	if err != nil {
 		return nil, fmt.Errorf("list the store's uploads: %w", err)
 	}

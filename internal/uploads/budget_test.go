@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/challenge"
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -239,4 +240,31 @@ func metricValue(t *testing.T, c prometheus.Metric) float64 {
 		return m.Counter.GetValue()
 	}
 	return m.Gauge.GetValue()
+}
+
+// TestUploadWithoutItsBytesIsNotFound: a backup keeps the bytes of the
+// uploads entries claimed, not of those no entry had claimed yet; after a
+// restore such an upload's record is there without its bytes, and a
+// submission naming it is told upload-not-found (its client uploads the
+// file again) rather than claim bytes that are not there.
+func TestUploadWithoutItsBytesIsNotFound(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	body := png(1000)
+	loc := r.create("photo", len(body))
+	if res := r.patch(loc, 0, body, false); res.StatusCode != 204 {
+		t.Fatalf("PATCH: %d", res.StatusCode)
+	}
+	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	ctx := context.Background()
+	if errs, err := r.svc.Check(ctx, r.forms["exam"], []form.UploadRef{{Field: "photo", ID: id}}); err != nil || len(errs) != 0 {
+		t.Fatalf("with its bytes: %v %v", errs, err)
+	}
+	if err := r.svc.objs.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	errs, err := r.svc.Check(ctx, r.forms["exam"], []form.UploadRef{{Field: "photo", ID: id}})
+	if err != nil || len(errs) != 1 || errs[0].Code != "upload-not-found" {
+		t.Fatalf("without its bytes: %v %v", errs, err)
+	}
 }

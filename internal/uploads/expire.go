@@ -111,6 +111,11 @@ func (s *Service) Check(ctx context.Context, f *form.Form, refs []form.UploadRef
 			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-incomplete", Message: "names an upload whose bytes have not all arrived: finish the upload first"})
 		case u.Entry != "":
 			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-already-used", Message: "names an upload another submission has: upload the file again"})
+		case !s.hasBytes(ctx, u.ID):
+			// A record without its bytes: a restore puts back the uploads
+			// entries claimed, not those still unclaimed when the backup
+			// was taken (issue 30). The client uploads the file again.
+			errs = append(errs, form.FieldError{Field: ref.Field, Code: "upload-not-found", Message: "names an upload whose bytes are not here (the data was restored from a backup): upload the file again"})
 		}
 	}
 	if len(errs) > 0 {
@@ -132,6 +137,21 @@ func (s *Service) Check(ctx context.Context, f *form.Form, refs []form.UploadRef
 		}
 	}
 	return errs, nil
+}
+
+// hasBytes says a complete upload's bytes are here, on the embedded tier
+// (a bucket's objects are not in backups: they are not looked for).
+func (s *Service) hasBytes(ctx context.Context, id string) bool {
+	d, ok := s.objs.(*Dir)
+	if !ok {
+		return true
+	}
+	o, err := d.Open(ctx, id)
+	if err != nil {
+		return !errors.Is(err, errNoObject)
+	}
+	o.Close()
+	return true
 }
 
 // completeIfWritten completes an upload whose bytes are all there.
