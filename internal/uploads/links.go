@@ -145,6 +145,10 @@ func (s *Service) download(w http.ResponseWriter, r *http.Request, l *Links) {
 		return
 	}
 	defer f.Close()
+	if q.Get("thumb") == "1" {
+		s.serveThumb(w, r, u.Type, f, u.Size)
+		return
+	}
 	typ := u.Type
 	if typ == "" || strings.HasPrefix(typ, "text/html") || strings.Contains(typ, "xml") || strings.Contains(typ, "javascript") {
 		typ = "application/octet-stream"

@@ -49,6 +49,9 @@ func (s *Service) Put(ctx context.Context, f *form.Form, field, name, key string
 	if !fd.Accepts(typ) {
 		return "", (&rejection{field: field, typ: typ}).problem()
 	}
+	if tp := checkPixels(fd, tmp, size, typ); tp != nil {
+		return "", tp.problem()
+	}
 	var sum [32]byte
 	h.Sum(sum[:0])
 	// Location metadata out, then the scan (safety.go): the digest is of

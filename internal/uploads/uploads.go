@@ -447,14 +447,22 @@ func (s *Service) preFinish(ev handler.HookEvent) (handler.HTTPResponse, error) 
 // object (a PUT of up to max_size to the bucket).
 const keepTimeout = 10 * time.Minute
 
-// rejection is a complete upload whose bytes its field does not take.
-type rejection struct{ field, typ string }
+// rejection is a complete upload whose bytes its field does not take:
+// of a type it does not accept, or, when detail says so, an image of
+// more pixels than it takes (pixels.go).
+type rejection struct{ field, typ, detail string }
 
 func (r *rejection) Error() string {
+	if r.detail != "" {
+		return "file rejected: " + r.detail
+	}
 	return "file rejected: field " + r.field + " does not accept " + r.typ
 }
 
 func (r *rejection) problem() *problem.Problem {
+	if r.detail != "" {
+		return problem.New(problem.CodeFileRejected, r.detail)
+	}
 	return problem.New(problem.CodeFileRejected, fmt.Sprintf("field %s does not accept this file: its bytes are %s", r.field, r.typ))
 }
 
@@ -582,8 +590,13 @@ func (s *Service) completeInBucket(ctx context.Context, u store.Upload) (store.U
 func (s *Service) check(ctx, rmctx context.Context, u store.Upload, f *os.File, rs *runningSum) (sum [32]byte, typ string, changed bool, err error) {
 	typ = sniff(rs.head)
 	fd, ok := s.fieldOf(u)
+	var rej *rejection
 	if !ok || !fd.Accepts(typ) {
-		rej := &rejection{field: u.Field, typ: typ}
+		rej = &rejection{field: u.Field, typ: typ}
+	} else if tp := checkPixels(fd, f, u.Size, typ); tp != nil {
+		rej = &rejection{field: u.Field, typ: typ, detail: tp.problem().Detail}
+	}
+	if rej != nil {
 		if err := s.remove(rmctx, u.ID); err != nil {
 			return sum, typ, false, errors.Join(rej, err)
 		}
