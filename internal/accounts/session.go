@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -265,6 +266,12 @@ func (s *Service) CheckCSRF(r *http.Request, p Principal) error {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return nil
 	}
+	// A page of another site cannot read the token, but one that got it
+	// (a leak, an XSS elsewhere on a shared host) must not use it either:
+	// a browser names the page's origin, and it must be this server's.
+	if !sameSite(r) {
+		return ErrCSRF
+	}
 	got := r.Header.Get(CSRFHeader)
 	if got == "" {
 		got = r.PostFormValue(CSRFField)
@@ -273,6 +280,22 @@ func (s *Service) CheckCSRF(r *http.Request, p Principal) error {
 		return ErrCSRF
 	}
 	return nil
+}
+
+// sameSite says a browser's state-changing request came from a page of
+// this server: its Origin (when sent; "null" is a foreign or sandboxed
+// page) names this host, and Sec-Fetch-Site, when sent, does not say
+// cross-site.
+func sameSite(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
 // Prune deletes expired sessions and finished sign-in windows; the server

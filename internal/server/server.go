@@ -235,6 +235,8 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
 	cons.BackupFailure = s.backups.failure
+	cons.PublicURL = s.cfg.PublicURL
+	cons.IsHTTPS = func(r *http.Request) bool { return isHTTPS(r, s.cfg.TrustedProxies) }
 	cons.Register(mux)
 	pages.Register(mux)
 	// /metrics names every form of every site: it is served on
