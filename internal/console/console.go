@@ -36,7 +36,7 @@ import (
 type Sessions interface {
 	Authenticate(r *http.Request) (accounts.Principal, error)
 	CheckCSRF(r *http.Request, p accounts.Principal) error
-	Login(ctx context.Context, email, password, ip string) (accounts.Account, error)
+	LoginDevice(ctx context.Context, email, password, ip, device string) (accounts.Account, error)
 	IssueSession(w http.ResponseWriter, r *http.Request, a accounts.Account) (accounts.Principal, error)
 	ClearSession(w http.ResponseWriter, r *http.Request) error
 	Setup(ctx context.Context, code, email, password, ip string) (accounts.Account, error)

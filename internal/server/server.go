@@ -158,6 +158,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	s.Accounts = accounts.New(s.Store, accounts.Config{
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		IsHTTPS:       func(r *http.Request) bool { return isHTTPS(r, cfg.TrustedProxies) },
+		DeviceKey:     deviceKey(secret),
 	})
 	// The store's one row decides which start issues the admin token: of
 	// several instances starting at once, or a restart, only one prints
