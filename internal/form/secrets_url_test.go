@@ -42,3 +42,19 @@ func TestMaskWebhookURLQuery(t *testing.T) {
 		t.Fatalf("a hidden query for a new url: %v", err)
 	}
 }
+
+// TestUnknownFieldsLoseBidiControls is issue 30's loose end: a field the
+// form does not define kept bidi controls that a known text field loses
+// ("evil\u202egpj.exe" shows as "evilexe.jpg"); its name, its value and
+// the strings inside a list or object are cleaned the same way.
+func TestUnknownFieldsLoseBidiControls(t *testing.T) {
+	t.Parallel()
+	f := mustForm(t, "id: keep\nfields: [{name: name, type: text}]\n")
+	acc, err := f.Validate(map[string]any{"name": "Ann", "file\u202e": "evil\u202egpj.exe", "tags": []any{"a\u2066b"}, "o": map[string]any{"k\u200f": "v\u061c"}}, testHasher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"name":"Ann","_extra":{"file":"evilgpj.exe","o":{"k":"v"},"tags":["ab"]}}`; string(acc.Data) != want {
+		t.Fatalf("data %s, want %s", acc.Data, want)
+	}
+}

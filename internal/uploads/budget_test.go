@@ -268,3 +268,27 @@ func TestUploadWithoutItsBytesIsNotFound(t *testing.T) {
 		t.Fatalf("without its bytes: %v %v", errs, err)
 	}
 }
+
+// TestTusAnswersInTusTerms is issue 30's loose end: a deferred length
+// was answered 501 internal-error, a PATCH taken over by another a bare
+// 400. Each says what and why, as a tus client understands it.
+func TestTusAnswersInTusTerms(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	res := r.do("POST", "/v1/forms/exam/uploads", map[string]string{"Upload-Defer-Length": "1", "Upload-Metadata": metadata("field", "photo")}, nil)
+	if res.StatusCode != 400 {
+		t.Fatalf("a deferred length: %d", res.StatusCode)
+	}
+	if got := problemCode(t, res); !strings.HasPrefix(got, "invalid-request: ") || !strings.Contains(got, "creation-defer-length") || !strings.Contains(got, "Upload-Length") {
+		t.Fatalf("a deferred length: %s", got)
+	}
+	for msg, want := range map[string]string{
+		"ERR_UPLOAD_INTERRUPTED: upload has been interrupted by another request for this upload resource\n": "another request for this upload took it over",
+		"ERR_UPLOAD_LOCKED: file currently locked\n":                                                        "another request is writing this upload now",
+		"ERR_SOMETHING: what tusd said\n":                                                                   "ERR_SOMETHING: what tusd said",
+	} {
+		if got := tusDetail(400, msg); !strings.Contains(got, want) {
+			t.Errorf("tusDetail(%q) = %q, want %q in it", msg, got, want)
+		}
+	}
+}

@@ -144,3 +144,21 @@ func TestThumbnailBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestFileNamesLoseBidiControls is issue 30's loose end: a file named
+// "evil\u202egpj.exe" showed as "evilexe.jpg". The controls go from the
+// name kept, shown and sent (and from names kept before).
+func TestFileNamesLoseBidiControls(t *testing.T) {
+	t.Parallel()
+	if got := fileName(map[string]string{"filename": "evil\u202egpj.exe"}); got != "evilgpj.exe" {
+		t.Fatalf("kept name %q", got)
+	}
+	for _, in := range []string{"evil\u202egpj.exe", "evil\u2066gpj.exe\u2069", "\ufeffevilgpj.exe\u200b"} {
+		if got := CleanName(in); got != "evilgpj.exe" {
+			t.Errorf("CleanName(%q) = %q", in, got)
+		}
+		if got := ContentDisposition(in); strings.Contains(got, "%E2%80%AE") || !strings.Contains(got, `filename="evilgpj.exe"`) {
+			t.Errorf("Content-Disposition of %q: %s", in, got)
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/problem"
@@ -289,6 +290,7 @@ func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
 		}
 		r = s.withSource(r.WithContext(context.WithValue(r.Context(), formKey{}, formID)))
 		s.tus.Middleware(h).ServeHTTP(rw, r)
+		rw.finish()
 	})
 }
 
@@ -693,6 +695,29 @@ func validID(id string) bool {
 	return err == nil
 }
 
+// CleanName is a file name as it is shown and sent: without control
+// characters, nor the invisible format characters (Unicode Cf: bidi
+// controls, zero-width spaces, BOMs) that make "evil\u202egpj.exe" show as
+// "evilexe.jpg".
+func CleanName(n string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, stripFormat(n))
+}
+
+// stripFormat removes the invisible format characters (Unicode Cf).
+func stripFormat(n string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 0x80 && unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, n)
+}
+
 func newID() string {
 	var b [16]byte
 	rand.Read(b[:])
@@ -707,12 +732,7 @@ func fileName(md handler.MetaData) string {
 	if n == "" {
 		n = md["name"]
 	}
-	n = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, filepath.Base(strings.ReplaceAll(n, `\`, "/")))
+	n = CleanName(filepath.Base(strings.ReplaceAll(n, `\`, "/")))
 	if n == "." || n == "/" {
 		n = ""
 	}
