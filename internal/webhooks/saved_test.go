@@ -36,7 +36,7 @@ func TestSavedURLResolvingToLoopback(t *testing.T) {
 		"https://v6.example.test/hook":     true,
 		"https://mapped.example.test/hook": true,
 		"https://unknown.example.test/h":   false,
-		"https://93.184.215.9/hook":         false,
+		"https://93.184.215.9/hook":        false,
 	} {
 		err := g.CheckSavedURL(raw, resolve)
 		if refused != (err != nil) {
