@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"image"
 	"image/jpeg"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -123,7 +125,7 @@ func TestThumbnailBounded(t *testing.T) {
 		if err := jpeg.Encode(&buf, image.NewGray(image.Rect(0, 0, sz.X, sz.Y)), nil); err != nil {
 			t.Fatal(err)
 		}
-		b, err := thumbnail(bytes.NewReader(buf.Bytes()))
+		b, err := thumbnail(bytes.NewReader(buf.Bytes()), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,6 +161,35 @@ func TestFileNamesLoseBidiControls(t *testing.T) {
 		}
 		if got := ContentDisposition(in); strings.Contains(got, "%E2%80%AE") || !strings.Contains(got, `filename="evilgpj.exe"`) {
 			t.Errorf("Content-Disposition of %q: %s", in, got)
+		}
+	}
+}
+
+// The test photo (96 × 64, Orientation 6) gets an upright thumbnail,
+// 64 × 96, as the browser would show the photo itself; each orientation
+// turns a known pixel where it belongs.
+func TestThumbnailUpright(t *testing.T) {
+	t.Parallel()
+	photo, err := os.ReadFile(filepath.Join("testdata", "gps-photo.jpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := jpegOrientation(bytes.NewReader(photo), int64(len(photo))); o != 6 {
+		t.Fatalf("orientation %d, want 6", o)
+	}
+	b, err := thumbnail(bytes.NewReader(photo), 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := jpeg.DecodeConfig(bytes.NewReader(b)); err != nil || c.Width != 64 || c.Height != 96 {
+		t.Fatalf("thumbnail %+v %v, want 64 × 96", c, err)
+	}
+	src := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	src.Pix[src.PixOffset(0, 0)] = 255 // top-left marked
+	for o, want := range map[int]image.Point{1: {0, 0}, 2: {2, 0}, 3: {2, 1}, 4: {0, 1}, 5: {0, 0}, 6: {1, 0}, 7: {1, 2}, 8: {0, 2}} {
+		d := orient(src, o)
+		if d.Pix[d.PixOffset(want.X, want.Y)] != 255 {
+			t.Errorf("orientation %d: the top-left pixel is not at %v", o, want)
 		}
 	}
 }

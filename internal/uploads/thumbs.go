@@ -2,6 +2,7 @@ package uploads
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -57,7 +58,11 @@ func (s *Service) serveThumb(w http.ResponseWriter, r *http.Request, typ string,
 	case <-r.Context().Done():
 		return
 	}
-	b, err := thumbnail(io.NewSectionReader(ra, 0, size))
+	o := 1
+	if typ == "image/jpeg" {
+		o = jpegOrientation(ra, size)
+	}
+	b, err := thumbnail(io.NewSectionReader(ra, 0, size), o)
 	<-thumbSlots
 	if err != nil {
 		writeProblem(w, r, problem.New(problem.CodeNotFound, "this image could not be read for a thumbnail: download it"), 0)
@@ -74,8 +79,9 @@ func (s *Service) serveThumb(w http.ResponseWriter, r *http.Request, typ string,
 }
 
 // thumbnail decodes an image and encodes it again as a JPEG of at most
-// ThumbSize on a side, each pixel the mean of the block it stands for.
-func thumbnail(r io.Reader) ([]byte, error) {
+// ThumbSize on a side, each pixel the mean of the block it stands for,
+// turned as the Exif orientation o says (the thumbnail has no Exif).
+func thumbnail(r io.Reader, o int) ([]byte, error) {
 	src, _, err := image.Decode(r)
 	if err != nil {
 		return nil, fmt.Errorf("decode for a thumbnail: %w", err)
@@ -109,8 +115,104 @@ func thumbnail(r io.Reader) ([]byte, error) {
 		}
 	}
 	var out bytes.Buffer
-	if err := jpeg.Encode(&out, dst, &jpeg.Options{Quality: 80}); err != nil {
+	if err := jpeg.Encode(&out, orient(dst, o), &jpeg.Options{Quality: 80}); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// jpegOrientation is the Exif orientation (1–8) of a JPEG's first image,
+// 1 when it has none: the cleaning keeps it so that a photo shows
+// upright, and the thumbnail is turned by it too.
+func jpegOrientation(r io.ReaderAt, size int64) int {
+	var hdr [4]byte
+	for off := int64(2); off+4 <= size; {
+		if _, err := r.ReadAt(hdr[:], off); err != nil || hdr[0] != 0xFF {
+			return 1
+		}
+		if hdr[1] == 0xDA || hdr[1] == 0xD9 {
+			return 1
+		}
+		n := int64(binary.BigEndian.Uint16(hdr[2:]))
+		if n < 2 {
+			return 1
+		}
+		if hdr[1] == 0xE1 && n > 2+8+6 && n <= maxExifPayload {
+			p := make([]byte, n-2)
+			if _, err := r.ReadAt(p, off+4); err == nil && bytes.HasPrefix(p, exifID) {
+				return tiffOrientation(p[len(exifID)+1:])
+			}
+		}
+		off += 2 + n
+	}
+	return 1
+}
+
+// tiffOrientation reads the Orientation tag of a TIFF structure's first
+// IFD; 1 without one.
+func tiffOrientation(t []byte) int {
+	var bo binary.ByteOrder
+	switch {
+	case len(t) < 8:
+		return 1
+	case string(t[:4]) == "II*\x00":
+		bo = binary.LittleEndian
+	case string(t[:4]) == "MM\x00*":
+		bo = binary.BigEndian
+	default:
+		return 1
+	}
+	ifd := int64(bo.Uint32(t[4:8]))
+	if ifd < 8 || ifd+2 > int64(len(t)) {
+		return 1
+	}
+	count := int64(bo.Uint16(t[ifd:]))
+	for i := range count {
+		e := ifd + 2 + 12*i
+		if e+12 > int64(len(t)) {
+			break
+		}
+		if bo.Uint16(t[e:]) == 0x0112 && bo.Uint16(t[e+2:]) == 3 {
+			if v := int(bo.Uint16(t[e+8:])); v >= 1 && v <= 8 {
+				return v
+			}
+		}
+	}
+	return 1
+}
+
+// orient turns an image as its Exif orientation says.
+func orient(src *image.RGBA, o int) *image.RGBA {
+	if o <= 1 || o > 8 {
+		return src
+	}
+	w, h := src.Bounds().Dx(), src.Bounds().Dy()
+	dw, dh := w, h
+	if o >= 5 {
+		dw, dh = h, w
+	}
+	dst := image.NewRGBA(image.Rect(0, 0, dw, dh))
+	for y := range dh {
+		for x := range dw {
+			var sx, sy int
+			switch o {
+			case 2:
+				sx, sy = w-1-x, y
+			case 3:
+				sx, sy = w-1-x, h-1-y
+			case 4:
+				sx, sy = x, h-1-y
+			case 5:
+				sx, sy = y, x
+			case 6:
+				sx, sy = y, h-1-x
+			case 7:
+				sx, sy = w-1-y, h-1-x
+			case 8:
+				sx, sy = w-1-y, x
+			}
+			copy(dst.Pix[dst.PixOffset(x, y):][:4], src.Pix[src.PixOffset(sx, sy):][:4])
+		}
+	}
+	return dst
 }
