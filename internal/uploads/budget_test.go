@@ -1,6 +1,7 @@
 package uploads
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -290,5 +292,19 @@ func TestTusAnswersInTusTerms(t *testing.T) {
 		if got := tusDetail(400, msg); !strings.Contains(got, want) {
 			t.Errorf("tusDetail(%q) = %q, want %q in it", msg, got, want)
 		}
+	}
+}
+
+// A plain post's file to a closed form is not kept (intake reads the
+// body, files and all, before it can tell a retry from a new post).
+func TestPostedFileToAClosedForm(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, timedForms, nil)
+	_, err := r.svc.Put(context.Background(), r.forms["closed"], "photo", "p.png", "key-1", 0, bytes.NewReader(png(100)))
+	if p := problem.From(err); err == nil || p.Code != problem.CodeFormClosed {
+		t.Fatalf("a posted file to a closed form: %v", err)
+	}
+	if ids, err := r.st.ExpiredUploads(context.Background(), r.clock.Now().Add(48*time.Hour), 10); err != nil || len(ids) != 0 {
+		t.Fatalf("the closed form's file was recorded: %v %v", ids, err)
 	}
 }
