@@ -464,10 +464,10 @@ var settings = []setting{
 	}},
 	// uploads (a file field's bytes)
 	{"upload-expiry", "24h", "how long an upload that no submission names is kept before its bytes are deleted", durationSetter(func(c *Config) *time.Duration { return &c.UploadExpiry }, time.Minute, 30*24*time.Hour)},
-	{"upload-address-bytes", "256MiB", "bytes that the uploads no submission has claimed yet may hold per address (an IPv6 /64 is one address); 0 for no limit", sizeSetter(func(c *Config) *int64 { return &c.UploadLimits.SourceBytes })},
-	{"upload-address-in-flight", "8", "uploads still being sent per address (an IPv6 /64 is one address); 0 for no limit", intSetter(func(c *Config) *int { return &c.UploadLimits.SourceInFlight }, 0, 1<<20)},
-	{"upload-form-bytes", "2GiB", "bytes that the uploads no submission has claimed yet may hold per form; 0 for no limit", sizeSetter(func(c *Config) *int64 { return &c.UploadLimits.FormBytes })},
-	{"upload-form-in-flight", "64", "uploads still being sent per form; 0 for no limit", intSetter(func(c *Config) *int { return &c.UploadLimits.FormInFlight }, 0, 1<<20)},
+	{"upload-address-bytes", "1GiB", "bytes that the uploads no submission has claimed yet may hold per address (an IPv6 /64 is one address); 0 for no limit", sizeSetter(func(c *Config) *int64 { return &c.UploadLimits.SourceBytes })},
+	{"upload-address-in-flight", "100", "uploads still being sent per address (an IPv6 /64 is one address); 0 for no limit", intSetter(func(c *Config) *int { return &c.UploadLimits.SourceInFlight }, 0, 1<<20)},
+	{"upload-form-bytes", "10GiB", "bytes that the uploads no submission has claimed yet may hold per form; 0 for no limit", sizeSetter(func(c *Config) *int64 { return &c.UploadLimits.FormBytes })},
+	{"upload-form-in-flight", "1000", "uploads still being sent per form; 0 for no limit", intSetter(func(c *Config) *int { return &c.UploadLimits.FormInFlight }, 0, 1<<20)},
 	{"upload-reserve", "1GiB", "free space kept on the disk of --data: uploads that would leave less are refused with 507 and Retry-After, so the journal and the store never find the disk full; 0 for none", sizeSetter(func(c *Config) *int64 { return &c.UploadReserve })},
 	{"clamd", "", "scan every upload with ClamAV's clamd before a submission can use it: unix:///run/clamav/clamd.ctl or tcp://host:port; empty: no scanning", func(c *Config, v string) error {
 		if v != "" {
