@@ -53,6 +53,24 @@ type Config struct {
 	// start it over, so signing in to one's own account between guesses
 	// buys nothing. Default 100.
 	AddressAttempts int
+	// AccountAttempts is how many checked sign-ins of one account, from
+	// browsers that have not signed in to it before, may come within
+	// LoginWindow from all addresses together; each further one must
+	// wait as MaxLoginAttempts' do, or it is refused unchecked. A browser
+	// that signed in to the account before (its device cookie, OWASP's
+	// "device cookies") is not slowed, so guesses from many addresses
+	// cannot add up to lock the owner out. Default 20.
+	AccountAttempts int
+	// DeviceKey signs the device cookies; every instance must have the
+	// same (the server derives it from the installation's secret). A
+	// random key of this process when nil.
+	DeviceKey []byte
+	// HashSlots is how many password hashes (argon2id, Password.Memory
+	// each) may run at once, server-wide; the rest wait at most HashWait.
+	// Default 2 (1 on one core): a burst of sign-ins then holds 2 × 64
+	// MiB of hashes at once, and the Go heap grows by less than 512 MiB
+	// (TestHashingMemoryBound measures it).
+	HashSlots int
 	// SetupAttempts is how many posts of the setup page (or of a reset
 	// link's page) one address may make before it must pause for
 	// LoginWindow. Default 10.
@@ -90,6 +108,15 @@ func (c Config) withDefaults() Config {
 	if c.AddressAttempts <= 0 {
 		c.AddressAttempts = 100
 	}
+	if c.AccountAttempts <= 0 {
+		c.AccountAttempts = 20
+	}
+	if c.HashSlots <= 0 {
+		c.HashSlots = min(runtime.NumCPU(), 2)
+	}
+	if len(c.DeviceKey) == 0 {
+		c.DeviceKey = []byte(randomString(32))
+	}
 	if c.SetupAttempts <= 0 {
 		c.SetupAttempts = 10
 	}
@@ -122,9 +149,10 @@ const touchEvery = time.Minute
 type Service struct {
 	st  Store
 	cfg Config
-	// hashing admits one argon2id hash per core at a time, server-wide:
-	// each takes Params.Memory, so a burst of sign-ins waits (at most
-	// Config.HashWait, then ErrBusy) instead of exhausting memory.
+	// hashing admits Config.HashSlots argon2id hashes at a time,
+	// server-wide: each takes Params.Memory, so a burst of sign-ins waits
+	// (at most Config.HashWait, then ErrBusy) instead of exhausting
+	// memory.
 	hashing chan struct{}
 	// dummy is a hash to check passwords of unknown e-mails against, so
 	// they take as long as known ones.
@@ -134,7 +162,8 @@ type Service struct {
 
 // New makes the service.
 func New(st Store, cfg Config) *Service {
-	return &Service{st: st, cfg: cfg.withDefaults(), hashing: make(chan struct{}, runtime.NumCPU())}
+	cfg = cfg.withDefaults()
+	return &Service{st: st, cfg: cfg, hashing: make(chan struct{}, cfg.HashSlots)}
 }
 
 // Config is the configuration in use, defaults filled.

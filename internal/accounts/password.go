@@ -39,9 +39,9 @@ type Params struct {
 // DefaultParams suit a small server of 2 cores: 64 MiB, one pass, two
 // lanes (more memory than OWASP's 46 MiB, one pass, minimum). One hash
 // took 40–60 ms on a 2-core AMD EPYC VM (BenchmarkHashPassword; up to
-// ~130 ms while the machine was busy). The Service hashes at most one
-// password per core at a time, so a burst of sign-ins queues instead of
-// taking 64 MiB each.
+// ~130 ms while the machine was busy). The Service hashes at most
+// Config.HashSlots passwords at a time (2), so a burst of sign-ins
+// queues instead of taking 64 MiB each.
 var DefaultParams = Params{Memory: 64 * 1024, Time: 1, Threads: 2}
 
 const (

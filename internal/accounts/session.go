@@ -2,10 +2,14 @@ package accounts
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -39,6 +43,13 @@ const (
 // The counts are rows of the store, so they hold across instances and
 // restarts.
 func (s *Service) Login(ctx context.Context, email, password, ip string) (Account, error) {
+	return s.LoginDevice(ctx, email, password, ip, "")
+}
+
+// LoginDevice is Login from a browser whose device cookie (DeviceCookie)
+// is device, "" for none: a browser that signed in to the account before
+// is spared the account's slowdown (Config.AccountAttempts).
+func (s *Service) LoginDevice(ctx context.Context, email, password, ip, device string) (Account, error) {
 	addr, err := NormalizeEmail(email)
 	if err != nil {
 		return Account{}, fmt.Errorf("sign in: %w", err)
@@ -63,6 +74,24 @@ func (s *Service) Login(ctx context.Context, email, password, ip string) (Accoun
 			}
 		}
 		return Account{}, fmt.Errorf("sign in: %w", locked)
+	}
+	// The account's own count, of the sign-ins its pairs let through,
+	// from browsers it does not know: many addresses' guesses add up
+	// here, and slow only those browsers.
+	if !s.knownDevice(device, addr) {
+		acct, err := s.st.AddLoginAttempt(ctx, []string{"acct:" + addr}, now, now.Add(-s.cfg.LoginWindow))
+		if err != nil {
+			return Account{}, fmt.Errorf("sign in: %w", err)
+		}
+		if locked, record := s.throttle(acct, now); locked != nil {
+			if record {
+				if err := s.st.AppendAudit(ctx, Entry{At: now, Actor: anonymous(ip), Action: "login.locked", Target: addr,
+					Detail: fmt.Sprintf("account from unknown browsers; ip=%s until=%s", ip, locked.Until.UTC().Format(time.RFC3339))}); err != nil {
+					return Account{}, fmt.Errorf("sign in: %w", err)
+				}
+			}
+			return Account{}, fmt.Errorf("sign in: %w", locked)
+		}
 	}
 	a, err := s.st.AccountByEmail(ctx, addr)
 	if err != nil && !errors.Is(err, ErrNotFound) {
@@ -109,6 +138,12 @@ func (s *Service) throttle(attempts []Attempts, now time.Time) (*LockedError, bo
 			if over := a.Count - s.cfg.MaxLoginAttempts; over > 0 && !a.Prev.IsZero() {
 				if until := a.Prev.Add(s.backoff(over)); now.Before(until) {
 					lock(until, a.Count, s.cfg.MaxLoginAttempts)
+				}
+			}
+		case strings.HasPrefix(a.Key, "acct:"):
+			if over := a.Count - s.cfg.AccountAttempts; over > 0 && !a.Prev.IsZero() {
+				if until := a.Prev.Add(s.backoff(over)); now.Before(until) {
+					lock(until, a.Count, s.cfg.AccountAttempts)
 				}
 			}
 		case a.Count > s.cfg.AddressAttempts:
@@ -160,10 +195,47 @@ func (s *Service) IssueSession(w http.ResponseWriter, r *http.Request, a Account
 		Name: CookieName, Value: id, Path: "/", MaxAge: int(s.cfg.SessionMaxAge / time.Second),
 		HttpOnly: true, Secure: s.secureCookie(r), SameSite: http.SameSiteLaxMode,
 	})
+	// This browser has signed in to the account: its next sign-ins are
+	// spared the account's slowdown.
+	http.SetCookie(w, &http.Cookie{
+		Name: DeviceCookie, Value: s.deviceToken(a.Email), Path: "/admin/", MaxAge: int(deviceMaxAge / time.Second),
+		HttpOnly: true, Secure: s.secureCookie(r), SameSite: http.SameSiteLaxMode,
+	})
 	p := a.principal(ViaSession)
 	p.CSRFToken = sess.CSRF
 	p.session = sess.Hash
 	return p, nil
+}
+
+// DeviceCookie names the cookie by which a browser that signed in to an
+// account is known at its next sign-ins: the account's e-mail and a
+// nonce, signed with Config.DeviceKey. It is not a credential: it only
+// spares the browser the account's slowdown.
+const DeviceCookie = "formd_device"
+
+// deviceMaxAge is how long a browser stays known without signing in.
+const deviceMaxAge = 365 * 24 * time.Hour
+
+func (s *Service) deviceMAC(addr, nonce string) string {
+	mac := hmac.New(sha256.New, s.cfg.DeviceKey)
+	fmt.Fprintf(mac, "formd/device/v1\n%d:%s\n%s", len(addr), addr, nonce)
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:18])
+}
+
+// deviceToken is a device cookie for the account of e-mail addr.
+func (s *Service) deviceToken(addr string) string {
+	nonce := randomString(12)
+	return nonce + "." + s.deviceMAC(addr, nonce)
+}
+
+// knownDevice says the device cookie is one this server gave a browser
+// that signed in to the account of e-mail addr.
+func (s *Service) knownDevice(token, addr string) bool {
+	nonce, mac, ok := strings.Cut(token, ".")
+	if !ok || nonce == "" || len(token) > 200 {
+		return false
+	}
+	return hmac.Equal([]byte(mac), []byte(s.deviceMAC(addr, nonce)))
 }
 
 // expiry is when a session created at created and last seen at seen ends:
@@ -265,6 +337,12 @@ func (s *Service) CheckCSRF(r *http.Request, p Principal) error {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return nil
 	}
+	// A page of another site cannot read the token, but one that got it
+	// (a leak, an XSS elsewhere on a shared host) must not use it either:
+	// a browser names the page's origin, and it must be this server's.
+	if !sameSite(r) {
+		return ErrCSRF
+	}
 	got := r.Header.Get(CSRFHeader)
 	if got == "" {
 		got = r.PostFormValue(CSRFField)
@@ -273,6 +351,22 @@ func (s *Service) CheckCSRF(r *http.Request, p Principal) error {
 		return ErrCSRF
 	}
 	return nil
+}
+
+// sameSite says a browser's state-changing request came from a page of
+// this server: its Origin (when sent; "null" is a foreign or sandboxed
+// page) names this host, and Sec-Fetch-Site, when sent, does not say
+// cross-site.
+func sameSite(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
 // Prune deletes expired sessions and finished sign-in windows; the server

@@ -190,6 +190,9 @@ type Job struct {
 	Audit     replay.AuditReport
 	Err       string
 	site      string // "" for a job of every site
+	// account is whose job it is: the account, whether through a
+	// session or any of its tokens; who it says By without one.
+	account string
 }
 
 // Running says the job has not finished.
@@ -299,20 +302,25 @@ func windowString(f journal.Filter) string {
 }
 
 // newJob records a job of p. An audit reads the whole window of the
-// journal and the store, so each principal runs at most one audit of a
-// form (or of a whole site) at a time: a second is job-running (409)
-// while the first runs. Jobs live in the instance that runs them, so the
-// rule is per instance, which bounds the work each instance takes on.
+// journal and the store, so each principal — a viewer as much as an
+// editor or an owner — runs at most one audit at a time, of whichever
+// form or site: a second is job-running (409) while the first runs
+// (issue 30: a viewer could start one per form at once). Jobs live in
+// the instance that runs them, so the rule is per instance, which bounds
+// the work each instance takes on.
 func (h *Handler) newJob(p accounts.Principal, kind string, f journal.Filter, site string) (Job, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	j := &Job{ID: "job_" + hex.EncodeToString(b), Kind: kind, Filter: f, By: p.String(), Started: h.Now(), site: site}
+	j := &Job{ID: "job_" + hex.EncodeToString(b), Kind: kind, Filter: f, By: p.String(), Started: h.Now(), site: site, account: p.AccountID}
+	if j.account == "" {
+		j.account = "by " + j.By
+	}
 	h.jobs.mu.Lock()
 	defer h.jobs.mu.Unlock()
 	if kind == "audit" {
 		for _, old := range h.jobs.list {
-			if old.Kind == kind && old.Running() && old.By == j.By && old.Filter.Form == f.Form && old.site == site {
-				return Job{}, problem.New(problem.CodeJobRunning, "an audit of this form by you is running already: "+old.ID)
+			if old.Kind == kind && old.Running() && old.account == j.account {
+				return Job{}, problem.New(problem.CodeJobRunning, "an audit by you is running already: "+old.ID)
 			}
 		}
 	}

@@ -68,8 +68,9 @@ type Manifest struct {
 	// --secret / FORMD_SECRET) and is not in the backup.
 	NoSecret bool `json:"no_secret,omitempty"`
 	// Uploads are the bytes of the uploads the store's copy references
-	// (claimed by an entry whose data is kept, or complete and not
-	// claimed yet), one file per content under uploads/.
+	// (claimed by an entry whose data is kept), one file per content
+	// under uploads/. Uploads no entry claimed yet are not copied: a
+	// stranger's uploads do not fill the backups (issue 30).
 	Uploads []Upload `json:"uploads,omitempty"`
 	// UploadsGone lists uploads the store's copy references whose bytes
 	// were erased (forget, retention, expiry) between the copy of the
@@ -211,7 +212,7 @@ func take(ctx context.Context, opts Options) (m Manifest, err error) {
 	if opts.UploadsElsewhere != "" {
 		m.UploadsElsewhere = opts.UploadsElsewhere
 	} else {
-		refs, err := referencedUploads(ctx, opts.Drivers.Store, filepath.Join(opts.To, StoreFile))
+		refs, err := referencedUploads(ctx, opts.Drivers, filepath.Join(opts.To, StoreFile), filepath.Join(opts.To, JournalFile))
 		if err != nil {
 			return m, err
 		}

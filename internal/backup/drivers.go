@@ -13,9 +13,15 @@ type StoreFiles interface {
 	SchemaVersion(ctx context.Context, path string) (int, error)
 	// EntryCounts counts a copy's entries by status.
 	EntryCounts(ctx context.Context, path string) (map[string]int, error)
-	// Uploads calls each with every upload a copy references whose bytes
-	// the backup keeps, with its content's SHA-256 (hex) and size.
-	Uploads(ctx context.Context, path string, each func(id, sha256 string, size int64) error) error
+	// Uploads calls each with every complete upload of a copy that is
+	// not claimed, or claimed by an entry whose data is kept, with its
+	// content's SHA-256 (hex), size and whether an entry claimed it.
+	Uploads(ctx context.Context, path string, each func(id, sha256 string, size int64, claimed bool) error) error
+	// DropUploads removes from the (restored, not yet served) copy at
+	// path the complete uploads no entry claims whose id kept does not
+	// hold: the backup left their bytes out, and a record without its
+	// bytes must not be claimed by a later submission.
+	DropUploads(ctx context.Context, path string, kept map[string]bool) error
 }
 
 // JournalFiles is what a backup needs of the embedded journal's driver
@@ -25,6 +31,8 @@ type JournalFiles interface {
 	SchemaVersion(ctx context.Context, path string) (int, error)
 	// EntryCount counts a copy's entries.
 	EntryCount(ctx context.Context, path string) (int, error)
+	// NamedUploads is the set of upload ids a copy's entries name.
+	NamedUploads(ctx context.Context, path string) (map[string]bool, error)
 }
 
 // Drivers are the embedded drivers whose files a backup holds.

@@ -369,6 +369,20 @@ func stage(ctx context.Context, opts RestoreOptions, r *restoring, step func(str
 	if err := restoreUploads(r.From, r.Staging, r.Manifest); err != nil {
 		return err
 	}
+	if r.Manifest.UploadsElsewhere == "" {
+		// The uploads the backup left out (no entry claimed or named
+		// them) lose their records too, so no submission claims a file
+		// that is not there.
+		kept := map[string]bool{}
+		for _, u := range r.Manifest.Uploads {
+			for _, id := range u.IDs {
+				kept[id] = true
+			}
+		}
+		if err := opts.Drivers.Store.DropUploads(ctx, filepath.Join(r.Staging, StoreFile), kept); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
 	if err := step("staged uploads"); err != nil {
 		return err
 	}

@@ -35,18 +35,28 @@ func (u Upload) path(dir string) string {
 }
 
 // referenced is one upload the store's copy references: claimed by an
-// entry whose data is kept, or complete and not claimed yet (a
-// submission may still claim it).
+// entry whose data is kept, or not claimed yet but named by an entry of
+// the journal's copy (journaled, not yet decided when the store was
+// copied: its restore decides it, and the file must be there). Uploads no
+// entry names are not copied (a stranger could fill the backups with
+// them, issue 30); after a restore a submission naming one is answered
+// upload-not-found and its client uploads the file again.
 type referenced struct {
 	id, sum string
 	size    int64
 }
 
 // referencedUploads reads the uploads a store copy references.
-func referencedUploads(ctx context.Context, st StoreFiles, storeCopy string) ([]referenced, error) {
+func referencedUploads(ctx context.Context, d Drivers, storeCopy, journalCopy string) ([]referenced, error) {
+	named, err := d.Journal.NamedUploads(ctx, journalCopy)
+	if err != nil {
+		return nil, err
+	}
 	var out []referenced
-	err := st.Uploads(ctx, storeCopy, func(id, sum string, size int64) error {
-		out = append(out, referenced{id: id, sum: sum, size: size})
+	err = d.Store.Uploads(ctx, storeCopy, func(id, sum string, size int64, claimed bool) error {
+		if claimed || named[id] {
+			out = append(out, referenced{id: id, sum: sum, size: size})
+		}
 		return nil
 	})
 	return out, err

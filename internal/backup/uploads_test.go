@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/formd/formd/internal/backup"
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
+	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/uploads"
 )
@@ -97,8 +99,8 @@ func submit(t *testing.T, base, key, body string) {
 // servedWithFiles makes a data directory, written by a real server that
 // has stopped, with three entries with files — one photo in two of them
 // — and an upload no entry claimed yet. It returns the bytes of each
-// upload by id.
-func servedWithFiles(t *testing.T) (string, map[string][]byte) {
+// claimed upload by id, and the id of the unclaimed one.
+func servedWithFiles(t *testing.T) (string, map[string][]byte, string) {
 	t.Helper()
 	h := servertest.Start(t, fileForms, servertest.Options{})
 	photo, other := pngBytes(30000, 1), pngBytes(5000, 2)
@@ -110,11 +112,12 @@ func servedWithFiles(t *testing.T) (string, map[string][]byte) {
 		return id
 	}
 	p1, p2, c := up("photo", "me.png", photo), up("photo", "me again.png", photo), up("cv", "cv.pdf", cv)
-	up("photo", "not sent yet.png", other)
+	unclaimed := up("photo", "not sent yet.png", other)
+	delete(sent, unclaimed)
 	submit(t, h.URL, "k1", `{"name":"A","photo":"upload:`+p1+`"}`)
 	submit(t, h.URL, "k2", `{"name":"B","photo":"upload:`+p2+`","cv":"upload:`+c+`"}`)
 	h.Stop()
-	return h.Data, sent
+	return h.Data, sent, unclaimed
 }
 
 func sumOf(b []byte) string {
@@ -128,14 +131,14 @@ func sumOf(b []byte) string {
 func TestBackupHoldsTheFiles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	data, sent := servedWithFiles(t)
+	data, sent, unclaimed := servedWithFiles(t)
 	to := filepath.Join(t.TempDir(), "b")
 	m, err := backup.Take(ctx, backup.Options{Data: data, Drivers: server.BackupDrivers(), To: to, Version: "v1.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Uploads) != 3 || len(m.UploadsGone) != 0 || len(m.UploadsDamaged) != 0 || m.Format != 2 {
-		t.Fatalf("manifest uploads %+v gone %v damaged %v format %d: want three contents (one photo of two uploads)", m.Uploads, m.UploadsGone, m.UploadsDamaged, m.Format)
+	if len(m.Uploads) != 2 || len(m.UploadsGone) != 0 || len(m.UploadsDamaged) != 0 || m.Format != 2 {
+		t.Fatalf("manifest uploads %+v gone %v damaged %v format %d: want two contents (one photo of two uploads, a CV; not the upload no entry claimed)", m.Uploads, m.UploadsGone, m.UploadsDamaged, m.Format)
 	}
 	ids := 0
 	for _, u := range m.Uploads {
@@ -145,7 +148,12 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 		}
 	}
 	if ids != len(sent) {
-		t.Fatalf("the manifest names %d uploads, %d were sent", ids, len(sent))
+		t.Fatalf("the manifest names %d uploads, %d were claimed", ids, len(sent))
+	}
+	for _, u := range m.Uploads {
+		if slices.Contains(u.IDs, unclaimed) {
+			t.Fatalf("the upload no entry claimed is in the backup: %+v", u)
+		}
 	}
 	if _, err := backup.Verify(ctx, server.BackupDrivers(), to); err != nil {
 		t.Fatal(err)
@@ -180,6 +188,11 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 	defer st.Close()
 	if a, err := uploads.AuditFiles(ctx, st, uploads.DirBytes(filepath.Join(restored, "uploads")), time.Now()); err != nil || !a.OK() || a.Claimed != 3 {
 		t.Fatalf("file audit of the restored data: %+v %v", a, err)
+	}
+	// The upload the backup left out lost its record too: no later
+	// submission can claim a file that is not there.
+	if _, err := st.Upload(ctx, unclaimed); !errors.Is(err, store.ErrUploadNotFound) {
+		t.Fatalf("the upload no entry claimed, after the restore: %v; want its record gone (store.ErrUploadNotFound)", err)
 	}
 
 	// A backup with one file missing, or one byte of one changed, fails
@@ -272,7 +285,7 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 func TestBackupFilesGoneOrElsewhere(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	data, sent := servedWithFiles(t)
+	data, sent, _ := servedWithFiles(t)
 	var cv string
 	for id, b := range sent {
 		if bytes.HasPrefix(b, []byte("%PDF")) {
@@ -288,7 +301,7 @@ func TestBackupFilesGoneOrElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Uploads) != 2 || fmt.Sprint(m.UploadsGone) != "["+cv+"]" {
+	if len(m.Uploads) != 1 || fmt.Sprint(m.UploadsGone) != "["+cv+"]" {
 		t.Fatalf("manifest uploads %+v gone %v, want the CV gone", m.Uploads, m.UploadsGone)
 	}
 	if _, err := backup.Verify(ctx, server.BackupDrivers(), to); err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/formd/formd/internal/journal/natsjournal"
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/processor"
+	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
 	"github.com/formd/formd/internal/webhooks"
 	"go.yaml.in/yaml/v3"
@@ -113,6 +114,12 @@ type Config struct {
 	// link of an entry's file works.
 	UploadExpiry time.Duration
 	LinkTTL      time.Duration
+	// UploadLimits bound the uploads no submission has claimed yet, per
+	// address (an IPv6 /64) and per form (--upload-address-*,
+	// --upload-form-*); UploadReserve is the free space kept under Data
+	// below which uploads are refused (507).
+	UploadLimits  store.UploadLimits
+	UploadReserve int64
 	// Clamd, when set, is the ClamAV daemon every upload is scanned by
 	// before it can be claimed (unix:///path or tcp://host:port).
 	Clamd string
@@ -458,6 +465,11 @@ var settings = []setting{
 	}},
 	// uploads (a file field's bytes)
 	{"upload-expiry", "24h", "how long an upload that no submission names is kept before its bytes are deleted", durationSetter(func(c *Config) *time.Duration { return &c.UploadExpiry }, time.Minute, 30*24*time.Hour)},
+	{"upload-address-bytes", "1GiB", "bytes that the uploads no submission has claimed yet may hold per address (an IPv6 /64 is one address); 0 for no limit", sizeSetter(func(c *Config) *int64 { return &c.UploadLimits.SourceBytes })},
+	{"upload-address-in-flight", "100", "uploads still being sent per address (an IPv6 /64 is one address); 0 for no limit", intSetter(func(c *Config) *int { return &c.UploadLimits.SourceInFlight }, 0, 1<<20)},
+	{"upload-form-bytes", "10GiB", "bytes that the uploads no submission has claimed yet may hold per form; 0 for no limit", sizeSetter(func(c *Config) *int64 { return &c.UploadLimits.FormBytes })},
+	{"upload-form-in-flight", "1000", "uploads still being sent per form; 0 for no limit", intSetter(func(c *Config) *int { return &c.UploadLimits.FormInFlight }, 0, 1<<20)},
+	{"upload-reserve", "1GiB", "free space kept on the disk of --data: uploads that would leave less are refused with 507 and Retry-After, so the journal and the store never find the disk full; 0 for none", sizeSetter(func(c *Config) *int64 { return &c.UploadReserve })},
 	{"clamd", "", "scan every upload with ClamAV's clamd before a submission can use it: unix:///run/clamav/clamd.ctl or tcp://host:port; empty: no scanning", func(c *Config, v string) error {
 		if v != "" {
 			if _, err := uploads.ParseClamd(v); err != nil {
@@ -668,6 +680,18 @@ func intSetter(field func(*Config) *int, lo, hi int) func(*Config, string) error
 		n, err := strconv.Atoi(v)
 		if err != nil || n < lo || n > hi {
 			return fmt.Errorf("%q is not a whole number from %d to %d", v, lo, hi)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// sizeSetter sets a size in bytes (KiB, MiB, GiB suffixes allowed).
+func sizeSetter(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseSize(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q is not a size: write bytes such as 1048576, or 512KiB, 1GiB", v)
 		}
 		*field(c) = n
 		return nil

@@ -126,10 +126,6 @@ func (h *Handler) resetAccount(w http.ResponseWriter, r *http.Request, p page, i
 	if err != nil {
 		return h.accountsFailed(w, r, p, err)
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
 	p.Flash = "reset-link"
-	return h.accountsShown(w, r, p, http.StatusCreated, accountsView{ResetLink: scheme + "://" + r.Host + accounts.ResetURL(code), ResetExpires: expires})
+	return h.accountsShown(w, r, p, http.StatusCreated, accountsView{ResetLink: h.linkBase(r) + accounts.ResetURL(code), ResetExpires: expires})
 }

@@ -36,7 +36,7 @@ import (
 type Sessions interface {
 	Authenticate(r *http.Request) (accounts.Principal, error)
 	CheckCSRF(r *http.Request, p accounts.Principal) error
-	Login(ctx context.Context, email, password, ip string) (accounts.Account, error)
+	LoginDevice(ctx context.Context, email, password, ip, device string) (accounts.Account, error)
 	IssueSession(w http.ResponseWriter, r *http.Request, a accounts.Account) (accounts.Principal, error)
 	ClearSession(w http.ResponseWriter, r *http.Request) error
 	Setup(ctx context.Context, code, email, password, ip string) (accounts.Account, error)
@@ -53,6 +53,24 @@ type Handler struct {
 	// BackupFailure, when set, says whether the last scheduled backup
 	// failed, when and why: the pages then show a notice.
 	BackupFailure func() (at time.Time, reason string, failed bool)
+	// PublicURL (--public-url) is where the links the console makes (a
+	// reset link) point; without it they are made from the request, its
+	// scheme https only under TLS or behind a trusted proxy's
+	// X-Forwarded-Proto (IsHTTPS).
+	PublicURL string
+	IsHTTPS   func(*http.Request) bool
+}
+
+// linkBase is the scheme and host the console's links start with.
+func (h *Handler) linkBase(r *http.Request) string {
+	if h.PublicURL != "" {
+		return strings.TrimSuffix(h.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil || h.IsHTTPS != nil && h.IsHTTPS(r) {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // New makes the console on the admin API's service code.

@@ -45,6 +45,8 @@ type browser struct {
 	base string
 	c    *http.Client
 	csrf string
+	// hdr is added to every request (an Origin, a proxy's headers).
+	hdr http.Header
 }
 
 var csrfRe = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
@@ -61,6 +63,9 @@ func (b *browser) do(method, path string, form url.Values) (int, string) {
 	req, _ := http.NewRequest(method, b.base+path, body)
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range b.hdr {
+		req.Header[k] = v
 	}
 	resp, err := b.c.Do(req)
 	if err != nil {

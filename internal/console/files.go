@@ -8,15 +8,17 @@ import (
 
 	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/uploads"
 )
 
 // entryFile is one file on the entry page: a download through a
 // short-lived signed link, and for a photo a thumbnail of it.
 type entryFile struct {
 	Field, Name, Type, Size, URL string
-	// Image is a raster image the browser shows in an <img> (the type is
-	// sniffed from the bytes: never SVG or HTML).
-	Image bool
+	// Thumb is the link of a thumbnail the server makes of a photo, at
+	// most uploads.ThumbSize on a side (never the original: it may be
+	// 50 megapixels); "" for files it makes none of.
+	Thumb string
 	field string // the field's name
 }
 
@@ -46,7 +48,7 @@ func (h *Handler) entryFiles(ctx context.Context, f *form.Form, e admin.EntryVie
 				name = fd.Name
 			}
 			out = append(out, entryFile{Field: label, Name: name, Type: file.Type, Size: byteSize(file.Size),
-				URL: localURL(file.URL), Image: rasterImage(file.Type), field: fd.Name})
+				URL: localURL(file.URL), Thumb: uploads.ThumbURL(localURL(file.URL), file.Type), field: fd.Name})
 		}
 	}
 	return out, nil
@@ -79,16 +81,6 @@ func localURL(link string) string {
 		return link
 	}
 	return u.RequestURI()
-}
-
-// rasterImage says a browser can show the type as a picture and nothing
-// more.
-func rasterImage(typ string) bool {
-	switch typ {
-	case "image/jpeg", "image/png", "image/gif", "image/webp", "image/bmp":
-		return true
-	}
-	return false
 }
 
 func byteSize(n int64) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image"
 	"image/color"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"mime/multipart"
@@ -88,8 +89,14 @@ func TestEntryPageFiles(t *testing.T) {
 		}
 		got, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if res.StatusCode != 200 || !bytes.Equal(got, img.Bytes()) || res.Header.Get("Content-Type") != "image/png" {
+		// The server's own thumbnail, never the original (issue 30: a
+		// bomb's pixels were handed to the browser).
+		if res.StatusCode != 200 || bytes.Equal(got, img.Bytes()) || res.Header.Get("Content-Type") != "image/jpeg" {
 			t.Fatalf("the thumbnail's link: %d %q", res.StatusCode, res.Header.Get("Content-Type"))
+		}
+		thumb, err := jpeg.Decode(bytes.NewReader(got))
+		if err != nil || thumb.Bounds().Dx() != 8 || thumb.Bounds().Dy() != 8 {
+			t.Fatalf("the thumbnail: %v %v", thumb, err)
 		}
 	}
 }

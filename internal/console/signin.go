@@ -45,7 +45,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	email, next := r.PostFormValue("email"), safeNext(r.PostFormValue("next"))
-	a, err := h.sessions.Login(r.Context(), email, r.PostFormValue("password"), h.clientIP(r))
+	device := ""
+	if c, err := r.Cookie(accounts.DeviceCookie); err == nil {
+		device = c.Value
+	}
+	a, err := h.sessions.LoginDevice(r.Context(), email, r.PostFormValue("password"), h.clientIP(r), device)
 	if err == nil {
 		if _, err = h.sessions.IssueSession(w, r, a); err == nil {
 			http.Redirect(w, r, next, http.StatusSeeOther)

@@ -242,6 +242,7 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 	notFor("max_size", fd.MaxSize != nil, TypeFile)
 	notFor("max_files", fd.MaxFiles != nil, TypeFile)
 	notFor("accept", len(fd.Accept) > 0, TypeFile)
+	notFor("max_pixels", fd.MaxPixels != nil, TypeFile)
 
 	switch fd.Type {
 	case TypeText, TypeTextarea, TypeEmail, TypeMultiselect:

@@ -131,6 +131,9 @@ type Field struct {
 	MaxSize  *Size    `yaml:"max_size" json:"max_size,omitempty"`
 	MaxFiles *int     `yaml:"max_files" json:"max_files,omitempty"`
 	Accept   []string `yaml:"accept" json:"accept,omitempty"`
+	// MaxPixels bounds an image's width × height, read from its header
+	// (default DefaultMaxPixels): a decompression bomb is refused.
+	MaxPixels *int64 `yaml:"max_pixels" json:"max_pixels,omitempty"`
 }
 
 // Option is one choice of a select or multiselect field, written as a plain

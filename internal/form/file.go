@@ -24,6 +24,12 @@ const (
 	MaxMaxSize = 5 << 30
 	// MaxMaxFiles bounds max_files.
 	MaxMaxFiles = 20
+	// DefaultMaxPixels is a file field's max_pixels when it sets none:
+	// 50 megapixels, a 48 MP phone photo at full size (8000 × 6000).
+	DefaultMaxPixels = 50_000_000
+	// MaxMaxPixels bounds what max_pixels may say (a gigapixel decodes
+	// to 4 GB).
+	MaxMaxPixels = 1_000_000_000
 )
 
 // UploadPrefix starts a file field's value: "upload:<id>".
@@ -112,6 +118,9 @@ func (c *compiler) checkFile(name string, fd Field) {
 	if fd.MaxFiles != nil && (*fd.MaxFiles < 1 || *fd.MaxFiles > MaxMaxFiles) {
 		c.add(name, fmt.Sprintf("max_files %d is out of range: use 1 to %d", *fd.MaxFiles, MaxMaxFiles))
 	}
+	if fd.MaxPixels != nil && (*fd.MaxPixels < 1 || *fd.MaxPixels > MaxMaxPixels) {
+		c.add(name, fmt.Sprintf("max_pixels %d is out of range: use 1 to %d (width × height)", *fd.MaxPixels, int64(MaxMaxPixels)))
+	}
 	for i, a := range fd.Accept {
 		if _, err := acceptType(a); err != nil {
 			c.add(name, fmt.Sprintf("accept[%d]: %v", i, err))
@@ -144,6 +153,14 @@ func (f Field) MaxSizeOf() int64 {
 		return int64(*f.MaxSize)
 	}
 	return DefaultMaxSize
+}
+
+// MaxPixelsOf is the largest image, width × height, the field takes.
+func (f Field) MaxPixelsOf() int64 {
+	if f.MaxPixels != nil {
+		return *f.MaxPixels
+	}
+	return DefaultMaxPixels
 }
 
 // MaxFilesOf is how many files the field takes.

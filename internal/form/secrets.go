@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -19,8 +21,11 @@ const HiddenSecret = "(hidden)"
 // values of secret and secrets) replaced by HiddenSecret. A definition
 // without secrets comes back as it was, byte for byte; one with secrets
 // is re-encoded, comments kept.
+//
+// A webhook url's query (where receivers such as chat bots put their
+// token) and user info are hidden the same way: MaskURL.
 func MaskSecrets(src []byte) []byte {
-	if !bytes.Contains(src, []byte("secret")) {
+	if !bytes.Contains(src, []byte("secret")) && !bytes.Contains(src, []byte("?")) && !bytes.Contains(src, []byte("@")) {
 		return src
 	}
 	docs, err := yamlDocs(src)
@@ -31,8 +36,59 @@ func MaskSecrets(src []byte) []byte {
 	}
 	for _, d := range docs {
 		walkSecrets(d, func(_ *yaml.Node, _ int, v *yaml.Node) { v.Value, v.Style, v.Tag = HiddenSecret, 0, "!!str" })
+		walkWebhookURLs(d, func(v *yaml.Node) {
+			if m := MaskURL(v.Value); m != v.Value {
+				v.Value, v.Style, v.Tag = m, 0, "!!str"
+			}
+		})
 	}
 	return encodeDocs(docs)
+}
+
+// MaskURL is a webhook url with its query and user info, where there are
+// any, replaced by HiddenSecret: https://hooks.example/x?(hidden).
+func MaskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.RawQuery == "" && u.User == nil && !u.ForceQuery {
+		return raw
+	}
+	user := u.User != nil
+	hasQuery := u.RawQuery != "" || u.ForceQuery
+	u.User, u.RawQuery, u.ForceQuery = nil, "", false
+	out := u.String()
+	if user {
+		if scheme, rest, ok := strings.Cut(out, "://"); ok {
+			out = scheme + "://" + HiddenSecret + "@" + rest
+		}
+	}
+	if hasQuery {
+		out += "?" + HiddenSecret
+	}
+	return out
+}
+
+// walkWebhookURLs calls fn for the url of every webhook (a mapping under
+// a webhooks list).
+func walkWebhookURLs(n *yaml.Node, fn func(v *yaml.Node)) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			walkWebhookURLs(c, fn)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "webhooks" && v.Kind == yaml.SequenceNode {
+				for _, hook := range v.Content {
+					if u := mapValue(hook, "url"); u != nil && u.Kind == yaml.ScalarNode {
+						fn(u)
+					}
+				}
+				continue
+			}
+			walkWebhookURLs(v, fn)
+		}
+	}
 }
 
 // RestoreSecrets puts the stored secrets back where a definition sent by
@@ -49,6 +105,21 @@ func RestoreSecrets(src []byte, known func(url string) (Webhook, bool)) ([]byte,
 	}
 	var problems []error
 	for _, d := range docs {
+		// A url whose query was hidden is the stored one it stands for
+		// (known matches it by MaskURL); the secrets are found by it
+		// below.
+		var restored []func()
+		walkWebhookURLs(d, func(v *yaml.Node) {
+			if !strings.Contains(v.Value, HiddenSecret) {
+				return
+			}
+			w, ok := known(v.Value)
+			if !ok {
+				problems = append(problems, fmt.Errorf("the webhook %q has a hidden part but no stored url to keep (the url changed, or it is new): write it whole", v.Value))
+				return
+			}
+			restored = append(restored, func() { v.Value = w.URL })
+		})
 		walkSecrets(d, func(hook *yaml.Node, i int, v *yaml.Node) {
 			if v.Value != HiddenSecret {
 				return
@@ -72,6 +143,9 @@ func RestoreSecrets(src []byte, known func(url string) (Webhook, bool)) ([]byte,
 			}
 			v.Value = keep
 		})
+		for _, fn := range restored {
+			fn()
+		}
 	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, err

@@ -187,19 +187,42 @@ func (f *Form) extras(in map[string]any) ([]extraField, []FieldError) {
 			errs = append(errs, FieldError{Field: n, Code: "invalid-value", Message: "is not valid UTF-8 text"})
 			continue
 		}
-		out = append(out, extraField{name: n, value: v})
+		out = append(out, extraField{name: cleanInvisible(n, true), value: v})
 	}
 	return out, errs
 }
 
-// extraJSON encodes a value of a field the form does not define, exactly
-// as decoded (strings stay strings, numbers keep their digits).
+// extraJSON encodes a value of a field the form does not define, as
+// decoded (strings stay strings, numbers keep their digits), its text
+// cleaned of invisible characters as a text field's is (bidi controls
+// that would show "evil\u202egpj.exe" as "evilexe.jpg").
 func extraJSON(v any) ([]byte, bool) {
 	if !validUTF8Value(v) {
 		return nil, false
 	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(cleanValue(v))
 	return b, err == nil
+}
+
+// cleanValue is v with cleanInvisible applied to every string in it.
+func cleanValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return cleanInvisible(x, true)
+	case []any:
+		out := make([]any, len(x))
+		for i, it := range x {
+			out[i] = cleanValue(it)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, it := range x {
+			out[cleanInvisible(k, true)] = cleanValue(it)
+		}
+		return out
+	}
+	return v
 }
 
 func validUTF8Value(v any) bool {

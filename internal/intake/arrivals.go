@@ -39,6 +39,19 @@ const (
 	arrivalsPerFormSecond    = 200
 )
 
+// Keys the store may learn of from arrival reports alone (a "started"
+// report with an Origin, from the form's pages or the hosted page, on a
+// key no entry has): per form a burst of 2,000 refilled at 20 a second
+// on an instance. An Origin is a browser's word, which a script can give
+// (issue 30: 22 addresses sending this server's own Origin recorded
+// 22,300 made-up keys). Past the budget, reports still count for the
+// keys that reached the store (as those without an Origin do), and the
+// keys they would add are dropped and counted as refused.
+const (
+	arrivalNewKeysBurst  = 2000
+	arrivalNewKeysSecond = 20
+)
+
 // sdkKey is the shape of the SDK's keys (newKey in sdk/js/formd.js: a
 // random UUID, version 4) and of the hosted page's (version 7), in lower
 // case. A report on another key was not made by the SDK.
@@ -131,7 +144,19 @@ func (h *Handler) arrivals(w http.ResponseWriter, r *http.Request) error {
 		}
 		reports = append(reports, a)
 	}
-	b := store.ArrivalBatch{Reports: reports, KnownOnly: r.Header.Get("Origin") == "", Refused: h.arrivalRefusals.take(f.ID())}
+	knownOnly := r.Header.Get("Origin") == ""
+	if !knownOnly {
+		started := 0
+		for _, a := range reports {
+			if !a.StartedAt.IsZero() {
+				started++
+			}
+		}
+		if ok, _ := h.limiter.allowN("|form-arrival-new-keys|"+f.ID(), now, arrivalNewKeysSecond, arrivalNewKeysBurst, started); !ok {
+			knownOnly = true
+		}
+	}
+	b := store.ArrivalBatch{Reports: reports, KnownOnly: knownOnly, Refused: h.arrivalRefusals.take(f.ID())}
 	if _, err := h.cfg.Arrivals.RecordArrivals(r.Context(), f.ID(), b, now); err != nil {
 		h.arrivalRefusals.add(f.ID(), b.Refused, time.Time{})
 		return err

@@ -204,3 +204,43 @@ func TestArrivalsFormBudget(t *testing.T) {
 		t.Fatalf("%d of 400 posts of 100 events from 40 addresses taken, %d refused; want the burst taken and the form's budget to refuse the rest", taken, refused)
 	}
 }
+
+// TestArrivalsNewKeysBudget is issue 30's probe: reports with this
+// server's own Origin (the hosted page's, which a script can send) from
+// 22 addresses recorded 22,300 made-up keys. The keys reports alone may
+// add to a form are budgeted (2,000, then 20 a second, per instance);
+// past it reports still confirm the keys that reached the store.
+func TestArrivalsNewKeysBudget(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, arrivalsForm, servertest.Options{Config: func(c *config.Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	}})
+	c := servertest.Client()
+	start := time.Now()
+	for i := range 190 {
+		keys := make([]string, 100)
+		for j := range keys {
+			keys[j] = uuid4()
+		}
+		addr := fmt.Sprintf("198.51.100.%d", i/10)
+		r, b := send(t, c, h.URL, req{method: "POST", path: "/v1/forms/fair/arrivals", ctype: "application/json", body: beacon(keys, "started"),
+			headers: map[string]string{"Origin": h.URL, "X-Forwarded-For": addr}})
+		if r.StatusCode != http.StatusAccepted {
+			t.Fatalf("post %d: %d %s", i, r.StatusCode, b)
+		}
+	}
+	// A real submission's reports, after the flood, still count.
+	real := uuid4()
+	if r, b := send(t, c, h.URL, jsonReq("fair", real, `{"name":"Ann"}`)); r.StatusCode != 201 {
+		t.Fatalf("submission: %d %s", r.StatusCode, b)
+	}
+	if r, b := send(t, c, h.URL, req{method: "POST", path: "/v1/forms/fair/arrivals", ctype: "application/json", body: beacon([]string{real}, "started"),
+		headers: map[string]string{"Origin": h.URL, "X-Forwarded-For": "203.0.113.77"}}); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the real key's report: %d %s", r.StatusCode, b)
+	}
+	started, reached, refused := proofOf(t, h)
+	most := int64(2000 + 20*(time.Since(start).Seconds()+1) + 1)
+	if started > most || reached != 1 || refused < 19000-most {
+		t.Fatalf("proof: %d started (want at most %d of 19,000 made up, and the real one), %d reached, %d refused", started, most, reached, refused)
+	}
+}

@@ -70,6 +70,7 @@ const (
 	CodeChallengeInvalid  = "challenge-invalid"
 	// Upload storage.
 	CodeUploadStorageFull = "upload-storage-full"
+	CodeUploadBudget      = "upload-budget-spent"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -120,13 +121,14 @@ var Codes = map[string]Info{
 	CodeSetupDone:            {Status: 409, Title: "Already set up", Explain: "formd already has an account: sign in, or ask an owner for an account."},
 	CodeTokenRevoked:         {Status: 409, Title: "Token revoked", Explain: "This API token was revoked already."},
 	CodeResetInvalid:         {Status: 400, Title: "Reset link not valid", Explain: "The password reset link is wrong, used or expired (it works once, for a few hours). Ask an owner for a new one; on the server, formd users passwd --email sets a password."},
-	CodeJobRunning:           {Status: 409, Title: "Job already running", Explain: "You already have an audit of this form running: follow it on its job page, or wait for it to finish before starting another.", RetryAfter: 5},
+	CodeJobRunning:           {Status: 409, Title: "Job already running", Explain: "You already have an audit running (one per account at a time, of any form): follow it on its job page, or wait for it to finish before starting another.", RetryAfter: 5},
 	CodeFileRejected:         {Status: 422, Title: "File rejected", Explain: "The uploaded file's bytes are of a type the form's file field does not accept (the type is found from the bytes, not from the file's name), or the upload names no file field of this form. The detail names the field and the type found. The upload was deleted; send a file of an accepted type."},
 	CodeUploadUsed:           {Status: 422, Title: "Upload already used", Explain: "An upload this submission names belongs to another submission already: an upload is attached to one entry only. Upload the file again for this submission. Nothing was stored."},
 	CodeUploadNotFound:       {Status: 422, Title: "Upload not found", Explain: "No complete upload of this form has this id: it was never made, it expired (uploads that no submission names are deleted after a while), or its bytes are still being sent. Upload the file again, or finish the upload, and submit again. Nothing was stored."},
 	CodeUploadOffset:         {Status: 409, Title: "Wrong upload offset", Explain: "The PATCH's Upload-Offset is not where the upload stands. Ask with HEAD for the Upload-Offset the server has, and send the rest from there."},
 	CodeUploadUnavailable:    {Status: 503, Title: "Upload storage unavailable", Explain: "The server could not store or read the upload's bytes (its disk, or the S3 bucket it keeps files in, could not be reached). Nothing was kept of this request and nothing was claimed; send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 5},
 	CodeUploadStorageFull:    {Status: 507, Title: "Upload storage full", Explain: "The server's disk (or its bucket's quota) has no room for the upload's bytes. Nothing was kept of this request and nothing was claimed: the upload stands where it stood before it. Send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 60},
+	CodeUploadBudget:         {Status: 429, Title: "Too many uploads", Explain: "The uploads not yet part of a submission are limited, by the address they come from (an IPv6 /64 counts as one address) and by form: in number still being sent and in bytes. This upload would go over one of them (the detail says which). Finish or submit the uploads already made, or wait: unclaimed uploads expire. Then create the upload again after Retry-After seconds.", RetryAfter: 60},
 	CodeFileInfected:         {Status: 422, Title: "File infected", Explain: "The virus scanner (ClamAV) found malware in the uploaded file; the detail names what it found and the field. The file was deleted and nothing was stored: send a clean file."},
 	CodeScanUnavailable:      {Status: 503, Title: "Virus scanner unavailable", Explain: "Every file is scanned for viruses before a submission can use it, and the scanner could not be reached. The file is kept, unscanned and not usable yet; nothing was stored. Send the submission again, with the same key, after Retry-After seconds.", RetryAfter: 10},
 	CodeChallengeRequired:    {Status: 400, Title: "Proof-of-work required", Explain: "This form asks each new submission for a solved proof-of-work challenge (no puzzle for people: the browser solves it in the background, which needs JavaScript). Get one from GET /v1/forms/{form}/challenge, solve it (ALTCHA's format) and send it in the altcha field. Nothing was stored."},

@@ -157,6 +157,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	s.Accounts = accounts.New(s.Store, accounts.Config{
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		IsHTTPS:       func(r *http.Request) bool { return https.IsHTTPS(r, cfg.TrustedProxies) },
+		DeviceKey:     deviceKey(secret),
 	})
 	// The store's one row decides which start issues the admin token: of
 	// several instances starting at once, or a restart, only one prints
@@ -208,7 +209,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	// The hosted result page shows a key's status as the status endpoint
 	// does (intake.Statuses, below both), and the intake hands the hosted
 	// pages plain posts that need a fix.
-	if err := s.openUploads(ctx, secret); err != nil {
+	if err := s.openUploads(ctx, secret, reg); err != nil {
 		return err
 	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
@@ -227,13 +228,15 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	s.Uploads.RegisterDownloads(mux, s.Links)
 	counter, _ := s.Journal.(journal.FormCounter)
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
-		CheckURL: s.Guard.CheckURL, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
+		CheckURL: func(raw string) error { return s.Guard.CheckSavedURL(raw, nil) }, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
 		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, SpamReasons: s.Store, Refusals: s.Store})
 	adm.Register(mux)
 	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
 	cons.BackupFailure = s.backups.failure
+	cons.PublicURL = s.cfg.PublicURL
+	cons.IsHTTPS = func(r *http.Request) bool { return https.IsHTTPS(r, s.cfg.TrustedProxies) }
 	cons.Register(mux)
 	pages.Register(mux)
 	// /metrics names every form of every site: it is served on

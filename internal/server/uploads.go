@@ -3,12 +3,16 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"time"
 
+	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // uploadExpireEvery is how often unclaimed uploads past their expiry are
@@ -26,7 +30,7 @@ func uploadExpireEvery(expiry time.Duration) time.Duration {
 // being sent are in the bucket too, so any instance continues it (no
 // sticky sessions needed), one request at a time under the upload's
 // lock in the store (uploadLocks).
-func (s *Server) openUploads(ctx context.Context, secret []byte) error {
+func (s *Server) openUploads(ctx context.Context, secret []byte, reg prometheus.Registerer) error {
 	var objs uploads.Objects
 	var locks store.UploadLocks
 	if loc := s.cfg.UploadsS3; loc != nil {
@@ -43,7 +47,10 @@ func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 	cfg := uploads.Config{
 		Dir: filepath.Join(s.cfg.Data, "uploads"), Objects: objs, Expiry: s.cfg.UploadExpiry, Logger: s.log,
 		// Entries journaled but not decided keep the uploads they name.
-		Backlog: s.Journal,
+		Backlog:  s.Journal,
+		ClientIP: func(r *http.Request) string { return intake.ClientIP(r, s.cfg.TrustedProxies) },
+		Limits:   s.cfg.UploadLimits, Reserve: s.cfg.UploadReserve, Registerer: reg,
+		Proof: &uploads.Proof{Signer: challenge.NewSigner(secret), Spend: s.Store},
 	}
 	if s.cfg.Clamd != "" {
 		c, err := uploads.ParseClamd(s.cfg.Clamd)

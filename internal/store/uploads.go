@@ -93,6 +93,10 @@ type Upload struct {
 	// Entry is the id of the entry that claimed the upload; "" while
 	// unclaimed.
 	Entry string
+	// Source is the address the upload came from, as its budget counts
+	// it (an IPv4 address, an IPv6 /64): see UploadLimits. Recorded, not
+	// read back.
+	Source string
 }
 
 // Uploads is what a store driver keeps about uploads, beside the
@@ -127,8 +131,9 @@ type Uploads interface {
 	// when the upload is not such a one.
 	DropErasedUpload(ctx context.Context, id string) (bool, error)
 
-	// The rest is in uploadsafety.go.
+	// The rest is in uploadsafety.go and uploadbudget.go.
 	UploadHolds
+	UploadBudgets
 }
 
 // UploadLocker is a store that locks uploads across every instance of a

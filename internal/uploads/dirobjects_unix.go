@@ -27,3 +27,13 @@ func links(fi fs.FileInfo) uint64 {
 	}
 	return 2 // unknown: never taken for the last link
 }
+
+// freeSpace is the bytes an unprivileged writer may still use on the
+// disk of dir.
+func freeSpace(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil //nolint:unconvert // the types differ between platforms
+}

@@ -23,7 +23,11 @@ import (
 //     orientation (so the photo still shows upright) and zeros; every
 //     other Exif tag goes, GPS, maker notes, thumbnail, times and serial
 //     numbers with it. APP1 XMP and APP13 (Photoshop IPTC) segments
-//     become comment segments of zeros.
+//     become comment segments of zeros. Every image in the file is
+//     cleaned so: a phone's JPEG often holds more than one (MPF's second
+//     image, a depth or gain map, appended after the first), each with
+//     its own Exif and XMP. An Exif identifier is "Exif\0" and any byte
+//     (some cameras write "Exif\0\xff").
 //   - PNG: an eXIf chunk is rewritten the same way; tEXt, zTXt and iTXt
 //     chunks (where XMP and free-form location text live) become a
 //     private ancillary chunk of zeros that decoders skip.
@@ -58,27 +62,72 @@ func scrubLocation(f fileRW, size int64, typ string) (bool, error) {
 }
 
 var (
-	exifID    = []byte("Exif\x00\x00")
+	// exifID starts an APP1 Exif payload; the byte after it (0 by the
+	// standard, 0xff from some cameras) is padding, and the TIFF
+	// structure follows it.
+	exifID    = []byte("Exif\x00")
 	xmpID     = []byte("http://ns.adobe.com/xap/1.0/\x00")
 	xmpExtID  = []byte("http://ns.adobe.com/xmp/extension/\x00")
 	errNotImg = errors.New("not a well-formed image")
 )
 
-// scrubJPEG walks the segments before the first scan (SOS); metadata
-// segments come before it.
+// scrubJPEG cleans every image in a JPEG file: the first, then each
+// start of image (FF D8 FF) found after the header of the one before —
+// MPF's further images follow the first's end, and the bytes "FF D8"
+// cannot occur in entropy-coded data (a 0xFF there is followed by 0 or
+// a restart marker), so a search finds them without reading the MPF
+// index, which could lie.
 func scrubJPEG(f fileRW, size int64) (bool, error) {
-	var hdr [4]byte
-	if _, err := f.ReadAt(hdr[:2], 0); err != nil || hdr[0] != 0xFF || hdr[1] != 0xD8 {
+	var soi [2]byte
+	if _, err := f.ReadAt(soi[:], 0); err != nil || soi[0] != 0xFF || soi[1] != 0xD8 {
 		return false, nil // sniffed as JPEG but not one: nothing to clean
 	}
 	changed := false
-	off := int64(2)
+	for at := int64(0); at >= 0; {
+		c, end, err := scrubJPEGHeader(f, size, at)
+		changed = changed || c
+		if err != nil {
+			return changed, err
+		}
+		if at, err = nextSOI(f, max(end, at+2), size); err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}
+
+// nextSOI is the offset of the first FF D8 FF at or after from, -1 when
+// there is none.
+func nextSOI(f io.ReaderAt, from, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for off := from; off+3 <= size; {
+		n := min(int64(len(buf)), size-off)
+		if _, err := f.ReadAt(buf[:n], off); err != nil && !errors.Is(err, io.EOF) {
+			return -1, fmt.Errorf("read JPEG: %w", err)
+		}
+		if i := bytes.Index(buf[:n], []byte{0xFF, 0xD8, 0xFF}); i >= 0 {
+			return off + int64(i), nil
+		}
+		if off+n >= size {
+			break
+		}
+		off += n - 2 // a marker across the boundary is found in the next read
+	}
+	return -1, nil
+}
+
+// scrubJPEGHeader walks the segments of the image starting (SOI) at at,
+// up to its first scan (SOS), where metadata segments end; end is where
+// the walk stopped.
+func scrubJPEGHeader(f fileRW, size, at int64) (changed bool, end int64, err error) {
+	var hdr [4]byte
+	off := at + 2
 	for off+4 <= size {
 		if _, err := f.ReadAt(hdr[:], off); err != nil {
-			return changed, fmt.Errorf("read JPEG segment: %w", err)
+			return changed, off, fmt.Errorf("read JPEG segment: %w", err)
 		}
 		if hdr[0] != 0xFF {
-			return changed, nil // not a marker: stop, as decoders would fail anyway
+			return changed, off, nil // not a marker: stop, as decoders would fail anyway
 		}
 		marker := hdr[1]
 		switch {
@@ -89,11 +138,11 @@ func scrubJPEG(f fileRW, size int64) (bool, error) {
 			off += 2
 			continue
 		case marker == 0xDA || marker == 0xD9: // start of scan, end of image
-			return changed, nil
+			return changed, off, nil
 		}
 		n := int64(binary.BigEndian.Uint16(hdr[2:]))
 		if n < 2 || off+2+n > size {
-			return changed, nil
+			return changed, off, nil
 		}
 		seg := off + 4 // payload
 		plen := n - 2
@@ -101,33 +150,35 @@ func scrubJPEG(f fileRW, size int64) (bool, error) {
 		case 0xE1: // APP1: Exif or XMP
 			id := make([]byte, min(plen, int64(len(xmpExtID))))
 			if _, err := f.ReadAt(id, seg); err != nil {
-				return changed, fmt.Errorf("read JPEG segment: %w", err)
+				return changed, off, fmt.Errorf("read JPEG segment: %w", err)
 			}
 			switch {
 			case bytes.HasPrefix(id, exifID):
-				c, err := rewriteExif(f, seg+int64(len(exifID)), plen-int64(len(exifID)))
+				// The TIFF structure starts after the identifier and its
+				// padding byte.
+				c, err := rewriteExif(f, seg+int64(len(exifID))+1, plen-int64(len(exifID))-1)
 				if errors.Is(err, errNotImg) {
 					c, err = blankSegment(f, off, plen)
 				}
 				if err != nil {
-					return changed, err
+					return changed, off, err
 				}
 				changed = changed || c
 			case bytes.HasPrefix(id, xmpID) || bytes.HasPrefix(id, xmpExtID):
 				if _, err := blankSegment(f, off, plen); err != nil {
-					return changed, err
+					return changed, off, err
 				}
 				changed = true
 			}
 		case 0xED: // APP13: Photoshop's IPTC, with its location fields
 			if _, err := blankSegment(f, off, plen); err != nil {
-				return changed, err
+				return changed, off, err
 			}
 			changed = true
 		}
 		off += 2 + n
 	}
-	return changed, nil
+	return changed, off, nil
 }
 
 // blankSegment makes the JPEG segment at off a comment (COM) of zeros.

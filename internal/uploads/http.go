@@ -1,6 +1,7 @@
 package uploads
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ func tusCode(status int) string {
 		return problem.CodeUploadUnavailable
 	case http.StatusMethodNotAllowed:
 		return problem.CodeMethodNotAllowed
-	case http.StatusForbidden, http.StatusLocked, http.StatusBadRequest, http.StatusPreconditionFailed, http.StatusUnsupportedMediaType:
+	case http.StatusForbidden, http.StatusLocked, http.StatusBadRequest, http.StatusPreconditionFailed, http.StatusUnsupportedMediaType, http.StatusNotImplemented:
 		return problem.CodeInvalidRequest
 	}
 	return problem.CodeInternal
@@ -73,6 +74,10 @@ type rewriter struct {
 	base    string
 	swallow bool
 	wrote   bool
+	// pending is the status of a tusd error whose answer waits for its
+	// text; text is that text.
+	pending int
+	text    bytes.Buffer
 }
 
 func (w *rewriter) WriteHeader(code int) {
@@ -90,25 +95,59 @@ func (w *rewriter) WriteHeader(code int) {
 		h.Set("Tus-Extension", ext+",expiration")
 	}
 	if code >= 400 && !strings.HasPrefix(h.Get("Content-Type"), problemType) {
-		p := problem.New(tusCode(code), "")
-		if code == http.StatusConflict {
-			p.Detail = "Upload-Offset is not where the upload stands: ask with HEAD and send from the offset it gives"
-		}
-		p.Status = code
-		body := p.Body()
-		h.Set("Content-Type", problemType)
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		if p.RetryAfter > 0 {
-			h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
-		}
-		w.ResponseWriter.WriteHeader(code)
-		if w.r.Method != http.MethodHead {
-			w.ResponseWriter.Write(body)
-		}
-		w.swallow = true
+		// tusd's own error: its text (ERR_…: what) comes in the body, so
+		// the answer waits for it (finish).
+		w.pending, w.swallow = code, true
 		return
 	}
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// finish writes the problem document of a tusd error, once its text is
+// known: what went wrong and what to do, in tus's terms.
+func (w *rewriter) finish() {
+	if w.pending == 0 {
+		return
+	}
+	code, msg := w.pending, w.text.String()
+	w.pending = 0
+	h := w.Header()
+	p := problem.New(tusCode(code), tusDetail(code, msg))
+	if code == http.StatusNotImplemented {
+		// A tus feature this server does not take: the request's fault,
+		// not formd's.
+		code = http.StatusBadRequest
+	}
+	p.Status = code
+	body := p.Body()
+	h.Set("Content-Type", problemType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if p.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
+	}
+	w.ResponseWriter.WriteHeader(code)
+	if w.r.Method != http.MethodHead {
+		w.ResponseWriter.Write(body)
+	}
+}
+
+// tusDetail says what a tusd error means for a tus client (tusd's error
+// text starts with its ERR_ code).
+func tusDetail(code int, msg string) string {
+	switch {
+	case code == http.StatusNotImplemented || strings.Contains(msg, "ERR_NOT_IMPLEMENTED"):
+		return "this server does not take that tus feature: its Tus-Extension header lists the ones it does (creation, creation-with-upload, termination, expiration; not creation-defer-length nor concatenation): send the file's length in Upload-Length"
+	case strings.Contains(msg, "ERR_UPLOAD_INTERRUPTED"):
+		return "another request for this upload took it over (ERR_UPLOAD_INTERRUPTED: a newer PATCH, or a DELETE): this one stopped; ask with HEAD for the Upload-Offset and send from there from one request at a time"
+	case strings.Contains(msg, "ERR_UPLOAD_LOCKED") || code == http.StatusLocked:
+		return "another request is writing this upload now (ERR_UPLOAD_LOCKED): wait for it, then ask with HEAD for the Upload-Offset"
+	case code == http.StatusConflict:
+		return "Upload-Offset is not where the upload stands: ask with HEAD and send from the offset it gives"
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimSpace(msg)
 }
 
 func (w *rewriter) Write(b []byte) (int, error) {
@@ -116,6 +155,9 @@ func (w *rewriter) Write(b []byte) (int, error) {
 		w.WriteHeader(http.StatusOK)
 	}
 	if w.swallow {
+		if w.pending != 0 && w.text.Len() < 1024 {
+			w.text.Write(b[:min(len(b), 1024-w.text.Len())])
+		}
 		return len(b), nil
 	}
 	return w.ResponseWriter.Write(b)

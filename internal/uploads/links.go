@@ -101,7 +101,7 @@ func (l *Links) Files(ctx context.Context, st EntryStore, entryID string) (map[s
 	}
 	out := make(map[string][]File, len(ups))
 	for _, u := range ups {
-		out[u.Field] = append(out[u.Field], File{Name: u.Name, Type: u.Type, Size: u.Size,
+		out[u.Field] = append(out[u.Field], File{Name: CleanName(u.Name), Type: u.Type, Size: u.Size,
 			SHA256: hex.EncodeToString(u.SHA256[:]), URL: l.URL(entryID, u.ID), Expires: l.expiry()})
 	}
 	return out, nil
@@ -145,6 +145,10 @@ func (s *Service) download(w http.ResponseWriter, r *http.Request, l *Links) {
 		return
 	}
 	defer f.Close()
+	if q.Get("thumb") == "1" {
+		s.serveThumb(w, r, u.Type, f, u.Size)
+		return
+	}
 	typ := u.Type
 	if typ == "" || strings.HasPrefix(typ, "text/html") || strings.Contains(typ, "xml") || strings.Contains(typ, "javascript") {
 		typ = "application/octet-stream"
@@ -159,6 +163,7 @@ func (s *Service) download(w http.ResponseWriter, r *http.Request, l *Links) {
 // stranger gave it (RFC 6266): an ASCII fallback with anything risky
 // replaced, and the name itself percent-encoded in filename*.
 func ContentDisposition(name string) string {
+	name = stripFormat(name)
 	if name == "" || !utf8.ValidString(name) {
 		name = "file"
 	}

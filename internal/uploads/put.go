@@ -49,6 +49,9 @@ func (s *Service) Put(ctx context.Context, f *form.Form, field, name, key string
 	if !fd.Accepts(typ) {
 		return "", (&rejection{field: field, typ: typ}).problem()
 	}
+	if tp := checkPixels(fd, tmp, size, typ); tp != nil {
+		return "", tp.problem()
+	}
 	var sum [32]byte
 	h.Sum(sum[:0])
 	// Location metadata out, then the scan (safety.go): the digest is of
@@ -80,9 +83,18 @@ func (s *Service) Put(ctx context.Context, f *form.Form, field, name, key string
 		}
 	}
 	now := s.cfg.Now().UTC()
+	// A retry's file is there already (above); a new one is held to what
+	// a tus upload is: an open form, the disk's reserve, the form's
+	// budgets (budget.go; the address is intake's, not known here).
+	if !f.OpenAt(now) {
+		return "", s.refuse("closed", problem.New(problem.CodeFormClosed, "the form is not open: it takes no files"))
+	}
+	if p := s.checkReserve(size); p != nil {
+		return "", p
+	}
 	u := store.Upload{ID: id, Form: f.ID(), Field: field, Size: size, Name: fileName(map[string]string{"filename": name}),
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.Expiry)}
-	if err := s.st.CreateUpload(ctx, u); err != nil {
+	if err := s.create(ctx, u, now); err != nil {
 		return "", err
 	}
 	if err := tmp.Close(); err != nil {

@@ -28,12 +28,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
 	expslog "golang.org/x/exp/slog"
@@ -42,6 +44,7 @@ import (
 // Store is the part of the store uploads are recorded in.
 type Store interface {
 	CreateUpload(ctx context.Context, u store.Upload) error
+	CreateUploadWithin(ctx context.Context, u store.Upload, l store.UploadLimits, now time.Time) error
 	CompleteUpload(ctx context.Context, id string, sum [32]byte, typ string) error
 	Upload(ctx context.Context, id string) (store.Upload, error)
 	ExpiredUploads(ctx context.Context, now time.Time, limit int) ([]string, error)
@@ -80,6 +83,26 @@ type Config struct {
 	// uploads (expire.go): the expiry pass keeps every upload that had
 	// not expired when the oldest of them was received.
 	Backlog Backlog
+	// ClientIP is the address a request came from (intake.ClientIP with
+	// the trusted proxies); the TCP peer when nil. Its SourceKey is what
+	// the per-address budgets count by.
+	ClientIP func(*http.Request) string
+	// Limits are the budgets of the uploads no submission has claimed,
+	// per address and per form (budget.go); zero limits are none (the
+	// server's flags have defaults).
+	Limits store.UploadLimits
+	// Reserve is the free space kept on the disk of Dir: uploads that
+	// would leave less are refused with 507 and Retry-After; none when
+	// zero (the server's --upload-reserve is 1 GiB).
+	Reserve int64
+	// FreeSpace says how many bytes are free on the disk of a directory;
+	// the file system's count by default.
+	FreeSpace func(dir string) (int64, error)
+	// Proof checks the proof-of-work of uploads to forms that ask for
+	// one; nil refuses every upload to such a form.
+	Proof *Proof
+	// Registerer takes the uploads' metrics; nil for none.
+	Registerer prometheus.Registerer
 	// Now is the clock; time.Now by default.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -100,10 +123,11 @@ type Service struct {
 	// core is the store of the parts tusd writes: files (the parts in
 	// Dir), or, with --uploads s3, parts in the bucket (s3parts.go),
 	// which every instance continues.
-	core   handler.DataStore
-	parts  *s3Parts
-	bucket *s3Objects
-	tus    *handler.UnroutedHandler
+	core    handler.DataStore
+	parts   *s3Parts
+	bucket  *s3Objects
+	tus     *handler.UnroutedHandler
+	metrics *metrics
 }
 
 type formKey struct{}
@@ -119,13 +143,16 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 	if cfg.Expiry <= 0 {
 		return nil, errors.New("uploads: the expiry must be positive")
 	}
+	if cfg.FreeSpace == nil {
+		cfg.FreeSpace = freeSpace
+	}
 	if err := atomicfile.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the uploads directory: %w", err)
 	}
 	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("restrict the uploads directory: %w", err)
 	}
-	s := &Service{cfg: cfg, st: st, forms: forms, files: newDurableStore(cfg.Dir), objs: cfg.Objects}
+	s := &Service{cfg: cfg, st: st, forms: forms, files: newDurableStore(cfg.Dir), objs: cfg.Objects, metrics: newMetrics(cfg.Registerer, max(cfg.Reserve, 0))}
 	if s.objs == nil {
 		d, err := openDirMigrated(st, cfg.Dir, cfg.Logger)
 		if err != nil {
@@ -259,13 +286,21 @@ func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
 			if s.serveComplete(w, r, u) {
 				return
 			}
+			if isPatch(r) {
+				// The bytes still to come must leave the reserve free.
+				if p := s.checkReserve(0); p != nil {
+					writeProblem(w, r, p, 0)
+					return
+				}
+			}
 			r2 := *r
 			r2.URL = new(*r.URL)
 			r2.URL.Path = id
 			r = &r2
 		}
-		r = r.WithContext(context.WithValue(r.Context(), formKey{}, formID))
+		r = s.withSource(r.WithContext(context.WithValue(r.Context(), formKey{}, formID)))
 		s.tus.Middleware(h).ServeHTTP(rw, r)
+		rw.finish()
 	})
 }
 
@@ -341,6 +376,12 @@ func (s *Service) serveComplete(w http.ResponseWriter, r *http.Request, u store.
 	return true
 }
 
+// isPatch says r writes bytes: a PATCH, or a POST that overrides to one.
+func isPatch(r *http.Request) bool {
+	return r.Method == http.MethodPatch ||
+		r.Method == http.MethodPost && strings.EqualFold(r.Header.Get("X-HTTP-Method-Override"), http.MethodPatch)
+}
+
 // written says every byte of an incomplete upload is in its parts (here,
 // or in the bucket).
 func (s *Service) written(ctx context.Context, u store.Upload) bool {
@@ -383,12 +424,18 @@ func (s *Service) preCreate(ev handler.HookEvent) (handler.HTTPResponse, handler
 			fmt.Sprintf("field %s takes files of at most %s; this one is %d bytes", name, form.Size(fd.MaxSizeOf()), ev.Upload.Size)), 0)
 	}
 	now := s.cfg.Now().UTC()
+	source, _ := ev.Context.Value(sourceKey{}).(string)
 	u := store.Upload{ID: newID(), Form: formID, Field: name, Size: ev.Upload.Size, Name: fileName(ev.Upload.MetaData),
-		CreatedAt: now, ExpiresAt: now.Add(s.cfg.Expiry)}
-	if err := s.st.CreateUpload(ev.Context, u); err != nil {
+		CreatedAt: now, ExpiresAt: now.Add(s.cfg.Expiry), Source: source}
+	if p := s.admit(ev.Context, f, ev.Upload.MetaData, u.Size, u.ID, now); p != nil {
+		return handler.HTTPResponse{}, none, tusProblem(p, 0)
+	}
+	if err := s.create(ev.Context, u, now); err != nil {
 		return handler.HTTPResponse{}, none, tusProblem(problem.From(err), 0)
 	}
 	resp := handler.HTTPResponse{Header: handler.HTTPHeader{"Upload-Expires": u.ExpiresAt.Format(http.TimeFormat)}}
+	// The metadata kept is the field and the name: not the spent
+	// solution.
 	return resp, handler.FileInfoChanges{ID: u.ID, MetaData: handler.MetaData{"field": name, "filename": u.Name}}, nil
 }
 
@@ -417,14 +464,22 @@ func (s *Service) preFinish(ev handler.HookEvent) (handler.HTTPResponse, error) 
 // object (a PUT of up to max_size to the bucket).
 const keepTimeout = 10 * time.Minute
 
-// rejection is a complete upload whose bytes its field does not take.
-type rejection struct{ field, typ string }
+// rejection is a complete upload whose bytes its field does not take:
+// of a type it does not accept, or, when detail says so, an image of
+// more pixels than it takes (pixels.go).
+type rejection struct{ field, typ, detail string }
 
 func (r *rejection) Error() string {
+	if r.detail != "" {
+		return "file rejected: " + r.detail
+	}
 	return "file rejected: field " + r.field + " does not accept " + r.typ
 }
 
 func (r *rejection) problem() *problem.Problem {
+	if r.detail != "" {
+		return problem.New(problem.CodeFileRejected, r.detail)
+	}
 	return problem.New(problem.CodeFileRejected, fmt.Sprintf("field %s does not accept this file: its bytes are %s", r.field, r.typ))
 }
 
@@ -552,8 +607,13 @@ func (s *Service) completeInBucket(ctx context.Context, u store.Upload) (store.U
 func (s *Service) check(ctx, rmctx context.Context, u store.Upload, f *os.File, rs *runningSum) (sum [32]byte, typ string, changed bool, err error) {
 	typ = sniff(rs.head)
 	fd, ok := s.fieldOf(u)
+	var rej *rejection
 	if !ok || !fd.Accepts(typ) {
-		rej := &rejection{field: u.Field, typ: typ}
+		rej = &rejection{field: u.Field, typ: typ}
+	} else if tp := checkPixels(fd, f, u.Size, typ); tp != nil {
+		rej = &rejection{field: u.Field, typ: typ, detail: tp.problem().Detail}
+	}
+	if rej != nil {
 		if err := s.remove(rmctx, u.ID); err != nil {
 			return sum, typ, false, errors.Join(rej, err)
 		}
@@ -650,6 +710,29 @@ func validID(id string) bool {
 	return err == nil
 }
 
+// CleanName is a file name as it is shown and sent: without control
+// characters, nor the invisible format characters (Unicode Cf: bidi
+// controls, zero-width spaces, BOMs) that make "evil\u202egpj.exe" show as
+// "evilexe.jpg".
+func CleanName(n string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, stripFormat(n))
+}
+
+// stripFormat removes the invisible format characters (Unicode Cf).
+func stripFormat(n string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 0x80 && unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, n)
+}
+
 func newID() string {
 	var b [16]byte
 	rand.Read(b[:])
@@ -664,12 +747,7 @@ func fileName(md handler.MetaData) string {
 	if n == "" {
 		n = md["name"]
 	}
-	n = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, filepath.Base(strings.ReplaceAll(n, `\`, "/")))
+	n = CleanName(filepath.Base(strings.ReplaceAll(n, `\`, "/")))
 	if n == "." || n == "/" {
 		n = ""
 	}

@@ -66,9 +66,13 @@ type rig struct {
 	backlog *backlog
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { t.Helper(); return newRigWith(t, photoForm, nil) }
+
+// newRigWith is newRig with the forms of defs (the first is served as
+// exam too) and the config changed by tune.
+func newRigWith(t *testing.T, defs string, tune func(*Config)) *rig {
 	t.Helper()
-	fs, err := form.Parse([]byte(photoForm), "")
+	fs, err := form.Parse([]byte(defs), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +85,14 @@ func newRig(t *testing.T) *rig {
 	dir := filepath.Join(t.TempDir(), "uploads")
 	f := forms{"exam": fs[0]}
 	bl := &backlog{}
-	svc, err := New(st, f, Config{Dir: dir, Expiry: 24 * time.Hour, Now: c.Now, Backlog: bl})
+	for _, x := range fs {
+		f[x.ID()] = x
+	}
+	cfg := Config{Dir: dir, Expiry: 24 * time.Hour, Now: c.Now, Backlog: bl}
+	if tune != nil {
+		tune(&cfg)
+	}
+	svc, err := New(st, f, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

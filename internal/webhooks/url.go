@@ -1,12 +1,15 @@
 package webhooks
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxURLLength bounds an endpoint URL; longer ones are refused rather
@@ -124,4 +127,44 @@ func endsInNumber(name string) bool {
 		return strings.Trim(hex, "0123456789abcdef") == ""
 	}
 	return strings.Trim(last, "0123456789") == ""
+}
+
+// Resolver looks a host name up (net.DefaultResolver.LookupNetIP).
+type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// saveLookup bounds the lookup of CheckSavedURL.
+const saveLookup = 3 * time.Second
+
+// CheckSavedURL is CheckURL when a form is saved, with the host name
+// looked up too: a name that resolves to an address the guard refuses
+// (loopback, a private network) is refused now, with the form, rather
+// than only when the sender connects (that check stays: a name may
+// resolve elsewhere later). A name that cannot be looked up now is
+// taken, and judged at send time. resolve is nil for the system's.
+func (g *Guard) CheckSavedURL(raw string, resolve Resolver) error {
+	if err := g.CheckURL(raw); err != nil {
+		return err
+	}
+	u, _ := parseURL(raw) // CheckURL parsed it
+	host := u.Hostname()
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if resolve == nil {
+		resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), saveLookup)
+	defer cancel()
+	addrs, err := resolve(ctx, host)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if err := g.Check(a.Unmap()); err != nil {
+			return fmt.Errorf("check webhook url: host %s resolves to %s: %w", host, a, err)
+		}
+	}
+	return nil
 }

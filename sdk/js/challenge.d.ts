@@ -30,6 +30,10 @@ export interface Solver {
   attach(e: Entry): Promise<boolean>;
   /** After a challenge-required or challenge-invalid answer: a fresh solution, at most three times an entry. */
   retry(e: Entry, p: Problem | undefined): Promise<boolean>;
+  /** Says the form (its submissions URL) is known to want solutions. */
+  needs?(url: string): boolean;
+  /** A solution for one more request to the form (an upload's creation), and the next solving started. */
+  take?(url: string): Promise<string>;
 }
 
 export const FIELD: 'altcha';

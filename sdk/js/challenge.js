@@ -219,6 +219,14 @@ export function challengeSolver(o) {
       }
     },
     wants: (e) => needs.has(e.url) && !(e.data && e.data[FIELD]),
+    needs: (url) => needs.has(url),
+    take(url) {
+      needs.add(url);
+      const p = take(url);
+      // Solve the next one (the submission's) meanwhile.
+      this.prepare(url);
+      return p;
+    },
     async attach(e) {
       if (!needs.has(e.url) || (e.data && e.data[FIELD])) return false;
       e.data = { ...e.data, [FIELD]: await take(e.url) };

@@ -156,6 +156,8 @@ export interface UploadContext {
   chunk: number;
   retryAfter: (r: TransportResponse) => number;
   progress: (t: { size: number; sent: number }) => void;
+  /** The proof-of-work for uploads to a form that asks for one (the client's Solver). */
+  solve?: { wants: (url: string) => boolean; need: (url: string) => void; take: (url: string) => Promise<string> };
 }
 
 /** What one pass of uploads.js says the client does next. */

@@ -707,6 +707,7 @@ export function createClient(o = {}) {
       chunk,
       retryAfter: (r) => retryAfter(r.header('Retry-After'), now()),
       progress: (t) => emit(run, e, (told = 'uploading'), { progress: t.size ? Math.floor((t.sent * 100) / t.size) : 100 }),
+      solve: pow && pow.needs && pow.take ? { wants: (url) => !!pow.needs && pow.needs(url), need: (url) => pow.prepare(url), take: (url) => (pow.take ? pow.take(url) : Promise.resolve('')) } : undefined,
     };
     emit(run, e, 'sending');
     if (!run.durable) emit(run, e, (told = 'unsaved'));

@@ -153,13 +153,23 @@ async function one(c, e, field, f) {
   if (f.path && !c.read) return { end: ['failed', { problem: { code: 'upload-no-file-access', detail: "use miniProgram() from '@formd/sdk/miniprogram.js' to upload files in a mini-program" } }] };
   const read = c.read || readBlob;
   const tus = { 'Tus-Resumable': TUS };
+  let solves = 0;
   for (let again = 0; ; again++) {
     if (!f.url) {
+      // A form that asks for a proof-of-work asks before each upload
+      // too: a solution of its own, in the metadata.
+      const altcha = c.solve && c.solve.wants(e.url) ? await c.solve.take(e.url) : '';
       const r = await c.send({
         method: 'POST',
         url: uploadsURL(e.url),
-        headers: { ...tus, 'Upload-Length': String(f.size), 'Upload-Metadata': metadata({ field, filename: f.name || '', filetype: f.type || '' }) },
+        headers: { ...tus, 'Upload-Length': String(f.size), 'Upload-Metadata': metadata({ field, filename: f.name || '', filetype: f.type || '', altcha }) },
       });
+      const code = r.body && r.body.code;
+      if (c.solve && (code === 'challenge-required' || code === 'challenge-invalid') && solves++ < 3) {
+        c.solve.need(e.url);
+        again--;
+        continue;
+      }
       if (r.status !== 201) return transient(r.status) ? { wait: c.retryAfter(r), problem: r.body || undefined } : refused(field, r);
       const loc = r.header('Location');
       if (!loc) return { end: ['failed', { problem: { code: 'upload-refused', detail: 'no Location in the answer' } }] };

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/sqlitedb"
 )
 
@@ -54,4 +55,48 @@ func (Files) EntryCount(ctx context.Context, path string) (int, error) {
 		return 0, fmt.Errorf("count the journal's entries: %w", err)
 	}
 	return n, nil
+}
+
+// NamedUploads is the set of upload ids that the entries of the journal
+// file at path name (their checks, journal.Checks): a backup keeps the
+// bytes of an upload a journaled entry names even before its decision
+// claims it. A file of a release before entries carried checks (journal
+// migration 5) names none: those releases held the uploads in the store.
+func (Files) NamedUploads(ctx context.Context, path string) (map[string]bool, error) {
+	db, err := sqlitedb.OpenImmutable(path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var has int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('journal_entries') WHERE name = 'checks'`).Scan(&has); err != nil {
+		return nil, fmt.Errorf("list the journal's uploads: %w", err)
+	}
+	named := map[string]bool{}
+	if has == 0 {
+		return named, nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT seq, checks FROM journal_entries WHERE checks IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("list the journal's uploads: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var b []byte
+		if err := rows.Scan(&seq, &b); err != nil {
+			return nil, fmt.Errorf("list the journal's uploads: %w", err)
+		}
+		var e journal.Entry
+		if err := journal.SetChecks(&e, b); err != nil {
+			return nil, fmt.Errorf("list the journal's uploads: entry %d: %w", seq, err)
+		}
+		for _, u := range e.Uploads {
+			named[u.ID] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list the journal's uploads: %w", err)
+	}
+	return named, nil
 }

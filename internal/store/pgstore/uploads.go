@@ -18,8 +18,8 @@ var _ store.Uploads = (*Store)(nil)
 
 // CreateUpload records a new, incomplete upload.
 func (s *Store) CreateUpload(ctx context.Context, u store.Upload) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO uploads(id, form, field, size, name, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		u.ID, u.Form, u.Field, u.Size, u.Name, micro(u.CreatedAt), micro(u.ExpiresAt))
+	_, err := s.pool.Exec(ctx, `INSERT INTO uploads(id, form, field, size, name, created_at, expires_at, source) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		u.ID, u.Form, u.Field, u.Size, u.Name, micro(u.CreatedAt), micro(u.ExpiresAt), u.Source)
 	if err != nil {
 		return classify("create upload", err)
 	}

@@ -60,12 +60,12 @@ func (Files) EntryCounts(ctx context.Context, path string) (map[string]int, erro
 	return out, nil
 }
 
-// Uploads calls each with every upload the store file at path
-// references whose bytes a backup keeps — claimed by an entry whose data
-// is kept, or complete and not claimed yet (a submission may still claim
-// it) — in id order, with its content's SHA-256 (hex) and size. A store
-// of a release before uploads (no uploads table) references none.
-func (Files) Uploads(ctx context.Context, path string, each func(id, sha256 string, size int64) error) error {
+// Uploads calls each with every complete upload of the store file at
+// path that is claimed by an entry whose data is kept, or not claimed
+// yet (a journaled submission may still claim it), in id order, with
+// its content's SHA-256 (hex), size and whether it is claimed. A store
+// of a release before uploads (no uploads table) has none.
+func (Files) Uploads(ctx context.Context, path string, each func(id, sha256 string, size int64, claimed bool) error) error {
 	db, err := sqlitedb.OpenImmutable(path)
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func (Files) Uploads(ctx context.Context, path string, each func(id, sha256 stri
 	if tables < 2 {
 		return nil
 	}
-	rows, err := db.QueryContext(ctx, `SELECT u.id, u.sha256, u.size FROM uploads u
+	rows, err := db.QueryContext(ctx, `SELECT u.id, u.sha256, u.size, c.upload_id IS NOT NULL FROM uploads u
 		LEFT JOIN upload_claims c ON c.upload_id = u.id LEFT JOIN entries e ON e.id = c.entry_id
 		WHERE u.sha256 IS NOT NULL AND (c.upload_id IS NULL OR e.data IS NOT NULL) ORDER BY u.id`)
 	if err != nil {
@@ -89,15 +89,69 @@ func (Files) Uploads(ctx context.Context, path string, each func(id, sha256 stri
 		var id string
 		var sum []byte
 		var size int64
-		if err := rows.Scan(&id, &sum, &size); err != nil {
+		var claimed bool
+		if err := rows.Scan(&id, &sum, &size, &claimed); err != nil {
 			return fmt.Errorf("list the store's uploads: %w", err)
 		}
-		if err := each(id, hex.EncodeToString(sum), size); err != nil {
+		if err := each(id, hex.EncodeToString(sum), size, claimed); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("list the store's uploads: %w", err)
+	}
+	return nil
+}
+
+// DropUploads removes from the store file at path (a restore's staged
+// copy, which no server has open) every complete upload no entry claims
+// whose id kept does not hold, with its claims' absence checked in the
+// same statement. A store of a release before uploads has none.
+func (Files) DropUploads(ctx context.Context, path string, kept map[string]bool) error {
+	db, err := sqlitedb.OpenWriter(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('uploads', 'upload_claims')`).Scan(&tables); err != nil {
+		return fmt.Errorf("drop the uploads a backup left out: %w", err)
+	}
+	if tables < 2 {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT u.id FROM uploads u LEFT JOIN upload_claims c ON c.upload_id = u.id
+		WHERE u.sha256 IS NOT NULL AND c.upload_id IS NULL`)
+	if err != nil {
+		return fmt.Errorf("drop the uploads a backup left out: %w", err)
+	}
+	var drop []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("drop the uploads a backup left out: %w", err)
+		}
+		if !kept[id] {
+			drop = append(drop, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("drop the uploads a backup left out: %w", err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("drop the uploads a backup left out: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit, a no-op
+	for _, id := range drop {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM uploads WHERE id = ? AND NOT EXISTS (SELECT 1 FROM upload_claims WHERE upload_id = ?)`, id, id); err != nil {
+			return fmt.Errorf("drop the upload %s a backup left out: %w", id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("drop the uploads a backup left out: %w", err)
 	}
 	return nil
 }

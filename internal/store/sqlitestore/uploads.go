@@ -78,8 +78,8 @@ func claimUploads(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.Entry
 
 // CreateUpload records a new, incomplete upload.
 func (s *Store) CreateUpload(ctx context.Context, u store.Upload) error {
-	_, err := s.wdb.ExecContext(ctx, `INSERT INTO uploads(id, form, field, size, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		u.ID, u.Form, u.Field, u.Size, u.Name, u.CreatedAt.UnixMicro(), u.ExpiresAt.UnixMicro())
+	_, err := s.wdb.ExecContext(ctx, `INSERT INTO uploads(id, form, field, size, name, created_at, expires_at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		u.ID, u.Form, u.Field, u.Size, u.Name, u.CreatedAt.UnixMicro(), u.ExpiresAt.UnixMicro(), u.Source)
 	if err != nil {
 		return classify("create upload", err)
 	}

@@ -41,6 +41,7 @@ func RunUploads(t *testing.T, newStore UploadOpener) {
 		{"StatesForTheAudit", testUploadStates},
 		{"DecisionChecksEachUpload", testUploadChecked},
 		{"DecisionSpendsTheChallenge", testChallengeSpentByDecision},
+		{"Budgets", testUploadBudgets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

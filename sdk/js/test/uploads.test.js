@@ -265,3 +265,39 @@ test('a file path without the platform file access (formd.js miniProgram, not mi
   assert.match(ev.problem.detail, /miniprogram\.js/);
   assert.deepEqual(s.log, [], 'nothing sent');
 });
+
+test('a form that asks for a proof-of-work gets a solution of its own with each upload', async () => {
+  const used = [];
+  const s = tusServer({
+    create: (q) => {
+      const m = /(?:^|,)altcha ([^,]+)/.exec(q.headers['Upload-Metadata']);
+      const sol = m ? Buffer.from(m[1], 'base64').toString() : '';
+      if (!sol) return res(400, { code: 'challenge-required', status: 400 });
+      if (used.includes(sol)) return res(403, { code: 'challenge-invalid', status: 403 });
+      used.push(sol);
+    },
+  });
+  const wanted = new Set();
+  let n = 0;
+  const solver = {
+    prepare: (url) => wanted.add(url),
+    needs: (url) => wanted.has(url),
+    take: async () => 'solution-' + ++n,
+    wants: (e) => wanted.has(e.url) && !e.data.altcha,
+    attach: async (e) => {
+      if (!wanted.has(e.url) || e.data.altcha) return false;
+      e.data = { ...e.data, altcha: 'solution-' + ++n };
+      return true;
+    },
+    retry: async () => false,
+  };
+  const t = setup(s, { challenge: solver });
+  const photo = new File([bytes(300)], 'photo.jpg', { type: 'image/jpeg' });
+  const ev = await t.client.submit('fair', { name: 'Li Lei', photo });
+  assert.equal(ev.state, 'received');
+  // Refused without one, made with the first solution; the submission
+  // carries another.
+  assert.deepEqual(used, ['solution-1']);
+  assert.equal(ev.doc.data.altcha, 'solution-2');
+  assert.deepEqual(s.log.filter((l) => l.startsWith('create')), ['create u1 photo photo.jpg']);
+});
