@@ -100,10 +100,14 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	case d.Capacity != nil && *d.Capacity < 0:
 		c.add("", fmt.Sprintf("capacity %d is negative; give the number of places, or leave it out for no limit", *d.Capacity))
 	}
+	placeFields := d.placeFields()
+	if len(placeFields) > 1 {
+		c.add("", fmt.Sprintf("options with a capacity are on %s; only one select field of a form may give its options places of their own", strings.Join(placeFields, " and ")))
+	}
 	switch d.WhenFull {
 	case "", WhenFullReject, WhenFullWaitlist:
-		if d.WhenFull != "" && d.Capacity == nil {
-			c.add("", "when_full is set but capacity is not; give capacity: N or remove when_full")
+		if d.WhenFull != "" && d.Capacity == nil && len(placeFields) == 0 {
+			c.add("", "when_full is set but neither the form nor an option has a capacity; give capacity: N (or an option's capacity) or remove when_full")
 		}
 	default:
 		c.add("", fmt.Sprintf("when_full %q is not valid: use waitlist or reject", d.WhenFull))
@@ -183,7 +187,7 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	if f.Def.Durability == "" {
 		f.Def.Durability = DurabilitySync
 	}
-	if f.Def.Capacity != nil && f.Def.WhenFull == "" {
+	if (f.Def.Capacity != nil || len(placeFields) > 0) && f.Def.WhenFull == "" {
 		f.Def.WhenFull = WhenFullReject
 	}
 	if f.Def.UniqueAnswer == "" {
@@ -325,6 +329,13 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 				c.add(name, fmt.Sprintf("option %q is listed twice (options are compared as people see them, ignoring width and invisible characters)", o.Value))
 			}
 			cf.options[k] = i
+			if o.Capacity != nil {
+				if fd.Type != TypeSelect {
+					c.add(name, fmt.Sprintf("option %q has a capacity, but only the options of a select field may have places of their own (this field is a %s)", o.Value, fd.Type))
+				} else if *o.Capacity < 0 {
+					c.add(name, fmt.Sprintf("option %q has capacity %d; use a number of places, 0 or more", o.Value, *o.Capacity))
+				}
+			}
 		}
 	}
 	return cf, len(c.probs) == n

@@ -134,10 +134,15 @@ type Field struct {
 }
 
 // Option is one choice of a select or multiselect field, written as a plain
-// value or as {value, label}.
+// value or as {value, label, capacity}.
 type Option struct {
 	Value string `yaml:"value" json:"value"`
 	Label Text   `yaml:"label" json:"label,omitempty"`
+	// Capacity gives the option places of its own (a session of 40): the
+	// store decides them as it decides the form's, in the entry's
+	// transaction, and the form's when_full applies to each option. Only
+	// options of a select field may have one.
+	Capacity *int `yaml:"capacity" json:"capacity,omitempty"`
 }
 
 // UnmarshalYAML accepts a scalar (the value, which is also the label) or a

@@ -16,6 +16,13 @@
 //     is taken the entry is waitlisted or rejected as the form says, and the
 //     waitlist is promoted in arrival (journal) order when places free up,
 //     entries sharing a journal position by id (the order of Cursor);
+//   - options with places (form.Record.PlaceField): an entry that chose
+//     such an option takes a place of the form and one of the option, both
+//     guarded, or neither; when either is taken it is waitlisted (for that
+//     option: entries.place) or rejected as the form's when_full says, a
+//     rejection for the option naming it (Outcome.FullOption). Promotion
+//     serves the waitlist in arrival order, skipping the entries whose
+//     option is still full; cancelling frees the option's place too;
 //   - one transaction per decision: an entry, its claims and its capacity
 //     change commit together or not at all.
 //
@@ -114,6 +121,11 @@ type Outcome struct {
 	// that entry, not as a duplicate participant. Its Decision is
 	// duplicate.
 	SameAs *Original
+	// FullOption names the option (of the form's PlaceField) whose places
+	// were all taken when the entry was rejected for it, so that the
+	// answer can say which session is full; "" for every other outcome,
+	// and for a rejection by the form's own capacity.
+	FullOption string
 }
 
 // Original is the entry a resent submission is answered as: its first
@@ -131,6 +143,10 @@ type Capacity struct {
 	Limit      *int
 	Taken      int
 	Waitlisted int
+	// Options are the places of the options of the form's PlaceField,
+	// each counted as the form is (its limit nil when the option has
+	// none), by option value; nil for a form without option places.
+	Options map[string]Capacity
 }
 
 // Left is the number of free places, or -1 for no limit.

@@ -29,6 +29,8 @@ func claimKey(token string) string {
 // stmts are the prepared statements of one decision transaction.
 type stmts struct {
 	insert, claim, release, take, whenFull, fullGeneric, setStatus, holder, sameAs, event *sql.Stmt
+	// Options with places (places.go).
+	option, takeOption, untake, setPlace *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -55,6 +57,10 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		// writes: more than the rest of the decision.
 		{&st.event, `INSERT INTO events(entry_id, n, type, form, site, status, at) VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT(entry_id, type, n) DO NOTHING`},
+		{&st.option, optionOfEntry},
+		{&st.takeOption, takeOptionPlace},
+		{&st.untake, `UPDATE capacity SET taken = taken - 1 WHERE form = ?`},
+		{&st.setPlace, `UPDATE entries SET place = ? WHERE id = ?`},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -74,11 +80,14 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		release: tx.StmtContext(ctx, st.release), take: tx.StmtContext(ctx, st.take),
 		whenFull: tx.StmtContext(ctx, st.whenFull), fullGeneric: tx.StmtContext(ctx, st.fullGeneric), setStatus: tx.StmtContext(ctx, st.setStatus),
 		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs), event: tx.StmtContext(ctx, st.event),
+		option: tx.StmtContext(ctx, st.option), takeOption: tx.StmtContext(ctx, st.takeOption),
+		untake: tx.StmtContext(ctx, st.untake), setPlace: tx.StmtContext(ctx, st.setPlace),
 	}
 }
 
 func (st *stmts) close() {
-	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event} {
+	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event,
+		st.option, st.takeOption, st.untake, st.setPlace} {
 		if s != nil {
 			s.Close()
 		}
@@ -222,12 +231,12 @@ func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []
 			return s.settle(ctx, st, o, store.StatusDuplicate, true)
 		}
 	}
-	res, err := st.take.ExecContext(ctx, o.Form)
+	took, option, optionFull, err := takePlace(ctx, st, o.Form, o.ID)
 	if err != nil {
-		return o, fmt.Errorf("take a place: %w", err)
+		return o, err
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return o, nil
+	if took {
+		return o, markPlace(ctx, st, option, o.ID)
 	}
 	var whenFull string
 	switch err := st.whenFull.QueryRowContext(ctx, o.Form).Scan(&whenFull); {
@@ -236,8 +245,19 @@ func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []
 	case err != nil:
 		return o, fmt.Errorf("read when_full: %w", err)
 	case whenFull == "waitlist":
+		// It waits for its option's place as well as the form's.
+		if err := markPlace(ctx, st, option, o.ID); err != nil {
+			return o, err
+		}
 		return s.settle(ctx, st, o, store.StatusWaitlisted, false)
 	default:
+		if optionFull {
+			// The answer names the full option: the entry keeps it.
+			if err := markPlace(ctx, st, option, o.ID); err != nil {
+				return o, err
+			}
+			o.FullOption = option
+		}
 		return s.settle(ctx, st, o, store.StatusRejected, true)
 	}
 }
@@ -295,16 +315,18 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 		sameD         sql.NullString
 		sameAt        sql.NullInt64
 	)
-	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, o.id, o.key, o.decision, o.received_at
+	var full sql.NullString
+	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, o.id, o.key, o.decision, o.received_at,
+		CASE WHEN e.decision = 'rejected' THEN e.place END
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = ? AND e.key = ?`, form, key).
-		Scan(&o.ID, &o.Decision, &status, &us, &fp, &sameID, &sameK, &sameD, &sameAt)
+		Scan(&o.ID, &o.Decision, &status, &us, &fp, &sameID, &sameK, &sameD, &sameAt, &full)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}
 	if err != nil {
 		return o, false, err
 	}
-	o.Form, o.Key, o.Status = form, key, status
+	o.Form, o.Key, o.Status, o.FullOption = form, key, status, full.String
 	o.ReceivedAt = time.UnixMicro(us)
 	copy(o.Fingerprint[:], fp)
 	if sameID.Valid {
@@ -386,34 +408,4 @@ func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, er
 		return o, classify("not spam: commit", err)
 	}
 	return o, nil
-}
-
-// promote moves the oldest waitlisted entries into free places, one guarded
-// place at a time, in (seq, id) order (see store.Cursor).
-func promote(ctx context.Context, tx *sql.Tx, form string, now time.Time) ([]string, error) {
-	var promoted []string
-	for {
-		var id string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE form = ? AND status = 'waitlisted' ORDER BY seq, id LIMIT 1`, form).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return promoted, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken + 1 WHERE form = ? AND (capacity IS NULL OR taken < capacity)`, form)
-		if err != nil {
-			return nil, err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return promoted, nil
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE entries SET status = 'stored' WHERE id = ?`, id); err != nil {
-			return nil, err
-		}
-		if err := recordEvent(ctx, tx, id, store.EventPromoted, store.StatusStored, now); err != nil {
-			return nil, err
-		}
-		promoted = append(promoted, id)
-	}
 }

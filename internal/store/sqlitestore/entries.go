@@ -52,6 +52,9 @@ func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) (
 		if _, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken - 1 WHERE form = ? AND taken > 0`, form); err != nil {
 			return nil, classify(op+": free place", err)
 		}
+		if err := freeOptionPlace(ctx, tx, form, id); err != nil {
+			return nil, classify(op+": free the option's place", err)
+		}
 	}
 	promoted, err := promote(ctx, tx, form, now)
 	if err != nil {

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"Budgets", testBudgets},
 	}
 	tests = append(tests, outboxCases...)
+	tests = append(tests, placeCases...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
