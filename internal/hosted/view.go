@@ -103,7 +103,12 @@ func errorText(l lang, label string, e form.FieldError) string {
 	return label + " " + e.Message + "."
 }
 
-type option struct{ Value, Label string }
+// option is one choice of a select or multiselect. Disabled marks a full
+// option of a form that turns people away (its label says so).
+type option struct {
+	Value, Label string
+	Disabled     bool
+}
 
 func fieldViews(f *form.Form, l lang) []fieldView {
 	fields := f.Fields()

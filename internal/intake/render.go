@@ -2,6 +2,7 @@ package intake
 
 import (
 	"encoding/hex"
+	"fmt"
 	"github.com/formd/formd/internal/problem"
 	"net/url"
 	"strconv"
@@ -77,6 +78,10 @@ func firstAnswer(o store.Outcome) answer {
 		return answer{status: p.Status, body: p.Body(), problem: p}
 	case store.StatusRejected:
 		p := problem.New(problem.CodeCapacityReached, "every place on this form is taken")
+		if o.FullOption != "" {
+			p = problem.New(problem.CodeCapacityReached, fmt.Sprintf("every place of option %q is taken", o.FullOption))
+			p.Option = o.FullOption
+		}
 		p.Key = o.Key
 		return answer{status: p.Status, body: p.Body(), problem: p}
 	case store.StatusUploadUsed:

@@ -89,7 +89,7 @@ var Codes = map[string]Info{
 	CodeKeyMissing:           {Status: 400, Title: "Idempotency key missing", Explain: "This form requires every submission to carry an idempotency key: an Idempotency-Key header, or a _key field for plain HTML forms. Generate one random key per submission and reuse it for every retry of that submission."},
 	CodeFormNotFound:         {Status: 404, Title: "Form not found", Explain: "No form has this id on this server. Check the form id in the URL."},
 	CodeDuplicateEntry:       {Status: 409, Title: "Already registered", Explain: "This participant is already registered on this form (the form's unique fields, such as the phone number, match a live entry). Nothing new was stored. For privacy the answer does not say which entry matched."},
-	CodeCapacityReached:      {Status: 409, Title: "Form is full", Explain: "Every place on this form is taken and the form has no waitlist. Nothing was stored."},
+	CodeCapacityReached:      {Status: 409, Title: "Form is full", Explain: "Every place on this form is taken and the form has no waitlist; or, when the answer names an option, every place of that option (a session with places of its own) is taken. Nothing was stored: another option with places left may be chosen."},
 	CodeFormClosed:           {Status: 410, Title: "Form closed", Explain: "The form is not taking submissions: it has not opened yet or it has closed. Nothing was stored."},
 	CodePayloadTooLarge:      {Status: 413, Title: "Payload too large", Explain: "The body is larger than this server accepts. Nothing was stored."},
 	CodeUnsupportedMediaType: {Status: 415, Title: "Unsupported media type", Explain: "Send application/json, application/x-www-form-urlencoded or multipart/form-data (without files)."},
@@ -144,6 +144,10 @@ type Problem struct {
 	Code   string            `json:"code"`
 	Key    string            `json:"key,omitempty"`
 	Errors []form.FieldError `json:"errors,omitempty"`
+	// Option names the full option of a capacity-reached answer when the
+	// option's own places were taken (a session of a fair), not the
+	// form's.
+	Option string `json:"option,omitempty"`
 	// RetryAfter, in seconds, is sent as the Retry-After header.
 	RetryAfter int `json:"-"`
 }
