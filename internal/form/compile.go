@@ -20,6 +20,8 @@ type Form struct {
 	byName map[string]int
 	unique [][]int // field indexes of each unique set, names sorted
 	order  []int   // field indexes sorted by name, for the fingerprint
+	// conditional says some field has a show_if.
+	conditional bool
 }
 
 type compiledField struct {
@@ -61,6 +63,19 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	// Names are counted before each field is checked, so that a second
 	// field of a name is refused even when the first has problems.
 	named := map[string]bool{}
+	allNames := map[string]bool{}
+	for _, fd := range d.Fields {
+		allNames[fd.Name] = true
+	}
+	earlier := map[string]*Field{}
+	for i := range d.Fields {
+		if fd := &d.Fields[i]; fd.ShowIf != nil {
+			c.checkCondition(fd.Name, fd.ShowIf, earlier, allNames, "show_if")
+		}
+		if _, seen := earlier[d.Fields[i].Name]; !seen {
+			earlier[d.Fields[i].Name] = &d.Fields[i]
+		}
+	}
 	for _, fd := range d.Fields {
 		if fd.Name != "" && named[fd.Name] {
 			c.add(fd.Name, duplicateField)
@@ -73,6 +88,7 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 		}
 		f.byName[fd.Name] = len(f.fields)
 		f.fields = append(f.fields, cf)
+		f.conditional = f.conditional || fd.ShowIf != nil
 	}
 	for i, set := range d.Unique {
 		if len(set) == 0 {

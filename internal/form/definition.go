@@ -131,6 +131,10 @@ type Field struct {
 	MaxSize  *Size    `yaml:"max_size" json:"max_size,omitempty"`
 	MaxFiles *int     `yaml:"max_files" json:"max_files,omitempty"`
 	Accept   []string `yaml:"accept" json:"accept,omitempty"`
+	// ShowIf says when the field is shown, from earlier fields' answers
+	// (conditions.go); a field not shown is not required and a value
+	// sent for it is not stored.
+	ShowIf *Condition `yaml:"show_if" json:"show_if,omitempty"`
 }
 
 // Option is one choice of a select or multiselect field, written as a plain

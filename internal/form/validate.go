@@ -60,6 +60,9 @@ type Accepted struct {
 	// ids are also in Data under UploadsKey, for the decision that claims
 	// them.
 	Uploads []UploadRef
+	// Ignored names the fields a value was sent for that were not stored:
+	// fields not shown (show_if), in field order.
+	Ignored []string
 }
 
 // ExtraKey is the member of an entry's data that holds the submitted
@@ -85,8 +88,28 @@ func (f *Form) Validate(in map[string]any, h *Hasher) (*Accepted, error) {
 	vals := make([]value, len(f.fields))
 	var errs []FieldError
 	var uploads []UploadRef
+	var ignored []string
+	var shown []bool
+	if f.conditional {
+		shown = make([]bool, len(f.fields))
+	}
 	for i := range f.fields {
 		cf := &f.fields[i]
+		if shown != nil {
+			shown[i] = cf.ShowIf == nil || cf.ShowIf.Holds(func(name string) []string {
+				if j, ok := f.byName[name]; ok && j < i && shown[j] {
+					return vals[j].answer()
+				}
+				return nil
+			})
+			if !shown[i] {
+				// Not shown: not required, and what was sent is not kept.
+				if AnswerOf(in[cf.Name]) != nil {
+					ignored = append(ignored, cf.Name)
+				}
+				continue
+			}
+		}
 		if cf.Type == TypeFile {
 			v, ids, fe := cf.normalizeFile(in[cf.Name])
 			if fe != nil {
@@ -118,6 +141,7 @@ func (f *Form) Validate(in map[string]any, h *Hasher) (*Accepted, error) {
 		Fingerprint: f.fingerprint(h, vals, extra),
 		Claims:      f.claims(h, vals),
 		Uploads:     uploads,
+		Ignored:     ignored,
 	}, nil
 }
 
