@@ -76,6 +76,17 @@ func testOptionReject(t *testing.T, s store.Store) {
 	if o := mustOutcome(t, s, "f", "m2"); o.FullOption != "morning" {
 		t.Fatalf("read rejection %+v: want morning named", o)
 	}
+	if r, ok := s.(store.OutcomesReader); ok {
+		outs, err := r.Outcomes(ctxT(t), []store.Key{{Form: "f", Key: "m2"}, {Form: "f", Key: "m1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			if want := map[string]string{"m2": "morning"}[o.Key]; o.FullOption != want {
+				t.Fatalf("batch read of %s: %+v, want full option %q", o.Key, o, want)
+			}
+		}
+	}
 	// A rejected participant holds nothing: registering again for a
 	// session with places is not a duplicate.
 	again := sessionSub("f", "m2-again", 6, "afternoon")
