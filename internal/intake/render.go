@@ -43,6 +43,25 @@ func statusDoc(id, formID, key, status string, received time.Time, fingerprint [
 	return append(b, `"}`...)
 }
 
+// withIgnored adds to a status document the fields a value was sent for
+// that were not stored (a field not shown): "ignored":[names], so nothing
+// the person sent vanishes silently. The names come from the journaled
+// data, so every answer for the key lists the same ones.
+func withIgnored(doc []byte, ignored []string) []byte {
+	if len(ignored) == 0 || len(doc) == 0 || doc[len(doc)-1] != '}' {
+		return doc
+	}
+	b := append([]byte{}, doc[:len(doc)-1]...)
+	b = append(b, `,"ignored":[`...)
+	for i, n := range ignored {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, n)
+	}
+	return append(b, "]}"...)
+}
+
 // answer is a rendered outcome: what a POST answers for it.
 type answer struct {
 	status  int
