@@ -154,6 +154,10 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 		Fields:      fieldViews(f, l),
 		Msgs:        messages(l),
 		Challenge:   challengeFor(f, l),
+		Conditions:  conditionsOf(f),
+	}
+	if v.Conditions != "" {
+		v.ConditionsJS = "/sdk/conditions.js?v=" + h.sdkFiles["conditions.js"].version
 	}
 	for _, fd := range f.Fields() {
 		v.Multipart = v.Multipart || fd.Type == form.TypeFile

@@ -1,6 +1,7 @@
 package hosted
 
 import (
+	"encoding/json"
 	"html"
 	"html/template"
 	"strconv"
@@ -41,6 +42,35 @@ type pageView struct {
 	Summary string
 	// Challenge is set for a form with spam.challenge (altcha.go).
 	Challenge *challengeView
+	// Conditions are the fields' show_if as JSON, and ConditionsJS the
+	// script that applies them as the page is filled in, for a form with
+	// conditions; without JavaScript every field shows and the server
+	// ignores those not shown.
+	Conditions   string
+	ConditionsJS string
+}
+
+// conditionsOf is the JSON of f's fields with their show_if, for the
+// page's conditions.js; "" when no field has one.
+func conditionsOf(f *form.Form) string {
+	type field struct {
+		Name   string          `json:"name"`
+		ShowIf *form.Condition `json:"show_if,omitempty"`
+	}
+	var out []field
+	has := false
+	for _, fd := range f.Fields() {
+		out = append(out, field{fd.Name, fd.ShowIf})
+		has = has || fd.ShowIf != nil
+	}
+	if !has {
+		return ""
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // fieldView is one field as the template draws it, its HTML constraints
