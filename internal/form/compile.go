@@ -116,6 +116,7 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	case d.Capacity != nil && *d.Capacity < 0:
 		c.add("", fmt.Sprintf("capacity %d is negative; give the number of places, or leave it out for no limit", *d.Capacity))
 	}
+	c.checkPages(d)
 	placeFields := d.placeFields()
 	if len(placeFields) > 1 {
 		c.add("", fmt.Sprintf("options with a capacity are on %s; only one select field of a form may give its options places of their own", strings.Join(placeFields, " and ")))
@@ -249,22 +250,28 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 		}
 	}
 	notFor("options", len(fd.Options) > 0, TypeSelect, TypeMultiselect)
-	notFor("normalize", len(fd.Normalize) > 0, TypeText, TypeTextarea)
+	notFor("normalize", len(fd.Normalize) > 0, TypeText, TypeTextarea, TypeHidden)
 	if err := checkNormalize(fd.Normalize); err != nil {
 		c.add(name, err.Error())
 	}
 	notFor("region", fd.Region != "", TypePhone)
 	notFor("integer", fd.Integer, TypeNumber)
-	notFor("pattern", fd.Pattern != "", TypeText, TypeTextarea, TypeEmail)
-	notFor("max_length", fd.MaxLength != nil, TypeText, TypeTextarea, TypeEmail)
-	notFor("min", fd.Min != nil, TypeText, TypeTextarea, TypeNumber, TypeMultiselect, TypeDate)
-	notFor("max", fd.Max != nil, TypeText, TypeTextarea, TypeEmail, TypeNumber, TypeMultiselect, TypeDate)
+	notFor("pattern", fd.Pattern != "", TypeText, TypeTextarea, TypeEmail, TypeHidden)
+	notFor("max_length", fd.MaxLength != nil, TypeText, TypeTextarea, TypeEmail, TypeHidden)
+	notFor("min", fd.Min != nil, TypeText, TypeTextarea, TypeNumber, TypeMultiselect, TypeDate, TypeHidden)
+	notFor("max", fd.Max != nil, TypeText, TypeTextarea, TypeEmail, TypeNumber, TypeMultiselect, TypeDate, TypeHidden)
+	if fd.Type == TypeHidden && fd.Required {
+		c.add(name, "a hidden field cannot be required: the person never sees it, and a link without its value would make the form impossible to send")
+	}
+	if fd.Type == TypeHidden && fd.ShowIf != nil {
+		c.add(name, "a hidden field is never shown, so show_if does not apply")
+	}
 	notFor("max_size", fd.MaxSize != nil, TypeFile)
 	notFor("max_files", fd.MaxFiles != nil, TypeFile)
 	notFor("accept", len(fd.Accept) > 0, TypeFile)
 
 	switch fd.Type {
-	case TypeText, TypeTextarea, TypeEmail, TypeMultiselect:
+	case TypeText, TypeTextarea, TypeEmail, TypeMultiselect, TypeHidden:
 		cf.maxLen = DefaultTextMax
 		if fd.Type == TypeTextarea {
 			cf.maxLen = DefaultTextareaMax

@@ -297,7 +297,7 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 	if !utf8.ValidString(s) {
 		return value{}, fieldErr("invalid-value", "is not valid UTF-8 text")
 	}
-	text := cf.Type == TypeText || cf.Type == TypeTextarea
+	text := cf.Type == TypeText || cf.Type == TypeTextarea || cf.Type == TypeHidden
 	s = strings.TrimSpace(cleanInvisible(s, text))
 	if s == "" || (!isASCII(s) && fold(s) == "") {
 		// Only invisible characters and spaces: nothing was written.
@@ -307,7 +307,7 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 		return value{}, nil
 	}
 	switch cf.Type {
-	case TypeText, TypeTextarea:
+	case TypeText, TypeTextarea, TypeHidden:
 		t, fe := cleanText(s, cf.Type == TypeTextarea)
 		if fe != nil {
 			return value{}, fe
