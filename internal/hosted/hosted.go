@@ -159,6 +159,10 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 	if v.Conditions != "" {
 		v.ConditionsJS = "/sdk/conditions.js?v=" + h.sdkFiles["conditions.js"].version
 	}
+	v.layout(f, l, r.URL.Query())
+	if len(f.Def.Pages) > 1 {
+		v.StepsJS = "/sdk/steps.js?v=" + h.sdkFiles["steps.js"].version
+	}
 	for _, fd := range f.Fields() {
 		v.Multipart = v.Multipart || fd.Type == form.TypeFile
 	}
@@ -249,6 +253,11 @@ func (h *Handler) FormErrors(w http.ResponseWriter, r *http.Request, f *form.For
 		v.Key = key
 	}
 	v.Summary = l.T["invalid"]
+	for i := range v.Hidden {
+		if s, ok := values[v.Hidden[i].Name].(string); ok {
+			v.Hidden[i].Value = s
+		}
+	}
 	byField := map[string]form.FieldError{}
 	for _, e := range errs {
 		byField[e.Field] = e

@@ -75,8 +75,13 @@ var enStrings = map[string]string{
 	// A full option of a select whose options have places of their own.
 	"option-full-wait": "%s — full, waitlist",
 	"option-full":      "%s — full",
-	"not-found":        "There is no form at this address.",
-	"back":             "Back to the form",
+	// Pages: a step without a title, and the step script's texts.
+	"step":          "Step %d",
+	"step-progress": "Step %d of %d",
+	"step-next":     "Next",
+	"step-back":     "Back",
+	"not-found":     "There is no form at this address.",
+	"back":          "Back to the form",
 	// The SDK's states (data-msg-*).
 	"sending":    "Sending…",
 	"saved":      "Saved on this device. It will be sent when the connection is back: keep this page open, or come back to it later.",
@@ -109,6 +114,10 @@ var zhStrings = map[string]string{
 	"full":             "抱歉，名额已满。",
 	"option-full-wait": "%s（已满，可候补）",
 	"option-full":      "%s（已满）",
+	"step":             "第 %d 步",
+	"step-progress":    "第 %d 步，共 %d 步",
+	"step-next":        "下一步",
+	"step-back":        "上一步",
 	"not-found":        "此地址没有表单。",
 	"back":             "返回表单",
 	"sending":          "发送中…",

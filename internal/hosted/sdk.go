@@ -43,6 +43,8 @@ func sdkFiles() map[string]sdkFile {
 		"challenge.js": newSDKFile("challenge.js", sdkjs.Challenge()),
 		// Loaded by a hosted page whose fields have show_if.
 		"conditions.js": newSDKFile("conditions.js", sdkjs.Conditions()),
+		// Loaded by a hosted page with pages.
+		"steps.js": newSDKFile("steps.js", sdkjs.Steps()),
 	}
 }
 

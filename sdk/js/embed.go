@@ -20,6 +20,9 @@ var challengeJS string
 //go:embed conditions.js
 var conditionsJS string
 
+//go:embed steps.js
+var stepsJS string
+
 // Source is formd.js, the SDK as shipped.
 func Source() string { return source }
 
@@ -41,3 +44,7 @@ func Challenge() string { return challengeJS }
 // internal/form/conditions.go) and the hosted page's binding of it,
 // served beside formd.js.
 func Conditions() string { return conditionsJS }
+
+// Steps is steps.js, the hosted page's pages one step at a time, served
+// beside formd.js.
+func Steps() string { return stepsJS }
