@@ -106,6 +106,9 @@ type Definition struct {
 	// Pages groups the fields into steps with titles: the hosted page
 	// shows one at a time (one page with headings without JavaScript).
 	Pages []Page `yaml:"pages" json:"pages,omitempty"`
+	// Review decides new entries as pending (holding their place) until
+	// an editor approves or declines each.
+	Review bool `yaml:"review" json:"review,omitempty"`
 
 	// source is this form\'s definition as YAML, kept so the store can hold
 	// exactly what the owner wrote.

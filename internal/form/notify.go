@@ -44,7 +44,8 @@ type EmailSetup struct {
 }
 
 // Event types a webhook may ask for (package store names them too).
-var webhookEvents = []string{"submission.stored", "submission.waitlisted", "submission.promoted", "submission.cancelled", "submission.spam"}
+var webhookEvents = []string{"submission.stored", "submission.waitlisted", "submission.promoted", "submission.cancelled", "submission.spam",
+	"submission.pending", "submission.approved", "submission.declined"}
 
 // DefaultWebhookEvents are the events a webhook gets when it names none:
 // everything that happens to an entry, but spam.

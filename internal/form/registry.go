@@ -30,6 +30,8 @@ type Record struct {
 	// guarded count per option beside the form's.
 	PlaceField string
 	Places     []OptionPlaces
+	// Review says new entries are pending until approved or declined.
+	Review bool
 	// Version increases with every change to any form, so that servers can
 	// ask for what changed since the version they have.
 	Version   int64
@@ -161,6 +163,7 @@ func Records(forms []*Form) []Record {
 	for i, f := range forms {
 		out[i] = Record{ID: f.ID(), Site: f.Def.Site, Source: f.Source(), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull, UniqueAnswer: f.Def.UniqueAnswer}
 		out[i].PlaceField, out[i].Places = f.PlaceField()
+		out[i].Review = f.Def.Review
 	}
 	return out
 }

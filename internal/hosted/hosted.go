@@ -313,7 +313,7 @@ func (h *Handler) done(w http.ResponseWriter, r *http.Request) {
 // and the enhanced form style alike.
 func resultState(status string) string {
 	switch status {
-	case "stored", "cancelled":
+	case "stored", "cancelled", "pending":
 		return "received"
 	case "waitlisted", "duplicate":
 		return status

@@ -32,6 +32,9 @@ type PublicForm struct {
 	// Places is set when a select field's options have places of their
 	// own: which of them still have some.
 	Places *PublicPlaces `json:"places,omitempty"`
+	// Pages are the form's steps (titles and field names), for custom
+	// front-ends; each field's show_if and prefill are in Fields.
+	Pages []form.Page `json:"pages,omitempty"`
 }
 
 // PublicPlaces says, for the select field whose options have places of
@@ -116,6 +119,7 @@ func Public(f *form.Form, now time.Time, places store.Capacity, known bool) Publ
 		p.Capacity = c
 	}
 	p.Places = publicPlaces(f, places, known)
+	p.Pages = d.Pages
 	return p
 }
 

@@ -87,7 +87,7 @@ func firstAnswer(o store.Outcome) answer {
 		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, publicDecision(orig.Decision), o.ReceivedAt, o.Fingerprint), replay: true}
 	}
 	switch o.Decision {
-	case store.StatusStored, store.StatusWaitlisted:
+	case store.StatusStored, store.StatusWaitlisted, store.StatusPending:
 		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, o.Decision, o.ReceivedAt, o.Fingerprint)}
 	case store.StatusSpam:
 		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, statusReceived, o.ReceivedAt, o.Fingerprint)}

@@ -44,6 +44,7 @@ const (
 	CodeEntryNotLive         = "entry-not-live"
 	CodeEntryPending         = "entry-pending"
 	CodeEntryNotSpam         = "entry-not-spam"
+	CodeEntryNotPending      = "entry-not-pending"
 	CodeForbidden            = "forbidden"
 	CodeInvalidCredentials   = "invalid-credentials"
 	CodeLoginLocked          = "login-locked"
@@ -108,6 +109,7 @@ var Codes = map[string]Info{
 	CodeEntryNotFound:        {Status: 404, Title: "Entry not found", Explain: "No entry (or dead letter) with this id or key exists on this form."},
 	CodeEntryNotLive:         {Status: 409, Title: "Entry not live", Explain: "Only stored or waitlisted entries can be cancelled or marked as spam; this one is not."},
 	CodeEntryNotSpam:         {Status: 409, Title: "Entry not spam", Explain: "Only an entry classed as spam, with its data, can be decided again as a real submission."},
+	CodeEntryNotPending:      {Status: 409, Title: "Entry already reviewed", Explain: "Only an entry pending review can be approved or declined, once: this one was approved or declined already (perhaps by another editor a moment ago), or its form has no review. Nothing changed."},
 	CodeEntryPending:         {Status: 409, Title: "Entry still being processed", Explain: "The entry is journaled but not decided yet, so it cannot be changed now. Try again in a moment.", RetryAfter: 1},
 	CodeForbidden:            {Status: 403, Title: "Forbidden", Explain: "Your account may not do this: its role or its sites do not allow it."},
 	CodeInvalidCredentials:   {Status: 401, Title: "Sign-in failed", Explain: "The e-mail or the password is wrong. After a few failures in a row, sign-ins for the same account from the same address are slowed (each waits twice as long as the last); sign-ins from other addresses are not."},

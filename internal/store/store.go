@@ -23,6 +23,10 @@
 //     rejection for the option naming it (Outcome.FullOption). Promotion
 //     serves the waitlist in arrival order, skipping the entries whose
 //     option is still full; cancelling frees the option's place too;
+//   - review (form.Record.Review): an entry that takes its places is
+//     pending, not stored, and is live (claims, places) until approved
+//     or declined, each once (Reviewer); a promotion on such a form makes
+//     the entry pending too;
 //   - one transaction per decision: an entry, its claims and its capacity
 //     change commit together or not at all.
 //
@@ -53,6 +57,12 @@ const (
 	StatusSpam         = "spam"
 	StatusDeadLettered = "dead-lettered"
 	StatusCancelled    = "cancelled"
+	// StatusPending is an entry of a form with review: it holds its
+	// place (and its option's) and its participant until an editor
+	// approves it (stored) or declines it (StatusDeclined, which frees
+	// both and promotes the waitlist).
+	StatusPending  = "pending"
+	StatusDeclined = "declined"
 )
 
 // Event types: what happened to an entry, as its history shows it and as
@@ -64,6 +74,9 @@ const (
 	EventPromoted   = "submission.promoted"
 	EventCancelled  = "submission.cancelled"
 	EventSpam       = "submission.spam"
+	EventPending    = "submission.pending"
+	EventApproved   = "submission.approved"
+	EventDeclined   = "submission.declined"
 )
 
 // EventFor is the event a first decision writes, or "" for a decision
@@ -76,8 +89,19 @@ func EventFor(decision string) string {
 		return EventWaitlisted
 	case StatusSpam:
 		return EventSpam
+	case StatusPending:
+		return EventPending
 	}
 	return ""
+}
+
+// Reviewer decides the pending entries of a form with review, each
+// exactly once across instances: approve makes a pending entry stored;
+// decline makes it declined, frees its claims and places and promotes
+// the waitlist (the promoted ids are returned). An entry that is not
+// pending gets ErrNotPending and nothing changes.
+type Reviewer interface {
+	Review(ctx context.Context, form, id string, approve bool) (promoted []string, err error)
 }
 
 // Event is one event of an entry, from the outbox.
@@ -263,6 +287,7 @@ type DeadLetter struct {
 type Store interface {
 	Outbox
 	Budgets
+	Reviewer
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

@@ -115,7 +115,8 @@ $$;
 -- (every path in this order), and a form place taken for an option that
 -- is full is given back in the same transaction. The entry keeps its
 -- option (entries.place) when stored or waitlisted, and when rejected for
--- the option, so that the answer names it.
+-- the option, so that the answer names it. On a form with review (0075)
+-- an entry that takes its places is 'pending' instead of 'stored'.
 CREATE OR REPLACE FUNCTION formd_take_place(p_id text, p_form text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -143,7 +144,8 @@ BEGIN
 		END IF;
 	END IF;
 	IF v_n = 1 THEN
-		v_status := 'stored';
+		-- Review (0075): an entry holding its places waits for an editor.
+		v_status := CASE WHEN (SELECT review FROM capacity WHERE form = p_form) THEN 'pending' ELSE 'stored' END;
 	ELSE
 		SELECT when_full INTO v_when_full FROM capacity WHERE form = p_form;
 		IF NOT FOUND THEN
@@ -169,6 +171,34 @@ LANGUAGE sql AS $$
 	UPDATE capacity SET taken = taken - 1 WHERE form = p_form AND taken > 0;
 	UPDATE option_places SET taken = taken - 1
 		WHERE form = p_form AND value = (SELECT place FROM entries WHERE id = p_id) AND taken > 0;
+$$;
+
+-- formd_review (0075) approves (p_approve) or declines a pending entry,
+-- once: the guarded update from 'pending' locks the row, so of two
+-- instances at once one changes it and the other finds it no longer
+-- pending (READ COMMITTED re-checks the guard after the wait). It returns
+-- the entry's status before when nothing changed ('' for no such entry)
+-- and 'pending' when it decided; declining frees the entry's claims and
+-- places (formd_free_place) and the caller promotes the waitlist.
+CREATE OR REPLACE FUNCTION formd_review(p_form text, p_id text, p_approve boolean, p_at timestamptz) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_site text;
+	v_was text;
+	v_to text := CASE WHEN p_approve THEN 'stored' ELSE 'declined' END;
+BEGIN
+	UPDATE entries SET status = v_to WHERE form = p_form AND id = p_id AND status = 'pending' RETURNING site INTO v_site;
+	IF NOT FOUND THEN
+		SELECT status INTO v_was FROM entries WHERE form = p_form AND id = p_id;
+		RETURN coalesce(v_was, '');
+	END IF;
+	PERFORM formd_event(p_id, CASE WHEN p_approve THEN 'submission.approved' ELSE 'submission.declined' END, p_form, v_site, v_to, p_at);
+	IF NOT p_approve THEN
+		DELETE FROM claims WHERE entry_id = p_id;
+		PERFORM formd_free_place(p_id, p_form);
+	END IF;
+	RETURN 'pending';
+END;
 $$;
 
 -- formd_decide decides a journaled submission in one transaction. A key
@@ -237,6 +267,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	v_id text;
 	v_place text;
+	v_status text;
 	v_n integer;
 BEGIN
 	LOOP
@@ -263,8 +294,10 @@ BEGIN
 		IF v_place IS NOT NULL THEN
 			UPDATE option_places SET taken = taken + 1 WHERE form = p_form AND value = v_place;
 		END IF;
-		UPDATE entries SET status = 'stored' WHERE id = v_id;
-		PERFORM formd_event(v_id, 'submission.promoted', p_form, (SELECT site FROM entries WHERE id = v_id), 'stored', p_at);
+		-- On a form with review (0075) the entry now holding a place waits.
+		UPDATE entries SET status = CASE WHEN (SELECT review FROM capacity WHERE form = p_form) THEN 'pending' ELSE 'stored' END
+			WHERE id = v_id RETURNING status INTO v_status;
+		PERFORM formd_event(v_id, 'submission.promoted', p_form, (SELECT site FROM entries WHERE id = v_id), v_status, p_at);
 		RETURN NEXT v_id;
 		v_id := NULL;
 		v_place := NULL;

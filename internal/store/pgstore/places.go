@@ -23,7 +23,7 @@ func queuePlaces(b *pgx.Batch, f form.Record) {
 	if f.PlaceField != "" {
 		field = &f.PlaceField
 	}
-	b.Queue(`UPDATE capacity SET place_field = $2 WHERE form = $1`, f.ID, field)
+	b.Queue(`UPDATE capacity SET place_field = $2, review = $3 WHERE form = $1`, f.ID, field, f.Review)
 	b.Queue(`UPDATE option_places SET capacity = NULL WHERE form = $1`, f.ID)
 	for _, o := range f.Places {
 		b.Queue(`INSERT INTO option_places(form, value, capacity, taken) VALUES ($1, $2, $3, 0)

@@ -122,10 +122,14 @@ func promote(ctx context.Context, tx *sql.Tx, formID string, now time.Time) ([]s
 				return nil, err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE entries SET status = 'stored' WHERE id = ?`, id); err != nil {
+		// On a form with review the entry now holding a place waits for
+		// it (review.go).
+		var status string
+		if err := tx.QueryRowContext(ctx, `UPDATE entries SET status = (SELECT CASE WHEN review THEN 'pending' ELSE 'stored' END
+			FROM capacity WHERE form = ?1) WHERE id = ?2 RETURNING status`, formID, id).Scan(&status); err != nil {
 			return nil, err
 		}
-		if err := recordEvent(ctx, tx, id, store.EventPromoted, store.StatusStored, now); err != nil {
+		if err := recordEvent(ctx, tx, id, store.EventPromoted, status, now); err != nil {
 			return nil, err
 		}
 		promoted = append(promoted, id)
@@ -140,7 +144,7 @@ func putPlaces(ctx context.Context, tx *sql.Tx, f form.Record) error {
 	if f.PlaceField != "" {
 		field = f.PlaceField
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE capacity SET place_field = ? WHERE form = ?`, field, f.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE capacity SET place_field = ?, review = ? WHERE form = ?`, field, f.Review, f.ID); err != nil {
 		return fmt.Errorf("place field: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE option_places SET capacity = NULL WHERE form = ?`, f.ID); err != nil {
