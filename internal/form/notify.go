@@ -49,7 +49,8 @@ var webhookEvents = []string{"submission.stored", "submission.waitlisted", "subm
 
 // DefaultWebhookEvents are the events a webhook gets when it names none:
 // everything that happens to an entry, but spam.
-var DefaultWebhookEvents = webhookEvents[:4]
+var DefaultWebhookEvents = []string{"submission.stored", "submission.waitlisted", "submission.promoted", "submission.cancelled",
+	"submission.pending", "submission.approved", "submission.declined"}
 
 // DefaultDigestOver is how many new entries in a minute an owner gets one
 // mail each for; beyond, one digest a minute (a peak of 3,000 must not
