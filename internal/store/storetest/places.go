@@ -149,8 +149,8 @@ func testOptionWaitlists(t *testing.T, s store.Store) {
 		t.Fatalf("promoted entry's history %v", h)
 	}
 	// Marking a stored entry spam frees its option's place too.
-	if promoted, err = s.MarkSpam(ctxT(t), "f", m2.ID); err != nil {
-		t.Fatal(err)
+	if promoted, err = s.MarkSpam(ctxT(t), "f", m2.ID); err != nil || len(promoted) != 0 {
+		t.Fatalf("mark spam: %v %v, want nobody promoted (nobody waits for the morning)", promoted, err)
 	}
 	if c := optionCaps(t, s, "f")["morning"]; c.Taken != 0 {
 		t.Fatalf("morning after spam %+v: want its place free", c)
