@@ -29,8 +29,8 @@ func claimKey(token string) string {
 // stmts are the prepared statements of one decision transaction.
 type stmts struct {
 	insert, claim, release, take, whenFull, fullGeneric, setStatus, holder, sameAs, event *sql.Stmt
-	// Options with places (places.go), and review (review.go).
-	option, takeOption, untake, setPlace, review *sql.Stmt
+	// Options with places, and review (places.go, review.go).
+	option, takeOption, untake, setPlace *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -61,7 +61,6 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.takeOption, takeOptionPlace},
 		{&st.untake, `UPDATE capacity SET taken = taken - 1 WHERE form = ?`},
 		{&st.setPlace, `UPDATE entries SET place = ? WHERE id = ?`},
-		{&st.review, `SELECT review FROM capacity WHERE form = ?`},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -83,13 +82,12 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs), event: tx.StmtContext(ctx, st.event),
 		option: tx.StmtContext(ctx, st.option), takeOption: tx.StmtContext(ctx, st.takeOption),
 		untake: tx.StmtContext(ctx, st.untake), setPlace: tx.StmtContext(ctx, st.setPlace),
-		review: tx.StmtContext(ctx, st.review),
 	}
 }
 
 func (st *stmts) close() {
 	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event,
-		st.option, st.takeOption, st.untake, st.setPlace, st.review} {
+		st.option, st.takeOption, st.untake, st.setPlace} {
 		if s != nil {
 			s.Close()
 		}
@@ -233,7 +231,7 @@ func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []
 			return s.settle(ctx, st, o, store.StatusDuplicate, true)
 		}
 	}
-	took, option, optionFull, err := takePlace(ctx, st, o.Form, o.ID)
+	took, option, optionFull, review, err := takePlace(ctx, st, o.Form, o.ID)
 	if err != nil {
 		return o, err
 	}
@@ -241,7 +239,10 @@ func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []
 		if err := markPlace(ctx, st, option, o.ID); err != nil {
 			return o, err
 		}
-		return s.pendingIfReviewed(ctx, st, o)
+		if review {
+			return s.settle(ctx, st, o, store.StatusPending, false)
+		}
+		return o, nil
 	}
 	var whenFull string
 	switch err := st.whenFull.QueryRowContext(ctx, o.Form).Scan(&whenFull); {

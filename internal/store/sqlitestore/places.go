@@ -19,15 +19,15 @@ import (
 // between them; the order is the PostgreSQL store's all the same (the
 // form's row, then the option's).
 
-// optionOfEntry finds the option with places that an inserted entry (?1)
-// chose: none when its form has no place field or the entry left it
-// empty. The value is read from the entry's own data, so that a decision
-// needs nothing from intake beyond what it journaled.
-const optionOfEntry = `SELECT o.value FROM entries e
-	JOIN capacity c ON c.form = e.form AND c.place_field IS NOT NULL
-	JOIN option_places o ON o.form = e.form
+// optionOfEntry reads, in one query, whether the form (?1) has review and
+// the option with places that an inserted entry (?2) chose: NULL when
+// the form has no place field or the entry left it empty; no row for a
+// form without settings. The value is read from the entry's own data,
+// so that a decision needs nothing from intake beyond what it journaled.
+const optionOfEntry = `SELECT c.review, (SELECT o.value FROM entries e JOIN option_places o ON o.form = c.form
 		AND o.value = json_extract(CAST(e.data AS TEXT), '$."' || c.place_field || '"')
-	WHERE e.id = ?1`
+		WHERE e.id = ?2 AND c.place_field IS NOT NULL)
+	FROM capacity c WHERE c.form = ?1`
 
 // takeOptionPlace is the guarded update of one option's places.
 const takeOptionPlace = `UPDATE option_places SET taken = taken + 1
@@ -35,35 +35,38 @@ const takeOptionPlace = `UPDATE option_places SET taken = taken + 1
 
 // takePlace takes an entry's places: the form's, then its option's when
 // it chose one with places (option), both or neither. optionFull says
-// the option's places were the ones taken. The caller marks the entry
-// with its option (entries.place) as it settles it.
-func takePlace(ctx context.Context, st *stmts, formID, id string) (took bool, option string, optionFull bool, err error) {
-	switch err := st.option.QueryRowContext(ctx, id).Scan(&option); {
+// the option's places were the ones taken; review that the form has
+// review (review.go). The caller marks the entry with its option
+// (entries.place) as it settles it.
+func takePlace(ctx context.Context, st *stmts, formID, id string) (took bool, option string, optionFull, review bool, err error) {
+	var opt sql.NullString
+	switch err := st.option.QueryRowContext(ctx, formID, id).Scan(&review, &opt); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return false, "", false, fmt.Errorf("read the entry's option: %w", err)
+		return false, "", false, false, fmt.Errorf("read the entry's option: %w", err)
 	}
+	option = opt.String
 	res, err := st.take.ExecContext(ctx, formID)
 	if err != nil {
-		return false, "", false, fmt.Errorf("take a place: %w", err)
+		return false, "", false, false, fmt.Errorf("take a place: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return false, option, false, nil
+		return false, option, false, review, nil
 	}
 	if option == "" {
-		return true, "", false, nil
+		return true, "", false, review, nil
 	}
 	res, err = st.takeOption.ExecContext(ctx, formID, option)
 	if err != nil {
-		return false, "", false, fmt.Errorf("take the option's place: %w", err)
+		return false, "", false, false, fmt.Errorf("take the option's place: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
-		return true, option, false, nil
+		return true, option, false, review, nil
 	}
 	if _, err := st.untake.ExecContext(ctx, formID); err != nil {
-		return false, "", false, fmt.Errorf("give back the form's place: %w", err)
+		return false, "", false, false, fmt.Errorf("give back the form's place: %w", err)
 	}
-	return false, option, true, nil
+	return false, option, true, review, nil
 }
 
 // markPlace records the option an entry holds, waits for or was turned

@@ -10,22 +10,8 @@ import (
 )
 
 // Review before it counts (migration 0075): capacity.review marks a form
-// whose entries wait for an editor once they hold their places.
-
-// pendingIfReviewed settles an entry that took its places as pending when
-// its form has review.
-func (s *Store) pendingIfReviewed(ctx context.Context, st *stmts, o store.Outcome) (store.Outcome, error) {
-	var review bool
-	switch err := st.review.QueryRowContext(ctx, o.Form).Scan(&review); {
-	case errors.Is(err, sql.ErrNoRows):
-		return o, nil
-	case err != nil:
-		return o, fmt.Errorf("read review: %w", err)
-	case !review:
-		return o, nil
-	}
-	return s.settle(ctx, st, o, store.StatusPending, false)
-}
+// whose entries wait for an editor once they hold their places (the
+// decision reads it with the entry's option, places.go).
 
 var _ store.Reviewer = (*Store)(nil)
 
