@@ -1,6 +1,8 @@
 package form
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +46,24 @@ when_full: waitlist
 	limited := mustForm(t, "id: l\nfields: [{name: s, type: select, options: [{value: a, capacity: 1}]}]")
 	if limited.Def.WhenFull != WhenFullReject {
 		t.Fatalf("when_full %q, want reject by default for a form with option places", limited.Def.WhenFull)
+	}
+}
+
+// Changing an option's places is a change of capacity, confirmed as the
+// form's is (formd forms apply, the console's editor); so is review.
+func TestCompareOptionPlaces(t *testing.T) {
+	t.Parallel()
+	src := func(am int, review bool) *Form {
+		return mustForm(t, "id: f\nfields: [{name: s, type: select, options: [{value: am, capacity: "+strconv.Itoa(am)+"}, pm]}]\nwhen_full: waitlist\nreview: "+strconv.FormatBool(review))
+	}
+	c := Compare(src(40, false), src(30, true))
+	if !c.Changed("capacity") || !c.Changed("review") {
+		t.Fatalf("changes %+v: want capacity and review", c.Settings)
+	}
+	if got := strings.Join(c.Lines(), "\n"); !strings.Contains(got, "capacity: no limit; s: am 40, pm no limit → no limit; s: am 30, pm no limit") {
+		t.Fatalf("lines:\n%s", got)
+	}
+	if c := Compare(src(40, false), src(40, false)); !c.Empty() {
+		t.Fatalf("no change: %+v", c)
 	}
 }
