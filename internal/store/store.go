@@ -10,7 +10,8 @@
 //     (a token an entry lists twice is claimed once), except that on a
 //     full form that rejects (taken >= capacity, when_full reject) whose
 //     unique_answer is generic it is rejected, as a new participant would
-//     be, so that the answer does not tell who is registered; a resend
+//     be, so that the answer does not tell who is registered (the same
+//     for a full option the entry chose, FullOption naming it); a resend
 //     (SameAs) is a duplicate either way;
 //   - no oversell: stored entries never exceed the form's capacity; when it
 //     is taken the entry is waitlisted or rejected as the form says, and the

@@ -90,6 +90,9 @@ BEGIN
 			IF o_same_id IS NULL AND EXISTS (SELECT 1 FROM capacity WHERE form = p_form AND capacity IS NOT NULL
 					AND taken >= capacity AND when_full <> 'waitlist' AND unique_answer = 'generic') THEN
 				o_status := 'rejected';
+			ELSIF o_same_id IS NULL AND formd_full_option_generic(p_id, p_form) THEN
+				-- The same for the full option it chose (0074).
+				o_status := 'rejected';
 			END IF;
 			UPDATE entries SET status = o_status, decision = o_status, same_as = o_same_id WHERE id = p_id;
 			RETURN;
@@ -161,6 +164,28 @@ BEGIN
 		UPDATE entries SET place = v_option WHERE id = p_id;
 	END IF;
 	RETURN v_status;
+END;
+$$;
+
+-- formd_full_option_generic (0074) says the option an entry chose has all
+-- its places taken on a form that turns people away with unique_answer
+-- generic, and marks the entry with it: a registered participant's new
+-- key for it is answered as anyone new (capacity-reached naming the
+-- option), so that a full session cannot be asked who is registered.
+CREATE OR REPLACE FUNCTION formd_full_option_generic(p_id text, p_form text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_option text;
+BEGIN
+	SELECT o.value INTO v_option FROM capacity c JOIN entries e ON e.id = p_id
+		JOIN option_places o ON o.form = c.form AND o.value = convert_from(e.data, 'UTF8')::jsonb ->> c.place_field
+		WHERE c.form = p_form AND c.place_field IS NOT NULL AND c.when_full <> 'waitlist' AND c.unique_answer = 'generic'
+			AND o.capacity IS NOT NULL AND o.taken >= o.capacity;
+	IF v_option IS NULL THEN
+		RETURN false;
+	END IF;
+	UPDATE entries SET place = v_option WHERE id = p_id;
+	RETURN true;
 END;
 $$;
 

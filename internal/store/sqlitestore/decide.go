@@ -30,7 +30,7 @@ func claimKey(token string) string {
 type stmts struct {
 	insert, claim, release, take, whenFull, fullGeneric, setStatus, holder, sameAs, event *sql.Stmt
 	// Options with places, and review (places.go, review.go).
-	option, takeOption, untake, setPlace *sql.Stmt
+	option, takeOption, untake, setPlace, optionFull *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -61,6 +61,7 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.takeOption, takeOptionPlace},
 		{&st.untake, `UPDATE capacity SET taken = taken - 1 WHERE form = ?`},
 		{&st.setPlace, `UPDATE entries SET place = ? WHERE id = ?`},
+		{&st.optionFull, optionFullGeneric},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -82,12 +83,13 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs), event: tx.StmtContext(ctx, st.event),
 		option: tx.StmtContext(ctx, st.option), takeOption: tx.StmtContext(ctx, st.takeOption),
 		untake: tx.StmtContext(ctx, st.untake), setPlace: tx.StmtContext(ctx, st.setPlace),
+		optionFull: tx.StmtContext(ctx, st.optionFull),
 	}
 }
 
 func (st *stmts) close() {
 	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event,
-		st.option, st.takeOption, st.untake, st.setPlace} {
+		st.option, st.takeOption, st.untake, st.setPlace, st.optionFull} {
 		if s != nil {
 			s.Close()
 		}
@@ -225,6 +227,14 @@ func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []
 					return o, fmt.Errorf("read whether the form is full: %w", err)
 				}
 				if full > 0 {
+					return s.settle(ctx, st, o, store.StatusRejected, true)
+				}
+				// The same for the full option it chose (places.go).
+				if option, err := fullOptionGeneric(ctx, st, o.Form, o.ID); err != nil || option != "" {
+					if err != nil {
+						return o, err
+					}
+					o.FullOption = option
 					return s.settle(ctx, st, o, store.StatusRejected, true)
 				}
 			}

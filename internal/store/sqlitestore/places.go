@@ -29,6 +29,29 @@ const optionOfEntry = `SELECT c.review, (SELECT o.value FROM entries e JOIN opti
 		WHERE e.id = ?2 AND c.place_field IS NOT NULL)
 	FROM capacity c WHERE c.form = ?1`
 
+// optionFullGeneric finds the option an entry (?2) chose when its places
+// are all taken on a form (?1) that turns people away with unique_answer
+// generic: a registered participant's new key for it is answered as
+// anyone new would be (capacity-reached naming the option), so that a
+// full session cannot be asked who is registered.
+const optionFullGeneric = `SELECT o.value FROM capacity c JOIN entries e ON e.id = ?2
+	JOIN option_places o ON o.form = c.form AND o.value = json_extract(CAST(e.data AS TEXT), '$."' || c.place_field || '"')
+	WHERE c.form = ?1 AND c.place_field IS NOT NULL AND c.when_full != 'waitlist' AND c.unique_answer = 'generic'
+		AND o.capacity IS NOT NULL AND o.taken >= o.capacity`
+
+// fullOptionGeneric is optionFullGeneric's option, "" for none; the entry
+// is marked with it, for the answer.
+func fullOptionGeneric(ctx context.Context, st *stmts, formID, id string) (string, error) {
+	var option string
+	switch err := st.optionFull.QueryRowContext(ctx, formID, id).Scan(&option); {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read whether the option is full: %w", err)
+	}
+	return option, markPlace(ctx, st, option, id)
+}
+
 // takeOptionPlace is the guarded update of one option's places.
 const takeOptionPlace = `UPDATE option_places SET taken = taken + 1
 	WHERE form = ?1 AND value = ?2 AND (capacity IS NULL OR taken < capacity)`

@@ -26,6 +26,7 @@ var placeCases = []struct {
 	{"OptionPlacesBesideTheFormsCapacity", testOptionBesideForm},
 	{"OptionCapacityGrowthPromotes", testOptionGrowth},
 	{"ConcurrentOptionsNoOversellPromotedOnce", testOptionConcurrent},
+	{"UniqueAnswerOnAFullOption", testOptionUniqueAnswer},
 }
 
 // putSessions declares form id with a select field "session" whose
@@ -348,6 +349,40 @@ func testOptionConcurrent(t *testing.T, s store.Store) {
 	for _, v := range sessions {
 		if live[v] != places {
 			t.Errorf("%s: %d stored entries exported, want %d", v, live[v], places)
+		}
+	}
+}
+
+// testOptionUniqueAnswer: on a form that turns people away with
+// unique_answer generic, a registered participant's new key for a full
+// session is answered as anyone new (rejected, naming it); for a session
+// with places, and under duplicate, it is a duplicate.
+func testOptionUniqueAnswer(t *testing.T, s store.Store) {
+	for _, tc := range []struct {
+		answer, full string
+	}{{form.UniqueAnswerGeneric, store.StatusRejected}, {form.UniqueAnswerDuplicate, store.StatusDuplicate}} {
+		id := "f-" + tc.answer
+		if err := s.PutForms(ctxT(t), []form.Record{{ID: id, Site: "site", Source: []byte("id: " + id), WhenFull: form.WhenFullReject,
+			UniqueAnswer: tc.answer, PlaceField: "session",
+			Places: []form.OptionPlaces{{Value: "morning", Capacity: intp(1)}, {Value: "afternoon", Capacity: intp(1)}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if o := mustApply(t, s, sessionSub(id, "ann", 1, "morning"))[0]; o.Status != store.StatusStored {
+			t.Fatalf("%s: first %+v", tc.answer, o)
+		}
+		again := sessionSub(id, "ann-again", 2, "morning")
+		again.Claims = []string{"p-ann"}
+		o := mustApply(t, s, again)[0]
+		if o.Status != tc.full || (tc.full == store.StatusRejected) != (o.FullOption == "morning") {
+			t.Fatalf("%s: the registered participant's new key for the full morning: %+v, want %s", tc.answer, o, tc.full)
+		}
+		if r := mustOutcome(t, s, id, "ann-again"); r.FullOption != o.FullOption {
+			t.Fatalf("%s: read back %+v, want the answer's option %q", tc.answer, r, o.FullOption)
+		}
+		other := sessionSub(id, "ann-pm", 3, "afternoon")
+		other.Claims = []string{"p-ann"}
+		if o := mustApply(t, s, other)[0]; o.Status != store.StatusDuplicate {
+			t.Fatalf("%s: the registered participant for a session with places: %+v, want duplicate", tc.answer, o)
 		}
 	}
 }
