@@ -111,6 +111,7 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Var(shareFlag{&cfg.Shares.Invalid}, "invalid", "share of people who send invalid input (must be refused with 422)")
 	fs.IntVar(&cfg.Capacity, "capacity", 1000, "capacity of the run's form")
 	fs.StringVar(&cfg.WhenFull, "when-full", "waitlist", "waitlist or reject, when the form is full")
+	fs.IntVar(&cfg.Sessions, "sessions", 0, "give the form this many sessions (a select whose options share --capacity as places of their own), each person choosing one in turn")
 	fs.StringVar(&cfg.Form, "form", "", "form id (default: a new loadtest-<time>-<random> for each run)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "picks who double-clicks, re-registers or sends invalid input")
 

@@ -38,6 +38,7 @@ type Store interface {
 	Cancel(ctx context.Context, form, id string) ([]string, error)
 	MarkSpam(ctx context.Context, form, id string) ([]string, error)
 	NotSpam(ctx context.Context, form, id string) (store.Outcome, error)
+	store.Reviewer
 	Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error)
 	DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error)
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
@@ -158,6 +159,9 @@ func (h *Handler) Register(mux Mux) {
 	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/cancel", h.route(accounts.Act, true, h.cancel))
 	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/spam", h.route(accounts.Act, true, h.markSpam))
 	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/not-spam", h.route(accounts.Act, true, h.notSpam))
+	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/approve", h.route(accounts.Act, true, h.reviewOne(true)))
+	mux.Handle("POST /v1/admin/forms/{form}/entries/{id}/decline", h.route(accounts.Act, true, h.reviewOne(false)))
+	mux.Handle("POST /v1/admin/forms/{form}/review", h.route(accounts.Act, true, h.reviewMany))
 	mux.Handle("GET /v1/admin/dead-letters", h.route(accounts.Read, false, h.deadLetters))
 	mux.Handle("POST /v1/admin/dead-letters/{form}/{key}/retry", h.route(accounts.Act, true, h.retry))
 	mux.Handle("POST /v1/admin/forget", h.route(accounts.Forget, false, h.forgetPerson))

@@ -32,6 +32,48 @@ type FormStats struct {
 	// away before keeping anything (form-closed, validation-failed): not
 	// entries, so not in Received.
 	Refused map[string]int64
+	// Options are the places of the options of the form's place field
+	// (sessions with places of their own), in the definition's order;
+	// nil for a form without them.
+	Options []OptionStats
+}
+
+// OptionStats is one option's places: how many entries hold one
+// (stored), how many wait for one, and its limit (nil: none of its own).
+type OptionStats struct {
+	Value      string
+	Label      form.Text
+	Limit      *int
+	Stored     int
+	Waitlisted int
+}
+
+// Left is the option's places left, -1 for no limit of its own.
+func (o OptionStats) Left() int {
+	return store.Capacity{Limit: o.Limit, Taken: o.Stored}.Left()
+}
+
+// optionStats are f's option places from the store's counts; the limits
+// are the definition's (the store's follow it).
+func optionStats(f *form.Form, c store.Capacity) []OptionStats {
+	field, places := f.PlaceField()
+	if field == "" {
+		return nil
+	}
+	labels := map[string]form.Text{}
+	for _, fd := range f.Fields() {
+		if fd.Name == field {
+			for _, o := range fd.Options {
+				labels[o.Value] = o.Label
+			}
+		}
+	}
+	out := make([]OptionStats, len(places))
+	for i, o := range places {
+		oc := c.Options[o.Value]
+		out[i] = OptionStats{Value: o.Value, Label: labels[o.Value], Limit: o.Capacity, Stored: oc.Taken, Waitlisted: oc.Waitlisted}
+	}
+	return out
 }
 
 // RefusedFor is how many submissions intake refused for a reason.
@@ -67,6 +109,7 @@ func (h *Handler) Stats(ctx context.Context, f *form.Form) (FormStats, error) {
 	}
 	st.Capacity = caps[f.ID()]
 	st.Capacity.Limit = f.Def.Capacity
+	st.Options = optionStats(f, st.Capacity)
 	if h.Refusals != nil {
 		if st.Refused, err = h.Refusals.RefusalsOf(ctx, f.ID()); err != nil {
 			return st, err
@@ -139,6 +182,17 @@ type statsJSON struct {
 	Taken      int              `json:"taken"`
 	Left       *int             `json:"left"`
 	Waitlisted int              `json:"waitlisted"`
+	// Options are the places of the options with places of their own.
+	Options []optionJSON `json:"options,omitempty"`
+}
+
+// optionJSON is one option's places in the admin API.
+type optionJSON struct {
+	Value      string `json:"value"`
+	Capacity   *int   `json:"capacity"`
+	Stored     int    `json:"stored"`
+	Waitlisted int    `json:"waitlisted"`
+	Left       *int   `json:"left"`
 }
 
 func statsOut(s FormStats) statsJSON {
@@ -154,6 +208,14 @@ func statsOut(s FormStats) statsJSON {
 	if s.Capacity.Limit != nil {
 		left := s.Left()
 		out.Left = &left
+	}
+	for _, o := range s.Options {
+		oj := optionJSON{Value: o.Value, Capacity: o.Limit, Stored: o.Stored, Waitlisted: o.Waitlisted}
+		if o.Limit != nil {
+			left := o.Left()
+			oj.Left = &left
+		}
+		out.Options = append(out.Options, oj)
 	}
 	return out
 }

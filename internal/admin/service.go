@@ -207,6 +207,20 @@ func (h *Handler) Cancel(ctx context.Context, p accounts.Principal, f *form.Form
 	return promoted, h.audit(ctx, call{p: p, form: f}, "entry.cancel", id, promotedDetail(promoted))
 }
 
+// Review approves or declines a pending entry, once; a decline frees its
+// place and promotes the waitlist (the promoted entries are returned).
+func (h *Handler) Review(ctx context.Context, p accounts.Principal, f *form.Form, id string, approve bool) ([]string, error) {
+	promoted, err := h.Store.Review(ctx, f.ID(), id, approve)
+	if err != nil {
+		return nil, err
+	}
+	action := "entry.decline"
+	if approve {
+		action = "entry.approve"
+	}
+	return promoted, h.audit(ctx, call{p: p, form: f}, action, id, promotedDetail(promoted))
+}
+
 // MarkSpam takes a live entry out as spam; the waitlist is promoted.
 func (h *Handler) MarkSpam(ctx context.Context, p accounts.Principal, f *form.Form, id string) ([]string, error) {
 	promoted, err := h.Store.MarkSpam(ctx, f.ID(), id)

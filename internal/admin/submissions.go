@@ -27,7 +27,7 @@ type ConsoleReads interface {
 
 // Statuses are the statuses an entry may have, in the order pages list
 // them.
-var Statuses = []string{store.StatusStored, store.StatusWaitlisted, store.StatusCancelled, store.StatusSpam,
+var Statuses = []string{store.StatusStored, store.StatusPending, store.StatusWaitlisted, store.StatusDeclined, store.StatusCancelled, store.StatusSpam,
 	store.StatusDuplicate, store.StatusRejected, store.StatusDeadLettered, store.StatusUploadUsed, store.StatusUploadMissing, store.StatusChallengeInvalid}
 
 // Selection is a view of a form's submissions: a search, filters and a

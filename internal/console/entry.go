@@ -68,8 +68,8 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, p page) error {
 	return nil
 }
 
-// entryAction is the entry page's buttons: cancel, spam, not-spam,
-// redeliver.
+// entryAction is the entry page's buttons: cancel, approve, decline,
+// spam, not-spam, redeliver.
 func (h *Handler) entryAction(w http.ResponseWriter, r *http.Request, p page) error {
 	f, err := h.formOf(r, p, accounts.Act)
 	if err != nil {
@@ -83,6 +83,9 @@ func (h *Handler) entryAction(w http.ResponseWriter, r *http.Request, p page) er
 	case "cancel":
 		promoted, err = h.adm.Cancel(r.Context(), p.P, f, id)
 		done = "cancelled"
+	case "approve", "decline":
+		promoted, err = h.adm.Review(r.Context(), p.P, f, id, done == "approve")
+		done += "d"
 	case "spam":
 		promoted, err = h.adm.MarkSpam(r.Context(), p.P, f, id)
 		done = "marked-spam"

@@ -43,7 +43,8 @@ func RemovedHeading(name, lang string) string {
 // AddRemoved appends to names, in order of first appearance, the keys of
 // an entry's data that name no field of f (a field the form had when the
 // entry was stored): not the extra fields (form.ExtraKey, exported under
-// extra) nor formd's own list of uploads.
+// extra) nor formd's own lists of uploads and of ignored fields (which
+// the export keeps under extra).
 func AddRemoved(f *form.Form, data json.RawMessage, names []string) []string {
 	if len(data) == 0 || data[0] != '{' {
 		return names
@@ -62,7 +63,7 @@ func AddRemoved(f *form.Form, data json.RawMessage, names []string) []string {
 			return names
 		}
 		k, _ := t.(string)
-		if k == form.ExtraKey || k == form.UploadsKey {
+		if k == form.ExtraKey || k == form.UploadsKey || k == form.IgnoredKey {
 			continue
 		}
 		if _, ok := f.Field(k); !ok && !slices.Contains(names, k) {

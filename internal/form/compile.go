@@ -20,6 +20,8 @@ type Form struct {
 	byName map[string]int
 	unique [][]int // field indexes of each unique set, names sorted
 	order  []int   // field indexes sorted by name, for the fingerprint
+	// conditional says some field has a show_if.
+	conditional bool
 }
 
 type compiledField struct {
@@ -61,6 +63,19 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	// Names are counted before each field is checked, so that a second
 	// field of a name is refused even when the first has problems.
 	named := map[string]bool{}
+	allNames := map[string]bool{}
+	for _, fd := range d.Fields {
+		allNames[fd.Name] = true
+	}
+	earlier := map[string]*Field{}
+	for i := range d.Fields {
+		if fd := &d.Fields[i]; fd.ShowIf != nil {
+			c.checkCondition(fd.Name, fd.ShowIf, earlier, allNames, "show_if")
+		}
+		if _, seen := earlier[d.Fields[i].Name]; !seen {
+			earlier[d.Fields[i].Name] = &d.Fields[i]
+		}
+	}
 	for _, fd := range d.Fields {
 		if fd.Name != "" && named[fd.Name] {
 			c.add(fd.Name, duplicateField)
@@ -73,6 +88,7 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 		}
 		f.byName[fd.Name] = len(f.fields)
 		f.fields = append(f.fields, cf)
+		f.conditional = f.conditional || fd.ShowIf != nil
 	}
 	for i, set := range d.Unique {
 		if len(set) == 0 {
@@ -100,10 +116,15 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	case d.Capacity != nil && *d.Capacity < 0:
 		c.add("", fmt.Sprintf("capacity %d is negative; give the number of places, or leave it out for no limit", *d.Capacity))
 	}
+	c.checkPages(d)
+	placeFields := d.placeFields()
+	if len(placeFields) > 1 {
+		c.add("", fmt.Sprintf("options with a capacity are on %s; only one select field of a form may give its options places of their own", strings.Join(placeFields, " and ")))
+	}
 	switch d.WhenFull {
 	case "", WhenFullReject, WhenFullWaitlist:
-		if d.WhenFull != "" && d.Capacity == nil {
-			c.add("", "when_full is set but capacity is not; give capacity: N or remove when_full")
+		if d.WhenFull != "" && d.Capacity == nil && len(placeFields) == 0 {
+			c.add("", "when_full is set but neither the form nor an option has a capacity; give capacity: N (or an option's capacity) or remove when_full")
 		}
 	default:
 		c.add("", fmt.Sprintf("when_full %q is not valid: use waitlist or reject", d.WhenFull))
@@ -183,7 +204,7 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 	if f.Def.Durability == "" {
 		f.Def.Durability = DurabilitySync
 	}
-	if f.Def.Capacity != nil && f.Def.WhenFull == "" {
+	if (f.Def.Capacity != nil || len(placeFields) > 0) && f.Def.WhenFull == "" {
 		f.Def.WhenFull = WhenFullReject
 	}
 	if f.Def.UniqueAnswer == "" {
@@ -229,23 +250,29 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 		}
 	}
 	notFor("options", len(fd.Options) > 0, TypeSelect, TypeMultiselect)
-	notFor("normalize", len(fd.Normalize) > 0, TypeText, TypeTextarea)
+	notFor("normalize", len(fd.Normalize) > 0, TypeText, TypeTextarea, TypeHidden)
 	if err := checkNormalize(fd.Normalize); err != nil {
 		c.add(name, err.Error())
 	}
 	notFor("region", fd.Region != "", TypePhone)
 	notFor("integer", fd.Integer, TypeNumber)
-	notFor("pattern", fd.Pattern != "", TypeText, TypeTextarea, TypeEmail)
-	notFor("max_length", fd.MaxLength != nil, TypeText, TypeTextarea, TypeEmail)
-	notFor("min", fd.Min != nil, TypeText, TypeTextarea, TypeNumber, TypeMultiselect, TypeDate)
-	notFor("max", fd.Max != nil, TypeText, TypeTextarea, TypeEmail, TypeNumber, TypeMultiselect, TypeDate)
+	notFor("pattern", fd.Pattern != "", TypeText, TypeTextarea, TypeEmail, TypeHidden)
+	notFor("max_length", fd.MaxLength != nil, TypeText, TypeTextarea, TypeEmail, TypeHidden)
+	notFor("min", fd.Min != nil, TypeText, TypeTextarea, TypeNumber, TypeMultiselect, TypeDate, TypeHidden)
+	notFor("max", fd.Max != nil, TypeText, TypeTextarea, TypeEmail, TypeNumber, TypeMultiselect, TypeDate, TypeHidden)
+	if fd.Type == TypeHidden && fd.Required {
+		c.add(name, "a hidden field cannot be required: the person never sees it, and a link without its value would make the form impossible to send")
+	}
+	if fd.Type == TypeHidden && fd.ShowIf != nil {
+		c.add(name, "a hidden field is never shown, so show_if does not apply")
+	}
 	notFor("max_size", fd.MaxSize != nil, TypeFile)
 	notFor("max_files", fd.MaxFiles != nil, TypeFile)
 	notFor("accept", len(fd.Accept) > 0, TypeFile)
 	notFor("max_pixels", fd.MaxPixels != nil, TypeFile)
 
 	switch fd.Type {
-	case TypeText, TypeTextarea, TypeEmail, TypeMultiselect:
+	case TypeText, TypeTextarea, TypeEmail, TypeMultiselect, TypeHidden:
 		cf.maxLen = DefaultTextMax
 		if fd.Type == TypeTextarea {
 			cf.maxLen = DefaultTextareaMax
@@ -326,6 +353,13 @@ func (c *compiler) field(fd Field, honeypot string) (compiledField, bool) {
 				c.add(name, fmt.Sprintf("option %q is listed twice (options are compared as people see them, ignoring width and invisible characters)", o.Value))
 			}
 			cf.options[k] = i
+			if o.Capacity != nil {
+				if fd.Type != TypeSelect {
+					c.add(name, fmt.Sprintf("option %q has a capacity, but only the options of a select field may have places of their own (this field is a %s)", o.Value, fd.Type))
+				} else if *o.Capacity < 0 {
+					c.add(name, fmt.Sprintf("option %q has capacity %d; use a number of places, 0 or more", o.Value, *o.Capacity))
+				}
+			}
 		}
 	}
 	return cf, len(c.probs) == n

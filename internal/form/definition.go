@@ -29,9 +29,13 @@ const (
 	// TypeFile is a field whose value names uploads made beforehand
 	// ("upload:<id>"), see file.go.
 	TypeFile = "file"
+	// TypeHidden is a text value the person never sees: where a
+	// submission came from (utm_source, ref), taken by the hosted page
+	// from its query string or set by the SDK, and validated as text.
+	TypeHidden = "hidden"
 )
 
-var fieldTypes = []string{TypeText, TypeTextarea, TypeEmail, TypePhone, TypeNumber, TypeSelect, TypeMultiselect, TypeCheckbox, TypeDate, TypeFile}
+var fieldTypes = []string{TypeText, TypeTextarea, TypeEmail, TypePhone, TypeNumber, TypeSelect, TypeMultiselect, TypeCheckbox, TypeDate, TypeFile, TypeHidden}
 
 // What a form does when its capacity is taken.
 const (
@@ -99,6 +103,12 @@ type Definition struct {
 	// UnknownFields says what happens to submitted fields the form does
 	// not define: kept under extra (the default) or refused.
 	UnknownFields string `yaml:"unknown_fields" json:"unknown_fields,omitempty"`
+	// Pages groups the fields into steps with titles: the hosted page
+	// shows one at a time (one page with headings without JavaScript).
+	Pages []Page `yaml:"pages" json:"pages,omitempty"`
+	// Review decides new entries as pending (holding their place) until
+	// an editor approves or declines each.
+	Review bool `yaml:"review" json:"review,omitempty"`
 
 	// source is this form\'s definition as YAML, kept so the store can hold
 	// exactly what the owner wrote.
@@ -134,13 +144,32 @@ type Field struct {
 	// MaxPixels bounds an image's width × height, read from its header
 	// (default DefaultMaxPixels): a decompression bomb is refused.
 	MaxPixels *int64 `yaml:"max_pixels" json:"max_pixels,omitempty"`
+	// ShowIf says when the field is shown, from earlier fields' answers
+	// (conditions.go); a field not shown is not required and a value
+	// sent for it is not stored.
+	ShowIf *Condition `yaml:"show_if" json:"show_if,omitempty"`
+	// Prefill lets the hosted page's query string (/f/exam?class=3B) or
+	// the SDK give the field its first value; the person may change it,
+	// and it is validated like any other.
+	Prefill bool `yaml:"prefill" json:"prefill,omitempty"`
+}
+
+// Page is one step of a form: a title and the fields it shows, by name.
+type Page struct {
+	Title  Text     `yaml:"title" json:"title,omitempty"`
+	Fields []string `yaml:"fields" json:"fields"`
 }
 
 // Option is one choice of a select or multiselect field, written as a plain
-// value or as {value, label}.
+// value or as {value, label, capacity}.
 type Option struct {
 	Value string `yaml:"value" json:"value"`
 	Label Text   `yaml:"label" json:"label,omitempty"`
+	// Capacity gives the option places of its own (a session of 40): the
+	// store decides them as it decides the form's, in the entry's
+	// transaction, and the form's when_full applies to each option. Only
+	// options of a select field may have one.
+	Capacity *int `yaml:"capacity" json:"capacity,omitempty"`
 }
 
 // UnmarshalYAML accepts a scalar (the value, which is also the label) or a

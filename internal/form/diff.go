@@ -56,7 +56,7 @@ func (c Change) Lines() []string {
 		out = append(out, fmt.Sprintf("%s: %s → %s", s.Setting, s.Old, s.New))
 	}
 	if len(out) == 0 {
-		out = append(out, "no change to fields, capacity, unique, notify, site, waitlist or spam")
+		out = append(out, "no change to fields, capacity, unique, notify, site, waitlist, review or spam")
 	}
 	return out
 }
@@ -85,8 +85,10 @@ func Compare(old, next *Form) Change {
 	o, n := old.Def, next.Def
 	for _, s := range []SettingChange{
 		{"site", orNone(o.Site), orNone(n.Site)},
-		{"capacity", capacityText(o.Capacity), capacityText(n.Capacity)},
+		// An option's places count as the form's: the same confirmation.
+		{"capacity", capacityText(o.Capacity) + placesText(old), capacityText(n.Capacity) + placesText(next)},
 		{"when_full", whenFullText(o), whenFullText(n)},
+		{"review", strconv.FormatBool(o.Review), strconv.FormatBool(n.Review)},
 		{"unique", uniqueText(o.Unique), uniqueText(n.Unique)},
 		{"notify", jsonText(o.Notify), jsonText(n.Notify)},
 		{"spam", jsonText(o.Spam), jsonText(n.Spam)},
@@ -112,8 +114,22 @@ func capacityText(c *int) string {
 	return strconv.Itoa(*c)
 }
 
+// placesText is a form's option places, as "; session: morning 40,
+// afternoon 40" ("" without).
+func placesText(f *Form) string {
+	field, places := f.PlaceField()
+	if field == "" {
+		return ""
+	}
+	parts := make([]string, len(places))
+	for i, p := range places {
+		parts[i] = p.Value + " " + capacityText(p.Capacity)
+	}
+	return "; " + field + ": " + strings.Join(parts, ", ")
+}
+
 func whenFullText(d Definition) string {
-	if d.Capacity == nil {
+	if d.Capacity == nil && len(d.placeFields()) == 0 {
 		return "none (no limit)"
 	}
 	if d.WhenFull == "waitlist" {

@@ -25,6 +25,13 @@ type Record struct {
 	// the store decides a registered participant's new key on a full form
 	// by it.
 	UniqueAnswer string
+	// PlaceField is the select field whose options have places of their
+	// own ("" for none), and Places those options: the store keeps a
+	// guarded count per option beside the form's.
+	PlaceField string
+	Places     []OptionPlaces
+	// Review says new entries are pending until approved or declined.
+	Review bool
 	// Version increases with every change to any form, so that servers can
 	// ask for what changed since the version they have.
 	Version   int64
@@ -155,6 +162,8 @@ func Records(forms []*Form) []Record {
 	out := make([]Record, len(forms))
 	for i, f := range forms {
 		out[i] = Record{ID: f.ID(), Site: f.Def.Site, Source: f.Source(), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull, UniqueAnswer: f.Def.UniqueAnswer}
+		out[i].PlaceField, out[i].Places = f.PlaceField()
+		out[i].Review = f.Def.Review
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package form
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -47,7 +48,8 @@ func (e *ValidationError) Error() string {
 type Accepted struct {
 	// Data is a JSON object of the normalized values, in the form's field
 	// order; fields left empty are absent. Fields the form does not define
-	// are kept under ExtraKey.
+	// are kept under ExtraKey; the names of fields not shown that a value
+	// was sent for, under IgnoredKey.
 	Data json.RawMessage
 	// Fingerprint is the keyed hash (see Hasher) of the form id and the
 	// values in their comparison form: two submissions a person cannot
@@ -60,6 +62,9 @@ type Accepted struct {
 	// ids are also in Data under UploadsKey, for the decision that claims
 	// them.
 	Uploads []UploadRef
+	// Ignored names the fields a value was sent for that were not stored:
+	// fields not shown (show_if), in field order.
+	Ignored []string
 }
 
 // ExtraKey is the member of an entry's data that holds the submitted
@@ -85,8 +90,28 @@ func (f *Form) Validate(in map[string]any, h *Hasher) (*Accepted, error) {
 	vals := make([]value, len(f.fields))
 	var errs []FieldError
 	var uploads []UploadRef
+	var ignored []string
+	var shown []bool
+	if f.conditional {
+		shown = make([]bool, len(f.fields))
+	}
 	for i := range f.fields {
 		cf := &f.fields[i]
+		if shown != nil {
+			shown[i] = cf.ShowIf == nil || cf.ShowIf.Holds(func(name string) []string {
+				if j, ok := f.byName[name]; ok && j < i && shown[j] {
+					return vals[j].answer()
+				}
+				return nil
+			})
+			if !shown[i] {
+				// Not shown: not required, and what was sent is not kept.
+				if AnswerOf(in[cf.Name]) != nil {
+					ignored = append(ignored, cf.Name)
+				}
+				continue
+			}
+		}
 		if cf.Type == TypeFile {
 			v, ids, fe := cf.normalizeFile(in[cf.Name])
 			if fe != nil {
@@ -114,10 +139,11 @@ func (f *Form) Validate(in map[string]any, h *Hasher) (*Accepted, error) {
 		return nil, &ValidationError{Errors: errs}
 	}
 	return &Accepted{
-		Data:        f.encode(vals, extra, uploads),
+		Data:        f.encode(vals, extra, uploads, ignored),
 		Fingerprint: f.fingerprint(h, vals, extra),
 		Claims:      f.claims(h, vals),
 		Uploads:     uploads,
+		Ignored:     ignored,
 	}, nil
 }
 
@@ -294,7 +320,7 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 	if !utf8.ValidString(s) {
 		return value{}, fieldErr("invalid-value", "is not valid UTF-8 text")
 	}
-	text := cf.Type == TypeText || cf.Type == TypeTextarea
+	text := cf.Type == TypeText || cf.Type == TypeTextarea || cf.Type == TypeHidden
 	s = strings.TrimSpace(cleanInvisible(s, text))
 	if s == "" || (!isASCII(s) && fold(s) == "") {
 		// Only invisible characters and spaces: nothing was written.
@@ -304,7 +330,7 @@ func (cf *compiledField) normalize(raw any) (value, *FieldError) {
 		return value{}, nil
 	}
 	switch cf.Type {
-	case TypeText, TypeTextarea:
+	case TypeText, TypeTextarea, TypeHidden:
 		t, fe := cleanText(s, cf.Type == TypeTextarea)
 		if fe != nil {
 			return value{}, fe
@@ -582,7 +608,7 @@ func toBool(raw any) (bool, bool) {
 // encode writes the values as a JSON object in field order, then the
 // fields the form does not define under ExtraKey, then the ids of the
 // uploads named under UploadsKey.
-func (f *Form) encode(vals []value, extra []extraField, uploads []UploadRef) json.RawMessage {
+func (f *Form) encode(vals []value, extra []extraField, uploads []UploadRef, ignored []string) json.RawMessage {
 	b := make([]byte, 0, 64*len(vals))
 	b = append(b, '{')
 	first := true
@@ -642,8 +668,45 @@ func (f *Form) encode(vals []value, extra []extraField, uploads []UploadRef) jso
 			b = appendJSONString(b, u.ID)
 		}
 		b = append(b, ']')
+		first = false
+	}
+	if len(ignored) > 0 {
+		if !first {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, IgnoredKey)
+		b = append(b, ":["...)
+		for i, n := range ignored {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, n)
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}')
+}
+
+// IgnoredKey is the member of an entry's data that names the fields a
+// value was sent for and not stored (a field not shown, by its show_if),
+// so that nothing the person sent vanishes without a trace: the answer
+// lists them under ignored, and the organizer sees the names (never the
+// values) with the entry. Field names cannot start with '_'.
+const IgnoredKey = "_ignored"
+
+// IgnoredOf reads the names under IgnoredKey in an entry's data; nil when
+// there are none.
+func IgnoredOf(data json.RawMessage) []string {
+	if !bytes.Contains(data, []byte(`"`+IgnoredKey+`":`)) {
+		return nil
+	}
+	var d struct {
+		Ignored []string `json:"_ignored"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil
+	}
+	return d.Ignored
 }
 
 // fingerprint hashes the form id and the present values' comparison forms

@@ -154,6 +154,14 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 		Fields:      fieldViews(f, l),
 		Msgs:        messages(l),
 		Challenge:   challengeFor(f, l),
+		Conditions:  conditionsOf(f),
+	}
+	if v.Conditions != "" {
+		v.ConditionsJS = "/sdk/conditions.js?v=" + h.sdkFiles["conditions.js"].version
+	}
+	v.layout(f, l, r.URL.Query())
+	if len(f.Def.Pages) > 1 {
+		v.StepsJS = "/sdk/steps.js?v=" + h.sdkFiles["steps.js"].version
 	}
 	for _, fd := range f.Fields() {
 		v.Multipart = v.Multipart || fd.Type == form.TypeFile
@@ -188,7 +196,49 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 			v.Places = fmt.Sprintf(l.T["left"], left)
 		}
 	}
+	if v.ShowForm && h.places != nil {
+		h.optionPlaces(r, f, l, &v)
+	}
 	return v
+}
+
+// optionPlaces marks the full options of the select field whose options
+// have places of their own: "full — waitlist" beside a full session of a
+// form that waitlists; "full", and not to be chosen, on one that turns
+// people away. Only a display (the store's count, a moment old): the
+// store decides.
+func (h *Handler) optionPlaces(r *http.Request, f *form.Form, l lang, v *pageView) {
+	field, opts := f.PlaceField()
+	if field == "" {
+		return
+	}
+	c, known := h.places.Places(r.Context(), f.ID())
+	if !known {
+		return
+	}
+	full := map[string]bool{}
+	for _, o := range opts {
+		if o.Capacity != nil && c.Options[o.Value].Taken >= *o.Capacity {
+			full[o.Value] = true
+		}
+	}
+	waitlist := f.Def.WhenFull == form.WhenFullWaitlist
+	for i := range v.Fields {
+		if v.Fields[i].Name != field {
+			continue
+		}
+		for j := range v.Fields[i].Options {
+			o := &v.Fields[i].Options[j]
+			switch {
+			case !full[o.Value]:
+			case waitlist:
+				o.Label = fmt.Sprintf(l.T["option-full-wait"], o.Label)
+			default:
+				o.Label = fmt.Sprintf(l.T["option-full"], o.Label)
+				o.Disabled = true
+			}
+		}
+	}
 }
 
 // FormErrors answers a plain HTML post that failed validation: the form
@@ -203,6 +253,11 @@ func (h *Handler) FormErrors(w http.ResponseWriter, r *http.Request, f *form.For
 		v.Key = key
 	}
 	v.Summary = l.T["invalid"]
+	for i := range v.Hidden {
+		if s, ok := values[v.Hidden[i].Name].(string); ok {
+			v.Hidden[i].Value = s
+		}
+	}
 	byField := map[string]form.FieldError{}
 	for _, e := range errs {
 		byField[e.Field] = e
@@ -258,7 +313,7 @@ func (h *Handler) done(w http.ResponseWriter, r *http.Request) {
 // and the enhanced form style alike.
 func resultState(status string) string {
 	switch status {
-	case "stored", "cancelled":
+	case "stored", "cancelled", "pending":
 		return "received"
 	case "waitlisted", "duplicate":
 		return status

@@ -41,6 +41,10 @@ func sdkFiles() map[string]sdkFile {
 		// Imported by formd.js when a submission has files.
 		"uploads.js":   newSDKFile("uploads.js", sdkjs.Uploads()),
 		"challenge.js": newSDKFile("challenge.js", sdkjs.Challenge()),
+		// Loaded by a hosted page whose fields have show_if.
+		"conditions.js": newSDKFile("conditions.js", sdkjs.Conditions()),
+		// Loaded by a hosted page with pages.
+		"steps.js": newSDKFile("steps.js", sdkjs.Steps()),
 	}
 }
 

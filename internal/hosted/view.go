@@ -1,8 +1,11 @@
 package hosted
 
 import (
+	"encoding/json"
+	"fmt"
 	"html"
 	"html/template"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -41,6 +44,96 @@ type pageView struct {
 	Summary string
 	// Challenge is set for a form with spam.challenge (altcha.go).
 	Challenge *challengeView
+	// Conditions are the fields' show_if as JSON, and ConditionsJS the
+	// script that applies them as the page is filled in, for a form with
+	// conditions; without JavaScript every field shows and the server
+	// ignores those not shown.
+	Conditions   string
+	ConditionsJS string
+	// Steps are the form's pages, each a title and indexes into Fields
+	// (one untitled step for a form without pages); Hidden the hidden
+	// fields, outside every step. StepsJS is the script that shows one
+	// step at a time, for a form with pages.
+	Steps   []stepView
+	Hidden  []hiddenView
+	StepsJS string
+}
+
+// stepView is one page of the form.
+type stepView struct {
+	Title  string
+	Fields []int
+}
+
+// hiddenView is a hidden field and its value from the query string.
+type hiddenView struct{ Name, Value string }
+
+// layout fills the page's steps and hidden fields, and the values the
+// query string gives: a prefill: true field takes its first value from
+// it (/f/exam?class=3B), a hidden field its value; a value for any other
+// field is not taken. Both are validated by the server like any other.
+func (v *pageView) layout(f *form.Form, l lang, query url.Values) {
+	fields := f.Fields()
+	onStep := map[int]bool{}
+	for i, step := range f.Steps() {
+		title := f.Def.Pages[i].Title.For(l.Tag)
+		if title == "" {
+			title = fmt.Sprintf(l.T["step"], i+1)
+		}
+		v.Steps = append(v.Steps, stepView{Title: title, Fields: step})
+		for _, j := range step {
+			onStep[j] = true
+		}
+	}
+	var rest []int
+	for i, fd := range fields {
+		switch {
+		case fd.Type == form.TypeHidden:
+			v.Hidden = append(v.Hidden, hiddenView{Name: fd.Name, Value: query.Get(fd.Name)})
+		case fd.Prefill && query.Has(fd.Name):
+			v.Fields[i].fill(any(query.Get(fd.Name)))
+			if fd.Type == form.TypeMultiselect {
+				v.Fields[i].fill(anyList(query[fd.Name]))
+			}
+		}
+		if fd.Type != form.TypeHidden && !onStep[i] {
+			rest = append(rest, i)
+		}
+	}
+	if len(v.Steps) == 0 {
+		v.Steps = []stepView{{Fields: rest}}
+	}
+}
+
+func anyList(ss []string) any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// conditionsOf is the JSON of f's fields with their show_if, for the
+// page's conditions.js; "" when no field has one.
+func conditionsOf(f *form.Form) string {
+	type field struct {
+		Name   string          `json:"name"`
+		ShowIf *form.Condition `json:"show_if,omitempty"`
+	}
+	var out []field
+	has := false
+	for _, fd := range f.Fields() {
+		out = append(out, field{fd.Name, fd.ShowIf})
+		has = has || fd.ShowIf != nil
+	}
+	if !has {
+		return ""
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // fieldView is one field as the template draws it, its HTML constraints
@@ -103,7 +196,12 @@ func errorText(l lang, label string, e form.FieldError) string {
 	return label + " " + e.Message + "."
 }
 
-type option struct{ Value, Label string }
+// option is one choice of a select or multiselect. Disabled marks a full
+// option of a form that turns people away (its label says so).
+type option struct {
+	Value, Label string
+	Disabled     bool
+}
 
 func fieldViews(f *form.Form, l lang) []fieldView {
 	fields := f.Fields()

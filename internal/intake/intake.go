@@ -367,7 +367,7 @@ func (h *Handler) retry(w http.ResponseWriter, r *http.Request, f *form.Form, e 
 	outcome, stop := h.waiter.Wait(e.Form, e.Key)
 	defer stop()
 	if o, ok, err := h.outcomes.Outcome(r.Context(), e.Form, e.Key); err == nil && ok {
-		return h.respond(w, r, f, o, true)
+		return h.respond(w, r, f, o, true, form.IgnoredOf(e.Data))
 	}
 	if f.Def.Durability == form.DurabilityAsync && !pref.hasWait {
 		return h.accepted(w, r, f, e, "respond-async")
@@ -393,7 +393,7 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, f *form.Form, e
 	if !ok {
 		return h.accepted(w, r, f, e, "")
 	}
-	return h.respond(w, r, f, o, replayed || o.Replayed)
+	return h.respond(w, r, f, o, replayed || o.Replayed, form.IgnoredOf(e.Data))
 }
 
 // await waits for the outcome until the wait ends or the client
@@ -417,9 +417,14 @@ func (h *Handler) await(ctx context.Context, outcome <-chan store.Outcome, wait 
 }
 
 // respond answers with a decided outcome; replayed answers carry the first
-// body byte-for-byte, with 200 instead of 201.
-func (h *Handler) respond(w http.ResponseWriter, r *http.Request, f *form.Form, o store.Outcome, replayed bool) error {
+// body byte-for-byte, with 200 instead of 201. ignored are the fields the
+// journaled submission sent a value for and did not keep (form.IgnoredOf
+// its data, which never changes), listed in a status document.
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request, f *form.Form, o store.Outcome, replayed bool, ignored []string) error {
 	a := firstAnswer(o)
+	if a.problem == nil {
+		a.body = withIgnored(a.body, ignored)
+	}
 	replayed = replayed || a.replay
 	if isHTMLPost(r) {
 		redirectHTML(w, r, f, o.Key, a.problem == nil && a.status == http.StatusCreated)
@@ -456,7 +461,7 @@ func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, f *form.Form,
 	}
 	w.Header().Set("Location", statusURL(e.Form, e.Key))
 	w.Header().Set("Retry-After", "1")
-	writeJSON(w, http.StatusAccepted, statusDoc(e.ID, e.Form, e.Key, statusProcessing, e.ReceivedAt, e.Fingerprint))
+	writeJSON(w, http.StatusAccepted, withIgnored(statusDoc(e.ID, e.Form, e.Key, statusProcessing, e.ReceivedAt, e.Fingerprint), form.IgnoredOf(e.Data)))
 	return nil
 }
 

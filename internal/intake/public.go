@@ -29,6 +29,56 @@ type PublicForm struct {
 	Durability string          `json:"durability"`
 	// Challenge is set when the form asks for a proof-of-work solution.
 	Challenge *PublicChallenge `json:"challenge,omitempty"`
+	// Places is set when a select field's options have places of their
+	// own: which of them still have some.
+	Places *PublicPlaces `json:"places,omitempty"`
+	// Pages are the form's steps (titles and field names), for custom
+	// front-ends; each field's show_if and prefill are in Fields.
+	Pages []form.Page `json:"pages,omitempty"`
+}
+
+// PublicPlaces says, for the select field whose options have places of
+// their own, how many each option has left, so that a client can show
+// "full — waitlist" beside a full session. It is a display: the store's
+// decision is what counts.
+type PublicPlaces struct {
+	Field string `json:"field"`
+	// Waitlist says a full option takes its own waitlist (when_full:
+	// waitlist); otherwise a full option is refused with 409
+	// capacity-reached naming it.
+	Waitlist bool           `json:"waitlist"`
+	Options  []PublicOption `json:"options"`
+}
+
+// PublicOption is one option's places: Limit and Left are absent for an
+// option without a limit of its own.
+type PublicOption struct {
+	Value string `json:"value"`
+	Limit *int   `json:"limit,omitempty"`
+	Left  *int   `json:"left,omitempty"`
+	Full  bool   `json:"full"`
+}
+
+// publicPlaces is the places of f's options, places being the store's
+// count when known (otherwise every option shows its whole limit).
+func publicPlaces(f *form.Form, places store.Capacity, known bool) *PublicPlaces {
+	field, opts := f.PlaceField()
+	if field == "" {
+		return nil
+	}
+	p := &PublicPlaces{Field: field, Waitlist: f.Def.WhenFull == form.WhenFullWaitlist, Options: make([]PublicOption, len(opts))}
+	for i, o := range opts {
+		po := PublicOption{Value: o.Value}
+		if o.Capacity != nil {
+			limit, left := *o.Capacity, *o.Capacity
+			if known {
+				left = max(limit-places.Options[o.Value].Taken, 0)
+			}
+			po.Limit, po.Left, po.Full = &limit, &left, left == 0
+		}
+		p.Options[i] = po
+	}
+	return p
 }
 
 // PublicChallenge tells a client where to get a form's proof-of-work
@@ -68,6 +118,8 @@ func Public(f *form.Form, now time.Time, places store.Capacity, known bool) Publ
 		c.Full = c.Left == 0
 		p.Capacity = c
 	}
+	p.Places = publicPlaces(f, places, known)
+	p.Pages = d.Pages
 	return p
 }
 

@@ -44,6 +44,25 @@ func statusDoc(id, formID, key, status string, received time.Time, fingerprint [
 	return append(b, `"}`...)
 }
 
+// withIgnored adds to a status document the fields a value was sent for
+// that were not stored (a field not shown): "ignored":[names], so nothing
+// the person sent vanishes silently. The names come from the journaled
+// data, so every answer for the key lists the same ones.
+func withIgnored(doc []byte, ignored []string) []byte {
+	if len(ignored) == 0 || len(doc) == 0 || doc[len(doc)-1] != '}' {
+		return doc
+	}
+	b := append([]byte{}, doc[:len(doc)-1]...)
+	b = append(b, `,"ignored":[`...)
+	for i, n := range ignored {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, n)
+	}
+	return append(b, "]}"...)
+}
+
 // answer is a rendered outcome: what a POST answers for it.
 type answer struct {
 	status  int
@@ -69,7 +88,7 @@ func firstAnswer(o store.Outcome) answer {
 		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, publicDecision(orig.Decision), o.ReceivedAt, o.Fingerprint), replay: true}
 	}
 	switch o.Decision {
-	case store.StatusStored, store.StatusWaitlisted:
+	case store.StatusStored, store.StatusWaitlisted, store.StatusPending:
 		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, o.Decision, o.ReceivedAt, o.Fingerprint)}
 	case store.StatusSpam:
 		return answer{status: 201, body: statusDoc(o.ID, o.Form, o.Key, statusReceived, o.ReceivedAt, o.Fingerprint)}
@@ -79,6 +98,10 @@ func firstAnswer(o store.Outcome) answer {
 		return answer{status: p.Status, body: p.Body(), problem: p}
 	case store.StatusRejected:
 		p := problem.New(problem.CodeCapacityReached, "every place on this form is taken")
+		if o.FullOption != "" {
+			p = problem.New(problem.CodeCapacityReached, fmt.Sprintf("every place of option %q is taken", o.FullOption))
+			p.Option = o.FullOption
+		}
 		p.Key = o.Key
 		return answer{status: p.Status, body: p.Body(), problem: p}
 	case store.StatusUploadUsed, store.StatusUploadMissing:

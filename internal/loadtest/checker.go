@@ -21,7 +21,7 @@ const (
 	DefStored       = "live entries in the export: stored + waitlisted (a waitlisted person is registered, not lost)"
 	DefLost         = "keys the server acknowledged, or answered stored/waitlisted/already-registered, that have no live entry at the end: answered stored or waitlisted but not live in the store; answered already-registered while the person has no live entry under any key (a 409 because the person's own other key won is not lost); acknowledged, then unknown (404) to a status query or absent from both the store and the journal"
 	DefDuplicated   = "extra entries: every entry beyond the first for one key, plus every live entry beyond the first for one person (their phone, however written)"
-	DefOversold     = "entries with status stored beyond the form's capacity"
+	DefOversold     = "entries with status stored beyond the form's capacity (with --sessions, beyond a session's places)"
 	DefUnresolved   = "keys with no definitive answer by the end of the grace period that the store has not decided either: still processing, dead-lettered, or never acknowledged and absent"
 	DefViolations   = "anything else that breaks the contract: invalid input stored or accepted, two sends of one key answered differently, an answer the store contradicts, an entry no client sent, a valid registration refused, capacity-reached while places were free"
 )
@@ -30,6 +30,17 @@ const (
 type exportRow struct {
 	Key    string `json:"key"`
 	Status string `json:"status"`
+	// Data holds the session a --sessions run's entry chose.
+	Data struct {
+		Session string `json:"session"`
+	} `json:"data"`
+}
+
+// sessionPlaces is one option of a --sessions run's form: its value and
+// its places. Person i chooses session i mod the number of sessions.
+type sessionPlaces struct {
+	Value    string
+	Capacity int
 }
 
 // fetchExport reads every entry of the form through the admin API.
@@ -114,7 +125,10 @@ func liveStatus(s string) bool { return s == "stored" || s == "waitlisted" }
 // verdict compares what the clients were told with what the store holds.
 // It is a pure function of its inputs so that tests can hand it any
 // story.
-func verdict(records []*record, rows []exportRow, capacity int, whenFull string, final statusOf) Verdict {
+// With sessions (a --sessions run), no session may hold more stored
+// entries than its places, and a full answer while the person's session
+// had places is a violation.
+func verdict(records []*record, rows []exportRow, capacity int, whenFull string, final statusOf, sessions ...sessionPlaces) Verdict {
 	v := Verdict{ByStatus: map[string]int{}, Why: map[string]int{}, Examples: map[string][]string{}}
 	note := func(counter *int, why, key string) {
 		*counter++
@@ -169,10 +183,24 @@ func verdict(records []*record, rows []exportRow, capacity int, whenFull string,
 			note(&v.Duplicated, "more than one live entry for a person", fmt.Sprintf("p%d", p))
 		}
 	}
-	if n := v.ByStatus["stored"]; n > capacity {
+	storedIn := map[string]int{}
+	for _, r := range rows {
+		if r.Status == "stored" {
+			storedIn[r.Data.Session]++
+		}
+	}
+	if len(sessions) > 0 {
+		for _, s := range sessions {
+			if n := storedIn[s.Value]; n > s.Capacity {
+				v.Oversold += n - s.Capacity
+				v.Why["stored beyond a session's places"] += n - s.Capacity
+			}
+		}
+	} else if n := v.ByStatus["stored"]; n > capacity {
 		v.Oversold = n - capacity
 		v.Why["stored beyond capacity"] = v.Oversold
 	}
+	fullIn := map[string]int{}
 
 	keys := make([]string, 0, len(records))
 	for _, r := range records {
@@ -258,6 +286,9 @@ func verdict(records []*record, rows []exportRow, capacity int, whenFull string,
 			} else {
 				v.Refused.Full++
 				fullAnswers++
+				if len(sessions) > 0 {
+					fullIn[sessions[r.person%len(sessions)].Value]++
+				}
 			}
 		case first == "":
 			// The client gave up waiting; the store may still have
@@ -283,7 +314,13 @@ func verdict(records []*record, rows []exportRow, capacity int, whenFull string,
 			note(&v.Violations, "valid registration refused: "+string(first), key)
 		}
 	}
-	if whenFull == "reject" && fullAnswers > 0 && v.ByStatus["stored"] < capacity {
+	for _, s := range sessions {
+		if whenFull == "reject" && fullIn[s.Value] > 0 && storedIn[s.Value] < s.Capacity {
+			v.Violations += fullIn[s.Value]
+			v.Why["capacity-reached while the session had places"] += fullIn[s.Value]
+		}
+	}
+	if len(sessions) == 0 && whenFull == "reject" && fullAnswers > 0 && v.ByStatus["stored"] < capacity {
 		v.Violations += fullAnswers
 		v.Why["capacity-reached while places were free"] = fullAnswers
 	}

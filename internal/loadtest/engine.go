@@ -87,6 +87,10 @@ type Config struct {
 	// waitlist.
 	Capacity int
 	WhenFull string
+	// Sessions, when 2 or more, gives the run's form a select field
+	// "session" of that many options sharing Capacity as places of their
+	// own (and no form capacity): the per-option decision under load.
+	Sessions int
 	// Form is the form id. Default: loadtest-<time>-<random>, new for
 	// each run so that runs never mix.
 	Form string
@@ -167,6 +171,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("--grace %s: want 0 to %s", c.Grace, MaxGrace)
 	case c.Capacity < 1:
 		return fmt.Errorf("--capacity %d: want at least 1", c.Capacity)
+	case c.Sessions < 0 || c.Sessions == 1 || c.Sessions > 50 || c.Sessions > c.Capacity:
+		return fmt.Errorf("--sessions %d: want 0 (none), or 2 to 50 and at most --capacity", c.Sessions)
 	case c.WhenFull != "waitlist" && c.WhenFull != "reject":
 		return fmt.Errorf("--when-full %q: want waitlist or reject", c.WhenFull)
 	case c.KillEvery < 0 || c.KillEvery > 0 && len(c.Spawn) == 0:

@@ -149,7 +149,7 @@ func (p *formdProtocol) spawn(ctx context.Context) (err error) {
 
 // applyForm stores the run's form through the admin API.
 func (p *formdProtocol) applyForm(ctx context.Context) error {
-	body := loadtestForm(p.form, p.e.cfg.Capacity, p.e.cfg.WhenFull)
+	body := loadtestForm(p.form, p.e.cfg.Capacity, p.e.cfg.WhenFull, p.sessions()...)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, p.serverBase+"/v1/admin/forms", strings.NewReader(body))
 	if err != nil {
 		return err
@@ -200,6 +200,9 @@ func (p *formdProtocol) waitForm(ctx context.Context) error {
 func (p *formdProtocol) person(ctx context.Context, i int) {
 	e := p.e
 	pl := makePlan(e.cfg.Seed, i, e.cfg.Shares)
+	if ss := p.sessions(); len(ss) > 0 {
+		pl.person.session = ss[i%len(ss)].Value
+	}
 	if pl.invalid {
 		body := invalidBodies[i%len(invalidBodies)](pl.person)
 		p.submit(ctx, e.newRecord(fmt.Sprintf("bad%d", i), i, true), body)
@@ -275,7 +278,7 @@ func (p *formdProtocol) report(ctx context.Context, r *Report) {
 	e.mu.Lock()
 	records := e.records
 	e.mu.Unlock()
-	v := verdict(records, rows, e.cfg.Capacity, e.cfg.WhenFull, final)
+	v := verdict(records, rows, e.cfg.Capacity, e.cfg.WhenFull, final, p.sessions()...)
 	r.Verdict = &v
 	r.OK = len(r.Errors) == 0 && v.Lost == 0 && v.Duplicated == 0 && v.Oversold == 0 && v.Unresolved == 0 && v.Violations == 0
 }
@@ -321,4 +324,12 @@ func (p *formdProtocol) closeForm(ctx context.Context) error {
 		return fmt.Errorf("close form %s: %s: %s", p.form, resp.Status, b)
 	}
 	return nil
+}
+
+// sessions are the run's sessions (--sessions), nil without.
+func (p *formdProtocol) sessions() []sessionPlaces {
+	if p.e.cfg.Sessions < 2 {
+		return nil
+	}
+	return sessionsOf(p.e.cfg.Sessions, p.e.cfg.Capacity)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 )
 
 // MaxPeople bounds the people of one run: person i's phone number is
@@ -18,6 +19,9 @@ type person struct {
 	email   string
 	mobile  string // the national number, 11 digits
 	tickets int
+	// session is the option a --sessions run's person chooses ("" for
+	// none).
+	session string
 }
 
 func newPerson(i int) person {
@@ -50,6 +54,9 @@ func (p person) phone(s int) string {
 // body is the person's submission with the phone written in style s:
 // the payload formd, the ceiling and PocketBase all get.
 func (p person) body(s int) []byte {
+	if p.session != "" {
+		return fmt.Appendf(nil, `{"name":%q,"phone":%q,"email":%q,"tickets":%d,"session":%q}`, p.name, p.phone(s), p.email, p.tickets, p.session)
+	}
 	return fmt.Appendf(nil, `{"name":%q,"phone":%q,"email":%q,"tickets":%d}`, p.name, p.phone(s), p.email, p.tickets)
 }
 
@@ -125,8 +132,43 @@ func makePlan(seed uint64, i int, sh Shares) plan {
 	return p
 }
 
-// loadtestForm is the form a run registers people into.
-func loadtestForm(id string, capacity int, whenFull string) string {
+// sessionsOf are a --sessions run's options: s1…sN sharing the capacity
+// (the first ones get the remainder).
+func sessionsOf(n, capacity int) []sessionPlaces {
+	out := make([]sessionPlaces, n)
+	for i := range out {
+		out[i] = sessionPlaces{Value: "s" + strconv.Itoa(i+1), Capacity: capacity / n}
+		if i < capacity%n {
+			out[i].Capacity++
+		}
+	}
+	return out
+}
+
+// loadtestForm is the form a run registers people into. With sessions,
+// a select field whose options have the places, instead of the form.
+func loadtestForm(id string, capacity int, whenFull string, sessions ...sessionPlaces) string {
+	if len(sessions) > 0 {
+		var opts strings.Builder
+		for _, s := range sessions {
+			fmt.Fprintf(&opts, "      - {value: %s, capacity: %d}\n", s.Value, s.Capacity)
+		}
+		return fmt.Sprintf(`id: %s
+title: formd loadtest %s (sessions)
+fields:
+  - {name: name,    type: text,   required: true, max: 100}
+  - {name: phone,   type: phone,  required: true, region: CN}
+  - {name: email,   type: email,  required: true}
+  - {name: tickets, type: number, required: true, min: 1, max: 4, integer: true}
+  - name: session
+    type: select
+    options:
+%sunique: [[phone]]
+when_full: %s
+require_key: true
+rate_limit: off
+`, id, id, opts.String(), whenFull)
+	}
 	return fmt.Sprintf(`id: %s
 title: formd loadtest %s
 fields:

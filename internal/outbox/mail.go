@@ -25,6 +25,8 @@ func statusWord(e store.Event) string {
 		return "promoted"
 	case store.EventCancelled:
 		return "cancelled"
+	case store.EventApproved:
+		return "approved"
 	}
 	return e.Status
 }

@@ -329,10 +329,13 @@ func (n notify) endpoints(typ string) []string {
 			out = append(out, ep)
 		}
 	}
-	if len(n.to) > 0 && (typ == store.EventStored || typ == store.EventWaitlisted) {
+	if len(n.to) > 0 && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPending) {
 		out = append(out, endpointOwner)
 	}
-	if n.confirm != "" && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPromoted) {
+	// A form with review tells the person once it is decided (approved,
+	// declined), not when it is received pending.
+	if n.confirm != "" && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPromoted ||
+		typ == store.EventApproved || typ == store.EventDeclined) {
 		out = append(out, endpointConfirm)
 	}
 	return out

@@ -44,6 +44,7 @@ const (
 	CodeEntryNotLive         = "entry-not-live"
 	CodeEntryPending         = "entry-pending"
 	CodeEntryNotSpam         = "entry-not-spam"
+	CodeEntryNotPending      = "entry-not-pending"
 	CodeForbidden            = "forbidden"
 	CodeInvalidCredentials   = "invalid-credentials"
 	CodeLoginLocked          = "login-locked"
@@ -90,7 +91,7 @@ var Codes = map[string]Info{
 	CodeKeyMissing:           {Status: 400, Title: "Idempotency key missing", Explain: "This form requires every submission to carry an idempotency key: an Idempotency-Key header, or a _key field for plain HTML forms. Generate one random key per submission and reuse it for every retry of that submission."},
 	CodeFormNotFound:         {Status: 404, Title: "Form not found", Explain: "No form has this id on this server. Check the form id in the URL."},
 	CodeDuplicateEntry:       {Status: 409, Title: "Already registered", Explain: "This participant is already registered on this form (the form's unique fields, such as the phone number, match a live entry). Nothing new was stored. For privacy the answer does not say which entry matched."},
-	CodeCapacityReached:      {Status: 409, Title: "Form is full", Explain: "Every place on this form is taken and the form has no waitlist. Nothing was stored."},
+	CodeCapacityReached:      {Status: 409, Title: "Form is full", Explain: "Every place on this form is taken and the form has no waitlist; or, when the answer names an option, every place of that option (a session with places of its own) is taken. Nothing was stored: another option with places left may be chosen."},
 	CodeFormClosed:           {Status: 410, Title: "Form closed", Explain: "The form is not taking submissions: it has not opened yet or it has closed. Nothing was stored."},
 	CodePayloadTooLarge:      {Status: 413, Title: "Payload too large", Explain: "The body is larger than this server accepts. Nothing was stored."},
 	CodeUnsupportedMediaType: {Status: 415, Title: "Unsupported media type", Explain: "Send application/json, application/x-www-form-urlencoded or multipart/form-data (without files)."},
@@ -109,6 +110,7 @@ var Codes = map[string]Info{
 	CodeEntryNotFound:        {Status: 404, Title: "Entry not found", Explain: "No entry (or dead letter) with this id or key exists on this form."},
 	CodeEntryNotLive:         {Status: 409, Title: "Entry not live", Explain: "Only stored or waitlisted entries can be cancelled or marked as spam; this one is not."},
 	CodeEntryNotSpam:         {Status: 409, Title: "Entry not spam", Explain: "Only an entry classed as spam, with its data, can be decided again as a real submission."},
+	CodeEntryNotPending:      {Status: 409, Title: "Entry already reviewed", Explain: "Only an entry pending review can be approved or declined, once: this one was approved or declined already (perhaps by another editor a moment ago), or its form has no review. Nothing changed."},
 	CodeEntryPending:         {Status: 409, Title: "Entry still being processed", Explain: "The entry is journaled but not decided yet, so it cannot be changed now. Try again in a moment.", RetryAfter: 1},
 	CodeForbidden:            {Status: 403, Title: "Forbidden", Explain: "Your account may not do this: its role or its sites do not allow it."},
 	CodeInvalidCredentials:   {Status: 401, Title: "Sign-in failed", Explain: "The e-mail or the password is wrong. After a few failures in a row, sign-ins for the same account from the same address are slowed (each waits twice as long as the last); sign-ins from other addresses are not."},
@@ -146,6 +148,10 @@ type Problem struct {
 	Code   string            `json:"code"`
 	Key    string            `json:"key,omitempty"`
 	Errors []form.FieldError `json:"errors,omitempty"`
+	// Option names the full option of a capacity-reached answer when the
+	// option's own places were taken (a session of a fair), not the
+	// form's.
+	Option string `json:"option,omitempty"`
 	// RetryAfter, in seconds, is sent as the Retry-After header.
 	RetryAfter int `json:"-"`
 }

@@ -47,7 +47,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	m.byStatus = map[string]prometheus.Counter{}
-	for _, s := range []string{store.StatusStored, store.StatusWaitlisted, store.StatusDuplicate, store.StatusRejected, store.StatusSpam, store.StatusDeadLettered, store.StatusUploadUsed, store.StatusUploadMissing, store.StatusChallengeInvalid} {
+	for _, s := range []string{store.StatusStored, store.StatusPending, store.StatusWaitlisted, store.StatusDuplicate, store.StatusRejected, store.StatusSpam, store.StatusDeadLettered, store.StatusUploadUsed, store.StatusUploadMissing, store.StatusChallengeInvalid} {
 		m.byStatus[s] = m.outcomes.WithLabelValues(s)
 	}
 	if reg != nil {

@@ -376,12 +376,19 @@ func newClient(instances func() []string, st *stats) *client {
 
 type submission struct {
 	key, name, email string
+	// session is the option chosen on a form whose sessions have places
+	// of their own ("" for none).
+	session string
 }
 
 // submit sends one submission until it has a definitive answer or ctx ends.
 func (c *client) submit(ctx context.Context, s submission) answer {
 	a := answer{key: s.key, email: s.email, first: time.Now()}
-	body, _ := json.Marshal(map[string]string{"name": s.name, "email": s.email})
+	fields := map[string]string{"name": s.name, "email": s.email}
+	if s.session != "" {
+		fields["session"] = s.session
+	}
+	body, _ := json.Marshal(fields)
 	backoff := 50 * time.Millisecond
 	askFirst := false
 	pick := rand.IntN(1 << 20)
@@ -521,6 +528,8 @@ type load struct {
 	clients     int
 	// doubleClick sends every n-th submission twice at once, same key.
 	doubleClick int
+	// sessions, when set, has person p choose session s(p mod sessions + 1).
+	sessions int
 }
 
 // run sends the load through the instances and returns every answer. Each
@@ -534,6 +543,9 @@ func (l load) run(ctx context.Context, c *client, prefix string) []answer {
 			for i := range jobs {
 				p := i % l.people
 				s := submission{key: fmt.Sprintf("%s-%d", prefix, i), name: fmt.Sprintf("Person %d", p), email: fmt.Sprintf("p%d@example.org", p)}
+				if l.sessions > 0 {
+					s.session = fmt.Sprint("s", p%l.sessions+1)
+				}
 				if l.doubleClick > 0 && i%l.doubleClick == 0 {
 					var twin answer
 					var inner sync.WaitGroup

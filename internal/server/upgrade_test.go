@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/replay"
@@ -241,6 +242,29 @@ func checkUpgrade(t *testing.T, data, storeURL string, fx upgradeFixture) {
 		t.Errorf("audit after the upgrade: %+v", rep)
 	}
 	checkUpgradedFiles(t, h, st, data, fx)
+	checkUpgradedOptionPlaces(t, st)
+}
+
+// checkUpgradedOptionPlaces: an upgraded store (migration 0074) decides a
+// form whose sessions have places of their own.
+func checkUpgradedOptionPlaces(t *testing.T, st server.Store) {
+	ctx := context.Background()
+	one := 1
+	if err := st.PutForms(ctx, []form.Record{{ID: "upgrade-sessions", Site: "default", Source: []byte("id: upgrade-sessions"),
+		WhenFull: form.WhenFullReject, PlaceField: "session", Places: []form.OptionPlaces{{Value: "morning", Capacity: &one}}}}); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(key string) journal.Entry {
+		return journal.Entry{ID: "upgrade-sessions-" + key, Seq: 1, Site: "default", Form: "upgrade-sessions", Key: key,
+			ReceivedAt: time.Now().UTC().Truncate(time.Microsecond), Data: []byte(`{"session":"morning"}`)}
+	}
+	out, err := st.Apply(ctx, []journal.Entry{entry("s1"), entry("s2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Status != store.StatusStored || out[1].Status != store.StatusRejected || out[1].FullOption != "morning" {
+		t.Errorf("sessions after the upgrade: %+v, want stored then rejected naming morning", out)
+	}
 }
 
 // checkUpgradedFiles: the files the old release kept (named by upload id

@@ -13,6 +13,9 @@ var (
 	// ErrNotSpam means the entry is not classed as spam (or its data was
 	// erased), so it cannot be decided again as a real submission.
 	ErrNotSpam error = problem.Sentinel("entry is not spam with its data", problem.CodeEntryNotSpam)
+	// ErrNotPending means the entry was approved or declined already, or
+	// never waited for review: nothing changed.
+	ErrNotPending error = problem.Sentinel("entry is not pending review", problem.CodeEntryNotPending)
 	// ErrUnavailable marks a failure of the store itself (connection lost,
 	// database locked or full) rather than of the submissions in hand: the
 	// processor retries the same batch with backoff and counts no attempt

@@ -312,6 +312,20 @@ func ScanCapacity(sc Scanner) (string, Capacity, error) {
 	return id, Capacity{Limit: intOrNil(limit), Taken: int(taken.Int64), Waitlisted: int(waitlisted.Int64)}, err
 }
 
+// OptionCapacityColumns are the columns of option_places o, and the count
+// of the option's waitlist, that ScanOptionCapacity reads.
+const OptionCapacityColumns = `o.form, o.value, o.capacity, o.taken,
+	(SELECT count(*) FROM entries e WHERE e.form = o.form AND e.status = 'waitlisted' AND e.place = o.value)`
+
+// ScanOptionCapacity reads OptionCapacityColumns: a form, one of its
+// options with places, and the option's places.
+func ScanOptionCapacity(sc Scanner) (string, string, Capacity, error) {
+	var id, value string
+	var limit, taken, waitlisted sql.NullInt64
+	err := sc.Scan(&id, &value, &limit, &taken, &waitlisted)
+	return id, value, Capacity{Limit: intOrNil(limit), Taken: int(taken.Int64), Waitlisted: int(waitlisted.Int64)}, err
+}
+
 func intOrNil(n sql.NullInt64) *int {
 	if !n.Valid {
 		return nil

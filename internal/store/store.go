@@ -10,12 +10,24 @@
 //     (a token an entry lists twice is claimed once), except that on a
 //     full form that rejects (taken >= capacity, when_full reject) whose
 //     unique_answer is generic it is rejected, as a new participant would
-//     be, so that the answer does not tell who is registered; a resend
+//     be, so that the answer does not tell who is registered (the same
+//     for a full option the entry chose, FullOption naming it); a resend
 //     (SameAs) is a duplicate either way;
 //   - no oversell: stored entries never exceed the form's capacity; when it
 //     is taken the entry is waitlisted or rejected as the form says, and the
 //     waitlist is promoted in arrival (journal) order when places free up,
 //     entries sharing a journal position by id (the order of Cursor);
+//   - options with places (form.Record.PlaceField): an entry that chose
+//     such an option takes a place of the form and one of the option, both
+//     guarded, or neither; when either is taken it is waitlisted (for that
+//     option: entries.place) or rejected as the form's when_full says, a
+//     rejection for the option naming it (Outcome.FullOption). Promotion
+//     serves the waitlist in arrival order, skipping the entries whose
+//     option is still full; cancelling frees the option's place too;
+//   - review (form.Record.Review): an entry that takes its places is
+//     pending, not stored, and is live (claims, places) until approved
+//     or declined, each once (Reviewer); a promotion on such a form makes
+//     the entry pending too;
 //   - one transaction per decision: an entry, its claims and its capacity
 //     change commit together or not at all.
 //
@@ -46,6 +58,12 @@ const (
 	StatusSpam         = "spam"
 	StatusDeadLettered = "dead-lettered"
 	StatusCancelled    = "cancelled"
+	// StatusPending is an entry of a form with review: it holds its
+	// place (and its option's) and its participant until an editor
+	// approves it (stored) or declines it (StatusDeclined, which frees
+	// both and promotes the waitlist).
+	StatusPending  = "pending"
+	StatusDeclined = "declined"
 )
 
 // Event types: what happened to an entry, as its history shows it and as
@@ -57,6 +75,9 @@ const (
 	EventPromoted   = "submission.promoted"
 	EventCancelled  = "submission.cancelled"
 	EventSpam       = "submission.spam"
+	EventPending    = "submission.pending"
+	EventApproved   = "submission.approved"
+	EventDeclined   = "submission.declined"
 )
 
 // EventFor is the event a first decision writes, or "" for a decision
@@ -69,8 +90,19 @@ func EventFor(decision string) string {
 		return EventWaitlisted
 	case StatusSpam:
 		return EventSpam
+	case StatusPending:
+		return EventPending
 	}
 	return ""
+}
+
+// Reviewer decides the pending entries of a form with review, each
+// exactly once across instances: approve makes a pending entry stored;
+// decline makes it declined, frees its claims and places and promotes
+// the waitlist (the promoted ids are returned). An entry that is not
+// pending gets ErrNotPending and nothing changes.
+type Reviewer interface {
+	Review(ctx context.Context, form, id string, approve bool) (promoted []string, err error)
 }
 
 // Event is one event of an entry, from the outbox.
@@ -120,6 +152,11 @@ type Outcome struct {
 	// that entry, not as a duplicate participant. Its Decision is
 	// duplicate.
 	SameAs *Original
+	// FullOption names the option (of the form's PlaceField) whose places
+	// were all taken when the entry was rejected for it, so that the
+	// answer can say which session is full; "" for every other outcome,
+	// and for a rejection by the form's own capacity.
+	FullOption string
 }
 
 // Original is the entry a resent submission is answered as: its first
@@ -137,6 +174,10 @@ type Capacity struct {
 	Limit      *int
 	Taken      int
 	Waitlisted int
+	// Options are the places of the options of the form's PlaceField,
+	// each counted as the form is (its limit nil when the option has
+	// none), by option value; nil for a form without option places.
+	Options map[string]Capacity
 }
 
 // Left is the number of free places, or -1 for no limit.
@@ -253,6 +294,7 @@ type DeadLetter struct {
 type Store interface {
 	Outbox
 	Budgets
+	Reviewer
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

@@ -17,6 +17,12 @@ var uploads string
 //go:embed challenge.js
 var challengeJS string
 
+//go:embed conditions.js
+var conditionsJS string
+
+//go:embed steps.js
+var stepsJS string
+
 // Source is formd.js, the SDK as shipped.
 func Source() string { return source }
 
@@ -33,3 +39,12 @@ func Uploads() string { return uploads }
 // Challenge is challenge.js, the proof-of-work solver formd.js imports,
 // served beside it.
 func Challenge() string { return challengeJS }
+
+// Conditions is conditions.js, the show_if evaluator (the rule of
+// internal/form/conditions.go) and the hosted page's binding of it,
+// served beside formd.js.
+func Conditions() string { return conditionsJS }
+
+// Steps is steps.js, the hosted page's pages one step at a time, served
+// beside formd.js.
+func Steps() string { return stepsJS }

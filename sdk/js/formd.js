@@ -42,7 +42,7 @@ const FINAL = ['received', 'waitlisted', 'duplicate', 'invalid', 'closed', 'full
  * what a newer server says of an entry it keeps but does not count (spam).
  * @type {Record<string, State>}
  */
-const BY_STATUS = { stored: 'received', received: 'received', waitlisted: 'waitlisted', duplicate: 'duplicate', rejected: 'full', cancelled: 'received' };
+const BY_STATUS = { stored: 'received', received: 'received', pending: 'received', waitlisted: 'waitlisted', duplicate: 'duplicate', rejected: 'full', cancelled: 'received' };
 
 /** What a definitive problem code means for the person. @type {Record<string, State>} */
 const BY_CODE = { 'duplicate-entry': 'duplicate', 'capacity-reached': 'full', 'form-closed': 'closed', 'validation-failed': 'invalid' };

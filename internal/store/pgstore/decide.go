@@ -69,6 +69,9 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 	if err != nil {
 		return nil, err
 	}
+	if err := s.fullOptions(ctx, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -103,10 +106,11 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 	o := store.Outcome{Form: form, Key: key}
 	var fp []byte
 	var same sameAs
-	var detail *string
-	err := q.QueryRow(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at
+	var detail, full *string
+	err := q.QueryRow(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at,
+		CASE WHEN e.decision = 'rejected' THEN e.place END
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = $1 AND e.key = $2`, form, key).
-		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail, &same.id, &same.key, &same.decision, &same.receivedAt)
+		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail, &same.id, &same.key, &same.decision, &same.receivedAt, &full)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, false, nil
 	}
@@ -117,6 +121,9 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 	o.SameAs = same.original()
 	if detail != nil {
 		o.Detail = *detail
+	}
+	if full != nil {
+		o.FullOption = *full
 	}
 	return o, true, nil
 }

@@ -35,7 +35,7 @@ func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) (
 		if err != nil {
 			return err
 		}
-		if was != store.StatusStored && was != store.StatusWaitlisted {
+		if was != store.StatusStored && was != store.StatusWaitlisted && was != store.StatusPending {
 			refused = fmt.Errorf("%s %s/%s (status %s): %w", op, form, id, was, store.ErrNotLive)
 			return nil
 		}
@@ -43,8 +43,8 @@ func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) (
 		b.Queue(set, id)
 		b.Queue(`SELECT formd_event($1, 'submission.cancelled', $2, (SELECT site FROM entries WHERE id = $1), $3, $4)`, id, form, status, micro(s.now()))
 		b.Queue(`DELETE FROM claims WHERE entry_id = $1`, id)
-		if was == store.StatusStored {
-			b.Queue(`UPDATE capacity SET taken = taken - 1 WHERE form = $1 AND taken > 0`, form)
+		if was == store.StatusStored || was == store.StatusPending {
+			b.Queue(`SELECT formd_free_place($1, $2)`, id, form)
 		}
 		b.Queue(`SELECT coalesce(array_agg(p), '{}') FROM formd_promote($1, $2) p`, form, micro(s.now())).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&promoted)

@@ -40,6 +40,7 @@ func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 			b.Queue(`INSERT INTO capacity(form, capacity, when_full, unique_answer, taken) VALUES ($1, $2, $3, $4, 0)
 				ON CONFLICT (form) DO UPDATE SET capacity = excluded.capacity, when_full = excluded.when_full, unique_answer = excluded.unique_answer`,
 				f.ID, limit, whenFull, uniqueAnswer)
+			queuePlaces(b, f)
 			b.Queue(`SELECT count(*) FROM formd_promote($1, $2)`, f.ID, now)
 		}
 		return tx.SendBatch(ctx, b).Close()
@@ -90,6 +91,9 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify("read capacity", err)
+	}
+	if err := s.optionCapacities(ctx, out); err != nil {
+		return nil, classify("read option places", err)
 	}
 	return out, nil
 }

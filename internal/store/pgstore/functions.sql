@@ -71,7 +71,6 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	v_claim text;
 	v_n integer;
-	v_when_full text;
 	v_holder entries%ROWTYPE;
 	v_taken text[] := '{}';
 BEGIN
@@ -91,31 +90,139 @@ BEGIN
 			IF o_same_id IS NULL AND EXISTS (SELECT 1 FROM capacity WHERE form = p_form AND capacity IS NOT NULL
 					AND taken >= capacity AND when_full <> 'waitlist' AND unique_answer = 'generic') THEN
 				o_status := 'rejected';
+			ELSIF o_same_id IS NULL AND formd_full_option_generic(p_id, p_form) THEN
+				-- The same for the full option it chose (0074).
+				o_status := 'rejected';
 			END IF;
 			UPDATE entries SET status = o_status, decision = o_status, same_as = o_same_id WHERE id = p_id;
 			RETURN;
 		END IF;
 	END LOOP;
-	UPDATE capacity SET taken = taken + 1 WHERE form = p_form AND (capacity IS NULL OR taken < capacity);
-	GET DIAGNOSTICS v_n = ROW_COUNT;
-	IF v_n = 1 THEN
-		o_status := 'stored';
-	ELSE
-		SELECT when_full INTO v_when_full FROM capacity WHERE form = p_form;
-		IF NOT FOUND THEN
-			-- A form the store has no settings for has no limit.
-			o_status := 'stored';
-		ELSIF v_when_full = 'waitlist' THEN
-			o_status := 'waitlisted';
-		ELSE
-			o_status := 'rejected';
-			DELETE FROM claims WHERE entry_id = p_id;
-		END IF;
+	-- The form's place, and the option's beside it (formd_take_place).
+	o_status := formd_take_place(p_id, p_form);
+	IF o_status = 'rejected' THEN
+		DELETE FROM claims WHERE entry_id = p_id;
 	END IF;
 	UPDATE entries SET status = o_status, decision = o_status WHERE id = p_id;
 	IF o_status <> 'rejected' THEN
 		PERFORM formd_event(p_id, 'submission.' || o_status, p_form, p_site, o_status, p_at);
 	END IF;
+END;
+$$;
+
+-- formd_take_place (0074) takes an entry's places and says what the entry
+-- is: 'stored' when it took the form's place and, when it chose an option
+-- with places (capacity.place_field, option_places), that option's too;
+-- else 'waitlisted' or 'rejected' as the form's when_full says. Both are
+-- guarded updates, the form's row locked first and the option's after it
+-- (every path in this order), and a form place taken for an option that
+-- is full is given back in the same transaction. The entry keeps its
+-- option (entries.place) when stored or waitlisted, and when rejected for
+-- the option, so that the answer names it. On a form with review (0075)
+-- an entry that takes its places is 'pending' instead of 'stored'.
+CREATE OR REPLACE FUNCTION formd_take_place(p_id text, p_form text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_field text;
+	v_option text;
+	v_n integer;
+	v_option_full boolean := false;
+	v_when_full text;
+	v_status text;
+BEGIN
+	SELECT place_field INTO v_field FROM capacity WHERE form = p_form;
+	IF v_field IS NOT NULL THEN
+		SELECT o.value INTO v_option FROM entries e JOIN option_places o
+			ON o.form = p_form AND o.value = convert_from(e.data, 'UTF8')::jsonb ->> v_field
+			WHERE e.id = p_id;
+	END IF;
+	UPDATE capacity SET taken = taken + 1 WHERE form = p_form AND (capacity IS NULL OR taken < capacity);
+	GET DIAGNOSTICS v_n = ROW_COUNT;
+	IF v_n = 1 AND v_option IS NOT NULL THEN
+		UPDATE option_places SET taken = taken + 1 WHERE form = p_form AND value = v_option AND (capacity IS NULL OR taken < capacity);
+		GET DIAGNOSTICS v_n = ROW_COUNT;
+		IF v_n = 0 THEN
+			UPDATE capacity SET taken = taken - 1 WHERE form = p_form;
+			v_option_full := true;
+		END IF;
+	END IF;
+	IF v_n = 1 THEN
+		-- Review (0075): an entry holding its places waits for an editor.
+		v_status := CASE WHEN (SELECT review FROM capacity WHERE form = p_form) THEN 'pending' ELSE 'stored' END;
+	ELSE
+		SELECT when_full INTO v_when_full FROM capacity WHERE form = p_form;
+		IF NOT FOUND THEN
+			-- A form the store has no settings for has no limit.
+			v_status := 'stored';
+		ELSIF v_when_full = 'waitlist' THEN
+			v_status := 'waitlisted';
+		ELSE
+			v_status := 'rejected';
+		END IF;
+	END IF;
+	IF v_option IS NOT NULL AND (v_status <> 'rejected' OR v_option_full) THEN
+		UPDATE entries SET place = v_option WHERE id = p_id;
+	END IF;
+	RETURN v_status;
+END;
+$$;
+
+-- formd_full_option_generic (0074) says the option an entry chose has all
+-- its places taken on a form that turns people away with unique_answer
+-- generic, and marks the entry with it: a registered participant's new
+-- key for it is answered as anyone new (capacity-reached naming the
+-- option), so that a full session cannot be asked who is registered.
+CREATE OR REPLACE FUNCTION formd_full_option_generic(p_id text, p_form text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_option text;
+BEGIN
+	SELECT o.value INTO v_option FROM capacity c JOIN entries e ON e.id = p_id
+		JOIN option_places o ON o.form = c.form AND o.value = convert_from(e.data, 'UTF8')::jsonb ->> c.place_field
+		WHERE c.form = p_form AND c.place_field IS NOT NULL AND c.when_full <> 'waitlist' AND c.unique_answer = 'generic'
+			AND o.capacity IS NOT NULL AND o.taken >= o.capacity;
+	IF v_option IS NULL THEN
+		RETURN false;
+	END IF;
+	UPDATE entries SET place = v_option WHERE id = p_id;
+	RETURN true;
+END;
+$$;
+
+-- formd_free_place (0074) gives back the places a stored entry held: the
+-- form's, then its option's.
+CREATE OR REPLACE FUNCTION formd_free_place(p_id text, p_form text) RETURNS void
+LANGUAGE sql AS $$
+	UPDATE capacity SET taken = taken - 1 WHERE form = p_form AND taken > 0;
+	UPDATE option_places SET taken = taken - 1
+		WHERE form = p_form AND value = (SELECT place FROM entries WHERE id = p_id) AND taken > 0;
+$$;
+
+-- formd_review (0075) approves (p_approve) or declines a pending entry,
+-- once: the guarded update from 'pending' locks the row, so of two
+-- instances at once one changes it and the other finds it no longer
+-- pending (READ COMMITTED re-checks the guard after the wait). It returns
+-- the entry's status before when nothing changed ('' for no such entry)
+-- and 'pending' when it decided; declining frees the entry's claims and
+-- places (formd_free_place) and the caller promotes the waitlist.
+CREATE OR REPLACE FUNCTION formd_review(p_form text, p_id text, p_approve boolean, p_at timestamptz) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_site text;
+	v_was text;
+	v_to text := CASE WHEN p_approve THEN 'stored' ELSE 'declined' END;
+BEGIN
+	UPDATE entries SET status = v_to WHERE form = p_form AND id = p_id AND status = 'pending' RETURNING site INTO v_site;
+	IF NOT FOUND THEN
+		SELECT status INTO v_was FROM entries WHERE form = p_form AND id = p_id;
+		RETURN coalesce(v_was, '');
+	END IF;
+	PERFORM formd_event(p_id, CASE WHEN p_approve THEN 'submission.approved' ELSE 'submission.declined' END, p_form, v_site, v_to, p_at);
+	IF NOT p_approve THEN
+		DELETE FROM claims WHERE entry_id = p_id;
+		PERFORM formd_free_place(p_id, p_form);
+	END IF;
+	RETURN 'pending';
 END;
 $$;
 
@@ -283,11 +390,18 @@ $$;
 
 -- formd_promote gives free places to the waitlist in (seq, id) order, the
 -- order of store.Cursor, and returns the entries it promoted. Each
--- promotion's event takes the store's clock (p_at).
+-- promotion's event takes the store's clock (p_at). An entry waiting for
+-- an option (entries.place) takes the option's place with the form's;
+-- entries whose option is still full are passed over, so each option's
+-- waitlist keeps its own arrival order. The form's row is locked first,
+-- which holds every other decision on the form, so the option found free
+-- stays free until the update below takes it.
 CREATE OR REPLACE FUNCTION formd_promote(p_form text, p_at timestamptz) RETURNS SETOF text
 LANGUAGE plpgsql AS $$
 DECLARE
 	v_id text;
+	v_place text;
+	v_status text;
 	v_n integer;
 BEGIN
 	LOOP
@@ -297,19 +411,30 @@ BEGIN
 			RETURN;
 		END IF;
 		LOOP
-			SELECT id INTO v_id FROM entries WHERE form = p_form AND status = 'waitlisted' ORDER BY seq, id LIMIT 1 FOR UPDATE;
+			SELECT e.id, e.place INTO v_id, v_place FROM entries e WHERE e.form = p_form AND e.status = 'waitlisted'
+				AND (e.place IS NULL OR NOT EXISTS (SELECT 1 FROM option_places o WHERE o.form = p_form AND o.value = e.place
+					AND o.capacity IS NOT NULL AND o.taken >= o.capacity))
+				ORDER BY e.seq, e.id LIMIT 1 FOR UPDATE OF e;
 			-- Under READ COMMITTED a row changed while we waited for its lock
 			-- is re-checked and may drop out: look again until none is left.
-			EXIT WHEN FOUND OR NOT EXISTS (SELECT 1 FROM entries WHERE form = p_form AND status = 'waitlisted');
+			EXIT WHEN FOUND OR NOT EXISTS (SELECT 1 FROM entries e WHERE e.form = p_form AND e.status = 'waitlisted'
+				AND (e.place IS NULL OR NOT EXISTS (SELECT 1 FROM option_places o WHERE o.form = p_form AND o.value = e.place
+					AND o.capacity IS NOT NULL AND o.taken >= o.capacity)));
 		END LOOP;
 		IF v_id IS NULL THEN
 			UPDATE capacity SET taken = taken - 1 WHERE form = p_form;
 			RETURN;
 		END IF;
-		UPDATE entries SET status = 'stored' WHERE id = v_id;
-		PERFORM formd_event(v_id, 'submission.promoted', p_form, (SELECT site FROM entries WHERE id = v_id), 'stored', p_at);
+		IF v_place IS NOT NULL THEN
+			UPDATE option_places SET taken = taken + 1 WHERE form = p_form AND value = v_place;
+		END IF;
+		-- On a form with review (0075) the entry now holding a place waits.
+		UPDATE entries SET status = CASE WHEN (SELECT review FROM capacity WHERE form = p_form) THEN 'pending' ELSE 'stored' END
+			WHERE id = v_id RETURNING status INTO v_status;
+		PERFORM formd_event(v_id, 'submission.promoted', p_form, (SELECT site FROM entries WHERE id = v_id), v_status, p_at);
 		RETURN NEXT v_id;
 		v_id := NULL;
+		v_place := NULL;
 	END LOOP;
 END;
 $$;

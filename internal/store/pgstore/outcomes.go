@@ -19,7 +19,7 @@ func (s *Store) Outcomes(ctx context.Context, keys []store.Key) ([]store.Outcome
 		forms[i], ks[i] = k.Form, k.Key
 	}
 	rows, err := s.pool.Query(ctx, `SELECT e.form, e.key, e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail,
-			o.id, o.key, o.decision, o.received_at
+			o.id, o.key, o.decision, o.received_at, CASE WHEN e.decision = 'rejected' THEN e.place END
 		FROM unnest($1::text[], $2::text[]) AS w(form, key)
 		JOIN entries e ON e.form = w.form AND e.key = w.key
 		LEFT JOIN entries o ON o.id = e.same_as`, forms, ks)
@@ -32,15 +32,18 @@ func (s *Store) Outcomes(ctx context.Context, keys []store.Key) ([]store.Outcome
 		var o store.Outcome
 		var fp []byte
 		var same sameAs
-		var detail *string
+		var detail, full *string
 		if err := rows.Scan(&o.Form, &o.Key, &o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail,
-			&same.id, &same.key, &same.decision, &same.receivedAt); err != nil {
+			&same.id, &same.key, &same.decision, &same.receivedAt, &full); err != nil {
 			return nil, classify("read outcomes", err)
 		}
 		copy(o.Fingerprint[:], fp)
 		o.SameAs = same.original()
 		if detail != nil {
 			o.Detail = *detail
+		}
+		if full != nil {
+			o.FullOption = *full
 		}
 		out = append(out, o)
 	}

@@ -33,6 +33,8 @@ type stmts struct {
 	// solution's spend and the prune of spent ones, the spam reason, the
 	// claim of an upload named with its field.
 	spend, prune, spamReason, claimUpload *sql.Stmt
+	// Options with places, and review (places.go, review.go).
+	option, takeOption, untake, setPlace, optionFull *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -64,6 +66,11 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.spamReason, `INSERT INTO spam_reasons(form, key, reason, noted_at) VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT(form, key) DO UPDATE SET reason = excluded.reason, noted_at = excluded.noted_at`},
 		{&st.claimUpload, claimUploadSQL},
+		{&st.option, optionOfEntry},
+		{&st.takeOption, takeOptionPlace},
+		{&st.untake, `UPDATE capacity SET taken = taken - 1 WHERE form = ?`},
+		{&st.setPlace, `UPDATE entries SET place = ? WHERE id = ?`},
+		{&st.optionFull, optionFullGeneric},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -85,12 +92,16 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs), event: tx.StmtContext(ctx, st.event),
 		spend: tx.StmtContext(ctx, st.spend), prune: tx.StmtContext(ctx, st.prune), spamReason: tx.StmtContext(ctx, st.spamReason),
 		claimUpload: tx.StmtContext(ctx, st.claimUpload),
+		option: tx.StmtContext(ctx, st.option), takeOption: tx.StmtContext(ctx, st.takeOption),
+		untake: tx.StmtContext(ctx, st.untake), setPlace: tx.StmtContext(ctx, st.setPlace),
+		optionFull: tx.StmtContext(ctx, st.optionFull),
 	}
 }
 
 func (st *stmts) close() {
 	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event,
-		st.spend, st.prune, st.spamReason, st.claimUpload} {
+		st.spend, st.prune, st.spamReason, st.claimUpload,
+		st.option, st.takeOption, st.untake, st.setPlace, st.optionFull} {
 		if s != nil {
 			s.Close()
 		}
@@ -277,15 +288,29 @@ func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []
 				if full > 0 {
 					return s.settle(ctx, st, o, store.StatusRejected, true)
 				}
+				// The same for the full option it chose (places.go).
+				if option, err := fullOptionGeneric(ctx, st, o.Form, o.ID); err != nil || option != "" {
+					if err != nil {
+						return o, err
+					}
+					o.FullOption = option
+					return s.settle(ctx, st, o, store.StatusRejected, true)
+				}
 			}
 			return s.settle(ctx, st, o, store.StatusDuplicate, true)
 		}
 	}
-	res, err := st.take.ExecContext(ctx, o.Form)
+	took, option, optionFull, review, err := takePlace(ctx, st, o.Form, o.ID)
 	if err != nil {
-		return o, fmt.Errorf("take a place: %w", err)
+		return o, err
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
+	if took {
+		if err := markPlace(ctx, st, option, o.ID); err != nil {
+			return o, err
+		}
+		if review {
+			return s.settle(ctx, st, o, store.StatusPending, false)
+		}
 		return o, nil
 	}
 	var whenFull string
@@ -295,8 +320,19 @@ func (s *Store) place(ctx context.Context, st *stmts, o store.Outcome, claims []
 	case err != nil:
 		return o, fmt.Errorf("read when_full: %w", err)
 	case whenFull == "waitlist":
+		// It waits for its option's place as well as the form's.
+		if err := markPlace(ctx, st, option, o.ID); err != nil {
+			return o, err
+		}
 		return s.settle(ctx, st, o, store.StatusWaitlisted, false)
 	default:
+		if optionFull {
+			// The answer names the full option: the entry keeps it.
+			if err := markPlace(ctx, st, option, o.ID); err != nil {
+				return o, err
+			}
+			o.FullOption = option
+		}
 		return s.settle(ctx, st, o, store.StatusRejected, true)
 	}
 }
@@ -355,16 +391,18 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 		sameAt        sql.NullInt64
 		detail        sql.NullString
 	)
-	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at
+	var full sql.NullString
+	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at,
+		CASE WHEN e.decision = 'rejected' THEN e.place END
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = ? AND e.key = ?`, form, key).
-		Scan(&o.ID, &o.Decision, &status, &us, &fp, &detail, &sameID, &sameK, &sameD, &sameAt)
+		Scan(&o.ID, &o.Decision, &status, &us, &fp, &detail, &sameID, &sameK, &sameD, &sameAt, &full)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}
 	if err != nil {
 		return o, false, err
 	}
-	o.Form, o.Key, o.Status, o.Detail = form, key, status, detail.String
+	o.Form, o.Key, o.Status, o.Detail, o.FullOption = form, key, status, detail.String, full.String
 	o.ReceivedAt = time.UnixMicro(us)
 	copy(o.Fingerprint[:], fp)
 	if sameID.Valid {
@@ -446,34 +484,4 @@ func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, er
 		return o, classify("not spam: commit", err)
 	}
 	return o, nil
-}
-
-// promote moves the oldest waitlisted entries into free places, one guarded
-// place at a time, in (seq, id) order (see store.Cursor).
-func promote(ctx context.Context, tx *sql.Tx, form string, now time.Time) ([]string, error) {
-	var promoted []string
-	for {
-		var id string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM entries WHERE form = ? AND status = 'waitlisted' ORDER BY seq, id LIMIT 1`, form).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return promoted, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken + 1 WHERE form = ? AND (capacity IS NULL OR taken < capacity)`, form)
-		if err != nil {
-			return nil, err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return promoted, nil
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE entries SET status = 'stored' WHERE id = ?`, id); err != nil {
-			return nil, err
-		}
-		if err := recordEvent(ctx, tx, id, store.EventPromoted, store.StatusStored, now); err != nil {
-			return nil, err
-		}
-		promoted = append(promoted, id)
-	}
 }

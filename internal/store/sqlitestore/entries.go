@@ -34,7 +34,7 @@ func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) (
 	if err != nil {
 		return nil, classify(op, err)
 	}
-	if was != store.StatusStored && was != store.StatusWaitlisted {
+	if was != store.StatusStored && was != store.StatusWaitlisted && was != store.StatusPending {
 		return nil, fmt.Errorf("%s %s/%s (status %s): %w", op, form, id, was, store.ErrNotLive)
 	}
 	// The claims go first: releasing reads the entry's own list of them.
@@ -48,9 +48,12 @@ func (s *Store) takeOut(ctx context.Context, op, form, id, set, status string) (
 	if err := recordEvent(ctx, tx, id, store.EventCancelled, status, now); err != nil {
 		return nil, classify(op+": event", err)
 	}
-	if was == store.StatusStored {
+	if was == store.StatusStored || was == store.StatusPending {
 		if _, err := tx.ExecContext(ctx, `UPDATE capacity SET taken = taken - 1 WHERE form = ? AND taken > 0`, form); err != nil {
 			return nil, classify(op+": free place", err)
+		}
+		if err := freeOptionPlace(ctx, tx, form, id); err != nil {
+			return nil, classify(op+": free the option's place", err)
 		}
 	}
 	promoted, err := promote(ctx, tx, form, now)

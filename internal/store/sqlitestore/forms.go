@@ -42,6 +42,9 @@ func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 			f.ID, limit, whenFull, uniqueAnswer); err != nil {
 			return classify("put form "+f.ID+": capacity", err)
 		}
+		if err := putPlaces(ctx, tx, f); err != nil {
+			return classify("put form "+f.ID, err)
+		}
 		if _, err := promote(ctx, tx, f.ID, s.now()); err != nil {
 			return classify("put form "+f.ID+": promote", err)
 		}
@@ -90,6 +93,9 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify("read capacity", err)
+	}
+	if err := s.optionCapacities(ctx, out); err != nil {
+		return nil, classify("read option places", err)
 	}
 	return out, nil
 }

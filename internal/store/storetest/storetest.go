@@ -64,6 +64,8 @@ func Run(t *testing.T, newStore Opener) {
 		{"Budgets", testBudgets},
 	}
 	tests = append(tests, outboxCases...)
+	tests = append(tests, placeCases...)
+	tests = append(tests, reviewCases...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

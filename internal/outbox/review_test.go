@@ -1,0 +1,33 @@
+package outbox
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/store"
+)
+
+// On a form with review the owner hears of each pending entry, the
+// person of the decision (approved, declined), and a webhook that names
+// no events gets all three.
+func TestReviewEventsEndpoints(t *testing.T) {
+	t.Parallel()
+	hook := form.Webhook{URL: "https://crm.example.org/hook"}
+	n := notify{webhooks: []form.Webhook{hook}, to: []string{"owner@example.org"}, confirm: "email"}
+	for _, tc := range []struct {
+		typ  string
+		want []string
+	}{
+		{store.EventPending, []string{hook.Endpoint(), endpointOwner}},
+		{store.EventApproved, []string{hook.Endpoint(), endpointConfirm}},
+		{store.EventDeclined, []string{hook.Endpoint(), endpointConfirm}},
+	} {
+		if got := n.endpoints(tc.typ); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.typ, got, tc.want)
+		}
+	}
+	if w := statusWord(store.Event{Type: store.EventApproved, Status: store.StatusStored}); w != "approved" {
+		t.Errorf("an approval's mail says %q", w)
+	}
+}
