@@ -48,6 +48,9 @@ type Store interface {
 	DropErasedUpload(ctx context.Context, id string) (bool, error)
 	HoldUpload(ctx context.Context, id string, until time.Time) (bool, error)
 	ExpireUpload(ctx context.Context, id string, now time.Time) (bool, error)
+	PendingDeletions(ctx context.Context, limit int) ([]store.UploadDeletion, error)
+	DeletionDone(ctx context.Context, id string) error
+	DeletionFailed(ctx context.Context, id, reason string, at time.Time) error
 }
 
 // Forms finds a form by id.
