@@ -71,9 +71,10 @@ type Uploads interface {
 	// ExpiredUploads lists up to limit ids of uploads no entry claimed
 	// whose expiry is at or before now, oldest expiry first.
 	ExpiredUploads(ctx context.Context, now time.Time, limit int) ([]string, error)
-	// DeleteUpload removes an upload's record unless an entry claimed it,
-	// and says whether it did. A claim committed at the same time wins:
-	// the record stays.
+	// DeleteUpload removes an upload's record unless an entry claimed it
+	// and queues its bytes' deletion (UploadDeletions), in one
+	// transaction, and says whether it did. A claim committed at the same
+	// time wins: the record stays.
 	DeleteUpload(ctx context.Context, id string) (bool, error)
 	// ErasedUploads lists up to limit ids of uploads claimed by entries
 	// whose data was erased (retention, forget): their bytes are to go
@@ -91,8 +92,8 @@ type Uploads interface {
 }
 
 // UploadDeletions is the queue of uploads whose bytes are to be deleted.
-// The transaction that removes an upload's record (ExpireUpload,
-// DropErasedUpload) queues the deletion of its bytes, so that a stop
+// The transaction that removes an upload's record (DeleteUpload,
+// ExpireUpload, DropErasedUpload) queues the deletion of its bytes, so that a stop
 // between the record and the bytes leaves the deletion to the next pass
 // rather than bytes nobody knows of; a deletion that fails is recorded
 // (attempts, the error) and tried again. Every driver has it (part of

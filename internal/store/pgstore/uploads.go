@@ -84,12 +84,16 @@ func (s *Store) ExpiredUploads(ctx context.Context, now time.Time, limit int) ([
 	return out, nil
 }
 
-// DeleteUpload removes an unclaimed upload's record. A claim being
+// DeleteUpload removes an unclaimed upload's record and, in the same
+// statement, queues the deletion of its bytes. A claim being
 // decided at the same moment holds a lock on the upload's row (its
 // foreign key): the deletion waits for it and then fails on the key, and
 // the upload stays.
 func (s *Store) DeleteUpload(ctx context.Context, id string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM uploads u WHERE u.id = $1 AND NOT EXISTS (SELECT 1 FROM upload_claims c WHERE c.upload_id = u.id)`, id)
+	tag, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM uploads u WHERE u.id = $1
+			AND NOT EXISTS (SELECT 1 FROM upload_claims c WHERE c.upload_id = u.id) RETURNING u.id)
+		INSERT INTO upload_deletions(upload_id, queued_at) SELECT id, $2 FROM gone
+		ON CONFLICT (upload_id) DO UPDATE SET queued_at = excluded.queued_at`, id, micro(s.now()))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation: claimed meanwhile
 		return false, nil

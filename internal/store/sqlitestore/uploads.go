@@ -126,12 +126,25 @@ func (s *Store) ExpiredUploads(ctx context.Context, now time.Time, limit int) ([
 // committed before (the record stays) or comes after (and finds no
 // upload).
 func (s *Store) DeleteUpload(ctx context.Context, id string) (bool, error) {
-	res, err := s.wdb.ExecContext(ctx, `DELETE FROM uploads WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM upload_claims WHERE upload_id = ?1)`, id)
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return false, classify("delete upload: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	res, err := tx.ExecContext(ctx, `DELETE FROM uploads WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM upload_claims WHERE upload_id = ?1)`, id)
 	if err != nil {
 		return false, classify("delete upload", err)
 	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	if n, _ := res.RowsAffected(); n != 1 {
+		return false, nil
+	}
+	if err := queueDeletion(ctx, tx, id, s.now()); err != nil {
+		return false, classify("delete upload", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, classify("delete upload: commit", err)
+	}
+	return true, nil
 }
 
 // ErasedUploads lists uploads claimed by entries whose data was erased.

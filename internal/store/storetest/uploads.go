@@ -356,6 +356,23 @@ func testUploadDeletions(t *testing.T, s UploadStore) {
 	if got := ids(); len(got) != 2 || !slices.Contains(got, expired.ID) || !slices.Contains(got, claimed.ID) {
 		t.Fatalf("queued deletions %v, want the expired %s and the erased %s (not the held one)", got, expired.ID, claimed.ID)
 	}
+	// A deletion by hand (tus termination, a refused type) queues too;
+	// a claimed upload is not deleted and not queued.
+	deleted := newUpload(t, s, "f", true)
+	if ok, err := s.DeleteUpload(ctxT(t), deleted.ID); err != nil || !ok {
+		t.Fatalf("delete: %v %v", ok, err)
+	}
+	if ok, err := s.DeleteUpload(ctxT(t), held.ID); err != nil || !ok {
+		t.Fatalf("delete the held one: %v %v", ok, err)
+	}
+	if got := ids(); len(got) != 4 || !slices.Contains(got, deleted.ID) || !slices.Contains(got, held.ID) {
+		t.Fatalf("queued deletions after two deletions by hand: %v", got)
+	}
+	for _, id := range []string{deleted.ID, held.ID} {
+		if err := s.DeletionDone(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
 	at := time.Now().UTC().Truncate(time.Microsecond)
 	if err := s.DeletionFailed(ctxT(t), expired.ID, "disk on fire", at); err != nil {
 		t.Fatal(err)
