@@ -498,18 +498,28 @@ func TestForgottenPhotoIsNotServed(t *testing.T) {
 	if s := status(goneLink); s != 200 {
 		t.Fatalf("the photo before forget: %d", s)
 	}
-	req, _ := http.NewRequest("POST", h.URL+"/v1/admin/forget", strings.NewReader(`{"email": "Han.Meimei@example.org"}`))
-	req.Header.Set("Authorization", "Bearer "+h.Token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	type report struct{ Erased, Files int }
+	forget := func(body string) report {
+		t.Helper()
+		req, _ := http.NewRequest("POST", h.URL+"/v1/admin/forget", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+h.Token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var rep report
+		if err := json.NewDecoder(res.Body).Decode(&rep); err != nil || res.StatusCode != 200 {
+			t.Fatalf("forget %s: %d %v", body, res.StatusCode, err)
+		}
+		return rep
 	}
-	var rep struct{ Erased int }
-	json.NewDecoder(res.Body).Decode(&rep)
-	res.Body.Close()
-	if res.StatusCode != 200 || rep.Erased != 1 {
-		t.Fatalf("forget: %d, erased %d", res.StatusCode, rep.Erased)
+	if rep := forget(`{"email": "Han.Meimei@example.org", "dry_run": true}`); rep != (report{Erased: 0, Files: 1}) || status(goneLink) != 200 {
+		t.Fatalf("forget, dry run: %+v (the photo answers %d)", rep, status(goneLink))
+	}
+	if rep := forget(`{"email": "Han.Meimei@example.org"}`); rep != (report{Erased: 1, Files: 1}) {
+		t.Fatalf("forget: %+v, want one entry and its file", rep)
 	}
 	if s := status(goneLink); s != http.StatusGone || !onDisk() {
 		t.Fatalf("the forgotten person's photo right after forget answered: %d (bytes still stored: %v), want 410 while they are", s, onDisk())
