@@ -24,18 +24,26 @@ const expireBatch = 100
 // recorded in the store (store.UploadDeletions.DeletionFailed) and tried
 // again by the next pass, after those not tried yet; RunOnce goes on with
 // the others and returns the failures at the end. It returns how many
-// uploads' bytes it deleted; a full batch means there may be more.
+// expired and erased uploads it found (as before the queue: those whose
+// bytes it deleted are among them); a full batch means there may be more.
 func (s *Service) RunOnce(ctx context.Context) (int, error) {
+	n, _, err := s.runOnce(ctx)
+	return n, err
+}
+
+// runOnce is RunOnce, saying also how many queued deletions it did.
+func (s *Service) runOnce(ctx context.Context) (found, deleted int, err error) {
 	ids, err := s.st.ExpiredUploads(ctx, s.cfg.Now(), expireBatch)
 	if err != nil {
-		return 0, fmt.Errorf("expire uploads: %w", err)
+		return 0, 0, fmt.Errorf("expire uploads: %w", err)
 	}
 	for _, id := range ids {
 		// Only if still expired: a submission may have held it since it
 		// was listed (Check).
 		if _, err := s.st.ExpireUpload(ctx, id, s.cfg.Now()); err != nil {
-			return 0, fmt.Errorf("expire upload %s: %w", id, err)
+			return found, 0, fmt.Errorf("expire upload %s: %w", id, err)
 		}
+		found++
 	}
 	// The files of entries whose data was erased go with it. Their links
 	// stopped working when the erasure committed (download checks
@@ -43,14 +51,16 @@ func (s *Service) RunOnce(ctx context.Context) (int, error) {
 	// deletion of the bytes queued.
 	erased, err := s.st.ErasedUploads(ctx, expireBatch)
 	if err != nil {
-		return 0, fmt.Errorf("erase uploads: %w", err)
+		return found, 0, fmt.Errorf("erase uploads: %w", err)
 	}
 	for _, id := range erased {
 		if _, err := s.st.DropErasedUpload(ctx, id); err != nil {
-			return 0, fmt.Errorf("erase upload %s: %w", id, err)
+			return found, 0, fmt.Errorf("erase upload %s: %w", id, err)
 		}
+		found++
 	}
-	return s.deleteQueued(ctx)
+	deleted, err = s.deleteQueued(ctx)
+	return found, deleted, err
 }
 
 // deleteQueued deletes the bytes of the queued deletions, one batch.
@@ -90,14 +100,14 @@ func (s *Service) Run(ctx context.Context, every time.Duration) {
 	defer t.Stop()
 	for {
 		for {
-			n, err := s.RunOnce(ctx)
+			found, deleted, err := s.runOnce(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
 					s.cfg.Logger.Warn("expire uploads", "err", err)
 				}
 				break
 			}
-			if n < expireBatch {
+			if found < expireBatch && deleted < expireBatch {
 				break
 			}
 		}
