@@ -68,6 +68,18 @@ func auditFiles(ctx context.Context, cfg config.Config, st uploads.AuditStore, s
 		}
 		fmt.Fprintf(stdout, "file not referenced: %s (no upload links to it)\n", filepath.Join(cfg.Data, "uploads", name))
 	}
+	for i, d := range a.FailedDeletions {
+		if i == maxAuditListed {
+			fmt.Fprintf(stdout, "  … and %d more\n", len(a.FailedDeletions)-i)
+			break
+		}
+		fmt.Fprintf(stdout, "file not deleted: upload %s (erased or expired), %d failed attempts, the last at %s: %s\n",
+			d.ID, d.Attempts, d.TriedAt.UTC().Format(time.RFC3339), d.LastError)
+	}
+	if a.Deleting > 0 {
+		fmt.Fprintf(stdout, "uploads whose bytes are queued for deletion: %d, of which failed at least once: %d (the server tries them again at every pass)\n",
+			a.Deleting, len(a.FailedDeletions))
+	}
 	fmt.Fprintf(stdout, "uploads: %d, claimed by kept entries: %d, their bytes missing: %d, stored files nothing references: %d, damaged: %d\n",
 		a.Uploads, a.Claimed, len(a.Missing), len(a.Orphans)+len(a.Unlinked), len(a.Damaged))
 	if len(a.Orphans)+len(a.Unlinked) > 0 {

@@ -181,3 +181,51 @@ func TestAuditFiles(t *testing.T) {
 		}
 	}
 }
+
+// formd audit counts the deletions of bytes queued (an erased entry's
+// file the server's pass has not reached: not an orphan, not a failure)
+// and names one whose deletion failed, with the error, and fails.
+func TestAuditDeletions(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	filesData(t, data, 2, 1)
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(data, "store.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EraseEntries(ctx, []string{"e0"}); err != nil {
+		t.Fatal(err)
+	}
+	erased, err := st.ErasedUploads(ctx, 10)
+	if err != nil || len(erased) != 1 {
+		t.Fatalf("erased uploads %v %v", erased, err)
+	}
+	if ok, err := st.DropErasedUpload(ctx, erased[0]); err != nil || !ok {
+		t.Fatalf("drop: %v %v", ok, err)
+	}
+	st.Close()
+	var out bytes.Buffer
+	if code := run([]string{"audit", "--data", data}, &out, &out); code != 0 {
+		t.Fatalf("audit with a deletion queued: %d\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "uploads whose bytes are queued for deletion: 1, of which failed at least once: 0") || strings.Contains(out.String(), "file not referenced") {
+		t.Fatalf("audit output with a deletion queued:\n%s", out.String())
+	}
+	st, err = sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(data, "store.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeletionFailed(ctx, erased[0], "unlinkat: permission denied", time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	out.Reset()
+	if code := run([]string{"audit", "--data", data}, &out, &out); code != 1 {
+		t.Fatalf("audit with a failed deletion: %d\n%s", code, out.String())
+	}
+	want := "file not deleted: upload " + erased[0] + " (erased or expired), 1 failed attempts, the last at 2027-03-01T09:00:00Z: unlinkat: permission denied"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("audit output lacks %q:\n%s", want, out.String())
+	}
+}

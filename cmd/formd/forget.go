@@ -76,6 +76,13 @@ func forgetCmd(args []string, stdout, stderr io.Writer) int {
 	for _, f := range ids {
 		fmt.Fprintf(stdout, "  form %-24s %d\n", f, forms[f])
 	}
+	if rep.Files > 0 {
+		if *dryRun {
+			fmt.Fprintf(stdout, "%d files would stop being served at once, their bytes deleted by the server's next pass\n", rep.Files)
+		} else {
+			fmt.Fprintf(stdout, "%d files are no longer served; the server's next pass deletes their bytes\n", rep.Files)
+		}
+	}
 	if len(rep.Pending) > 0 {
 		fmt.Fprintf(stdout, "%d entries are still being processed and were left whole: run formd forget again in a moment\n", len(rep.Pending))
 	}

@@ -89,6 +89,10 @@ func TestPortBelow1024(t *testing.T) {
 		t.Skip("builds and runs a server")
 	}
 	if os.Geteuid() != 0 {
+		// CI runs as root: there the check must run, not skip.
+		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
+			t.Fatal("FORMD_REQUIRE_SERVICES=1 and not root: this test runs formd as another user who may not bind port 443, which needs root to start from")
+		}
 		t.Skip("needs root, to run formd as another user who may not bind port 443")
 	}
 	t.Parallel()
@@ -122,6 +126,57 @@ func TestPortBelow1024(t *testing.T) {
 		err := cmd.Run()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out.String(), tc.want) {
 			t.Errorf("formd %s as nobody: %v\n%s\nwant exit 1 and %q", strings.Join(args, " "), err, out.String(), tc.want)
+		}
+	}
+}
+
+// TestPortBelow1024 skips where it is not root, and fails there under
+// FORMD_REQUIRE_SERVICES=1 (CI runs as root: the check must run). The
+// test runs it as a child process as the nobody user, so it needs root to
+// start from.
+func TestPortBelow1024HonoursRequireServices(t *testing.T) {
+	if os.Getenv("PORT_BELOW_1024_CHILD") == "1" {
+		t.Skip("the child runs TestPortBelow1024 only")
+	}
+	if os.Geteuid() != 0 {
+		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
+			t.Fatal("FORMD_REQUIRE_SERVICES=1 and not root: this test runs TestPortBelow1024 as another user")
+		}
+		t.Skip("needs root, to run the test as a user who is not")
+	}
+	t.Parallel()
+	// A directory nobody may enter (t.TempDir's parent is root's only).
+	dir, err := os.MkdirTemp("", "formd-port-require")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		require  string
+		fails    bool
+		contains string
+	}{
+		{"", false, "SKIP"},
+		{"1", true, "FORMD_REQUIRE_SERVICES=1 and not root"},
+	} {
+		cmd := exec.Command(bin, "-test.run=^TestPortBelow1024$", "-test.v")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PORT_BELOW_1024_CHILD=1", "FORMD_REQUIRE_SERVICES="+c.require)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if (err != nil) != c.fails || !strings.Contains(string(out), c.contains) {
+			t.Errorf("as nobody, FORMD_REQUIRE_SERVICES=%q: err %v, output:\n%s\nwant failed=%v and %q", c.require, err, out, c.fails, c.contains)
 		}
 	}
 }

@@ -477,8 +477,11 @@ type forgetAnswer struct {
 	Entries int            `json:"entries"`
 	Forms   map[string]int `json:"forms"`
 	Erased  int            `json:"erased"`
-	Pending int            `json:"pending"`
-	DryRun  bool           `json:"dry_run"`
+	// Files counts the erased entries' files: served no more, their
+	// bytes deleted by the next pass.
+	Files   int  `json:"files"`
+	Pending int  `json:"pending"`
+	DryRun  bool `json:"dry_run"`
 	// JournalKept says the journal's copies stay (a journal that cannot
 	// delete them); they go by its own limits.
 	JournalKept bool `json:"journal_kept,omitempty"`
@@ -496,7 +499,7 @@ func (h *Handler) forgetPerson(w http.ResponseWriter, r *http.Request, c call) e
 		return err
 	}
 	return writeJSON(w, http.StatusOK, forgetAnswer{What: rep.What, Entries: len(rep.Entries), Forms: rep.Forms(), Erased: rep.Erased,
-		Pending: len(rep.Pending), DryRun: req.DryRun, JournalKept: rep.JournalKept})
+		Files: rep.Files, Pending: len(rep.Pending), DryRun: req.DryRun, JournalKept: rep.JournalKept})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,11 +84,17 @@ func equalSums(a, b map[string]string) bool {
 }
 
 // mountTmpfs mounts a tmpfs of size bytes (mount options opts added) on a
-// new directory, or skips: only root may mount.
+// new directory, or skips: only root may mount. Under
+// FORMD_REQUIRE_SERVICES=1 (CI, which runs as root) it fails instead, so
+// that the disk-full and read-only cases cannot go quietly untested.
 func mountTmpfs(t *testing.T, size int, opts string) string {
 	t.Helper()
+	skip := t.Skipf
+	if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
+		skip = t.Fatalf
+	}
 	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root")
+		skip("mounting a small tmpfs needs root (FORMD_REQUIRE_SERVICES=%q)", os.Getenv("FORMD_REQUIRE_SERVICES"))
 	}
 	dir := t.TempDir()
 	o := "size=" + strconv.Itoa(size)
@@ -95,7 +102,7 @@ func mountTmpfs(t *testing.T, size int, opts string) string {
 		o += "," + opts
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", o, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+		skip("cannot mount a tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", dir).Run() }) //nolint:errcheck // best effort
 	return dir
@@ -383,5 +390,56 @@ func TestMetricsWithoutSchedule(t *testing.T) {
 	}
 	if got := metric(t, reg, "formd_backup_period_seconds"); got != 0 {
 		t.Errorf("period %v without a schedule, want 0", got)
+	}
+}
+
+// mountTmpfs skips where it cannot mount, and fails there under
+// FORMD_REQUIRE_SERVICES=1. The test runs itself as a child process as
+// the nobody user (who may not mount), so it needs root to start from.
+func TestMountTmpfsHonoursRequireServices(t *testing.T) {
+	if os.Getenv("MOUNT_TMPFS_CHILD") == "1" {
+		mountTmpfs(t, 1<<20, "")
+		return
+	}
+	if os.Geteuid() != 0 {
+		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
+			t.Fatal("FORMD_REQUIRE_SERVICES=1 and not root: this test runs itself as another user")
+		}
+		t.Skip("needs root, to run itself as a user who may not mount")
+	}
+	t.Parallel()
+	// A directory nobody may enter (t.TempDir's parent is root's only).
+	dir, err := os.MkdirTemp("", "formd-mount")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "test")
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		require  string
+		fails    bool
+		contains string
+	}{
+		{"", false, "SKIP"},
+		{"1", true, "mounting a small tmpfs needs root"},
+	} {
+		cmd := exec.Command(bin, "-test.run=^TestMountTmpfsHonoursRequireServices$", "-test.v")
+		cmd.Dir = filepath.Dir(bin)
+		cmd.Env = append(os.Environ(), "MOUNT_TMPFS_CHILD=1", "FORMD_REQUIRE_SERVICES="+c.require)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if (err != nil) != c.fails || !strings.Contains(string(out), c.contains) {
+			t.Errorf("as nobody, FORMD_REQUIRE_SERVICES=%q: err %v, output:\n%s\nwant failed=%v and %q", c.require, err, out, c.fails, c.contains)
+		}
 	}
 }

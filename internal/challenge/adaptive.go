@@ -1,6 +1,7 @@
 package challenge
 
 import (
+	"container/list"
 	"sync"
 	"time"
 )
@@ -11,9 +12,14 @@ import (
 // each by its own share, which is enough to make scripted sign-ups costly
 // without a store write per challenge.
 //
+// The addresses it is given are the callers' bucket keys (intake.ClientKey:
+// an IPv6 client is counted by its /64, so walking its own network's
+// addresses does not reset its count).
+//
 // Memory is bounded: at most MaxAddrs addresses are counted; when a new
-// one comes and the table is full, an arbitrary counted address is
-// forgotten (its next challenge is at the base again, never harder).
+// one comes and the table is full, the least recently counted address is
+// forgotten (its next challenge is at the base again, never harder), so a
+// flood of new addresses cannot push out the one bursting now.
 type Adaptive struct {
 	// Window is the time over which an address's challenges are counted.
 	Window time.Duration
@@ -26,10 +32,12 @@ type Adaptive struct {
 	MaxAddrs int
 
 	mu    sync.Mutex
-	addrs map[string]*count
+	addrs map[string]*list.Element // of *count
+	lru   list.List                // most recently counted at the front
 }
 
 type count struct {
+	addr  string
 	start time.Time
 	n     int
 }
@@ -56,8 +64,12 @@ func (a *Adaptive) Next(addr string, base, max int64, now time.Time) int64 {
 func (a *Adaptive) Factor(addr string, now time.Time) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c, ok := a.addrs[addr]
-	if !ok || now.Sub(c.start) >= a.Window {
+	el, ok := a.addrs[addr]
+	if !ok {
+		return 1
+	}
+	c := el.Value.(*count)
+	if now.Sub(c.start) >= a.Window {
 		return 1
 	}
 	return a.factor(c.n)
@@ -67,15 +79,20 @@ func (a *Adaptive) count(addr string, now time.Time) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.addrs == nil {
-		a.addrs = make(map[string]*count)
+		a.addrs = make(map[string]*list.Element)
 	}
-	c, ok := a.addrs[addr]
-	if !ok {
-		if len(a.addrs) >= a.MaxAddrs {
-			a.evict(now)
+	var c *count
+	if el, ok := a.addrs[addr]; ok {
+		a.lru.MoveToFront(el)
+		c = el.Value.(*count)
+	} else {
+		for len(a.addrs) >= max(a.MaxAddrs, 1) {
+			oldest := a.lru.Back()
+			a.lru.Remove(oldest)
+			delete(a.addrs, oldest.Value.(*count).addr)
 		}
-		c = &count{start: now}
-		a.addrs[addr] = c
+		c = &count{addr: addr, start: now}
+		a.addrs[addr] = a.lru.PushFront(c)
 	}
 	if now.Sub(c.start) >= a.Window || now.Before(c.start) {
 		c.start, c.n = now, 0
@@ -95,23 +112,6 @@ func (a *Adaptive) factor(n int) int64 {
 		f *= 2
 	}
 	return min(f, max(a.MaxFactor, 1))
-}
-
-// evict makes room: addresses whose window ended go first; when none has,
-// one arbitrary address (Go's map order).
-func (a *Adaptive) evict(now time.Time) {
-	for k, c := range a.addrs {
-		if now.Sub(c.start) >= a.Window {
-			delete(a.addrs, k)
-		}
-	}
-	if len(a.addrs) < a.MaxAddrs {
-		return
-	}
-	for k := range a.addrs {
-		delete(a.addrs, k)
-		return
-	}
 }
 
 // Len is how many addresses are counted (for tests of the bound).

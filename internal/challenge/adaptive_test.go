@@ -68,3 +68,25 @@ func TestAdaptiveOverflow(t *testing.T) {
 		}
 	}
 }
+
+// The bound forgets the least recently counted address: an address that
+// keeps asking keeps its count (and its raise) through a flood of new
+// addresses, and the table never holds more than MaxAddrs.
+func TestAdaptiveForgetsTheLeastRecent(t *testing.T) {
+	t.Parallel()
+	a := &Adaptive{Window: time.Hour, Free: 10, MaxFactor: 64, MaxAddrs: 2}
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := range 60 {
+		a.Next("2001:db8:1:2::/64", 1000, 1<<40, now)
+		a.Next(fmt.Sprintf("198.51.100.%d", i), 1000, 1<<40, now)
+		if n := a.Len(); n > 2 {
+			t.Fatalf("%d addresses counted, bound 2", n)
+		}
+	}
+	if f := a.Factor("2001:db8:1:2::/64", now); f != 32 {
+		t.Fatalf("the bursting address's raise after 60 challenges among a flood: %d, want 32", f)
+	}
+	if f := a.Factor("198.51.100.0", now); f != 1 {
+		t.Fatalf("an address asked once, long forgotten: %d", f)
+	}
+}

@@ -62,6 +62,8 @@ func (p Person) needles() ([][]byte, string, error) {
 type Finder interface {
 	FindEntries(ctx context.Context, needles [][]byte, limit int) ([]store.EntryRef, error)
 	EraseEntries(ctx context.Context, ids []string) (int, error)
+	// EntryUploads lists an entry's files (none once it is erased).
+	EntryUploads(ctx context.Context, entryID string) ([]store.Upload, error)
 }
 
 // Report is what Forget found and did.
@@ -73,6 +75,10 @@ type Report struct {
 	Entries []store.EntryRef
 	// Erased is how many had their data erased now (0 in a dry run).
 	Erased int
+	// Files counts the files of the entries erased now (in a dry run, of
+	// those that would be): from the moment the erasure commits no link
+	// serves them, and the server's next pass deletes their bytes.
+	Files int
 	// Pending lists entries whose journal copy could not be deleted yet
 	// (not yet decided): they are left whole, and running Forget again
 	// once they are decided erases them.
@@ -133,8 +139,13 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allo
 		}
 	}
 	found = r.Entries
-	if dryRun || len(found) == 0 {
+	if len(found) == 0 {
 		return r, nil
+	}
+	if dryRun {
+		n, err := countFiles(ctx, st, found)
+		r.Files = n
+		return r, err
 	}
 	// The journal's copies go first: an entry whose copy stays while the
 	// store forgets it would only be replayed as a replay (the store keeps
@@ -151,13 +162,36 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allo
 		}
 	}
 	var ids []string
+	var erasing []store.EntryRef
 	for _, e := range found {
 		if !slices.ContainsFunc(r.Pending, func(p store.EntryRef) bool { return p.ID == e.ID }) {
 			ids = append(ids, e.ID)
+			erasing = append(erasing, e)
 		}
+	}
+	// Counted before: an erased entry lists no files.
+	files, err := countFiles(ctx, st, erasing)
+	if err != nil {
+		return r, err
 	}
 	if r.Erased, err = st.EraseEntries(ctx, ids); err != nil {
 		return r, fmt.Errorf("erase the person's entries: %w", err)
 	}
+	if r.Erased > 0 {
+		r.Files = files
+	}
 	return r, nil
+}
+
+// countFiles counts the files of the entries.
+func countFiles(ctx context.Context, st Finder, es []store.EntryRef) (int, error) {
+	n := 0
+	for _, e := range es {
+		ups, err := st.EntryUploads(ctx, e.ID)
+		if err != nil {
+			return 0, fmt.Errorf("list the files of %s/%s: %w", e.Form, e.ID, err)
+		}
+		n += len(ups)
+	}
+	return n, nil
 }

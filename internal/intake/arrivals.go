@@ -168,7 +168,7 @@ func (h *Handler) arrivals(w http.ResponseWriter, r *http.Request) error {
 
 // arrivalBudget takes n events from the address's and the form's budgets.
 func (h *Handler) arrivalBudget(r *http.Request, f *form.Form, now time.Time, n int) error {
-	key := h.clientIP(r) + "|" + f.ID() + "|arrival-events"
+	key := h.clientKey(r) + "|" + f.ID() + "|arrival-events"
 	ok, wait := h.limiter.allowN(key, now, arrivalsPerAddressSecond, arrivalsPerAddressBurst, n)
 	if ok {
 		if ok, wait = h.limiter.allowN("|form-arrival-events|"+f.ID(), now, arrivalsPerFormSecond, arrivalsPerFormBurst, n); !ok {

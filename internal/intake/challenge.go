@@ -64,7 +64,7 @@ func (h *Handler) issueChallenge(w http.ResponseWriter, r *http.Request) error {
 	now := h.cfg.Now()
 	d := rules.BaseDifficulty()
 	if a := h.cfg.Proof.Adaptive; a != nil {
-		d = a.Next(h.clientIP(r), d, form.MaxDifficulty*4, now)
+		d = a.Next(h.clientKey(r), d, form.MaxDifficulty*4, now)
 	}
 	body, err := json.Marshal(h.cfg.Proof.Signer.Issue(f.ID(), d, now.Add(h.cfg.Proof.ttl())))
 	if err != nil {

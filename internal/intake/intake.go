@@ -139,7 +139,7 @@ type Handler struct {
 // New makes the handler.
 func New(j Journal, o Outcomes, forms Forms, w Waiter, cfg Config) *Handler {
 	cfg.setDefaults()
-	return &Handler{cfg: cfg, journal: j, outcomes: o, forms: forms, waiter: w, limiter: newLimiter(), statuses: NewStatuses(j, o),
+	return &Handler{cfg: cfg, journal: j, outcomes: o, forms: forms, waiter: w, limiter: newLimiter(maxBuckets), statuses: NewStatuses(j, o),
 		arrivalRefusals: newRefusalTally()}
 }
 
@@ -546,7 +546,7 @@ func (h *Handler) rateLimitScaled(r *http.Request, f *form.Form, now time.Time, 
 	}
 	burst *= scale
 	perSecond := float64(rl.Requests*scale) / time.Duration(rl.Per).Seconds()
-	key := h.clientIP(r) + "|" + f.ID() + suffix
+	key := h.clientKey(r) + "|" + f.ID() + suffix
 	ok, wait := h.limiter.allow(key, now, perSecond, burst)
 	if ok {
 		return func() { h.limiter.refund(key, burst) }, nil

@@ -260,6 +260,10 @@ type OutcomeBus interface {
 	// SubscribeOutcomes calls fn with every announcement to instance
 	// until stop is called.
 	SubscribeOutcomes(instance string, fn func(data []byte)) (stop func(), err error)
+	// MaxAnnouncement is the most bytes one announcement carries (NATS's
+	// max_payload, which its server sets): a batch's outcomes for one
+	// instance are sent in announcements of at most this size.
+	MaxAnnouncement() int
 }
 
 // LaxDurability is a journal whose durability depends on settings outside

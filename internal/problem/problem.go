@@ -63,6 +63,7 @@ const (
 	CodeUploadNotFound    = "upload-not-found"
 	CodeUploadOffset      = "upload-offset-mismatch"
 	CodeUploadUnavailable = "upload-unavailable"
+	CodeFileErased        = "file-erased"
 	// Upload safety (--clamd).
 	CodeFileInfected    = "file-infected"
 	CodeScanUnavailable = "scan-unavailable"
@@ -127,6 +128,7 @@ var Codes = map[string]Info{
 	CodeFileRejected:         {Status: 422, Title: "File rejected", Explain: "The uploaded file's bytes are of a type the form's file field does not accept (the type is found from the bytes, not from the file's name), or the upload names no file field of this form. The detail names the field and the type found. The upload was deleted; send a file of an accepted type."},
 	CodeUploadUsed:           {Status: 422, Title: "Upload already used", Explain: "An upload this submission names belongs to another submission already: an upload is attached to one entry only. Upload the file again for this submission. Nothing was stored."},
 	CodeUploadNotFound:       {Status: 422, Title: "Upload not found", Explain: "No complete upload of this form has this id: it was never made, it expired (uploads that no submission names are deleted after a while), or its bytes are still being sent. Upload the file again, or finish the upload, and submit again. Nothing was stored."},
+	CodeFileErased:           {Status: 410, Title: "File erased", Explain: "The entry this file belonged to was erased (formd forget, or its form's retention): its files are not served any more, though the link was signed and has not expired, and their bytes are deleted by the next pass."},
 	CodeUploadOffset:         {Status: 409, Title: "Wrong upload offset", Explain: "The PATCH's Upload-Offset is not where the upload stands. Ask with HEAD for the Upload-Offset the server has, and send the rest from there."},
 	CodeUploadUnavailable:    {Status: 503, Title: "Upload storage unavailable", Explain: "The server could not store or read the upload's bytes (its disk, or the S3 bucket it keeps files in, could not be reached). Nothing was kept of this request and nothing was claimed; send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 5},
 	CodeUploadStorageFull:    {Status: 507, Title: "Upload storage full", Explain: "The server's disk (or its bucket's quota) has no room for the upload's bytes. Nothing was kept of this request and nothing was claimed: the upload stands where it stood before it. Send it again after Retry-After seconds, from the offset HEAD gives.", RetryAfter: 60},

@@ -26,6 +26,9 @@ type PollOptions struct {
 	// Keys bounds the keys read by one query. Default 4096.
 	Keys   int
 	Logger *slog.Logger
+	// After is the clock's timer: a channel that receives once d has
+	// passed. Default time.After; tests hand the periods out themselves.
+	After func(d time.Duration) <-chan time.Time
 }
 
 // Poll is an instance's safety net for outcomes decided elsewhere whose
@@ -48,26 +51,28 @@ func (n *Notifier) Poll(ctx context.Context, read OutcomeReader, opts PollOption
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
 	period := opts.Every
 	failing := 0 // polls failed in a row
-	timer := time.NewTimer(period)
-	defer timer.Stop()
 	for {
-		if n.waiting.Load() == 0 {
-			// Idle: sleep until a request waits, then a full period.
+		for n.waiting.Load() == 0 {
+			// Idle: sleep until a request waits, then a full period. (A
+			// wake left from a request that has stopped waiting since
+			// finds nobody, and sleeps again.)
 			period = opts.Every
 			select {
 			case <-ctx.Done():
 				return
 			case <-n.woken:
 			}
-			timer.Reset(period)
 		}
 		before := n.delivered.Load()
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
+		case <-opts.After(period):
 		}
 		found, err := n.pollOnce(ctx, read, opts.Keys)
 		switch {
@@ -89,7 +94,6 @@ func (n *Notifier) Poll(ctx context.Context, read OutcomeReader, opts PollOption
 		if err == nil {
 			failing = 0
 		}
-		timer.Reset(period)
 	}
 }
 

@@ -54,12 +54,33 @@ func OpenDrivers(ctx context.Context, cfg config.Config, log *slog.Logger) (jour
 	if err != nil {
 		return nil, nil, err
 	}
+	warnNewerFunctions(ctx, st, log)
 	j, err := openJournal(ctx, cfg, log, st, false)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
 	}
 	return j, st, nil
+}
+
+// warnNewerFunctions says at start that a PostgreSQL store's functions
+// are a newer release's: this binary uses them rather than putting its
+// older ones back (pgstore.Functions), which is right in a rolling
+// restart and worth knowing after a rollback.
+func warnNewerFunctions(ctx context.Context, st Store, log *slog.Logger) {
+	pg, ok := st.(*pgstore.Store)
+	if !ok {
+		return
+	}
+	f, err := pg.Functions(ctx)
+	if err != nil {
+		log.Warn("read the store's functions version", "err", err)
+		return
+	}
+	if f.Newer() {
+		log.Warn("the store's functions are a newer release's: using them, not this binary's",
+			"functions_version", f.Version, "defined_by", f.DefinedBy, "this_binary_functions_version", f.Known)
+	}
 }
 
 // openEmbedded opens the sqlite journal and the sqlite store on one

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/processor"
@@ -31,9 +32,11 @@ func (s *Server) waitingInstance() string {
 }
 
 // announcer tells the instances whose requests wait for a settled batch's
-// outcomes about them: one announcement a waiting instance, on its own
-// subject. Outcomes nobody waits for, or waited for here (the processor
-// woke those), are not announced.
+// outcomes about them: on each waiting instance's own subject, in as few
+// announcements as the bus's payload limit allows (a batch of a thousand
+// outcomes is more than NATS's 1 MB, and one announcement over it would be
+// refused whole). Outcomes nobody waits for, or waited for here (the
+// processor woke those), are not announced.
 func (s *Server) announcer(bus journal.OutcomeBus) func([]journal.Entry, []store.Outcome) {
 	return func(entries []journal.Entry, outs []store.Outcome) {
 		var by map[string][]store.Outcome
@@ -47,15 +50,53 @@ func (s *Server) announcer(bus journal.OutcomeBus) func([]journal.Entry, []store
 			by[e.Waiter] = append(by[e.Waiter], outs[i])
 		}
 		for instance, outs := range by {
-			data, err := json.Marshal(outs)
-			if err == nil {
+			chunks, skipped, err := announcements(outs, bus.MaxAnnouncement())
+			for _, data := range chunks {
+				if err != nil {
+					break
+				}
 				err = bus.PublishOutcomes(instance, data)
 			}
 			if err != nil {
 				s.log.Warn("outcomes not announced; the waiting instance will find them by polling", "instance", instance, "err", err)
 			}
+			if skipped > 0 {
+				s.log.Warn("outcomes larger than an announcement not announced; the waiting instance will find them by polling", "instance", instance, "outcomes", skipped)
+			}
 		}
 	}
+}
+
+// announcements encodes outs, in order, as JSON arrays (what
+// listenForOutcomes reads) of at most limit bytes each. An outcome that
+// alone is larger than limit is left out and counted in skipped: its
+// waiter finds it by polling the store, as when an announcement is lost.
+func announcements(outs []store.Outcome, limit int) (chunks [][]byte, skipped int, err error) {
+	var cur []byte
+	for _, o := range outs {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return nil, 0, fmt.Errorf("encode an outcome: %w", err)
+		}
+		if len(b)+2 > limit {
+			skipped++
+			continue
+		}
+		// cur is "[a,b" while open: the next needs a comma and the closing bracket.
+		if cur != nil && len(cur)+1+len(b)+1 > limit {
+			chunks = append(chunks, append(cur, ']'))
+			cur = nil
+		}
+		if cur == nil {
+			cur = append([]byte{'['}, b...)
+		} else {
+			cur = append(append(cur, ','), b...)
+		}
+	}
+	if cur != nil {
+		chunks = append(chunks, append(cur, ']'))
+	}
+	return chunks, skipped, nil
 }
 
 // listenForOutcomes feeds the outcomes announced to this instance, decided

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
+	"github.com/formd/formd/internal/uploads"
 )
 
 const uploadForms = `
@@ -406,5 +408,132 @@ func TestWebhookCarriesTheFile(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 200 || !bytes.Equal(got, photo) {
 		t.Fatalf("download from the webhook's link: %d", res.StatusCode)
+	}
+}
+
+const forgetForms = `
+id: exam
+fields:
+  - {name: email, type: email, required: true}
+  - {name: photo, type: file, required: true, max_size: 1MiB, accept: [image/png, image/jpeg]}
+`
+
+// exportedFileURL is the signed link the export gives an entry's photo.
+func exportedFileURL(t *testing.T, h *servertest.Harness, entryID string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", h.URL+"/v1/admin/forms/exam/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	res, err := servertest.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	dec := json.NewDecoder(res.Body)
+	for dec.More() {
+		var row struct {
+			ID   string
+			Data map[string]json.RawMessage
+		}
+		if err := dec.Decode(&row); err != nil {
+			t.Fatal(err)
+		}
+		var file struct{ URL string }
+		if row.ID == entryID && json.Unmarshal(row.Data["photo"], &file) == nil && file.URL != "" {
+			return file.URL
+		}
+	}
+	t.Fatalf("the export has no photo link for %s", entryID)
+	return ""
+}
+
+// After POST /v1/admin/forget answers (formd forget), the forgotten
+// person's photo link answers 410 at once, though it is signed and not
+// expired and the bytes are still under --data; the uploads pass deletes
+// the bytes, after which the link answers 404. Another person's photo is
+// served throughout.
+func TestForgottenPhotoIsNotServed(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, forgetForms, servertest.Options{})
+	c := servertest.Client()
+	send := func(key, email string) (string, string) {
+		t.Helper()
+		id := upload(t, h, photoBytes(20<<10, len(key)))
+		body, _ := json.Marshal(map[string]any{"email": email, "photo": "upload:" + id})
+		req, _ := http.NewRequest("POST", h.URL+"/v1/forms/exam/submissions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var doc struct{ ID string }
+		json.NewDecoder(res.Body).Decode(&doc)
+		if res.StatusCode != 201 || doc.ID == "" {
+			t.Fatalf("submit: %d", res.StatusCode)
+		}
+		return doc.ID, id
+	}
+	status := func(link string) int {
+		t.Helper()
+		res, err := c.Get(h.URL + link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	goneEntry, goneUpload := send("k-forget", "han.meimei@example.org")
+	onDisk := func() bool {
+		t.Helper()
+		ok, err := uploads.DirBytes(filepath.Join(h.Data, "uploads")).HasBytes(context.Background(), goneUpload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	keptEntry, _ := send("k-keep-me", "li.lei@example.org")
+	goneLink, keptLink := exportedFileURL(t, h, goneEntry), exportedFileURL(t, h, keptEntry)
+	if s := status(goneLink); s != 200 {
+		t.Fatalf("the photo before forget: %d", s)
+	}
+	type report struct{ Erased, Files int }
+	forget := func(body string) report {
+		t.Helper()
+		req, _ := http.NewRequest("POST", h.URL+"/v1/admin/forget", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+h.Token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var rep report
+		if err := json.NewDecoder(res.Body).Decode(&rep); err != nil || res.StatusCode != 200 {
+			t.Fatalf("forget %s: %d %v", body, res.StatusCode, err)
+		}
+		return rep
+	}
+	if rep := forget(`{"email": "Han.Meimei@example.org", "dry_run": true}`); rep != (report{Erased: 0, Files: 1}) || status(goneLink) != 200 {
+		t.Fatalf("forget, dry run: %+v (the photo answers %d)", rep, status(goneLink))
+	}
+	if rep := forget(`{"email": "Han.Meimei@example.org"}`); rep != (report{Erased: 1, Files: 1}) {
+		t.Fatalf("forget: %+v, want one entry and its file", rep)
+	}
+	if s := status(goneLink); s != http.StatusGone || !onDisk() {
+		t.Fatalf("the forgotten person's photo right after forget answered: %d (bytes still stored: %v), want 410 while they are", s, onDisk())
+	}
+	if s := status(keptLink); s != 200 {
+		t.Fatalf("another person's photo after forget: %d", s)
+	}
+	if _, err := h.Server.Uploads.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := status(goneLink); s != http.StatusNotFound || onDisk() {
+		t.Fatalf("the forgotten photo after the pass: %d (bytes still stored: %v), want 404 and no bytes", s, onDisk())
+	}
+	if s := status(keptLink); s != 200 {
+		t.Fatalf("another person's photo after the pass: %d", s)
 	}
 }

@@ -37,8 +37,22 @@ func (d timeDest) Scan(v any) error {
 }
 
 // UploadColumns are the columns ScanUpload reads, of uploads u left joined
-// with upload_claims c.
-const UploadColumns = `u.id, u.form, u.field, u.size, u.name, u.type, u.sha256, u.created_at, u.expires_at, coalesce(c.entry_id, '')`
+// with upload_claims c and with the claiming entry e (UploadJoins).
+const UploadColumns = `u.id, u.form, u.field, u.size, u.name, u.type, u.sha256, u.created_at, u.expires_at, coalesce(c.entry_id, ''), c.upload_id IS NOT NULL AND e.data IS NULL`
+
+// UploadJoins are the tables UploadColumns read, after FROM.
+const UploadJoins = `uploads u LEFT JOIN upload_claims c ON c.upload_id = u.id LEFT JOIN entries e ON e.id = c.entry_id`
+
+// UploadDeletionColumns are what ScanUploadDeletion reads, of
+// upload_deletions.
+const UploadDeletionColumns = `upload_id, queued_at, attempts, last_error, tried_at`
+
+// ScanUploadDeletion reads UploadDeletionColumns.
+func ScanUploadDeletion(sc Scanner) (UploadDeletion, error) {
+	var d UploadDeletion
+	err := sc.Scan(&d.ID, TimeDest(&d.QueuedAt), &d.Attempts, &d.LastError, TimeDest(&d.TriedAt))
+	return d, err
+}
 
 // ScanUpload reads UploadColumns.
 func ScanUpload(sc Scanner) (Upload, error) {
@@ -46,7 +60,7 @@ func ScanUpload(sc Scanner) (Upload, error) {
 		u   Upload
 		sum []byte
 	)
-	if err := sc.Scan(&u.ID, &u.Form, &u.Field, &u.Size, &u.Name, &u.Type, &sum, TimeDest(&u.CreatedAt), TimeDest(&u.ExpiresAt), &u.Entry); err != nil {
+	if err := sc.Scan(&u.ID, &u.Form, &u.Field, &u.Size, &u.Name, &u.Type, &sum, TimeDest(&u.CreatedAt), TimeDest(&u.ExpiresAt), &u.Entry, &u.Erased); err != nil {
 		return u, err
 	}
 	u.Complete = len(sum) == len(u.SHA256)

@@ -97,6 +97,10 @@ type Upload struct {
 	// it (an IPv4 address, an IPv6 /64): see UploadLimits. Recorded, not
 	// read back.
 	Source string
+	// Erased says the entry that claimed it had its data erased
+	// (retention, forget): the file is not served any more, from the
+	// moment the erasure commits, and its bytes go by the next pass.
+	Erased bool
 }
 
 // Uploads is what a store driver keeps about uploads, beside the
@@ -113,27 +117,30 @@ type Uploads interface {
 	// Upload reads one upload, with the entry that claimed it; ErrNotFound.
 	Upload(ctx context.Context, id string) (Upload, error)
 	// EntryUploads lists the uploads an entry claimed, in the order its
-	// data names them.
+	// data names them; none for an entry whose data was erased.
 	EntryUploads(ctx context.Context, entryID string) ([]Upload, error)
 	// ExpiredUploads lists up to limit ids of uploads no entry claimed
 	// whose expiry is at or before now, oldest expiry first.
 	ExpiredUploads(ctx context.Context, now time.Time, limit int) ([]string, error)
-	// DeleteUpload removes an upload's record unless an entry claimed it,
-	// and says whether it did. A claim committed at the same time wins:
-	// the record stays.
+	// DeleteUpload removes an upload's record unless an entry claimed it
+	// and queues its bytes' deletion (UploadDeletions), in one
+	// transaction, and says whether it did. A claim committed at the same
+	// time wins: the record stays.
 	DeleteUpload(ctx context.Context, id string) (bool, error)
 	// ErasedUploads lists up to limit ids of uploads claimed by entries
 	// whose data was erased (retention, forget): their bytes are to go
 	// with the data.
 	ErasedUploads(ctx context.Context, limit int) ([]string, error)
 	// DropErasedUpload removes the claim and the record of an upload
-	// whose entry's data was erased, once its bytes are deleted; false
-	// when the upload is not such a one.
+	// whose entry's data was erased and queues its bytes' deletion
+	// (UploadDeletions), in one transaction; false when the upload is not
+	// such a one.
 	DropErasedUpload(ctx context.Context, id string) (bool, error)
 
 	// The rest is in uploadsafety.go and uploadbudget.go.
 	UploadHolds
 	UploadBudgets
+	UploadDeletions
 }
 
 // UploadLocker is a store that locks uploads across every instance of a
@@ -162,6 +169,37 @@ type UploadLocks interface {
 	// Asked has f called with the name of each lock another instance
 	// asks for (Ask), from then on.
 	Asked(f func(name string))
+}
+
+
+// UploadDeletions is the queue of uploads whose bytes are to be deleted.
+// The transaction that removes an upload's record (DeleteUpload,
+// ExpireUpload, DropErasedUpload) queues the deletion of its bytes, so that a stop
+// between the record and the bytes leaves the deletion to the next pass
+// rather than bytes nobody knows of; a deletion that fails is recorded
+// (attempts, the error) and tried again. Every driver has it (part of
+// Uploads); storetest.RunUploads pins it.
+type UploadDeletions interface {
+	// PendingDeletions lists up to limit queued deletions, those tried
+	// fewest times first, then the oldest, so that one that keeps failing
+	// does not hold back the others.
+	PendingDeletions(ctx context.Context, limit int) ([]UploadDeletion, error)
+	// DeletionDone takes an upload off the queue once its bytes are gone.
+	DeletionDone(ctx context.Context, id string) error
+	// DeletionFailed records a failed attempt at an upload's bytes: one
+	// more attempt, the error's text and when.
+	DeletionFailed(ctx context.Context, id, reason string, at time.Time) error
+}
+
+// UploadDeletion is one queued deletion of an upload's bytes.
+type UploadDeletion struct {
+	ID       string
+	QueuedAt time.Time
+	// Attempts counts the failed attempts; LastError and TriedAt are the
+	// last one's ("" and the zero time before any).
+	Attempts  int
+	LastError string
+	TriedAt   time.Time
 }
 
 // uploadsMember is how form.UploadsKey starts in an entry's data.

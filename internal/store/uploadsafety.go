@@ -16,7 +16,8 @@ type UploadHolds interface {
 	// decision, however late, finds it.
 	HoldUpload(ctx context.Context, id string, until time.Time) (bool, error)
 	// ExpireUpload removes an unclaimed upload's record if its expiry is
-	// at or before now, and says whether it did: a hold or a claim
+	// at or before now and queues its bytes' deletion (UploadDeletions),
+	// in one transaction, and says whether it did: a hold or a claim
 	// committed meanwhile keeps it.
 	ExpireUpload(ctx context.Context, id string, now time.Time) (bool, error)
 	// UploadStates lists up to limit uploads with ids after after, in id

@@ -35,6 +35,13 @@ type FileAudit struct {
 	// lists content files whose bytes no longer hash to their name.
 	// Both only for a content-addressed store (ContentIndex).
 	Unlinked, Damaged []string
+	// Deleting counts the uploads whose records are gone and whose bytes
+	// are queued for deletion (store.UploadDeletions): the next pass
+	// deletes them; their bytes are not orphans.
+	Deleting int
+	// FailedDeletions are queued deletions that were tried and failed:
+	// bytes that should be gone and are still there, with why.
+	FailedDeletions []store.UploadDeletion
 }
 
 // MissingFile is a claimed upload without its bytes.
@@ -42,13 +49,19 @@ type MissingFile struct{ Upload, Entry string }
 
 // OK says every claimed file is there and nothing else is.
 func (a FileAudit) OK() bool {
-	return len(a.Missing) == 0 && len(a.Orphans) == 0 && len(a.Unlinked) == 0 && len(a.Damaged) == 0
+	return len(a.Missing) == 0 && len(a.Orphans) == 0 && len(a.Unlinked) == 0 && len(a.Damaged) == 0 && len(a.FailedDeletions) == 0
 }
 
-// AuditStore lists the uploads (store.UploadHolds).
+// AuditStore lists the uploads (store.UploadHolds) and the deletions of
+// their bytes (store.UploadDeletions).
 type AuditStore interface {
 	UploadStates(ctx context.Context, after string, limit int) ([]store.UploadState, error)
+	PendingDeletions(ctx context.Context, limit int) ([]store.UploadDeletion, error)
 }
+
+// maxAuditDeletions bounds the queued deletions one audit reads: a queue
+// longer than this is a problem the audit reports as it is.
+const maxAuditDeletions = 100000
 
 // ByteIndex is where uploads' bytes are stored, as the audit reads it.
 type ByteIndex interface {
@@ -326,6 +339,20 @@ func AuditFiles(ctx context.Context, st AuditStore, bytes ByteIndex, now time.Ti
 		after = page[len(page)-1].ID
 	}
 	a.Missing = missing
+	// Read after the records: an upload expired meanwhile is queued here
+	// before its bytes go, so its bytes are not taken for an orphan.
+	queued, err := st.PendingDeletions(ctx, maxAuditDeletions)
+	if err != nil {
+		return a, fmt.Errorf("audit files: %w", err)
+	}
+	a.Deleting = len(queued)
+	for _, d := range queued {
+		delete(stored, d.ID)
+		delete(stored, d.ID+".info")
+		if d.Attempts > 0 {
+			a.FailedDeletions = append(a.FailedDeletions, d)
+		}
+	}
 	for name, mod := range stored {
 		if strings.HasPrefix(name, ".part-") && now.Sub(mod) < time.Hour {
 			continue // a plain post being written

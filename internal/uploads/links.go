@@ -101,6 +101,9 @@ func (l *Links) Files(ctx context.Context, st EntryStore, entryID string) (map[s
 	}
 	out := make(map[string][]File, len(ups))
 	for _, u := range ups {
+		if u.Erased {
+			continue // its entry's data is erased: the file is not served
+		}
 		out[u.Field] = append(out[u.Field], File{Name: CleanName(u.Name), Type: u.Type, Size: u.Size,
 			SHA256: hex.EncodeToString(u.SHA256[:]), URL: l.URL(entryID, u.ID), Expires: l.expiry()})
 	}
@@ -129,9 +132,20 @@ func (s *Service) download(w http.ResponseWriter, r *http.Request, l *Links) {
 		writeProblem(w, r, problem.New(problem.CodeForbidden, "this file link is wrong or has expired; ask for a new one"), 0)
 		return
 	}
+	// The store's state of the upload decides, not the link alone: a file
+	// whose entry was erased is not served from the moment the erasure
+	// commits, though a link made before is signed and unexpired.
 	u, err := s.st.Upload(r.Context(), id)
-	if err != nil || u.Entry != entry {
+	switch {
+	case err == nil && u.Entry == entry && u.Erased:
+		writeProblem(w, r, problem.New(problem.CodeFileErased, "the entry this file belonged to was erased; its files are not served any more"), 0)
+		return
+	case errors.Is(err, store.ErrUploadNotFound) || err == nil && u.Entry != entry:
 		writeProblem(w, r, problem.New(problem.CodeNotFound, "the entry has no such file (it may have been erased)"), 0)
+		return
+	case err != nil:
+		s.cfg.Logger.Warn("read an upload for a download", "upload", id, "err", err)
+		writeProblem(w, r, problem.From(err), 0)
 		return
 	}
 	f, err := s.Open(r.Context(), id)

@@ -52,6 +52,9 @@ type Store interface {
 	ErasedUploads(ctx context.Context, limit int) ([]string, error)
 	DropErasedUpload(ctx context.Context, id string) (bool, error)
 	ExpireUpload(ctx context.Context, id string, now time.Time) (bool, error)
+	PendingDeletions(ctx context.Context, limit int) ([]store.UploadDeletion, error)
+	DeletionDone(ctx context.Context, id string) error
+	DeletionFailed(ctx context.Context, id, reason string, at time.Time) error
 }
 
 // Forms finds a form by id.
@@ -651,14 +654,23 @@ func sniff(head []byte) string {
 	return http.DetectContentType(head)
 }
 
-// remove deletes an upload's bytes, then its record. A claimed upload is
-// never removed: its record stays and so do its bytes.
+// remove deletes an upload's record, queueing the deletion of its bytes
+// in the same transaction, then the bytes, and takes them off the queue;
+// a stop or a failure in between leaves the deletion to the next pass
+// (RunOnce). A claimed upload is never removed: its record stays and so
+// do its bytes.
 func (s *Service) remove(ctx context.Context, id string) error {
 	ok, err := s.st.DeleteUpload(ctx, id)
 	if err != nil || !ok {
 		return err
 	}
-	return s.removeBytes(ctx, id)
+	if err := s.removeBytes(ctx, id); err != nil {
+		if rerr := s.st.DeletionFailed(ctx, id, err.Error(), s.cfg.Now()); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return err
+	}
+	return s.st.DeletionDone(ctx, id)
 }
 
 // removeBytes deletes an upload's bytes: its object, and its parts if

@@ -393,6 +393,11 @@ func TestTermination(t *testing.T) {
 	if res := r.do("HEAD", loc, nil, nil); res.StatusCode != 404 {
 		t.Fatalf("HEAD after DELETE: %d", res.StatusCode)
 	}
+	// The deletion was queued with the record and done at once.
+	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	if ds, err := r.st.PendingDeletions(context.Background(), 10); err != nil || len(ds) != 0 || !bytesGone(r.dir, id) {
+		t.Fatalf("after DELETE: deletions queued %+v, %v; bytes gone %v", ds, err, bytesGone(r.dir, id))
+	}
 }
 
 func TestExpiry(t *testing.T) {

@@ -118,11 +118,23 @@ func testWritability(t *testing.T, open func() journal.Journal) {
 
 // testOutcomeBus: an announcement to an instance reaches that instance's
 // subscribers, byte for byte, and no other instance's; a stopped
-// subscription gets no more while the others still do.
+// subscription gets no more while the others still do; the limit the
+// bus gives is the one it keeps (an announcement of that size is taken,
+// one byte more refused), so that senders cut their outcomes under it.
 func testOutcomeBus(t *testing.T, open func() journal.Journal) {
 	j := open()
 	defer closeJ(t, j)
 	bus := capability[journal.OutcomeBus](t, j)
+	limit := bus.MaxAnnouncement()
+	if limit < 1<<10 {
+		t.Fatalf("MaxAnnouncement %d: too small to carry a batch's outcomes", limit)
+	}
+	if err := bus.PublishOutcomes("nobody", make([]byte, limit)); err != nil {
+		t.Fatalf("an announcement of MaxAnnouncement (%d) bytes: %v", limit, err)
+	}
+	if err := bus.PublishOutcomes("nobody", make([]byte, limit+1)); err == nil {
+		t.Fatalf("an announcement of MaxAnnouncement+1 (%d) bytes was taken: the limit is not the bus's", limit+1)
+	}
 	subscribe := func(instance string) (<-chan []byte, func()) {
 		t.Helper()
 		ch := make(chan []byte, 64)

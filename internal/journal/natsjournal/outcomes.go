@@ -42,3 +42,7 @@ func (j *Journal) SubscribeOutcomes(instance string, fn func(data []byte)) (stop
 	}
 	return func() { _ = sub.Unsubscribe() }, nil
 }
+
+// MaxAnnouncement is the server's max_payload: PublishOutcomes refuses
+// more (nats.ErrMaxPayload), and the whole announcement is lost with it.
+func (j *Journal) MaxAnnouncement() int { return int(j.nc.MaxPayload()) }

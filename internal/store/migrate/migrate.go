@@ -97,6 +97,18 @@ type Dialect struct {
 	// release: the current definitions of the database's functions
 	// (CREATE OR REPLACE), kept in one file rather than in migrations.
 	Functions string
+	// FunctionsVersion is the version of Functions: a number the file
+	// carries, raised with every change of a body, so that a database can
+	// tell an older binary's functions from a newer one's.
+	FunctionsVersion int
+	// ClaimFunctions, when set, records FunctionsVersion and the release
+	// (its arguments) as the writer of the database's functions unless a
+	// newer version is recorded, changing one row when it did. Functions
+	// runs only then: an older binary (in a rolling restart, or rolled
+	// back) never puts its older bodies back over a newer one's, and uses
+	// the newer ones (a change of a function's arguments or result needs a
+	// migration, which an older binary refuses as a newer schema).
+	ClaimFunctions string
 }
 
 // ErrBadName marks a migrations directory the runner refuses: a file that
@@ -178,8 +190,18 @@ func Apply(ctx context.Context, db DB, d Dialect, fsys fs.FS, dir string, s rele
 			return err
 		}
 		if d.Functions != "" {
-			if _, err := exec(ctx, d.Functions); err != nil {
-				return fmt.Errorf("define the functions: %w", err)
+			define := true
+			if d.ClaimFunctions != "" {
+				n, err := exec(ctx, d.ClaimFunctions, d.FunctionsVersion, release.Name())
+				if err != nil {
+					return fmt.Errorf("record the functions' version: %w", err)
+				}
+				define = n == 1
+			}
+			if define {
+				if _, err := exec(ctx, d.Functions); err != nil {
+					return fmt.Errorf("define the functions: %w", err)
+				}
 			}
 		}
 		if d.WrittenBy == "" {

@@ -7,6 +7,12 @@
 -- A change of a function's arguments or result needs a migration that drops
 -- the old one. The rules themselves are package store's (store.go); the
 -- embedded store has them in Go (sqlitestore/decide.go).
+--
+-- The version below is recorded in the table functions_version with the
+-- release that defined the bodies; a binary whose version is lower starts
+-- and uses the bodies there rather than putting its older ones back. Raise
+-- it with every change of this file (TestFunctionsVersionRaised).
+-- functions-version: 1
 
 -- formd_event records an event of an entry: the next occurrence of its
 -- type (1 unless the entry had one before).

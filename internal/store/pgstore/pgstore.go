@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,25 @@ var schema embed.FS
 //go:embed functions.sql
 var functions string
 
+// functionsVersionLine is the line of functions.sql that gives its version.
+var functionsVersionLine = regexp.MustCompile(`(?m)^-- functions-version: ([0-9]+)$`)
+
+// mustFunctionsVersion reads the version a functions file carries (its
+// line "-- functions-version: N"), recorded in functions_version beside
+// the release that defined the bodies (dialect.ClaimFunctions); a file
+// without one is a build error of this package, caught by every test.
+func mustFunctionsVersion(sql string) int {
+	m := functionsVersionLine.FindStringSubmatch(sql)
+	if m == nil {
+		panic("pgstore: functions.sql has no line \"-- functions-version: N\"")
+	}
+	v, err := strconv.Atoi(m[1])
+	if err != nil || v < 1 {
+		panic("pgstore: functions.sql has a bad functions-version: " + m[1])
+	}
+	return v
+}
+
 // Options configure the store.
 type Options struct {
 	// URL is the database, postgres://user@host:port/db?sslmode=...; pgx
@@ -62,6 +83,8 @@ type Options struct {
 type Store struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+	// functions is the version of the functions this binary defines.
+	functions int
 
 	locksOnce sync.Once
 	locks     *UploadLocks // uploadlocks.go
@@ -70,6 +93,12 @@ type Store struct {
 // Open connects, applies the migrations not yet applied (one instance at a
 // time) and returns the store.
 func Open(ctx context.Context, opts Options) (*Store, error) {
+	return open(ctx, opts, functions)
+}
+
+// open is Open defining the functions of sql: functions.sql, or in tests
+// another version of it, as another release's binary would.
+func open(ctx context.Context, opts Options, sql string) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -87,24 +116,37 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := upgrade(ctx, pool, where(cfg)); err != nil {
+	if err := upgrade(ctx, pool, where(cfg), sql); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, classify("schema", err))
 	}
-	return &Store{pool: pool, now: opts.Now}, nil
+	return &Store{pool: pool, now: opts.Now, functions: mustFunctionsVersion(sql)}, nil
 }
 
 // dialect is how the PostgreSQL store's migrations are recorded (package
 // migrate): each transaction takes an advisory lock of the schema first,
-// so that instances starting together migrate one at a time.
-var dialect = migrate.Dialect{
+// so that instances starting together migrate one at a time. Its
+// functions are those of functions.sql (withFunctions).
+var dialect = withFunctions(migrate.Dialect{
 	Lock:        `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`,
 	CreateTable: `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`,
 	Record:      `INSERT INTO schema_migrations(version, applied_at) VALUES ($1, now()) ON CONFLICT DO NOTHING`,
 	HasTable:    `SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1`,
 	WrittenBy: `INSERT INTO written_by(one, release, schema, at) VALUES (1, $1, $2, now())
 		ON CONFLICT (one) DO UPDATE SET release = excluded.release, schema = excluded.schema, at = excluded.at`,
-	Functions: functions,
+	// Under the migration lock: the version recorded, and the release
+	// that defined the bodies, change only for a version as new or newer
+	// (the same version again defines the same bodies again, which mends a
+	// body changed by hand).
+	ClaimFunctions: `INSERT INTO functions_version(one, version, release, at) VALUES (1, $1, $2, now())
+		ON CONFLICT (one) DO UPDATE SET version = excluded.version, release = excluded.release, at = excluded.at
+		WHERE functions_version.version <= excluded.version`,
+}, functions)
+
+// withFunctions is d defining sql, of the version the file carries.
+func withFunctions(d migrate.Dialect, sql string) migrate.Dialect {
+	d.Functions, d.FunctionsVersion = sql, mustFunctionsVersion(sql)
+	return d
 }
 
 // migrations runs package migrate's transactions on the pool.
@@ -214,3 +256,28 @@ func collect[T any](rows pgx.Rows, scan func(store.Scanner) (T, error)) ([]T, er
 // FunctionsSQL is functions.sql, the store's functions as every start
 // defines them, for tests that compare a database with it.
 func FunctionsSQL() string { return functions }
+
+// Functions says which functions the database has: the version recorded
+// with the release that defined them (0 and "" for none recorded), and
+// the version this binary carries. A recorded version above Known is a
+// newer release's: this binary uses those bodies and leaves them.
+type Functions struct {
+	Version, Known int
+	DefinedBy      string
+}
+
+// Newer says the database's functions are a newer release's.
+func (f Functions) Newer() bool { return f.Version > f.Known }
+
+// Functions reads which functions the database has.
+func (s *Store) Functions(ctx context.Context) (Functions, error) {
+	f := Functions{Known: s.functions}
+	err := s.pool.QueryRow(ctx, `SELECT version, release FROM functions_version WHERE one = 1`).Scan(&f.Version, &f.DefinedBy)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return f, nil
+	}
+	if err != nil {
+		return f, classify("read the functions' version", err)
+	}
+	return f, nil
+}

@@ -17,8 +17,10 @@ import (
 // one before writing anything, mends what earlier releases' numbering
 // left out (restorePromise), applies the migrations it lacks (package
 // migrate: one transaction each, one instance at a time) and records this
-// release as its last writer.
-func upgrade(ctx context.Context, pool *pgxpool.Pool, where string) error {
+// release as its last writer. It defines the functions of sql
+// (functions.sql, or another version of it in tests) unless the database
+// has a newer version's.
+func upgrade(ctx context.Context, pool *pgxpool.Pool, where string, sql string) error {
 	s, err := migrate.Status(ctx, migrations{pool}, dialect, schema, "migrations", release.Schema{What: "store", Where: where})
 	if err != nil {
 		return err
@@ -29,7 +31,7 @@ func upgrade(ctx context.Context, pool *pgxpool.Pool, where string) error {
 	if err := restorePromise(ctx, pool); err != nil {
 		return err
 	}
-	return migrate.Apply(ctx, migrations{pool}, dialect, schema, "migrations", s)
+	return migrate.Apply(ctx, migrations{pool}, withFunctions(dialect, sql), schema, "migrations", s)
 }
 
 // restorePromise applies 0002_promise.sql to a database that recorded

@@ -42,7 +42,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, sum [32]byte, typ
 // Upload reads one upload.
 func (s *Store) Upload(ctx context.Context, id string) (store.Upload, error) {
 	u, err := store.ScanUpload(s.pool.QueryRow(ctx, `SELECT `+store.UploadColumns+`
-		FROM uploads u LEFT JOIN upload_claims c ON c.upload_id = u.id WHERE u.id = $1`, id))
+		FROM `+store.UploadJoins+` WHERE u.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return u, fmt.Errorf("read upload %s: %w", id, store.ErrUploadNotFound)
 	}
@@ -52,10 +52,11 @@ func (s *Store) Upload(ctx context.Context, id string) (store.Upload, error) {
 	return u, nil
 }
 
-// EntryUploads lists an entry's uploads in the order its data names them.
+// EntryUploads lists an entry's uploads in the order its data names them,
+// none once its data was erased.
 func (s *Store) EntryUploads(ctx context.Context, entryID string) ([]store.Upload, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+store.UploadColumns+`
-		FROM upload_claims c JOIN uploads u ON u.id = c.upload_id WHERE c.entry_id = $1 ORDER BY c.n`, entryID)
+		FROM `+store.UploadJoins+` WHERE c.entry_id = $1 AND e.data IS NOT NULL ORDER BY c.n`, entryID)
 	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}
@@ -83,12 +84,16 @@ func (s *Store) ExpiredUploads(ctx context.Context, now time.Time, limit int) ([
 	return out, nil
 }
 
-// DeleteUpload removes an unclaimed upload's record. A claim being
+// DeleteUpload removes an unclaimed upload's record and, in the same
+// statement, queues the deletion of its bytes. A claim being
 // decided at the same moment holds a lock on the upload's row (its
 // foreign key): the deletion waits for it and then fails on the key, and
 // the upload stays.
 func (s *Store) DeleteUpload(ctx context.Context, id string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM uploads u WHERE u.id = $1 AND NOT EXISTS (SELECT 1 FROM upload_claims c WHERE c.upload_id = u.id)`, id)
+	tag, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM uploads u WHERE u.id = $1
+			AND NOT EXISTS (SELECT 1 FROM upload_claims c WHERE c.upload_id = u.id) RETURNING u.id)
+		INSERT INTO upload_deletions(upload_id, queued_at) SELECT id, $2 FROM gone
+		ON CONFLICT (upload_id) DO UPDATE SET queued_at = excluded.queued_at`, id, micro(s.now()))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation: claimed meanwhile
 		return false, nil
@@ -116,7 +121,8 @@ func (s *Store) ErasedUploads(ctx context.Context, limit int) ([]string, error) 
 	return out, nil
 }
 
-// DropErasedUpload removes an erased entry's upload claim and record.
+// DropErasedUpload removes an erased entry's upload claim and record and
+// queues the deletion of its bytes.
 func (s *Store) DropErasedUpload(ctx context.Context, id string) (bool, error) {
 	dropped := false
 	err := s.inTx(ctx, "drop erased upload", func(tx pgx.Tx) error {
@@ -126,6 +132,10 @@ func (s *Store) DropErasedUpload(ctx context.Context, id string) (bool, error) {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM uploads WHERE id = $1`, id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO upload_deletions(upload_id, queued_at) VALUES ($1, $2)
+			ON CONFLICT (upload_id) DO UPDATE SET queued_at = excluded.queued_at`, id, micro(s.now())); err != nil {
 			return err
 		}
 		dropped = true

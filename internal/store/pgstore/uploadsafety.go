@@ -22,12 +22,15 @@ func (s *Store) HoldUpload(ctx context.Context, id string, until time.Time) (boo
 	return tag.RowsAffected() == 1, nil
 }
 
-// ExpireUpload removes an unclaimed upload's record once it expired. A
-// claim decided at the same moment fails it on the foreign key (see
+// ExpireUpload removes an unclaimed upload's record once it expired and,
+// in the same statement, queues the deletion of its bytes. A claim
+// decided at the same moment fails it on the foreign key (see
 // DeleteUpload), and the upload stays.
 func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM uploads u WHERE u.id = $1 AND u.expires_at <= $2
-		AND NOT EXISTS (SELECT 1 FROM upload_claims c WHERE c.upload_id = u.id)`, id, micro(now))
+	tag, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM uploads u WHERE u.id = $1 AND u.expires_at <= $2
+			AND NOT EXISTS (SELECT 1 FROM upload_claims c WHERE c.upload_id = u.id) RETURNING u.id)
+		INSERT INTO upload_deletions(upload_id, queued_at) SELECT id, $2 FROM gone
+		ON CONFLICT (upload_id) DO UPDATE SET queued_at = excluded.queued_at`, id, micro(now))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23503" { // foreign_key_violation: claimed meanwhile
 		return false, nil
@@ -36,6 +39,42 @@ func (s *Store) ExpireUpload(ctx context.Context, id string, now time.Time) (boo
 		return false, classify("expire upload", err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+var _ store.UploadDeletions = (*Store)(nil)
+
+// PendingDeletions lists queued deletions, fewest attempts first.
+func (s *Store) PendingDeletions(ctx context.Context, limit int) ([]store.UploadDeletion, error) {
+	if limit < 1 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+store.UploadDeletionColumns+` FROM upload_deletions
+		ORDER BY attempts, queued_at, upload_id COLLATE "C" LIMIT $1`, limit)
+	if err != nil {
+		return nil, classify("list upload deletions", err)
+	}
+	out, err := collect(rows, store.ScanUploadDeletion)
+	if err != nil {
+		return nil, classify("list upload deletions", err)
+	}
+	return out, nil
+}
+
+// DeletionDone takes a deletion off the queue.
+func (s *Store) DeletionDone(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM upload_deletions WHERE upload_id = $1`, id); err != nil {
+		return classify("finish upload deletion", err)
+	}
+	return nil
+}
+
+// DeletionFailed records a failed attempt.
+func (s *Store) DeletionFailed(ctx context.Context, id, reason string, at time.Time) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE upload_deletions SET attempts = attempts + 1, last_error = $2, tried_at = $3 WHERE upload_id = $1`,
+		id, reason, micro(at)); err != nil {
+		return classify("record a failed upload deletion", err)
+	}
+	return nil
 }
 
 // UploadStates lists uploads in id order for the audit.

@@ -102,7 +102,7 @@ func (s *Store) CompleteUpload(ctx context.Context, id string, sum [32]byte, typ
 // Upload reads one upload.
 func (s *Store) Upload(ctx context.Context, id string) (store.Upload, error) {
 	u, err := store.ScanUpload(s.rdb.QueryRowContext(ctx, `SELECT `+store.UploadColumns+`
-		FROM uploads u LEFT JOIN upload_claims c ON c.upload_id = u.id WHERE u.id = ?`, id))
+		FROM `+store.UploadJoins+` WHERE u.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, fmt.Errorf("read upload %s: %w", id, store.ErrUploadNotFound)
 	}
@@ -112,10 +112,11 @@ func (s *Store) Upload(ctx context.Context, id string) (store.Upload, error) {
 	return u, nil
 }
 
-// EntryUploads lists an entry's uploads in the order its data names them.
+// EntryUploads lists an entry's uploads in the order its data names them,
+// none once its data was erased.
 func (s *Store) EntryUploads(ctx context.Context, entryID string) ([]store.Upload, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.UploadColumns+`
-		FROM upload_claims c JOIN uploads u ON u.id = c.upload_id WHERE c.entry_id = ? ORDER BY c.n`, entryID)
+		FROM `+store.UploadJoins+` WHERE c.entry_id = ? AND e.data IS NOT NULL ORDER BY c.n`, entryID)
 	if err != nil {
 		return nil, classify("read entry uploads", err)
 	}
@@ -148,12 +149,25 @@ func (s *Store) ExpiredUploads(ctx context.Context, now time.Time, limit int) ([
 // committed before (the record stays) or comes after (and finds no
 // upload).
 func (s *Store) DeleteUpload(ctx context.Context, id string) (bool, error) {
-	res, err := s.wdb.ExecContext(ctx, `DELETE FROM uploads WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM upload_claims WHERE upload_id = ?1)`, id)
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return false, classify("delete upload: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	res, err := tx.ExecContext(ctx, `DELETE FROM uploads WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM upload_claims WHERE upload_id = ?1)`, id)
 	if err != nil {
 		return false, classify("delete upload", err)
 	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	if n, _ := res.RowsAffected(); n != 1 {
+		return false, nil
+	}
+	if err := queueDeletion(ctx, tx, id, s.now()); err != nil {
+		return false, classify("delete upload", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, classify("delete upload: commit", err)
+	}
+	return true, nil
 }
 
 // ErasedUploads lists uploads claimed by entries whose data was erased.
@@ -173,7 +187,8 @@ func (s *Store) ErasedUploads(ctx context.Context, limit int) ([]string, error) 
 	return out, nil
 }
 
-// DropErasedUpload removes an erased entry's upload claim and record.
+// DropErasedUpload removes an erased entry's upload claim and record and
+// queues the deletion of its bytes.
 func (s *Store) DropErasedUpload(ctx context.Context, id string) (bool, error) {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -189,6 +204,9 @@ func (s *Store) DropErasedUpload(ctx context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM uploads WHERE id = ?`, id); err != nil {
+		return false, classify("drop erased upload", err)
+	}
+	if err := queueDeletion(ctx, tx, id, s.now()); err != nil {
 		return false, classify("drop erased upload", err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,8 @@ func RunUploads(t *testing.T, newStore UploadOpener) {
 		{"DecisionChecksEachUpload", testUploadChecked},
 		{"DecisionSpendsTheChallenge", testChallengeSpentByDecision},
 		{"Budgets", testUploadBudgets},
+		{"ErasedFilesNotListedAtOnce", testUploadErasedAtOnce},
+		{"DeletionsQueuedWithTheRecord", testUploadDeletions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -279,5 +282,123 @@ func testUploadErased(t *testing.T, s UploadStore) {
 	}
 	if ids, _ := s.ErasedUploads(ctxT(t), 10); len(ids) != 0 {
 		t.Fatalf("erased uploads after the drop: %v", ids)
+	}
+}
+
+// From the moment an erasure commits, its entry's files are marked
+// erased (Upload.Erased, which the download link checks) and listed no
+// more (EntryUploads), before any pass deletes a byte; another entry's
+// files are not touched.
+func testUploadErasedAtOnce(t *testing.T, s UploadStore) {
+	kept, erased := newUpload(t, s, "f", true), newUpload(t, s, "f", true)
+	keep, gone := withUploads("f", "a", 1, kept.ID), withUploads("f", "b", 2, erased.ID)
+	mustApply(t, s, keep, gone)
+	if got := mustUpload(t, s, erased.ID); got.Erased || got.Entry != gone.ID {
+		t.Fatalf("a live entry's upload before the erasure: %+v", got)
+	}
+	if files, err := s.EntryUploads(ctxT(t), gone.ID); err != nil || len(files) != 1 || files[0].Erased {
+		t.Fatalf("a live entry's files: %+v, %v", files, err)
+	}
+	if n, err := s.EraseEntries(ctxT(t), []string{gone.ID}); err != nil || n != 1 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	if got := mustUpload(t, s, erased.ID); !got.Erased {
+		t.Fatalf("an erased entry's upload is not marked erased: %+v", got)
+	}
+	if files, err := s.EntryUploads(ctxT(t), gone.ID); err != nil || len(files) != 0 {
+		t.Fatalf("an erased entry still lists files: %+v, %v", files, err)
+	}
+	if got := mustUpload(t, s, kept.ID); got.Erased {
+		t.Fatalf("another entry's upload marked erased: %+v", got)
+	}
+	if got := mustUpload(t, s, newUpload(t, s, "f", true).ID); got.Erased {
+		t.Fatalf("an unclaimed upload marked erased: %+v", got)
+	}
+}
+
+// The transaction that removes an upload's record queues its bytes'
+// deletion, for an expiry and for an erasure; a failed attempt is
+// recorded and puts the deletion behind those not tried; a done one
+// leaves the queue.
+func testUploadDeletions(t *testing.T, s UploadStore) {
+	if ds, err := s.PendingDeletions(ctxT(t), 10); err != nil || len(ds) != 0 {
+		t.Fatalf("deletions of a new store: %+v, %v", ds, err)
+	}
+	expired, held := newUpload(t, s, "f", false), newUpload(t, s, "f", true)
+	later := time.Now().Add(25 * time.Hour)
+	if ok, err := s.HoldUpload(ctxT(t), held.ID, later.Add(time.Hour)); err != nil || !ok {
+		t.Fatalf("hold: %v %v", ok, err)
+	}
+	if ok, err := s.ExpireUpload(ctxT(t), held.ID, later); err != nil || ok {
+		t.Fatalf("expiring a held upload: %v %v", ok, err)
+	}
+	if ok, err := s.ExpireUpload(ctxT(t), expired.ID, later); err != nil || !ok {
+		t.Fatalf("expire: %v %v", ok, err)
+	}
+	claimed := newUpload(t, s, "f", true)
+	e := withUploads("f", "a", 1, claimed.ID)
+	mustApply(t, s, e)
+	if n, err := s.EraseEntries(ctxT(t), []string{e.ID}); err != nil || n != 1 {
+		t.Fatalf("erase: %d %v", n, err)
+	}
+	if ok, err := s.DropErasedUpload(ctxT(t), claimed.ID); err != nil || !ok {
+		t.Fatalf("drop erased: %v %v", ok, err)
+	}
+	ids := func() []string {
+		t.Helper()
+		ds, err := s.PendingDeletions(ctxT(t), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	if got := ids(); len(got) != 2 || !slices.Contains(got, expired.ID) || !slices.Contains(got, claimed.ID) {
+		t.Fatalf("queued deletions %v, want the expired %s and the erased %s (not the held one)", got, expired.ID, claimed.ID)
+	}
+	// A deletion by hand (tus termination, a refused type) queues too;
+	// a claimed upload is not deleted and not queued.
+	deleted := newUpload(t, s, "f", true)
+	if ok, err := s.DeleteUpload(ctxT(t), deleted.ID); err != nil || !ok {
+		t.Fatalf("delete: %v %v", ok, err)
+	}
+	if ok, err := s.DeleteUpload(ctxT(t), held.ID); err != nil || !ok {
+		t.Fatalf("delete the held one: %v %v", ok, err)
+	}
+	if got := ids(); len(got) != 4 || !slices.Contains(got, deleted.ID) || !slices.Contains(got, held.ID) {
+		t.Fatalf("queued deletions after two deletions by hand: %v", got)
+	}
+	for _, id := range []string{deleted.ID, held.ID} {
+		if err := s.DeletionDone(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	if err := s.DeletionFailed(ctxT(t), expired.ID, "disk on fire", at); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.PendingDeletions(ctxT(t), 10)
+	if err != nil || len(ds) != 2 || ds[0].ID != claimed.ID || ds[1].ID != expired.ID {
+		t.Fatalf("after a failure, deletions %+v, %v: want the one not tried first", ds, err)
+	}
+	if f := ds[1]; f.Attempts != 1 || f.LastError != "disk on fire" || !f.TriedAt.Equal(at) || f.QueuedAt.IsZero() {
+		t.Fatalf("the failed deletion as recorded: %+v", f)
+	}
+	if ds[0].Attempts != 0 || ds[0].LastError != "" || !ds[0].TriedAt.IsZero() {
+		t.Fatalf("a deletion not tried: %+v", ds[0])
+	}
+	if ds, _ := s.PendingDeletions(ctxT(t), 1); len(ds) != 1 {
+		t.Fatalf("limit 1 listed %d", len(ds))
+	}
+	for _, id := range []string{expired.ID, claimed.ID} {
+		if err := s.DeletionDone(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ids(); len(got) != 0 {
+		t.Fatalf("deletions left after both were done: %v", got)
 	}
 }
