@@ -171,7 +171,6 @@ type UploadLocks interface {
 	Asked(f func(name string))
 }
 
-
 // UploadDeletions is the queue of uploads whose bytes are to be deleted.
 // The transaction that removes an upload's record (DeleteUpload,
 // ExpireUpload, DropErasedUpload) queues the deletion of its bytes, so that a stop
