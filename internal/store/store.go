@@ -247,6 +247,7 @@ type DeadLetter struct {
 type Store interface {
 	Outbox
 	Budgets
+	FormHistory
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

@@ -7,8 +7,16 @@ import (
 	"github.com/formd/formd/internal/store"
 )
 
-// PutForms upserts definitions and capacity settings in one transaction.
+// PutForms upserts definitions and capacity settings in one transaction,
+// each a new version of its form published by no one (formd forms apply
+// on the store's files).
 func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
+	return s.PublishForms(ctx, forms, store.FormNote{})
+}
+
+// PublishForms is PutForms recording who published and what changed with
+// each definition's version, in the same transaction.
+func (s *Store) PublishForms(ctx context.Context, forms []form.Record, note store.FormNote) error {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return classify("put forms: begin", err)
@@ -24,6 +32,10 @@ func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 			ON CONFLICT(id) DO UPDATE SET site = excluded.site, source = excluded.source, version = excluded.version, updated_at = excluded.updated_at`,
 			f.ID, f.Site, f.Source, version, now); err != nil {
 			return classify("put form "+f.ID, err)
+		}
+		if _, err := tx.ExecContext(ctx, store.InsertFormVersion("?", "?", "?", "?", "?", "?", "?", "?"),
+			f.ID, f.ID, f.Site, f.Source, now, note.By, note.ActionOr(), note.Summary[f.ID]); err != nil {
+			return classify("put form "+f.ID+": version", err)
 		}
 		var limit any
 		if f.Capacity != nil {

@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore Opener) {
 		{"DeadLetters", testDeadLetters},
 		{"DeadLetterReplays", testDeadLetterReplays},
 		{"FormsAndVersions", testForms},
+		{"FormHistory", testFormHistory},
 		{"CapacityGrowthPromotes", testGrowth},
 		{"CancelErrors", testCancelErrors},
 		{"ExportPages", testExport},
@@ -691,6 +692,60 @@ func testForms(t *testing.T, s store.Store) {
 	changed, v2, err := s.Forms(ctx, v1)
 	if err != nil || len(changed) != 1 || changed[0].ID != "b" || v2 <= v1 {
 		t.Fatalf("changed %+v %d %v", changed, v2, err)
+	}
+}
+
+// testFormHistory: every definition published is its form's next
+// version, numbered from 1 per form, with who, how and what changed;
+// PutForms counts as a version by no one; a missing version is
+// ErrVersionNotFound; archiving twice keeps the first time, and
+// unarchiving removes it.
+func testFormHistory(t *testing.T, s store.Store) {
+	ctx := ctxT(t)
+	if vs, err := s.FormVersions(ctx, "h"); err != nil || len(vs) != 0 {
+		t.Fatalf("versions of no form: %+v %v", vs, err)
+	}
+	putForm(t, s, "h", nil, "")
+	note := store.FormNote{By: "ann@example.org", Action: "form.rollback", Summary: map[string]string{"h": "Places: no limit → 5", "g": "A new form."}}
+	if err := s.PublishForms(ctx, []form.Record{{ID: "h", Site: "s", Source: []byte("id: h\ncapacity: 5")}, {ID: "g", Site: "s", Source: []byte("id: g")}}, note); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := s.FormVersions(ctx, "h")
+	if err != nil || len(vs) != 2 {
+		t.Fatalf("versions of h: %+v %v", vs, err)
+	}
+	if vs[0].N != 2 || vs[0].By != "ann@example.org" || vs[0].Action != "form.rollback" || vs[0].Summary != "Places: no limit → 5" || vs[0].Site != "s" || vs[0].Source != nil || vs[0].SavedAt.IsZero() {
+		t.Errorf("newest version of h: %+v", vs[0])
+	}
+	if vs[1].N != 1 || vs[1].By != "" || vs[1].Action != "forms.apply" {
+		t.Errorf("first version of h (PutForms): %+v", vs[1])
+	}
+	v, err := s.FormVersion(ctx, "h", 2)
+	if err != nil || string(v.Source) != "id: h\ncapacity: 5" {
+		t.Fatalf("version 2 of h: %+v %v", v, err)
+	}
+	if g, err := s.FormVersions(ctx, "g"); err != nil || len(g) != 1 || g[0].N != 1 || g[0].Summary != "A new form." {
+		t.Fatalf("versions of g, numbered on their own: %+v %v", g, err)
+	}
+	if _, err := s.FormVersion(ctx, "h", 3); !errors.Is(err, store.ErrVersionNotFound) {
+		t.Fatalf("version 3 of h: %v, want ErrVersionNotFound", err)
+	}
+	first := time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)
+	if err := s.SetArchive(ctx, "h", &store.Archive{At: first, By: "ann@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetArchive(ctx, "h", &store.Archive{At: first.Add(time.Hour), By: "bo@example.org"}); err != nil {
+		t.Fatal(err)
+	}
+	arch, err := s.Archives(ctx)
+	if err != nil || len(arch) != 1 || !arch["h"].At.Equal(first) || arch["h"].By != "ann@example.org" {
+		t.Fatalf("archives: %+v %v", arch, err)
+	}
+	if err := s.SetArchive(ctx, "h", nil); err != nil {
+		t.Fatal(err)
+	}
+	if arch, err := s.Archives(ctx); err != nil || len(arch) != 0 {
+		t.Fatalf("archives after unarchiving: %+v %v", arch, err)
 	}
 }
 

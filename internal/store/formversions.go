@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/formd/formd/internal/form"
+
+	"github.com/formd/formd/internal/problem"
+)
+
+// ErrVersionNotFound means a form has no published version of that number.
+var ErrVersionNotFound error = problem.Sentinel("form version not found", problem.CodeVersionNotFound)
+
+// FormHistory is the store's record of every definition a form has been
+// published with, and of the forms archived: the console's version
+// history, rollback and archive.
+type FormHistory interface {
+	// PublishForms is PutForms keeping each definition as its form's next
+	// version with the note, in the same transaction.
+	PublishForms(ctx context.Context, forms []form.Record, note FormNote) error
+	// FormVersions lists a form's versions, the newest first, without
+	// their definitions.
+	FormVersions(ctx context.Context, form string) ([]FormVersion, error)
+	// FormVersion reads one version with its definition;
+	// ErrVersionNotFound when there is none of that number.
+	FormVersion(ctx context.Context, form string, n int) (FormVersion, error)
+	// SetArchive archives a form (nil: takes it out of the archive); an
+	// archived form archived again keeps its first time.
+	SetArchive(ctx context.Context, form string, a *Archive) error
+	// Archives are the archived forms by id.
+	Archives(ctx context.Context) (map[string]Archive, error)
+}
+
+// FormNote says who publishes definitions, by which action and what each
+// changes; the store keeps it with every definition's version (PublishForms),
+// in the same transaction as the definition.
+type FormNote struct {
+	// By is the principal ("" for formd forms apply on the store itself).
+	By string
+	// Action is the audit log's: forms.apply, form.create, form.rollback, …
+	Action string
+	// Summary is each record's change in words, by record id.
+	Summary map[string]string
+}
+
+// FormVersion is one published definition of a form: its number (from 1),
+// its YAML and the note it was published with.
+type FormVersion struct {
+	Form    string
+	N       int
+	Site    string
+	Source  []byte
+	SavedAt time.Time
+	By      string
+	Action  string
+	Summary string
+}
+
+// Archive is when and by whom a form was archived.
+type Archive struct {
+	At time.Time
+	By string
+}
+
+// ActionOr is the note's action, forms.apply when it names none.
+func (n FormNote) ActionOr() string {
+	if n.Action == "" {
+		return "forms.apply"
+	}
+	return n.Action
+}
+
+// InsertFormVersion is both drivers' statement adding a form's next
+// version, in the dialect's placeholders: form (twice: the row's and the
+// one whose versions are counted), site, source, saved_at, by, action,
+// summary. The number is the form's highest plus one, read in the
+// publishing transaction, which the forms version counter serializes;
+// the primary key refuses a duplicate should two ever race.
+func InsertFormVersion(form, countForm, site, source, savedAt, by, action, summary string) string {
+	return `INSERT INTO form_versions(form, n, site, source, saved_at, by, action, summary)
+		VALUES (` + form + `, (SELECT COALESCE(MAX(n), 0) + 1 FROM form_versions WHERE form = ` + countForm + `), ` +
+		site + `, ` + source + `, ` + savedAt + `, ` + by + `, ` + action + `, ` + summary + `)`
+}
+
+// FormVersionColumns are what ScanFormVersion reads, of form_versions v;
+// FormVersionListColumns the same with an empty source, for a list.
+const (
+	FormVersionColumns     = `v.form, v.n, v.site, v.source, v.saved_at, v.by, v.action, v.summary`
+	FormVersionListColumns = `v.form, v.n, v.site, NULL, v.saved_at, v.by, v.action, v.summary`
+)
+
+// ScanFormVersion reads FormVersionColumns.
+func ScanFormVersion(sc Scanner) (FormVersion, error) {
+	var v FormVersion
+	err := sc.Scan(&v.Form, &v.N, &v.Site, &v.Source, TimeDest(&v.SavedAt), &v.By, &v.Action, &v.Summary)
+	return v, err
+}
+
+// ScanArchive reads a form_archive row: form, archived_at, by.
+func ScanArchive(sc Scanner) (string, Archive, error) {
+	var id string
+	var a Archive
+	err := sc.Scan(&id, TimeDest(&a.At), &a.By)
+	return id, a, err
+}

@@ -1,0 +1,72 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/formd/formd/internal/store"
+)
+
+// FormVersions lists a form's published versions, the newest first,
+// without their definitions.
+func (s *Store) FormVersions(ctx context.Context, form string) ([]store.FormVersion, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.FormVersionListColumns+` FROM form_versions v WHERE v.form = ? ORDER BY v.n DESC`, form)
+	if err != nil {
+		return nil, classify("read form versions", err)
+	}
+	out, err := collect(rows, store.ScanFormVersion)
+	if err != nil {
+		return nil, classify("read form versions", err)
+	}
+	return out, nil
+}
+
+// FormVersion reads one published version of a form with its definition;
+// store.ErrVersionNotFound when the form has no such version.
+func (s *Store) FormVersion(ctx context.Context, form string, n int) (store.FormVersion, error) {
+	v, err := store.ScanFormVersion(s.rdb.QueryRowContext(ctx, `SELECT `+store.FormVersionColumns+` FROM form_versions v WHERE v.form = ? AND v.n = ?`, form, n))
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, store.ErrVersionNotFound
+	}
+	if err != nil {
+		return v, classify("read form version", err)
+	}
+	return v, nil
+}
+
+// SetArchive archives a form (a nil a: takes it out of the archive).
+func (s *Store) SetArchive(ctx context.Context, form string, a *store.Archive) error {
+	var err error
+	if a == nil {
+		_, err = s.wdb.ExecContext(ctx, `DELETE FROM form_archive WHERE form = ?`, form)
+	} else {
+		_, err = s.wdb.ExecContext(ctx, `INSERT INTO form_archive(form, archived_at, by) VALUES (?, ?, ?)
+			ON CONFLICT(form) DO NOTHING`, form, micro(a.At), a.By)
+	}
+	if err != nil {
+		return classify("archive form "+form, err)
+	}
+	return nil
+}
+
+// Archives are the archived forms, by id.
+func (s *Store) Archives(ctx context.Context) (map[string]store.Archive, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT form, archived_at, by FROM form_archive`)
+	if err != nil {
+		return nil, classify("read archived forms", err)
+	}
+	defer rows.Close()
+	out := map[string]store.Archive{}
+	for rows.Next() {
+		id, a, err := store.ScanArchive(rows)
+		if err != nil {
+			return nil, classify("read archived forms", err)
+		}
+		out[id] = a
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read archived forms", err)
+	}
+	return out, nil
+}
