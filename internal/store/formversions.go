@@ -30,6 +30,37 @@ type FormHistory interface {
 	SetArchive(ctx context.Context, form string, a *Archive) error
 	// Archives are the archived forms by id.
 	Archives(ctx context.Context) (map[string]Archive, error)
+	// PutDraft keeps a form's unpublished definition, replacing its last.
+	PutDraft(ctx context.Context, d Draft) error
+	// Draft reads a form's draft; false when it has none.
+	Draft(ctx context.Context, form string) (Draft, bool, error)
+	// Drafts lists every draft by form id, without their definitions.
+	Drafts(ctx context.Context) ([]Draft, error)
+	// DeleteDraft discards a form's draft (published, or thrown away).
+	DeleteDraft(ctx context.Context, form string) error
+}
+
+// Draft is a form's definition as the builder last saved it, not yet
+// published.
+type Draft struct {
+	Form, Site string
+	Source     []byte
+	SavedAt    time.Time
+	By         string
+}
+
+// DraftColumns are what ScanDraft reads, of form_drafts d;
+// DraftListColumns the same with an empty source.
+const (
+	DraftColumns     = `d.form, d.site, d.source, d.saved_at, d.by`
+	DraftListColumns = `d.form, d.site, NULL, d.saved_at, d.by`
+)
+
+// ScanDraft reads DraftColumns.
+func ScanDraft(sc Scanner) (Draft, error) {
+	var d Draft
+	err := sc.Scan(&d.Form, &d.Site, &d.Source, TimeDest(&d.SavedAt), &d.By)
+	return d, err
 }
 
 // FormNote says who publishes definitions, by which action and what each

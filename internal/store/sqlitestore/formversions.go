@@ -70,3 +70,46 @@ func (s *Store) Archives(ctx context.Context) (map[string]store.Archive, error) 
 	}
 	return out, nil
 }
+
+// PutDraft keeps a form's unpublished definition, replacing its last.
+func (s *Store) PutDraft(ctx context.Context, d store.Draft) error {
+	if _, err := s.wdb.ExecContext(ctx, `INSERT INTO form_drafts(form, site, source, saved_at, by) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(form) DO UPDATE SET site = excluded.site, source = excluded.source, saved_at = excluded.saved_at, by = excluded.by`,
+		d.Form, d.Site, d.Source, micro(d.SavedAt), d.By); err != nil {
+		return classify("put draft of "+d.Form, err)
+	}
+	return nil
+}
+
+// Draft reads a form's draft; false when it has none.
+func (s *Store) Draft(ctx context.Context, form string) (store.Draft, bool, error) {
+	d, err := store.ScanDraft(s.rdb.QueryRowContext(ctx, `SELECT `+store.DraftColumns+` FROM form_drafts d WHERE d.form = ?`, form))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, false, nil
+	}
+	if err != nil {
+		return d, false, classify("read draft of "+form, err)
+	}
+	return d, true, nil
+}
+
+// Drafts lists every draft by form id, without their definitions.
+func (s *Store) Drafts(ctx context.Context) ([]store.Draft, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.DraftListColumns+` FROM form_drafts d ORDER BY d.form`)
+	if err != nil {
+		return nil, classify("read drafts", err)
+	}
+	out, err := collect(rows, store.ScanDraft)
+	if err != nil {
+		return nil, classify("read drafts", err)
+	}
+	return out, nil
+}
+
+// DeleteDraft discards a form's draft.
+func (s *Store) DeleteDraft(ctx context.Context, form string) error {
+	if _, err := s.wdb.ExecContext(ctx, `DELETE FROM form_drafts WHERE form = ?`, form); err != nil {
+		return classify("delete draft of "+form, err)
+	}
+	return nil
+}
