@@ -425,3 +425,106 @@ func (h *Handler) archiveJSON(archive bool) func(http.ResponseWriter, *http.Requ
 		return writeJSON(w, http.StatusOK, map[string]any{"id": c.form.ID(), "archived": archive})
 	}
 }
+
+// BuildTarget finds what the builder edits under an id: the published
+// form, its draft, or both (a new form has only a draft). Outside the
+// principal's sites it is not found; beyond its role, forbidden.
+func (h *Handler) BuildTarget(ctx context.Context, p accounts.Principal, id string) (*form.Form, store.Draft, bool, error) {
+	f := h.Forms.Get(id)
+	if f != nil {
+		if _, err := h.Authorize(p, id, accounts.EditForms); err != nil {
+			return nil, store.Draft{}, false, err
+		}
+	}
+	d, ok, err := h.Store.Draft(ctx, id)
+	if err != nil {
+		return nil, store.Draft{}, false, err
+	}
+	if f == nil {
+		if !ok || !p.Can(accounts.Read, d.Site) {
+			return nil, store.Draft{}, false, problem.New(problem.CodeFormNotFound, "")
+		}
+		if !p.Can(accounts.EditForms, d.Site) {
+			return nil, store.Draft{}, false, accounts.ErrForbidden
+		}
+	}
+	return f, d, ok, nil
+}
+
+// Drafts are the drafts of new forms (no published form of their id)
+// on the sites the principal may build on.
+func (h *Handler) Drafts(ctx context.Context, p accounts.Principal) ([]store.Draft, error) {
+	all, err := h.Store.Drafts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Draft
+	for _, d := range all {
+		if h.Forms.Get(d.Form) == nil && p.Can(accounts.EditForms, d.Site) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// SaveDraft keeps the builder's definition of a form until it is
+// published: the principal must be able to build on the form's present
+// site and on the draft's.
+func (h *Handler) SaveDraft(ctx context.Context, p accounts.Principal, id, site string, src []byte) error {
+	if f := h.Forms.Get(id); f != nil {
+		if _, err := h.Authorize(p, id, accounts.EditForms); err != nil {
+			return err
+		}
+	} else if d, ok, err := h.Store.Draft(ctx, id); err != nil {
+		return err
+	} else if ok && !p.Can(accounts.EditForms, d.Site) {
+		return problem.New(problem.CodeFormNotFound, "")
+	}
+	if !p.Can(accounts.EditForms, site) {
+		return fmt.Errorf("site %s: %w", site, accounts.ErrForbidden)
+	}
+	return h.Store.PutDraft(ctx, store.Draft{Form: id, Site: site, Source: src, SavedAt: h.Now(), By: p.String()})
+}
+
+// DiscardDraft throws a draft away.
+func (h *Handler) DiscardDraft(ctx context.Context, p accounts.Principal, id string) error {
+	if _, _, _, err := h.BuildTarget(ctx, p, id); err != nil {
+		return err
+	}
+	return h.Store.DeleteDraft(ctx, id)
+}
+
+// Publish publishes the builder's definition of a form through the one
+// path: checked as forms apply checks it, planned, and when the change
+// reaches entries already collected, applied only with the plan's token
+// (confirmation-required, the plan returned). A new form is created
+// (form.create), an existing one changed (form.publish); the draft goes.
+func (h *Handler) Publish(ctx context.Context, p accounts.Principal, id string, raw []byte, confirm string) (PlanJSON, error) {
+	restored, set, err := h.CheckDefinitions(p, raw)
+	if err != nil {
+		return PlanJSON{}, err
+	}
+	if len(set.Forms) != 1 || len(set.Sites) != 0 || set.Forms[0].ID() != id {
+		return PlanJSON{}, problem.New(problem.CodeInvalidDefinition, fmt.Sprintf("the definition must be the one form %s", id))
+	}
+	old := h.Forms.Get(id)
+	action := "form.publish"
+	if old == nil {
+		action = "form.create"
+		if err := h.checkFree(ctx, id); err != nil {
+			return PlanJSON{}, err
+		}
+	}
+	plan, err := h.PlanAgainst(ctx, set)
+	if err != nil {
+		return PlanJSON{}, err
+	}
+	pj := planJSON(plan, restored)
+	if len(plan.Risks) > 0 && confirm != pj.Confirm {
+		return pj, confirmationRequired(pj)
+	}
+	if _, err := h.putForms(ctx, call{p: p, form: old}, set, action); err != nil {
+		return pj, err
+	}
+	return pj, h.Store.DeleteDraft(ctx, id)
+}

@@ -53,6 +53,9 @@ type Handler struct {
 	// BackupFailure, when set, says whether the last scheduled backup
 	// failed, when and why: the pages then show a notice.
 	BackupFailure func() (at time.Time, reason string, failed bool)
+	// Preview renders the builder's preview of a form's hosted page
+	// (hosted.Handler.Preview); nil shows none.
+	Preview Preview
 }
 
 // New makes the console on the admin API's service code.
@@ -116,6 +119,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	} {
 		mux.Handle(rt.pattern, h.signedIn(rt.fn))
 	}
+	h.registerBuild(func(pattern string, fn func(http.ResponseWriter, *http.Request, page) error) {
+		mux.Handle(pattern, h.signedIn(fn))
+	})
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, page{L: pickLang(w, r)}, problem.New(problem.CodeNotFound, ""))
 	})
@@ -190,7 +196,7 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, p pag
 			return
 		}
 		pg.P = p
-		if r.Method == http.MethodPost {
+		if r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Path, "/preview") {
 			if err := h.sessions.CheckCSRF(r, p); err != nil {
 				h.errorPage(w, r, pg, err)
 				return

@@ -41,6 +41,9 @@ type pageView struct {
 	Summary string
 	// Challenge is set for a form with spam.challenge (altcha.go).
 	Challenge *challengeView
+	// Preview is the console builder's banner: the page is a preview
+	// (Preview), and nothing sent from it is kept.
+	Preview string
 }
 
 // fieldView is one field as the template draws it, its HTML constraints

@@ -235,6 +235,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
 	cons.BackupFailure = s.backups.failure
+	cons.Preview = pages.Preview
 	cons.Register(mux)
 	pages.Register(mux)
 	// /metrics names every form of every site: it is served on
