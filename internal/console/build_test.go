@@ -186,12 +186,12 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 		t.Fatalf("the select is not above the photo: %v", v)
 	}
 	// The preview shows the draft, in each language.
-	code, pv := b.do("GET", "/admin/forms/spring-exam-2027/preview?lang=zh", nil)
+	code, pv := b.do("GET", "/admin/forms/spring-exam-2027/preview?in=zh", nil)
 	if code != 200 || !strings.Contains(pv, "场次") || !strings.Contains(pv, "晚上") || !strings.Contains(pv, "预览") || strings.Contains(pv, "/sdk/formd.js") {
 		t.Fatalf("the Chinese preview: %d %.3000s", code, pv)
 	}
 	// A post in the preview gets a participant's messages, nothing kept.
-	code, pv = b.do("POST", "/admin/forms/spring-exam-2027/preview?lang=en", url.Values{"name": {""}})
+	code, pv = b.do("POST", "/admin/forms/spring-exam-2027/preview?in=en", url.Values{"name": {""}})
 	if code != 200 || !strings.Contains(pv, "Please correct the marked fields") {
 		t.Fatalf("the preview's messages: %d %.3000s", code, pv)
 	}
@@ -225,7 +225,9 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 	submit(t, h, "spring-exam-2027", `{"name":"Han Mei","student_no":"S2","email":"han@example.org","level":"advanced","session":"evening"}`)
 
 	// Places below the entries: the confirmation first, then published.
-	code, page = b.do("GET", build, nil)
+	if code, page = b.do("GET", build, nil); code != 200 {
+		t.Fatalf("the builder of the published form: %d", code)
+	}
 	v = formValues(t, page, "data-builder")
 	v.Set("capacity", "1")
 	v.Set("op", "publish")
@@ -254,7 +256,7 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 
 	// An editor of another site: not found, and not able to build here.
 	other := signIn(t, h, "oz@example.org", accounts.Editor, "elsewhere")
-	for _, path := range []string{build, "/admin/forms/spring-exam-2027/versions", "/admin/forms/spring-exam-2027/preview?lang=en", "/admin/forms/spring-exam-2027/definition.yaml"} {
+	for _, path := range []string{build, "/admin/forms/spring-exam-2027/versions", "/admin/forms/spring-exam-2027/preview?in=en", "/admin/forms/spring-exam-2027/definition.yaml"} {
 		if code, body := other.do("GET", path, nil); code != 404 {
 			t.Errorf("another site's editor GET %s: %d %.500s", path, code, body)
 		}

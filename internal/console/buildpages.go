@@ -95,7 +95,7 @@ func (h *Handler) newFormPage(w http.ResponseWriter, r *http.Request, p page) er
 	if len(v.Sites) > 0 {
 		v.Site = v.Sites[0]
 	}
-	if p.L.Tag == "zh" {
+	if p.L.Tag == chinese.Tag {
 		v.Langs = "zh"
 	}
 	p.Nav, p.Title, p.Data = "forms", p.L.T["new.title"], v
@@ -266,7 +266,7 @@ func organizerZone(name string, l lang) *time.Location {
 			return loc
 		}
 	}
-	if l.Tag == "zh" {
+	if l.Tag == chinese.Tag {
 		if loc, err := time.LoadLocation("Asia/Shanghai"); err == nil {
 			return loc
 		}
@@ -300,7 +300,7 @@ func (h *Handler) renderBuilder(w http.ResponseWriter, status int, p page, v bui
 }
 
 func orID(en, zh, id string, l lang) string {
-	if l.Tag == "zh" && zh != "" {
+	if l.Tag == chinese.Tag && zh != "" {
 		return zh
 	}
 	if en != "" {
@@ -365,7 +365,9 @@ func (h *Handler) build(w http.ResponseWriter, r *http.Request, p page) error {
 		}
 		to := "/admin/forms/" + url.PathEscape(id) + "/build?tz=" + url.QueryEscape(d.TZ)
 		if focus >= 0 {
-			to += "&focus=" + strconv.Itoa(focus) + "#f" + strconv.Itoa(focus)
+			// The field gets the focus (autofocus, which a URL fragment
+			// would turn off), for a keyboard user where they were.
+			to += "&focus=" + strconv.Itoa(focus)
 		}
 		http.Redirect(w, r, to, http.StatusSeeOther)
 		return nil
@@ -454,7 +456,13 @@ func (h *Handler) preview(w http.ResponseWriter, r *http.Request, p page) error 
 		h.render(w, http.StatusOK, "preview-broken", p)
 		return nil
 	}
-	h.Preview(w, r, forms[0], r.URL.RequestURI())
+	// The preview's language is ?in= (not ?lang=, which would also switch
+	// the console's own language, as the language links do).
+	pr := r.Clone(r.Context())
+	q := pr.URL.Query()
+	q.Set("lang", q.Get("in"))
+	pr.URL.RawQuery = q.Encode()
+	h.Preview(w, pr, forms[0], r.URL.RequestURI())
 	return nil
 }
 

@@ -179,7 +179,7 @@ var funcs = template.FuncMap{
 	"list": func(s ...string) []string { return s },
 	// fieldLabel names a builder's field in the page's language.
 	"fieldLabel": func(f draftField, l lang) string {
-		if l.Tag == "zh" && f.LabelZH != "" {
+		if l.Tag == chinese.Tag && f.LabelZH != "" {
 			return f.LabelZH
 		}
 		return orDefault(orDefault(f.LabelEN, f.LabelZH), f.Name)

@@ -40,10 +40,18 @@
   var form = document.querySelector('[data-builder]');
   if (!form) return;
   var tz = form.querySelector('[data-tz]'), here = zone();
-  if (tz && here && !/[?&]tz=/.test(location.search) && tz.value !== here && !form.querySelector('[aria-invalid=true]')) {
-    // Show the opening and closing times in the organizer's own zone.
-    location.replace(location.pathname + '?tz=' + encodeURIComponent(here) + location.hash);
-    return;
+  if (tz && here && !/[?&]tz=/.test(location.search) && tz.value !== here) {
+    var opens = form.querySelector('#opens_at'), closes = form.querySelector('#closes_at');
+    if ((opens && opens.value) || (closes && closes.value)) {
+      // Show the opening and closing times in the organizer's own zone:
+      // the server writes them again in it.
+      if (!form.querySelector('[aria-invalid=true]')) {
+        location.replace(location.pathname + (location.search ? location.search + '&' : '?') + 'tz=' + encodeURIComponent(here) + location.hash);
+        return;
+      }
+    } else {
+      tz.value = here;
+    }
   }
   var frames = document.querySelectorAll('[data-preview]');
   var said = form.querySelector('[data-draft-status]');
