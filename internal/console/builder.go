@@ -56,7 +56,25 @@ type draftForm struct {
 	OpensAt, ClosesAt, TZ string
 	Challenge             bool
 	Origins, Retention    string
-	Fields                []draftField
+	// OwnerEmails get each new entry (notify.email.to); ConfirmField is
+	// the e-mail field whose address gets a confirmation
+	// (notify.email.confirm).
+	OwnerEmails, ConfirmField string
+	// Webhooks are the webhooks' addresses, shown (their secrets never).
+	Webhooks []string
+	Fields   []draftField
+}
+
+// EmailFields are the names of the form's e-mail fields, for the
+// confirmation's choice.
+func (d draftForm) EmailFields() []string {
+	var out []string
+	for _, f := range d.Fields {
+		if f.Type == form.TypeEmail {
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 // draftField is one field in the builder.
@@ -220,6 +238,15 @@ func readDraft(src []byte, tz *time.Location) (draftForm, *yaml.Node, error) {
 	d.DescEN, d.DescZH = texts(get(m, "description"), d.Langs)
 	d.Origins = strings.Join(seqScalars(get(m, "origins")), "\n")
 	d.Challenge = scalar(get(m, "spam"), "challenge") == "pow"
+	if email := get(get(m, "notify"), "email"); email != nil {
+		d.OwnerEmails = strings.Join(seqScalars(get(email, "to")), "\n")
+		d.ConfirmField = scalar(email, "confirm")
+	}
+	if hooks := get(get(m, "notify"), "webhooks"); hooks != nil {
+		for _, w := range hooks.Content {
+			d.Webhooks = append(d.Webhooks, scalar(w, "url"))
+		}
+	}
 	for key, dst := range map[string]*string{"opens_at": &d.OpensAt, "closes_at": &d.ClosesAt} {
 		if v := scalar(m, key); v != "" {
 			if t, err := time.Parse(time.RFC3339, v); err == nil {
@@ -280,7 +307,8 @@ func draftFromForm(v url.Values) draftForm {
 		DescEN: strings.TrimSpace(v.Get("desc_en")), DescZH: strings.TrimSpace(v.Get("desc_zh")),
 		Capacity: strings.TrimSpace(v.Get("capacity")), WhenFull: v.Get("when_full"), OpensAt: v.Get("opens_at"),
 		ClosesAt: v.Get("closes_at"), TZ: v.Get("tz"), Challenge: v.Get("challenge") == "on",
-		Origins: strings.TrimSpace(v.Get("origins")), Retention: strings.TrimSpace(v.Get("retention"))}
+		Origins: strings.TrimSpace(v.Get("origins")), Retention: strings.TrimSpace(v.Get("retention")),
+		OwnerEmails: strings.TrimSpace(v.Get("owner_emails")), ConfirmField: v.Get("confirm_field")}
 	if d.Langs != "en" && d.Langs != "zh" {
 		d.Langs = "both"
 	}
@@ -538,6 +566,7 @@ func (d draftForm) yaml(base *yaml.Node, tz *time.Location) ([]byte, error) {
 	}
 	set(m, "origins", seq(splitList(d.Origins)))
 	set(m, "retention", orNil(d.Retention, str))
+	d.writeEmail(m)
 	spam := get(m, "spam")
 	if spam == nil && d.Challenge {
 		spam = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
@@ -558,6 +587,35 @@ func (d draftForm) yaml(base *yaml.Node, tz *time.Location) ([]byte, error) {
 		return nil, fmt.Errorf("write the definition: %w", err)
 	}
 	return out, nil
+}
+
+// writeEmail sets notify.email's to and confirm, keeping its other keys,
+// and removes the e-mail when neither is left.
+func (d draftForm) writeEmail(m *yaml.Node) {
+	to := splitList(d.OwnerEmails)
+	notify := get(m, "notify")
+	email := get(notify, "email")
+	if len(to) == 0 && d.ConfirmField == "" && email == nil {
+		return
+	}
+	if notify == nil {
+		notify = &yaml.Node{Kind: yaml.MappingNode}
+		set(m, "notify", notify)
+	}
+	if email == nil {
+		email = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		set(notify, "email", email)
+	}
+	set(email, "to", seq(to))
+	set(email, "confirm", orNil(d.ConfirmField, str))
+	if len(to) == 0 && d.ConfirmField == "" {
+		// No one to write to: the e-mail goes (its language and digest
+		// with it; a definition may not keep them alone).
+		del(notify, "email")
+	}
+	if len(notify.Content) == 0 {
+		del(m, "notify")
+	}
 }
 
 // options reads the options text, one a line: value | English | 中文

@@ -53,6 +53,9 @@ origins: [https://www.example.org]
 retention: 365d
 spam: {honeypot: website, min_seconds: 2, challenge: pow}
 rate_limit: {requests: 5, per: 1m}
+notify:
+  email: {to: [owner@example.org], confirm: email, lang: zh}
+  webhooks: [{url: "https://hooks.example.org/every", secret: whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3}]
 `
 	d, base, err := readDraft([]byte(def), time.UTC)
 	if err != nil {
@@ -77,6 +80,24 @@ rate_limit: {requests: 5, per: 1m}
 	}
 	if c := form.Compare(a[0], b[0]); !c.Empty() {
 		t.Fatalf("forms apply would change: %v", c.Lines())
+	}
+	if d.OwnerEmails != "owner@example.org" || d.ConfirmField != "email" || len(d.Webhooks) != 1 {
+		t.Errorf("the builder's e-mail and webhooks: %q %q %q", d.OwnerEmails, d.ConfirmField, d.Webhooks)
+	}
+	if a[0].Def.Notify == nil || b[0].Def.Notify == nil || len(b[0].Def.Notify.Webhooks) != 1 || b[0].Def.Notify.Webhooks[0].Secret != a[0].Def.Notify.Webhooks[0].Secret ||
+		b[0].Def.Notify.Email == nil || b[0].Def.Notify.Email.Lang != "zh" || b[0].Def.Notify.Email.Confirm != "email" {
+		t.Errorf("notify changed: %+v", b[0].Def.Notify)
+	}
+	// The owner's address and the confirmation removed: the e-mail goes,
+	// the webhooks stay.
+	d.OwnerEmails, d.ConfirmField = "", ""
+	_, base2, _ := readDraft([]byte(def), time.UTC)
+	cleared, err := d.yaml(base2, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := form.Parse(cleared, ""); err != nil || c[0].Def.Notify == nil || c[0].Def.Notify.Email != nil || len(c[0].Def.Notify.Webhooks) != 1 {
+		t.Errorf("e-mail cleared: %v %s", err, cleared)
 	}
 	for _, keep := range []string{"pattern:", "rate_limit:", "[name, phone]", "integer: true", "min_seconds: 2"} {
 		if !strings.Contains(string(out), keep) {
