@@ -339,6 +339,13 @@ func (h *Handler) build(w http.ResponseWriter, r *http.Request, p page) error {
 		}
 		return back(w, r, "/admin/forms/"+url.PathEscape(id)+"/build", "draft-discarded")
 	}
+	if d.Site == "" {
+		// An emptied site is the form's own, not the default one.
+		d.Site = dr.Site
+		if f != nil && !hasDraft {
+			d.Site = f.Def.Site
+		}
+	}
 	focus := d.apply(op, r.PostFormValue("add_type"))
 	v := builderView{D: d, Published: f, HasDraft: true, DraftAt: time.Now(), Types: builderTypes, Sites: h.knownSites(p.P), Focus: focus}
 	out, err := d.yaml(&base, tz)
@@ -346,12 +353,6 @@ func (h *Handler) build(w http.ResponseWriter, r *http.Request, p page) error {
 		v.Problems = []form.Problem{{Msg: err.Error()}}
 		h.renderBuilder(w, http.StatusUnprocessableEntity, p, v)
 		return nil
-	}
-	if d.Site == "" {
-		d.Site = dr.Site
-		if f != nil && !hasDraft {
-			d.Site = f.Def.Site
-		}
 	}
 	if err := h.adm.SaveDraft(r.Context(), p.P, id, orDefault(d.Site, "default"), out); err != nil {
 		return err
