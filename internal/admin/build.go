@@ -273,6 +273,38 @@ func (h *Handler) Archive(ctx context.Context, p accounts.Principal, f *form.For
 	return h.audit(ctx, call{p: p, form: f}, "form.archive", f.ID(), "")
 }
 
+// DeleteForm deletes a form that holds nothing: no entry stored, none the
+// journal holds undecided, no dead letter (form-not-empty otherwise; a
+// form with entries is archived instead). Its versions, draft and places
+// go with it; the audit log keeps that it was (form.delete).
+func (h *Handler) DeleteForm(ctx context.Context, p accounts.Principal, f *form.Form) error {
+	notEmpty := problem.New(problem.CodeFormNotEmpty, fmt.Sprintf("form %s holds entries: archive it instead", f.ID()))
+	if h.Counter == nil {
+		return problem.New(problem.CodeFormNotEmpty, "this journal cannot count a form's undecided entries, so no form can be known empty: archive it instead")
+	}
+	c, err := h.Counter.CountForm(ctx, f.ID())
+	if err != nil {
+		return err
+	}
+	if c.Pending > 0 {
+		return notEmpty
+	}
+	ok, err := h.Store.DeleteEmptyForm(ctx, f.ID())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notEmpty
+	}
+	if err := h.audit(ctx, call{p: p, form: f}, "form.delete", f.ID(), ""); err != nil {
+		return err
+	}
+	if err := h.Forms.Refresh(ctx); err != nil {
+		h.Log.Warn("form deleted; local refresh failed, the next periodic refresh drops it", "err", err)
+	}
+	return nil
+}
+
 // changeSummary is what a set changes, in words, per record: the note a
 // version keeps.
 func (h *Handler) changeSummary(set form.Set) map[string]string {
@@ -298,6 +330,14 @@ func (h *Handler) registerBuild(mux Mux) {
 	mux.Handle("POST /v1/admin/forms/{form}/duplicate", h.route(accounts.EditForms, true, h.duplicateJSON))
 	mux.Handle("POST /v1/admin/forms/{form}/archive", h.route(accounts.EditForms, true, h.archiveJSON(true)))
 	mux.Handle("POST /v1/admin/forms/{form}/unarchive", h.route(accounts.EditForms, true, h.archiveJSON(false)))
+	mux.Handle("DELETE /v1/admin/forms/{form}", h.route(accounts.EditForms, true, h.deleteJSON))
+}
+
+func (h *Handler) deleteJSON(w http.ResponseWriter, r *http.Request, c call) error {
+	if err := h.DeleteForm(r.Context(), c.p, c.form); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"id": c.form.ID(), "deleted": true})
 }
 
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {

@@ -190,9 +190,25 @@ func TestBuildFormsThroughTheAPI(t *testing.T) {
 	if code, b, _ := ed.do("GET", "/v1/admin/forms", "", true); code != 200 || !strings.Contains(string(b), `"id":"fair"`) {
 		t.Fatalf("the list after unarchiving: %d %s", code, b)
 	}
-	// Every publish, rollback and archive is in the audit log.
+	// Delete: only a form that holds nothing; the id is free again after.
+	if code, b, _ := viewer.do("DELETE", "/v1/admin/forms/fair-2028", "", true); code != 403 {
+		t.Fatalf("a viewer deletes: %d %s", code, b)
+	}
+	if code, b, _ := ed.do("DELETE", "/v1/admin/forms/fair", "", true); code != 409 || problemCode(b) != "form-not-empty" {
+		t.Fatalf("delete a form with an entry: %d %s", code, b)
+	}
+	if code, b, _ := ed.do("DELETE", "/v1/admin/forms/fair-2028", "", true); code != 200 {
+		t.Fatalf("delete the empty copy: %d %s", code, b)
+	}
+	if code, b, _ := ed.do("GET", "/v1/admin/forms/fair-2028/stats", "", true); code != 404 {
+		t.Fatalf("the deleted form: %d %s", code, b)
+	}
+	if code, b, _ := ed.do("POST", "/v1/admin/forms/fair/duplicate", `{"id":"fair-2028"}`, true); code != 201 {
+		t.Fatalf("the deleted form's id used again: %d %s", code, b)
+	}
+	// Every publish, rollback, archive and delete is in the audit log.
 	code, b, _ = owner.do("GET", "/v1/admin/audit-log?limit=100", "", true)
-	for _, action := range []string{"form.create", "forms.apply", "form.rollback", "form.duplicate", "form.close", "form.archive", "form.unarchive"} {
+	for _, action := range []string{"form.create", "forms.apply", "form.rollback", "form.duplicate", "form.close", "form.archive", "form.unarchive", "form.delete"} {
 		if code != 200 || !strings.Contains(string(b), `"`+action+`"`) {
 			t.Errorf("the audit log lacks %s: %d %.2000s", action, code, b)
 		}

@@ -254,6 +254,24 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 		t.Fatalf("rollback confirmed: %d %.4000s", code, page)
 	}
 
+	// A form with entries offers archiving, not deleting; an empty copy
+	// can be deleted.
+	if _, page = b.do("GET", "/admin/forms/spring-exam-2027", nil); strings.Contains(page, "Delete the form") || !strings.Contains(page, "Archive") {
+		t.Errorf("the form page of a form with entries offers to delete it:\n%.3000s", page)
+	}
+	if code, page = b.do("POST", "/admin/forms/spring-exam-2027/duplicate", url.Values{"id": {"spring-exam-2028"}}); code != 200 || !strings.Contains(page, "The copy is made") {
+		t.Fatalf("copy the form: %d %.2000s", code, page)
+	}
+	if _, page = b.do("GET", "/admin/forms/spring-exam-2028", nil); !strings.Contains(page, "Delete the form") {
+		t.Errorf("the empty copy does not offer deleting:\n%.3000s", page)
+	}
+	if code, page = b.do("POST", "/admin/forms/spring-exam-2028/delete", url.Values{}); code != 200 || !strings.Contains(page, "The form is deleted") || strings.Contains(page, "spring-exam-2028") {
+		t.Fatalf("delete the copy: %d %.2000s", code, page)
+	}
+	if code, _ = b.do("POST", "/admin/forms/spring-exam-2027/delete", url.Values{}); code != 409 {
+		t.Errorf("delete a form with entries: %d", code)
+	}
+
 	// An editor of another site: not found, and not able to build here.
 	other := signIn(t, h, "oz@example.org", accounts.Editor, "elsewhere")
 	for _, path := range []string{build, "/admin/forms/spring-exam-2027/versions", "/admin/forms/spring-exam-2027/preview?in=en", "/admin/forms/spring-exam-2027/definition.yaml"} {

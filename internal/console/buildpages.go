@@ -43,6 +43,20 @@ func (h *Handler) registerBuild(route func(pattern string, fn func(http.Response
 	route("POST /admin/forms/{form}/archive", h.archive(true))
 	route("POST /admin/forms/{form}/unarchive", h.archive(false))
 	route("GET /admin/forms/{form}/definition.yaml", h.exportYAML)
+	route("POST /admin/forms/{form}/delete", h.deleteForm)
+}
+
+// deleteForm deletes a form that holds nothing (the page offers it only
+// then; the admin code checks again).
+func (h *Handler) deleteForm(w http.ResponseWriter, r *http.Request, p page) error {
+	f, err := h.formOf(r, p, accounts.EditForms)
+	if err != nil {
+		return err
+	}
+	if err := h.adm.DeleteForm(r.Context(), p.P, f); err != nil {
+		return err
+	}
+	return back(w, r, "/admin/forms", "deleted")
 }
 
 var formID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)

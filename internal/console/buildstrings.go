@@ -72,9 +72,11 @@ func init() {
 		"forms.show-archived": "Show archived forms (%d)", "form.build": "Edit the form", "form.export-yaml": "Export the definition (YAML)",
 		"form.duplicate-id": "Address of the copy", "form.duplicate": "Copy the form", "form.unarchive": "Take out of the archive",
 		"form.archive": "Archive", "form.archive-help": "Archiving closes the form and hides it from the list; its entries are kept.",
+		"form.delete": "Delete the form", "form.delete-help": "It has no entries: deleting removes it and its versions. A form with entries can only be archived.",
+		"done.deleted": "The form is deleted.", "action.form.delete": "Form deleted",
 		"done.draft-made": "The draft is made: build the form, then publish it.", "done.draft-discarded": "The draft was thrown away.",
 		"done.published": "Published: participants see this version now.", "done.rolled-back": "The earlier version is back, as a new version.",
-		"done.duplicated": "The copy is made, without entries: check it, then publish.", "done.archived": "The form is archived.",
+		"done.duplicated": "The copy is made and published, without entries: change what differs (its dates, its places).", "done.archived": "The form is archived.",
 		"done.unarchived": "The form is back in the list; it stays closed until you open it.",
 	} {
 		enStrings[k] = v
@@ -149,9 +151,11 @@ func init() {
 		"forms.show-archived": "显示已归档的表单（%d 个）", "form.build": "编辑表单", "form.export-yaml": "导出表单定义（YAML）",
 		"form.duplicate-id": "副本网址", "form.duplicate": "复制表单", "form.unarchive": "取消归档",
 		"form.archive": "归档", "form.archive-help": "归档会关闭表单并从列表中隐藏，已收集的报名会保留。",
+		"form.delete": "删除表单", "form.delete-help": "此表单还没有报名：删除后表单及其历史版本都将移除。已有报名的表单只能归档。",
+		"done.deleted": "表单已删除。", "action.form.delete": "删除表单",
 		"done.draft-made": "草稿已创建：编辑好后点击发布。", "done.draft-discarded": "草稿已放弃。",
 		"done.published": "已发布：报名者现在看到的是这个版本。", "done.rolled-back": "已恢复早先版本（作为一个新版本）。",
-		"done.duplicated": "副本已创建，不含报名：检查后发布。", "done.archived": "表单已归档。",
+		"done.duplicated": "副本已创建并发布，不含报名：请修改不同之处（日期、名额等）。", "done.archived": "表单已归档。",
 		"done.unarchived": "表单已回到列表；在您重新开放前仍是关闭的。",
 	} {
 		zhStrings[k] = v

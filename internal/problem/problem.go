@@ -74,6 +74,7 @@ const (
 	CodeFormExists           = "form-exists"
 	CodeVersionNotFound      = "form-version-not-found"
 	CodeConfirmationRequired = "confirmation-required"
+	CodeFormNotEmpty         = "form-not-empty"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -138,6 +139,7 @@ var Codes = map[string]Info{
 	CodeFormExists:           {Status: 409, Title: "Form id taken", Explain: "A form with this id exists already (perhaps archived, or on a site you cannot see): choose another id. To change the existing form, edit it or apply its definition with PUT /v1/admin/forms."},
 	CodeVersionNotFound:      {Status: 404, Title: "Form version not found", Explain: "This form has no published version with this number: list its versions with GET /v1/admin/forms/{form}/versions."},
 	CodeConfirmationRequired: {Status: 409, Title: "Confirmation required", Explain: "This change reaches entries already collected (a field they hold removed, places or the one-entry-per rule changed on a form with entries). Nothing was changed. Read the changes and risks in this answer, then send the same request again with the confirm token it gives."},
+	CodeFormNotEmpty:         {Status: 409, Title: "Form holds entries", Explain: "Only a form with no entries (none stored, none being processed, no dead letters) can be deleted. A form with entries can be archived instead: closed and out of the list, its entries kept under its retention; to erase people's data, forget them or let the form's retention erase it."},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 

@@ -38,6 +38,38 @@ type FormHistory interface {
 	Drafts(ctx context.Context) ([]Draft, error)
 	// DeleteDraft discards a form's draft (published, or thrown away).
 	DeleteDraft(ctx context.Context, form string) error
+	// DeleteEmptyForm deletes a form that holds no entries and no dead
+	// letters, with its places, versions, draft and archive, in one
+	// transaction, leaving a tombstone (an empty definition under a new
+	// forms version) so every instance's registry drops it. false, and
+	// nothing deleted, when the form holds anything.
+	DeleteEmptyForm(ctx context.Context, form string) (bool, error)
+}
+
+// FormTombstone and FormGoneStatements are what DeleteEmptyForm runs
+// after its check, in the dialect's placeholders: the tombstone (1: the
+// form, 2: the new forms version, 3: the time), then the form's other
+// rows (1: the form).
+func FormTombstone(ph func(n int) string) string {
+	return `UPDATE forms SET source = ` + EmptySource + `, version = ` + ph(2) + `, updated_at = ` + ph(3) + ` WHERE id = ` + ph(1)
+}
+
+// FormGoneStatements: see FormTombstone.
+func FormGoneStatements(ph func(n int) string) []string {
+	return []string{
+		`DELETE FROM capacity WHERE form = ` + ph(1),
+		`DELETE FROM form_versions WHERE form = ` + ph(1),
+		`DELETE FROM form_drafts WHERE form = ` + ph(1),
+		`DELETE FROM form_archive WHERE form = ` + ph(1),
+	}
+}
+
+// EmptySource is the tombstone's definition: no bytes.
+const EmptySource = `''`
+
+// FormHoldsQuery says whether a form holds entries or dead letters.
+func FormHoldsQuery(ph func(n int) string) string {
+	return `SELECT EXISTS(SELECT 1 FROM entries WHERE form = ` + ph(1) + `) OR EXISTS(SELECT 1 FROM dead_letters WHERE form = ` + ph(1) + `)`
 }
 
 // Draft is a form's definition as the builder last saved it, not yet

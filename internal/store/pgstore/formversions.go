@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -114,3 +116,41 @@ func (s *Store) DeleteDraft(ctx context.Context, form string) error {
 	}
 	return nil
 }
+
+// DeleteEmptyForm deletes a form that holds nothing (store.FormHistory).
+// The forms version counter's row lock orders it with PublishForms.
+func (s *Store) DeleteEmptyForm(ctx context.Context, form string) (bool, error) {
+	ph := func(n int) string { return "$" + strconv.Itoa(n) }
+	deleted := false
+	err := s.inTx(ctx, "delete form "+form, func(tx pgx.Tx) error {
+		var version int64
+		if err := tx.QueryRow(ctx, `UPDATE meta SET v = v + 1 WHERE k = 'forms_version' RETURNING v`).Scan(&version); err != nil {
+			return fmt.Errorf("version: %w", err)
+		}
+		var holds bool
+		if err := tx.QueryRow(ctx, store.FormHoldsQuery(ph), form).Scan(&holds); err != nil {
+			return fmt.Errorf("look for entries: %w", err)
+		}
+		if holds {
+			return errHolds
+		}
+		if _, err := tx.Exec(ctx, store.FormTombstone(ph), form, version, micro(s.now())); err != nil {
+			return err
+		}
+		for _, q := range store.FormGoneStatements(ph) {
+			if _, err := tx.Exec(ctx, q, form); err != nil {
+				return err
+			}
+		}
+		deleted = true
+		return nil
+	})
+	if errors.Is(err, errHolds) {
+		return false, nil
+	}
+	return deleted, err
+}
+
+// errHolds rolls back DeleteEmptyForm's transaction (its version bump)
+// when the form holds entries.
+var errHolds = errors.New("the form holds entries")

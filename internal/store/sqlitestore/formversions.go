@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 
 	"github.com/formd/formd/internal/store"
 )
@@ -112,4 +113,37 @@ func (s *Store) DeleteDraft(ctx context.Context, form string) error {
 		return classify("delete draft of "+form, err)
 	}
 	return nil
+}
+
+// DeleteEmptyForm deletes a form that holds nothing (store.FormHistory).
+func (s *Store) DeleteEmptyForm(ctx context.Context, form string) (bool, error) {
+	ph := func(n int) string { return "?" + strconv.Itoa(n) }
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return false, classify("delete form: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var holds bool
+	if err := tx.QueryRowContext(ctx, store.FormHoldsQuery(ph), form).Scan(&holds); err != nil {
+		return false, classify("delete form "+form+": look for entries", err)
+	}
+	if holds {
+		return false, nil
+	}
+	var version int64
+	if err := tx.QueryRowContext(ctx, `UPDATE meta SET v = v + 1 WHERE k = 'forms_version' RETURNING v`).Scan(&version); err != nil {
+		return false, classify("delete form: version", err)
+	}
+	if _, err := tx.ExecContext(ctx, store.FormTombstone(ph), form, version, micro(s.now())); err != nil {
+		return false, classify("delete form "+form, err)
+	}
+	for _, q := range store.FormGoneStatements(ph) {
+		if _, err := tx.ExecContext(ctx, q, form); err != nil {
+			return false, classify("delete form "+form, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return false, classify("delete form: commit", err)
+	}
+	return true, nil
 }

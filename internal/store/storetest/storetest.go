@@ -770,6 +770,34 @@ func testFormHistory(t *testing.T, s store.Store) {
 	if ds, err := s.Drafts(ctx); err != nil || len(ds) != 0 {
 		t.Fatalf("drafts after deleting: %+v %v", ds, err)
 	}
+
+	// Deleting: a form with an entry stays whole; an empty one goes,
+	// with its versions, leaving a tombstone under a new forms version.
+	putForm(t, s, "full", nil, "")
+	mustApply(t, s, sub("full", "k1", 1))
+	if ok, err := s.DeleteEmptyForm(ctx, "full"); ok || err != nil {
+		t.Fatalf("delete a form with an entry: %v %v", ok, err)
+	}
+	if vs, err := s.FormVersions(ctx, "full"); err != nil || len(vs) != 1 {
+		t.Fatalf("the refused delete changed the form's versions: %+v %v", vs, err)
+	}
+	_, before, err := s.Forms(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.DeleteEmptyForm(ctx, "g"); !ok || err != nil {
+		t.Fatalf("delete an empty form: %v %v", ok, err)
+	}
+	changed, after, err := s.Forms(ctx, before)
+	if err != nil || after <= before || len(changed) != 1 || changed[0].ID != "g" || len(changed[0].Source) != 0 {
+		t.Fatalf("the tombstone: %+v %d→%d %v", changed, before, after, err)
+	}
+	if vs, err := s.FormVersions(ctx, "g"); err != nil || len(vs) != 0 {
+		t.Fatalf("versions of the deleted form: %+v %v", vs, err)
+	}
+	if caps, err := s.Capacities(ctx); err != nil || caps["g"] != (store.Capacity{}) {
+		t.Fatalf("places of the deleted form: %+v %v", caps["g"], err)
+	}
 }
 
 func testGrowth(t *testing.T, s store.Store) {
