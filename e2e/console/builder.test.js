@@ -10,12 +10,14 @@
 // Chinese, go to docs/console/ (FORMD_SCREENSHOTS=0 skips them).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Formd, formdBinary, launch, waitFor, docsDir } from '../harness/harness.js';
 
 const password = 'correct horse battery staple';
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 let bin, srv, browser, ctx, page;
 
 before(async () => {
@@ -80,7 +82,7 @@ test('labels in both languages, a required select with three choices, moved by k
   await sel.getByLabel('Required').check();
   await sel.getByLabel('Choices').fill('morning | Morning | 上午\nafternoon | Afternoon | 下午\nevening | Evening | 晚上');
   // Move it above the photo with the keyboard.
-  await sel.getByRole('button', { name: 'Move select up' }).focus();
+  await sel.getByRole('button', { name: 'Move up: select' }).focus();
   await page.keyboard.press('Enter');
   await field(6, 'Session').waitFor();
   await field(7, 'Photo').waitFor();
@@ -160,6 +162,25 @@ test('an editor of another site cannot see or build on this form', async () => {
     assert.equal(resp.status(), 404, path);
   }
   await other.close();
+});
+
+test('axe finds nothing on the builder\'s pages, in English and in Chinese', async () => {
+  const state = await ctx.storageState();
+  // The console's CSP allows only its own scripts: axe comes in with the
+  // CSP bypassed, for this context only.
+  const c = await browser.newContext({ storageState: state, bypassCSP: true, viewport: { width: 390, height: 844 } });
+  const p = await c.newPage();
+  const found = [];
+  for (const lang of ['en', 'zh']) {
+    for (const path of ['/admin/forms/new', '/admin/forms/new?import=1', '/admin/forms/spring-exam-2027/build', '/admin/forms/spring-exam-2027/versions', '/admin/forms/spring-exam-2027/preview?in=' + lang]) {
+      await p.goto(`${srv.base}${path}${path.includes('?') ? '&' : '?'}lang=${lang}`);
+      await p.addScriptTag({ content: axeSource });
+      const result = await p.evaluate(async () => await window.axe.run(document, { resultTypes: ['violations'] }));
+      for (const v of result.violations) found.push(`${lang} ${path}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+    }
+  }
+  await c.close();
+  assert.deepEqual(found, []);
 });
 
 test('screenshots of the builder, desktop and phone, English and Chinese', { skip: process.env.FORMD_SCREENSHOTS === '0' }, async () => {
