@@ -196,6 +196,9 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, p pag
 			return
 		}
 		pg.P = p
+		// The builder's preview is the one post that changes nothing (its
+		// hosted page is checked and shown again), and the hosted page's
+		// form carries no CSRF token.
 		if r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Path, "/preview") {
 			if err := h.sessions.CheckCSRF(r, p); err != nil {
 				h.errorPage(w, r, pg, err)
