@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -131,8 +132,7 @@ func (h *Handler) idCheck(w http.ResponseWriter, r *http.Request, p page) error 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	fmt.Fprintf(w, `{"id":%q,"taken":%t,"valid":%t}`, id, taken, formID.MatchString(id))
-	return nil
+	return json.NewEncoder(w).Encode(map[string]any{"id": id, "taken": taken, "valid": formID.MatchString(id)})
 }
 
 // freeID says whether id is taken; with next, it finds the first free
@@ -254,9 +254,6 @@ type builderView struct {
 	Confirm   *confirmView
 	Focus     int
 }
-
-// Field is a field's index in the page's form, for the template.
-func (v builderView) FieldCount() int { return len(v.D.Fields) }
 
 // buildSource is what the builder starts from: the draft, else the
 // published definition as the principal may read it.
