@@ -99,7 +99,9 @@ func (h *Handler) knownWebhooks(p accounts.Principal) func(url string) (form.Web
 // putForms stores checked forms and sites and records action.
 func (h *Handler) putForms(ctx context.Context, c call, set form.Set, action string) ([]string, error) {
 	ids := set.IDs()
-	note := store.FormNote{By: c.p.String(), Action: action, Summary: h.changeSummary(set)}
+	// A new form (created, or a copy) claims its id in the database, so
+	// two made at once under one id cannot both win.
+	note := store.FormNote{By: c.p.String(), Action: action, Summary: h.changeSummary(set), Create: action == "form.create" || action == "form.duplicate"}
 	if err := h.Store.PublishForms(ctx, set.Records(), note); err != nil {
 		return nil, fmt.Errorf("apply forms: %w", err)
 	}

@@ -12,6 +12,10 @@ import (
 // ErrVersionNotFound means a form has no published version of that number.
 var ErrVersionNotFound error = problem.Sentinel("form version not found", problem.CodeVersionNotFound)
 
+// ErrFormExists means a new form's id is a form's already (PublishForms
+// with FormNote.Create); nothing was published.
+var ErrFormExists error = problem.Sentinel("a form with this id exists already", problem.CodeFormExists)
+
 // FormHistory is the store's record of every definition a form has been
 // published with, and of the forms archived: the console's version
 // history, rollback and archive.
@@ -105,6 +109,20 @@ type FormNote struct {
 	Action string
 	// Summary is each record's change in words, by record id.
 	Summary map[string]string
+	// Create says each record is a new form: its id is claimed in the
+	// database (a deleted form's tombstone may be reused), and a form
+	// holding it already fails the whole with ErrFormExists.
+	Create bool
+}
+
+// ClaimFormID is both drivers' statement claiming a new form's id, in the
+// dialect's placeholders (1: id, 2: site, 3: source, 4: version, 5: time):
+// it inserts, or takes over a deleted form's tombstone, and changes no row
+// when a form has the id.
+func ClaimFormID(ph func(n int) string) string {
+	return `INSERT INTO forms(id, site, source, version, updated_at) VALUES (` + ph(1) + `, ` + ph(2) + `, ` + ph(3) + `, ` + ph(4) + `, ` + ph(5) + `)
+		ON CONFLICT (id) DO UPDATE SET site = excluded.site, source = excluded.source, version = excluded.version, updated_at = excluded.updated_at
+		WHERE length(forms.source) = 0`
 }
 
 // FormVersion is one published definition of a form: its number (from 1),

@@ -2,7 +2,9 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
@@ -21,12 +23,26 @@ func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 // each definition's version, in the same transaction (whose lock on the
 // version counter also orders the forms' version numbers).
 func (s *Store) PublishForms(ctx context.Context, forms []form.Record, note store.FormNote) error {
-	return s.inTx(ctx, "put forms", func(tx pgx.Tx) error {
+	taken := ""
+	err := s.inTx(ctx, "put forms", func(tx pgx.Tx) error {
 		var version int64
 		if err := tx.QueryRow(ctx, `UPDATE meta SET v = v + 1 WHERE k = 'forms_version' RETURNING v`).Scan(&version); err != nil {
 			return fmt.Errorf("version: %w", err)
 		}
 		now := micro(s.now())
+		if note.Create {
+			claim := store.ClaimFormID(func(n int) string { return "$" + strconv.Itoa(n) })
+			for _, f := range forms {
+				tag, err := tx.Exec(ctx, claim, f.ID, f.Site, f.Source, version, now)
+				if err != nil {
+					return fmt.Errorf("claim the id of %s: %w", f.ID, err)
+				}
+				if tag.RowsAffected() == 0 {
+					taken = f.ID
+					return errTaken
+				}
+			}
+		}
 		b := &pgx.Batch{}
 		for _, f := range forms {
 			var limit *int
@@ -54,7 +70,15 @@ func (s *Store) PublishForms(ctx context.Context, forms []form.Record, note stor
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
+	if errors.Is(err, errTaken) {
+		// Not a failure of the database: the answer for the caller.
+		return fmt.Errorf("put form %s: %w", taken, store.ErrFormExists)
+	}
+	return err
 }
+
+// errTaken rolls back a PublishForms whose new form's id is taken.
+var errTaken = errors.New("the form id is taken")
 
 // Forms returns the forms changed after version, up to the newest version
 // committed when it looked.

@@ -2,6 +2,8 @@ package sqlitestore
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
@@ -28,6 +30,15 @@ func (s *Store) PublishForms(ctx context.Context, forms []form.Record, note stor
 	}
 	now := s.now().UnixMicro()
 	for _, f := range forms {
+		if note.Create {
+			res, err := tx.ExecContext(ctx, store.ClaimFormID(func(n int) string { return "?" + strconv.Itoa(n) }), f.ID, f.Site, f.Source, version, now)
+			if err != nil {
+				return classify("put form "+f.ID+": claim its id", err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return fmt.Errorf("put form %s: %w", f.ID, store.ErrFormExists)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO forms(id, site, source, version, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT(id) DO UPDATE SET site = excluded.site, source = excluded.source, version = excluded.version, updated_at = excluded.updated_at`,
 			f.ID, f.Site, f.Source, version, now); err != nil {

@@ -798,6 +798,23 @@ func testFormHistory(t *testing.T, s store.Store) {
 	if caps, err := s.Capacities(ctx); err != nil || caps["g"] != (store.Capacity{}) {
 		t.Fatalf("places of the deleted form: %+v %v", caps["g"], err)
 	}
+
+	// Creating claims the id in the database: a form's id is refused,
+	// nothing of the set published; a deleted form's id is free.
+	create := store.FormNote{Create: true, Action: "form.create"}
+	err = s.PublishForms(ctx, []form.Record{{ID: "fresh", Site: "s", Source: []byte("id: fresh")}, {ID: "full", Site: "s", Source: []byte("id: full\ntitle: Other")}}, create)
+	if !errors.Is(err, store.ErrFormExists) {
+		t.Fatalf("create over a form: %v, want ErrFormExists", err)
+	}
+	if vs, err := s.FormVersions(ctx, "fresh"); err != nil || len(vs) != 0 {
+		t.Fatalf("the refused create published fresh: %+v %v", vs, err)
+	}
+	if err := s.PublishForms(ctx, []form.Record{{ID: "g", Site: "s", Source: []byte("id: g\ntitle: Again")}}, create); err != nil {
+		t.Fatalf("create under a deleted form's id: %v", err)
+	}
+	if vs, err := s.FormVersions(ctx, "g"); err != nil || len(vs) != 1 || vs[0].Action != "form.create" {
+		t.Fatalf("versions of the new g: %+v %v", vs, err)
+	}
 }
 
 func testGrowth(t *testing.T, s store.Store) {
