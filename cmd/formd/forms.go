@@ -145,7 +145,7 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 				return nil, err
 			}
 			for _, r := range recs {
-				if r.ID == formID {
+				if r.ID == formID && len(r.Source) > 0 { // not a deleted form's tombstone
 					return r.Source, nil
 				}
 			}
