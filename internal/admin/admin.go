@@ -43,6 +43,7 @@ type Store interface {
 	DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error)
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
 	ConsoleReads
+	store.FormHistory
 }
 
 // Forms is the server's form registry.
@@ -167,6 +168,7 @@ func (h *Handler) Register(mux Mux) {
 	mux.Handle("POST /v1/admin/forget", h.route(accounts.Forget, false, h.forgetPerson))
 	h.registerConsole(mux)
 	h.registerDeliveries(mux)
+	h.registerBuild(mux)
 }
 
 // call is one admin request: who makes it and, for a form's route, the
@@ -246,20 +248,35 @@ func (h *Handler) audit(ctx context.Context, c call, action, target, detail stri
 }
 
 type formSummary struct {
-	ID       string    `json:"id"`
-	Site     string    `json:"site"`
-	Title    form.Text `json:"title,omitempty"`
-	Fields   int       `json:"fields"`
-	Capacity *int      `json:"capacity,omitempty"`
-	WhenFull string    `json:"when_full,omitempty"`
+	ID         string     `json:"id"`
+	Site       string     `json:"site"`
+	Title      form.Text  `json:"title,omitempty"`
+	Fields     int        `json:"fields"`
+	Capacity   *int       `json:"capacity,omitempty"`
+	WhenFull   string     `json:"when_full,omitempty"`
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
 }
 
-func (h *Handler) listForms(w http.ResponseWriter, _ *http.Request, c call) error {
+// listForms lists the principal's forms; archived ones only with
+// ?archived=true (then with their archived_at).
+func (h *Handler) listForms(w http.ResponseWriter, r *http.Request, c call) error {
+	archives, err := h.Store.Archives(r.Context())
+	if err != nil {
+		return err
+	}
+	withArchived := r.URL.Query().Get("archived") == "true"
 	out := []formSummary{}
 	for _, f := range h.Forms.All() {
-		if c.p.Can(accounts.Read, f.Def.Site) {
-			out = append(out, formSummary{ID: f.ID(), Site: f.Def.Site, Title: f.Def.Title, Fields: len(f.Fields()), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull})
+		a, archived := archives[f.ID()]
+		if !c.p.Can(accounts.Read, f.Def.Site) || (archived && !withArchived) {
+			continue
 		}
+		s := formSummary{ID: f.ID(), Site: f.Def.Site, Title: f.Def.Title, Fields: len(f.Fields()), Capacity: f.Def.Capacity, WhenFull: f.Def.WhenFull}
+		if archived {
+			at := a.At.UTC()
+			s.ArchivedAt = &at
+		}
+		out = append(out, s)
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"forms": out})
 }

@@ -231,6 +231,13 @@ func (l *lockedStore) PutForms(ctx context.Context, forms []form.Record) error {
 	return l.Store.PutForms(ctx, forms)
 }
 
+func (l *lockedStore) PublishForms(ctx context.Context, forms []form.Record, note store.FormNote) error {
+	if l.locked.Load() {
+		return fmt.Errorf("publish forms: %w: database is locked", store.ErrUnavailable)
+	}
+	return l.Store.PublishForms(ctx, forms, note)
+}
+
 // TestApplyFormsWhenTheStoreCannotWrite: 503 with Retry-After, not 500:
 // the owner can simply try again.
 func TestApplyFormsWhenTheStoreCannotWrite(t *testing.T) {

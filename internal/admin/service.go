@@ -49,33 +49,9 @@ func (h *Handler) VisibleForms(p accounts.Principal) []*form.Form {
 // definition that does not check is refused whole with every problem
 // named (invalid-form-definition).
 func (h *Handler) ApplyForms(ctx context.Context, p accounts.Principal, raw []byte) ([]string, error) {
-	raw, err := h.RestoreSecrets(p, raw)
+	_, set, err := h.CheckDefinitions(p, raw)
 	if err != nil {
 		return nil, err
-	}
-	set, err := form.ParseSet(raw, "", h.CheckURL)
-	if err != nil {
-		var de *form.DefinitionError
-		if errors.As(err, &de) {
-			return nil, problem.New(problem.CodeInvalidDefinition, de.Error())
-		}
-		return nil, err
-	}
-	for _, site := range set.Sites {
-		// A site's settings reach every form of the site: its owner's.
-		if !p.Can(accounts.EditForms, site.ID()) {
-			return nil, fmt.Errorf("site %s: %w", site.ID(), accounts.ErrForbidden)
-		}
-	}
-	for _, f := range set.Forms {
-		// The new definition's site, and the present one's: an editor of
-		// one site may not move a form into, or take it from, another.
-		if !p.Can(accounts.EditForms, f.Def.Site) {
-			return nil, fmt.Errorf("form %s on site %s: %w", f.ID(), f.Def.Site, accounts.ErrForbidden)
-		}
-		if old := h.Forms.Get(f.ID()); old != nil && !p.Can(accounts.EditForms, old.Def.Site) {
-			return nil, fmt.Errorf("form %s on site %s: %w", f.ID(), old.Def.Site, accounts.ErrForbidden)
-		}
 	}
 	return h.putForms(ctx, call{p: p}, set, "forms.apply")
 }
@@ -123,7 +99,10 @@ func (h *Handler) knownWebhooks(p accounts.Principal) func(url string) (form.Web
 // putForms stores checked forms and sites and records action.
 func (h *Handler) putForms(ctx context.Context, c call, set form.Set, action string) ([]string, error) {
 	ids := set.IDs()
-	if err := h.Store.PutForms(ctx, set.Records()); err != nil {
+	// A new form (created, or a copy) claims its id in the database, so
+	// two made at once under one id cannot both win.
+	note := store.FormNote{By: c.p.String(), Action: action, Summary: h.changeSummary(set), Create: action == "form.create" || action == "form.duplicate"}
+	if err := h.Store.PublishForms(ctx, set.Records(), note); err != nil {
 		return nil, fmt.Errorf("apply forms: %w", err)
 	}
 	if len(set.Forms) == 1 && len(set.Sites) == 0 && c.form == nil {

@@ -630,6 +630,31 @@ func (c Config) StoreDriver() drivers.Driver {
 	return d
 }
 
+// Given says a setting was named by a flag, its FORMD_* variable or the
+// config file rather than left at its default: formd forms apply asks it
+// before it writes to the default data directory. Call it after fs.Parse.
+func (l *Loader) Given(name string) bool {
+	if _, ok := l.flags[name]; ok {
+		return true
+	}
+	if l.getenv(Env(name)) != "" {
+		return true
+	}
+	path := *l.cfgFile
+	if path == "" {
+		path = l.getenv("FORMD_CONFIG")
+	}
+	if path == "" {
+		return false
+	}
+	file, err := readFile(path)
+	if err != nil {
+		return false
+	}
+	_, ok := file[name]
+	return ok
+}
+
 func (l *Loader) sortedNames() []string {
 	var out []string
 	for n := range l.names {

@@ -59,6 +59,9 @@ type Handler struct {
 	// X-Forwarded-Proto (IsHTTPS).
 	PublicURL string
 	IsHTTPS   func(*http.Request) bool
+	// Preview renders the builder's preview of a form's hosted page
+	// (hosted.Handler.Preview); nil shows none.
+	Preview Preview
 }
 
 // linkBase is the scheme and host the console's links start with.
@@ -134,6 +137,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	} {
 		mux.Handle(rt.pattern, h.signedIn(rt.fn))
 	}
+	h.registerBuild(func(pattern string, fn func(http.ResponseWriter, *http.Request, page) error) {
+		mux.Handle(pattern, h.signedIn(fn))
+	})
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, page{L: pickLang(w, r)}, problem.New(problem.CodeNotFound, ""))
 	})
@@ -208,7 +214,10 @@ func (h *Handler) signedIn(fn func(w http.ResponseWriter, r *http.Request, p pag
 			return
 		}
 		pg.P = p
-		if r.Method == http.MethodPost {
+		// The builder's preview is the one post that changes nothing (its
+		// hosted page is checked and shown again), and the hosted page's
+		// form carries no CSRF token.
+		if r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Path, "/preview") {
 			if err := h.sessions.CheckCSRF(r, p); err != nil {
 				h.errorPage(w, r, pg, err)
 				return

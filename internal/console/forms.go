@@ -11,20 +11,44 @@ import (
 	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/problem"
+	"github.com/formd/formd/internal/store"
 )
 
 // ---- forms ----
 
+// formsView is the forms page: the forms' cards (archived ones only when
+// asked for), and the drafts of new forms.
+type formsView struct {
+	Cards        []card
+	Drafts       []store.Draft
+	Archived     int
+	ShowArchived bool
+}
+
 func (h *Handler) forms(w http.ResponseWriter, r *http.Request, p page) error {
-	var cards []card
+	archives, err := h.adm.Store.Archives(r.Context())
+	if err != nil {
+		return err
+	}
+	v := formsView{ShowArchived: r.URL.Query().Get("archived") == "1"}
 	for _, f := range h.adm.VisibleForms(p.P) {
+		if _, archived := archives[f.ID()]; archived {
+			v.Archived++
+			if !v.ShowArchived {
+				continue
+			}
+		}
 		c, err := h.cardOf(r, f)
 		if err != nil {
 			return err
 		}
-		cards = append(cards, c)
+		_, c.Archived = archives[f.ID()]
+		v.Cards = append(v.Cards, c)
 	}
-	p.Nav, p.Title, p.Data = "forms", p.L.T["nav.forms"], cards
+	if v.Drafts, err = h.adm.Drafts(r.Context(), p.P); err != nil {
+		return err
+	}
+	p.Nav, p.Title, p.Data = "forms", p.L.T["nav.forms"], v
 	h.render(w, http.StatusOK, "forms", p)
 	return nil
 }
@@ -36,6 +60,8 @@ type card struct {
 	Chart admin.Chart
 	// Opening says the chart is the hour of the opening.
 	Now time.Time
+	// Archived says the form is archived.
+	Archived bool
 }
 
 func (h *Handler) cardOf(r *http.Request, f *form.Form) (card, error) {
@@ -75,6 +101,11 @@ func (h *Handler) formPage(w http.ResponseWriter, r *http.Request, p page) error
 	if err != nil {
 		return err
 	}
+	archives, err := h.adm.Store.Archives(r.Context())
+	if err != nil {
+		return err
+	}
+	_, c.Archived = archives[f.ID()]
 	p.Nav, p.Title, p.Data = "forms", title(f, p.L), c
 	h.render(w, http.StatusOK, "form", p)
 	return nil

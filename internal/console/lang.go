@@ -175,7 +175,15 @@ var funcs = template.FuncMap{
 		b, _ := json.MarshalIndent(v, "", "  ")
 		return string(b)
 	},
-	"add":   func(a, b int) int { return a + b },
+	"add":  func(a, b int) int { return a + b },
+	"list": func(s ...string) []string { return s },
+	// fieldLabel names a builder's field in the page's language.
+	"fieldLabel": func(f draftField, l lang) string {
+		if l.Tag == chinese.Tag && f.LabelZH != "" {
+			return f.LabelZH
+		}
+		return orDefault(orDefault(f.LabelEN, f.LabelZH), f.Name)
+	},
 	"minus": func(a, b int64) int64 { return a - b },
 	"deref": func(p *int) int {
 		if p == nil {

@@ -59,7 +59,7 @@ func TestTemplatesUseKnownKeys(t *testing.T) {
 var auditActions = []string{
 	"account.add", "account.disable", "account.enable", "account.password", "account.reset-link", "account.role",
 	"dead-letter.retry", "deliveries.redeliver", "endpoint.enable", "entry.cancel", "entry.not-spam", "entry.spam",
-	"event.redeliver", "form.close", "form.open", "forms.apply", "login", "login.failure", "login.locked", "logout",
+	"event.redeliver", "form.archive", "form.close", "form.create", "form.delete", "form.duplicate", "form.open", "form.publish", "form.rollback", "form.unarchive", "forms.apply", "login", "login.failure", "login.locked", "logout",
 	"logout.everywhere", "person.forget", "replay.dry-run", "replay.run", "session.start", "token.create", "token.revoke",
 }
 

@@ -118,6 +118,11 @@ func (r *Registry) Refresh(ctx context.Context) error {
 			nextSites[set.Sites[0].ID()] = set.Sites[0]
 			continue
 		}
+		if len(rec.Source) == 0 {
+			// A deleted form's tombstone (store.DeleteEmptyForm).
+			delete(next, rec.ID)
+			continue
+		}
 		forms, err := Parse(rec.Source, "stored form "+rec.ID)
 		if err != nil || len(forms) != 1 {
 			r.log.Error("stored form definition does not compile; keeping the previous version", "form", rec.ID, "err", err)

@@ -92,6 +92,8 @@ var enStrings = map[string]string{
 	"declined":   "This registration was not accepted by the organizers.",
 	"duplicate":  "You are already registered.",
 	"invalid":    "Please correct the marked fields.",
+	"preview":    "Preview: this is how the form will look. Nothing sent from here is kept.",
+	"preview-ok": "Preview: these answers would be accepted. Nothing was kept.",
 	"full-state": "Sorry, every place is taken.",
 	"failed":     "The form could not be sent. Please reload the page and try again.",
 	// The result page, by status.
@@ -131,6 +133,8 @@ var zhStrings = map[string]string{
 	"declined":         "主办方未通过此报名。",
 	"duplicate":        "您已经报名过了。",
 	"invalid":          "需要修改：请修改标出的内容。",
+	"preview":          "预览：表单发布后将是这个样子。在这里提交的内容不会保存。",
+	"preview-ok":       "预览：这些内容可以通过。没有保存任何内容。",
 	"full-state":       "抱歉，名额已满。",
 	"failed":           "表单无法提交，请刷新页面后重试。",
 	"stored":           "已收到，谢谢！",

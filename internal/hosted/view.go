@@ -57,6 +57,9 @@ type pageView struct {
 	Steps   []stepView
 	Hidden  []hiddenView
 	StepsJS string
+	// Preview is the console builder's banner: the page is a preview
+	// (Preview), and nothing sent from it is kept.
+	Preview string
 }
 
 // stepView is one page of the form.

@@ -73,6 +73,11 @@ const (
 	// Upload storage.
 	CodeUploadStorageFull = "upload-storage-full"
 	CodeUploadBudget      = "upload-budget-spent"
+	// Building forms (the admin API's and the console's).
+	CodeFormExists           = "form-exists"
+	CodeVersionNotFound      = "form-version-not-found"
+	CodeConfirmationRequired = "confirmation-required"
+	CodeFormNotEmpty         = "form-not-empty"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -137,6 +142,10 @@ var Codes = map[string]Info{
 	CodeScanUnavailable:      {Status: 503, Title: "Virus scanner unavailable", Explain: "Every file is scanned for viruses before a submission can use it, and the scanner could not be reached. The file is kept, unscanned and not usable yet; nothing was stored. Send the submission again, with the same key, after Retry-After seconds.", RetryAfter: 10},
 	CodeChallengeRequired:    {Status: 400, Title: "Proof-of-work required", Explain: "This form asks each new submission for a solved proof-of-work challenge (no puzzle for people: the browser solves it in the background, which needs JavaScript). Get one from GET /v1/forms/{form}/challenge, solve it (ALTCHA's format) and send it in the altcha field. Nothing was stored."},
 	CodeChallengeInvalid:     {Status: 403, Title: "Proof-of-work not valid", Explain: "The proof-of-work solution sent is malformed, wrong, expired, issued for another form, or used already by another submission (each solution is good for one submission; a retry with the same key may send the same one again). Get a new challenge, solve it and send the submission again with the same key — except for a solution another submission used (the detail says challenge-replayed): that is decided for its key, so send under a new key. Nothing was stored."},
+	CodeFormExists:           {Status: 409, Title: "Form id taken", Explain: "A form with this id exists already (perhaps archived, or on a site you cannot see): choose another id. To change the existing form, edit it or apply its definition with PUT /v1/admin/forms."},
+	CodeVersionNotFound:      {Status: 404, Title: "Form version not found", Explain: "This form has no published version with this number: list its versions with GET /v1/admin/forms/{form}/versions."},
+	CodeConfirmationRequired: {Status: 409, Title: "Confirmation required", Explain: "This change reaches entries already collected (a field they hold removed, places or the one-entry-per rule changed on a form with entries). Nothing was changed. Read the changes and risks in this answer, then send the same request again with the confirm token it gives."},
+	CodeFormNotEmpty:         {Status: 409, Title: "Form holds entries", Explain: "Only a form with no entries (none stored, none being processed, no dead letters) can be deleted. A form with entries can be archived instead: closed and out of the list, its entries kept under its retention; to erase people's data, forget them or let the form's retention erase it."},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 

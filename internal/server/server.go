@@ -237,6 +237,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	cons.BackupFailure = s.backups.failure
 	cons.PublicURL = s.cfg.PublicURL
 	cons.IsHTTPS = func(r *http.Request) bool { return https.IsHTTPS(r, s.cfg.TrustedProxies) }
+	cons.Preview = pages.Preview
 	cons.Register(mux)
 	pages.Register(mux)
 	// /metrics names every form of every site: it is served on

@@ -154,6 +154,14 @@ func checkUpgrade(t *testing.T, data, storeURL string, fx upgradeFixture) {
 		})
 	}
 
+	// The forms the old release stored are each's first version, their
+	// definition as stored (migration 0071).
+	if vs, err := st.FormVersions(ctx, "upgrade-fair"); err != nil || len(vs) != 1 || vs[0].N != 1 || vs[0].Action != "upgrade" {
+		t.Errorf("versions of the old release's form: %+v %v, want its definition as version 1", vs, err)
+	} else if v, err := st.FormVersion(ctx, "upgrade-fair", 1); err != nil || !bytes.Contains(v.Source, []byte("upgrade-fair")) {
+		t.Errorf("version 1 of the old release's form: %q %v", v.Source, err)
+	}
+
 	statuses := map[string]string{}
 	if err := st.Export(ctx, "upgrade-fair", func(r store.Row) error { statuses[r.Key] = r.Status; return nil }); err != nil {
 		t.Fatal(err)

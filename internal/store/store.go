@@ -295,6 +295,7 @@ type Store interface {
 	Outbox
 	Budgets
 	Reviewer
+	FormHistory
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

@@ -2,23 +2,47 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
 	"github.com/jackc/pgx/v5"
 )
 
-// PutForms upserts definitions and capacity settings in one transaction.
-// The version counter's row lock orders concurrent calls, so versions
-// follow commit order and a reader never skips one.
+// PutForms upserts definitions and capacity settings in one transaction,
+// each a new version of its form published by no one (formd forms apply
+// on the store). The version counter's row lock orders concurrent calls,
+// so versions follow commit order and a reader never skips one.
 func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
-	return s.inTx(ctx, "put forms", func(tx pgx.Tx) error {
+	return s.PublishForms(ctx, forms, store.FormNote{})
+}
+
+// PublishForms is PutForms recording who published and what changed with
+// each definition's version, in the same transaction (whose lock on the
+// version counter also orders the forms' version numbers).
+func (s *Store) PublishForms(ctx context.Context, forms []form.Record, note store.FormNote) error {
+	taken := ""
+	err := s.inTx(ctx, "put forms", func(tx pgx.Tx) error {
 		var version int64
 		if err := tx.QueryRow(ctx, `UPDATE meta SET v = v + 1 WHERE k = 'forms_version' RETURNING v`).Scan(&version); err != nil {
 			return fmt.Errorf("version: %w", err)
 		}
 		now := micro(s.now())
+		if note.Create {
+			claim := store.ClaimFormID(func(n int) string { return "$" + strconv.Itoa(n) })
+			for _, f := range forms {
+				tag, err := tx.Exec(ctx, claim, f.ID, f.Site, f.Source, version, now)
+				if err != nil {
+					return fmt.Errorf("claim the id of %s: %w", f.ID, err)
+				}
+				if tag.RowsAffected() == 0 {
+					taken = f.ID
+					return errTaken
+				}
+			}
+		}
 		b := &pgx.Batch{}
 		for _, f := range forms {
 			var limit *int
@@ -33,6 +57,8 @@ func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 			b.Queue(`INSERT INTO forms(id, site, source, version, updated_at) VALUES ($1, $2, $3, $4, $5)
 				ON CONFLICT (id) DO UPDATE SET site = excluded.site, source = excluded.source, version = excluded.version, updated_at = excluded.updated_at`,
 				f.ID, f.Site, f.Source, version, now)
+			b.Queue(store.InsertFormVersion("$1", "$1", "$2", "$3", "$4", "$5", "$6", "$7"),
+				f.ID, f.Site, f.Source, now, note.By, note.ActionOr(), note.Summary[f.ID])
 			uniqueAnswer := f.UniqueAnswer
 			if uniqueAnswer == "" {
 				uniqueAnswer = form.UniqueAnswerGeneric
@@ -45,7 +71,15 @@ func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
+	if errors.Is(err, errTaken) {
+		// Not a failure of the database: the answer for the caller.
+		return fmt.Errorf("put form %s: %w", taken, store.ErrFormExists)
+	}
+	return err
 }
+
+// errTaken rolls back a PublishForms whose new form's id is taken.
+var errTaken = errors.New("the form id is taken")
 
 // Forms returns the forms changed after version, up to the newest version
 // committed when it looked.

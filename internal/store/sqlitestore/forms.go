@@ -2,13 +2,23 @@ package sqlitestore
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
 )
 
-// PutForms upserts definitions and capacity settings in one transaction.
+// PutForms upserts definitions and capacity settings in one transaction,
+// each a new version of its form published by no one (formd forms apply
+// on the store's files).
 func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
+	return s.PublishForms(ctx, forms, store.FormNote{})
+}
+
+// PublishForms is PutForms recording who published and what changed with
+// each definition's version, in the same transaction.
+func (s *Store) PublishForms(ctx context.Context, forms []form.Record, note store.FormNote) error {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return classify("put forms: begin", err)
@@ -20,10 +30,23 @@ func (s *Store) PutForms(ctx context.Context, forms []form.Record) error {
 	}
 	now := s.now().UnixMicro()
 	for _, f := range forms {
+		if note.Create {
+			res, err := tx.ExecContext(ctx, store.ClaimFormID(func(n int) string { return "?" + strconv.Itoa(n) }), f.ID, f.Site, f.Source, version, now)
+			if err != nil {
+				return classify("put form "+f.ID+": claim its id", err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return fmt.Errorf("put form %s: %w", f.ID, store.ErrFormExists)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO forms(id, site, source, version, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT(id) DO UPDATE SET site = excluded.site, source = excluded.source, version = excluded.version, updated_at = excluded.updated_at`,
 			f.ID, f.Site, f.Source, version, now); err != nil {
 			return classify("put form "+f.ID, err)
+		}
+		if _, err := tx.ExecContext(ctx, store.InsertFormVersion("?", "?", "?", "?", "?", "?", "?", "?"),
+			f.ID, f.ID, f.Site, f.Source, now, note.By, note.ActionOr(), note.Summary[f.ID]); err != nil {
+			return classify("put form "+f.ID+": version", err)
 		}
 		var limit any
 		if f.Capacity != nil {
