@@ -235,7 +235,7 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 	}
 	plan, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(plan), `"lines":["no change to fields, capacity, unique, notify, site, waitlist or spam"]`) || !strings.Contains(string(plan), `"risks":[]`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(plan), `"lines":["no change to fields, capacity, unique, notify, site, waitlist, review or spam"]`) || !strings.Contains(string(plan), `"risks":[]`) {
 		t.Fatalf("the exported definition's plan: %d %s", resp.StatusCode, plan)
 	}
 	submit(t, h, "spring-exam-2027", `{"name":"Li Lei","student_no":"S1","email":"li@example.org","level":"beginner","session":"morning"}`)
