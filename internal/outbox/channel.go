@@ -145,3 +145,6 @@ func (d *Dispatcher) blocksOf(f *form.Form) []*form.Notify {
 	}
 	return blocks
 }
+
+// Location is the time zone of times in messages (--timezone).
+func (j *Job) Location() *time.Location { return j.d.opts.Location }
