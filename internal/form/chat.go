@@ -125,6 +125,9 @@ func checkChatURL(kind, rawURL string) string {
 		return fmt.Sprintf("is a %s robot's URL (%s), not a %s one: list it under notify.%s", p.name, p.hosts[0], platformName(kind), p.kind)
 	}
 	u, _ := url.Parse(rawURL)
+	if u.Scheme != "https" {
+		return fmt.Sprintf("is a %s robot's URL over %s: write it with https://, so that its token is not sent in the clear", p.name, u.Scheme)
+	}
 	if strings.HasSuffix(p.path, "/") && (!strings.HasPrefix(u.Path, p.path) || len(u.Path) == len(p.path)) ||
 		!strings.HasSuffix(p.path, "/") && u.Path != p.path {
 		return fmt.Sprintf("is not a %s robot's URL: copy it from the group's robot settings, such as %s", p.name, p.example)
