@@ -85,20 +85,23 @@ type Field struct {
 
 // Fields are the values of the named fields of an entry, in that order,
 // labelled in lang: only what the owner listed, so that a message
-// carries no more of a person's data than the owner chose.
+// carries no more of a person's data than the owner chose. A name the
+// form does not define (a site's robot listing another form's field) is
+// left out.
 func Fields(f *form.Form, doc store.EntryDoc, names []string, lang string) []Field {
 	m := values(doc)
 	var out []Field
 	for _, name := range names {
-		label := name
 		for _, fd := range f.Fields() {
-			if fd.Name == name {
-				if l := fd.Label.For(lang); l != "" {
-					label = l
-				}
+			if fd.Name != name {
+				continue
 			}
+			label := fd.Label.For(lang)
+			if label == "" {
+				label = name
+			}
+			out = append(out, Field{Name: name, Label: label, Value: valueText(m[name])})
 		}
-		out = append(out, Field{Name: name, Label: label, Value: valueText(m[name])})
 	}
 	return out
 }
