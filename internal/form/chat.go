@@ -3,6 +3,7 @@ package form
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -64,6 +65,20 @@ func (n *Notify) Bots(kind string) []ChatBot {
 func ChatEndpoint(kind, rawURL string) string {
 	sum := sha256.Sum256([]byte(rawURL))
 	return kind + ":" + hex.EncodeToString(sum[:8])
+}
+
+// MarshalJSON is the robot as a change summary shows it: its URL with
+// the token hidden (the summary is shown to editors) and, so that a new
+// token still shows as a change, a digest of the whole URL.
+func (b ChatBot) MarshalJSON() ([]byte, error) {
+	sum := sha256.Sum256([]byte(b.URL))
+	return json.Marshal(struct {
+		URL    string   `json:"url"`
+		Digest string   `json:"url_sha256"`
+		Events []string `json:"events,omitempty"`
+		Fields []string `json:"fields,omitempty"`
+		Lang   string   `json:"lang,omitempty"`
+	}{MaskChatURL(b.URL), hex.EncodeToString(sum[:6]), b.Events, b.Fields, b.Lang})
 }
 
 // Wants says whether the robot gets events of this type.

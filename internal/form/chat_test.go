@@ -104,3 +104,24 @@ func TestMaskChatRobots(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeSummaryHidesRobotTokens: the change summary an editor sees
+// names a robot's changed URL without its token.
+func TestChangeSummaryHidesRobotTokens(t *testing.T) {
+	t.Parallel()
+	old := mustForm(t, "id: f\nfields: [{name: n, type: text}]\nnotify:\n  slack: [{url: 'https://hooks.slack.com/services/T/B/oldTOKEN'}]\n")
+	next := mustForm(t, "id: f\nfields: [{name: n, type: text}]\nnotify:\n  slack: [{url: 'https://hooks.slack.com/services/T/B/newTOKEN'}]\n")
+	c := Compare(old, next)
+	var notify *SettingChange
+	for i, s := range c.Settings {
+		if s.Setting == "notify" {
+			notify = &c.Settings[i]
+		}
+	}
+	if notify == nil {
+		t.Fatalf("a new robot token is not a change: %+v", c)
+	}
+	if strings.Contains(notify.Old+notify.New, "TOKEN") || !strings.Contains(notify.New, "services/(hidden)") {
+		t.Fatalf("the summary shows %q → %q", notify.Old, notify.New)
+	}
+}

@@ -23,10 +23,12 @@
 // success (breaker.go). A receiver that only fails now and then is left to
 // each delivery's retry schedule.
 //
-// The files follow the work: outbox.go fans events out, claim.go claims
-// and batches them for the workers, breaker.go holds endpoints back,
-// finish.go records what each attempt did, mail.go and body.go make what
-// is sent, metrics.go counts it.
+// What is sent is a Channel's (channel.go): webhooks (webhook.go, with
+// body.go) and e-mail (mail.go) here, the chat platforms' robots in
+// internal/channels. The files follow the work: outbox.go fans events
+// out to the channels' endpoints, claim.go claims and batches them for
+// the workers, breaker.go holds endpoints back, finish.go asks the
+// channel for one attempt and records what it did, metrics.go counts it.
 package outbox
 
 import (
