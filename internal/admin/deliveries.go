@@ -111,7 +111,37 @@ func (s *StoreDeliveries) target(formID, endpoint string) string {
 			}
 		}
 	}
+	// A chat robot by its platform and URL, its token hidden (Slack's
+	// and Feishu's are in the path).
+	for _, n := range notifyBlocks(s.Forms, formID) {
+		for _, kind := range form.ChatKinds {
+			for _, b := range n.Bots(kind) {
+				if form.ChatEndpoint(kind, b.URL) == endpoint {
+					return kind + " " + form.MaskChatURL(b.URL)
+				}
+			}
+		}
+	}
 	return endpoint
+}
+
+// notifyBlocks are a form's notify block and its site's, those there are.
+func notifyBlocks(forms interface {
+	Get(id string) *form.Form
+	Site(id string) *form.Site
+}, formID string) []*form.Notify {
+	f := forms.Get(formID)
+	if f == nil {
+		return nil
+	}
+	var out []*form.Notify
+	if f.Def.Notify != nil {
+		out = append(out, f.Def.Notify)
+	}
+	if site := forms.Site(f.Def.Site); site != nil && site.Def.Notify != nil {
+		out = append(out, site.Def.Notify)
+	}
+	return out
 }
 
 // notifyWebhooks lists a form's webhooks and its site's.
@@ -141,11 +171,25 @@ func notifies(forms interface {
 	Get(id string) *form.Form
 	Site(id string) *form.Site
 }, f *form.Form) bool {
-	if n := f.Def.Notify; n != nil && (len(n.Webhooks) > 0 || n.Email != nil) {
+	has := func(n *form.Notify) bool {
+		if n == nil {
+			return false
+		}
+		if len(n.Webhooks) > 0 || n.Email != nil {
+			return true
+		}
+		for _, kind := range form.ChatKinds {
+			if len(n.Bots(kind)) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if has(f.Def.Notify) {
 		return true
 	}
 	site := forms.Site(f.Def.Site)
-	return site != nil && site.Def.Notify != nil && (len(site.Def.Notify.Webhooks) > 0 || site.Def.Notify.Email != nil)
+	return site != nil && has(site.Def.Notify)
 }
 
 // redeliverRequest selects a form's deliveries to send again by the time

@@ -91,6 +91,14 @@ func (h *Handler) knownWebhooks(p accounts.Principal) func(url string) (form.Web
 					return w, true
 				}
 			}
+			// A chat robot's secret is kept the same way, by its URL.
+			for _, kind := range form.ChatKinds {
+				for _, b := range n.Bots(kind) {
+					if b.URL == url || form.MaskChatURL(b.URL) == url {
+						return form.Webhook{URL: b.URL, Secret: b.Secret}, true
+					}
+				}
+			}
 		}
 		return form.Webhook{}, false
 	}

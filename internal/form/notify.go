@@ -17,6 +17,11 @@ import (
 type Notify struct {
 	Webhooks []Webhook   `yaml:"webhooks" json:"webhooks,omitempty"`
 	Email    *EmailSetup `yaml:"email" json:"email,omitempty"`
+	// The chat groups' robots (chat.go).
+	Slack    []ChatBot `yaml:"slack" json:"slack,omitempty"`
+	WeCom    []ChatBot `yaml:"wecom" json:"wecom,omitempty"`
+	DingTalk []ChatBot `yaml:"dingtalk" json:"dingtalk,omitempty"`
+	Feishu   []ChatBot `yaml:"feishu" json:"feishu,omitempty"`
 }
 
 // Webhook is one endpoint that receives a form's events, signed the
@@ -95,6 +100,8 @@ func (c *compiler) checkNotify(n *Notify, f *Form, checkURL func(string) error) 
 		at := fmt.Sprintf("notify.webhooks[%d]", i)
 		if err := checkURL(w.URL); err != nil {
 			c.add("", fmt.Sprintf("%s.url: %s", at, strings.TrimPrefix(err.Error(), "check webhook url: ")))
+		} else if p := ChatPlatformOf(w.URL); p != "" {
+			c.add("", fmt.Sprintf("%s.url is a %s robot's URL, which does not take formd's webhook events: list it under notify.%s", at, platformName(p), p))
 		}
 		secrets := w.AllSecrets()
 		if len(secrets) == 0 {
@@ -111,6 +118,7 @@ func (c *compiler) checkNotify(n *Notify, f *Form, checkURL func(string) error) 
 			}
 		}
 	}
+	c.checkChat(n, f, checkURL)
 	e := n.Email
 	if e == nil {
 		return

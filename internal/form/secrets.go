@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -25,7 +26,8 @@ const HiddenSecret = "(hidden)"
 // A webhook url's query (where receivers such as chat bots put their
 // token) and user info are hidden the same way: MaskURL.
 func MaskSecrets(src []byte) []byte {
-	if !bytes.Contains(src, []byte("secret")) && !bytes.Contains(src, []byte("?")) && !bytes.Contains(src, []byte("@")) {
+	if !bytes.Contains(src, []byte("secret")) && !bytes.Contains(src, []byte("?")) && !bytes.Contains(src, []byte("@")) &&
+		!bytes.Contains(src, []byte("/services/")) && !bytes.Contains(src, []byte("/hook/")) {
 		return src
 	}
 	docs, err := yamlDocs(src)
@@ -36,8 +38,12 @@ func MaskSecrets(src []byte) []byte {
 	}
 	for _, d := range docs {
 		walkSecrets(d, func(_ *yaml.Node, _ int, v *yaml.Node) { v.Value, v.Style, v.Tag = HiddenSecret, 0, "!!str" })
-		walkWebhookURLs(d, func(v *yaml.Node) {
-			if m := MaskURL(v.Value); m != v.Value {
+		walkWebhookURLs(d, func(key string, v *yaml.Node) {
+			mask := MaskURL
+			if key != "webhooks" {
+				mask = MaskChatURL
+			}
+			if m := mask(v.Value); m != v.Value {
 				v.Value, v.Style, v.Tag = m, 0, "!!str"
 			}
 		})
@@ -67,9 +73,10 @@ func MaskURL(raw string) string {
 	return out
 }
 
-// walkWebhookURLs calls fn for the url of every webhook (a mapping under
-// a webhooks list).
-func walkWebhookURLs(n *yaml.Node, fn func(v *yaml.Node)) {
+// walkWebhookURLs calls fn for the url of every webhook and chat robot
+// (a mapping under a webhooks, slack, wecom, dingtalk or feishu list),
+// with the list's key.
+func walkWebhookURLs(n *yaml.Node, fn func(key string, v *yaml.Node)) {
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for _, c := range n.Content {
@@ -78,10 +85,10 @@ func walkWebhookURLs(n *yaml.Node, fn func(v *yaml.Node)) {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Value == "webhooks" && v.Kind == yaml.SequenceNode {
+			if (k.Value == "webhooks" || slices.Contains(ChatKinds, k.Value)) && v.Kind == yaml.SequenceNode {
 				for _, hook := range v.Content {
 					if u := mapValue(hook, "url"); u != nil && u.Kind == yaml.ScalarNode {
-						fn(u)
+						fn(k.Value, u)
 					}
 				}
 				continue
@@ -109,7 +116,7 @@ func RestoreSecrets(src []byte, known func(url string) (Webhook, bool)) ([]byte,
 		// (known matches it by MaskURL); the secrets are found by it
 		// below.
 		var restored []func()
-		walkWebhookURLs(d, func(v *yaml.Node) {
+		walkWebhookURLs(d, func(_ string, v *yaml.Node) {
 			if !strings.Contains(v.Value, HiddenSecret) {
 				return
 			}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/formd/formd/internal/attempt"
-	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/webhooks"
 )
@@ -50,46 +50,33 @@ func (d *Dispatcher) retryAt(n int, now time.Time, retryAfter time.Duration) (ti
 	return now.Add(max(wait, retryAfter)), true
 }
 
-// result is what an attempt did, for the attempt log, the breaker and
-// the metrics.
-type result struct {
-	kind    string // webhook | email
-	outcome attempt.Outcome
-	// fault says a retry is the endpoint's as a whole (a webhook receiver
-	// failing, the SMTP server unreachable), not one recipient's: only
-	// then does the breaker count it.
-	fault      bool
-	status     int
-	latency    time.Duration
-	excerpt    string
-	retryAfter time.Duration
-	err        error
-}
-
 // deliver sends one group (one delivery, or the owner's digest) and
 // records the attempt for each of its deliveries; probe says the
 // endpoint's breaker let it through as its probe.
 func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs entryDocs, probe bool) {
 	start := d.opts.Now()
-	r := d.try(ctx, group, docs)
+	kind, r := d.try(ctx, group, docs)
 	now := d.opts.Now()
-	if r.latency == 0 {
-		r.latency = now.Sub(start)
+	if r.Latency == 0 {
+		r.Latency = now.Sub(start)
 	}
-	d.record(breakerKey(group[0].Endpoint), verdictOf(r.outcome, r.fault), probe, now)
-	if r.outcome != attempt.Deferred {
-		d.opts.Metrics.observe(r, group[0].Endpoint)
+	d.record(breakerKey(group[0].Endpoint), verdictOf(r.Outcome, r.Fault), probe, now)
+	if r.Outcome != attempt.Deferred {
+		d.opts.Metrics.observe(kind, r, group[0].Endpoint)
+	}
+	if r.Code != "" && !strings.Contains(r.Excerpt, r.Code) {
+		r.Excerpt = webhooks.Excerpt([]byte(kind + " code " + r.Code + ": " + r.Excerpt))
 	}
 	fs := make([]store.Finish, 0, len(group))
 	for _, dl := range group {
 		f := store.Finish{DeliveryKey: dl.DeliveryKey, Owner: d.opts.Owner, Counted: true}
-		if r.outcome != attempt.Deferred {
-			f.Attempt = store.Attempt{DeliveryKey: dl.DeliveryKey, At: start, Status: r.status, Latency: r.latency, Outcome: r.outcome, Excerpt: r.excerpt}
+		if r.Outcome != attempt.Deferred {
+			f.Attempt = store.Attempt{DeliveryKey: dl.DeliveryKey, At: start, Status: r.Status, Latency: r.Latency, Outcome: r.Outcome, Excerpt: r.Excerpt}
 		}
-		if r.err != nil {
-			f.Error = r.err.Error()
+		if r.Err != nil {
+			f.Error = r.Err.Error()
 		}
-		switch r.outcome {
+		switch r.Outcome {
 		case attempt.Delivered:
 			f.State = store.DeliveryDelivered
 		case attempt.Skipped:
@@ -99,7 +86,7 @@ func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs e
 		case attempt.Gone, attempt.Refused:
 			f.State = store.DeliveryFailed
 		default:
-			if at, ok := d.retryAt(dl.Attempts+1, now, r.retryAfter); ok {
+			if at, ok := d.retryAt(dl.Attempts+1, now, r.RetryAfter); ok {
 				f.State, f.NextAt = store.DeliveryPending, at
 			} else {
 				f.State = store.DeliveryFailed
@@ -111,7 +98,7 @@ func (d *Dispatcher) deliver(ctx context.Context, group []store.Delivery, docs e
 		}
 		fs = append(fs, f)
 	}
-	if r.outcome == attempt.Gone {
+	if r.Outcome == attempt.Gone {
 		d.disable(ctx, group[0], fs, now)
 		return
 	}
@@ -137,47 +124,23 @@ func (d *Dispatcher) disable(ctx context.Context, dl store.Delivery, fs []store.
 	d.opts.Logger.Warn("outbox: an endpoint answered 410 Gone and is disabled", "form", dl.Event.Form, "endpoint", dl.Endpoint)
 }
 
-// try sends a group once.
-func (d *Dispatcher) try(ctx context.Context, group []store.Delivery, docs entryDocs) result {
+// try sends a group once, through the channel of its endpoint.
+func (d *Dispatcher) try(ctx context.Context, group []store.Delivery, docs entryDocs) (string, Outcome) {
 	dl := group[0]
+	c := d.channelOf(dl.Endpoint)
+	if c == nil {
+		return "unknown", Outcome{Outcome: attempt.Refused, Err: errors.New("no channel of this formd delivers to " + dl.Endpoint)}
+	}
 	f := d.forms.Get(dl.Event.Form)
 	if f == nil {
-		return result{outcome: attempt.Refused, err: errors.New("the form no longer exists")}
+		return c.Kind(), Outcome{Outcome: attempt.Refused, Err: errors.New("the form no longer exists")}
 	}
-	switch dl.Endpoint {
-	case endpointOwner, endpointConfirm:
-		return d.sendMail(ctx, f, group, docs)
+	r := c.Send(ctx, &Job{Form: f, Blocks: d.blocksOf(f), Endpoint: dl.Endpoint, Group: group, d: d, docs: docs})
+	if r.Outcome == "" {
+		r.Outcome = attempt.Retry
 	}
-	for _, w := range d.notifyOf(f).webhooks {
-		if w.Endpoint() == dl.Endpoint {
-			return d.sendWebhook(ctx, f, dl, w, docs)
-		}
+	if r.Excerpt == "" && r.Err != nil && r.Outcome != attempt.Delivered {
+		r.Excerpt = webhooks.Excerpt([]byte(r.Err.Error()))
 	}
-	return result{kind: "webhook", outcome: attempt.Refused, err: errors.New("the form no longer names this webhook")}
-}
-
-// sendWebhook posts one event, signed with every secret of the webhook.
-// Every retry is the receiver's fault, for its breaker: a timeout, a
-// refused connection, a 5xx.
-func (d *Dispatcher) sendWebhook(ctx context.Context, f *form.Form, dl store.Delivery, w form.Webhook, docs entryDocs) result {
-	body, err := d.eventBody(ctx, dl.Event, docs)
-	if err != nil {
-		return result{kind: "webhook", outcome: attempt.Retry, err: err}
-	}
-	var secrets []webhooks.Secret
-	for _, s := range w.AllSecrets() {
-		if sec, err := webhooks.ParseSecret(s); err == nil {
-			secrets = append(secrets, sec)
-		}
-	}
-	res := d.hooks.Send(ctx, webhooks.Request{URL: w.URL, Secrets: secrets, ID: dl.Event.ID(), Timestamp: d.opts.Now(), Body: body})
-	r := result{kind: "webhook", outcome: res.Outcome, fault: res.Outcome == attempt.Retry && !errors.Is(res.Err, context.Canceled),
-		status: res.Status, latency: res.Latency, excerpt: res.Excerpt, retryAfter: res.RetryAfter, err: res.Err}
-	if r.outcome == "" {
-		r.outcome = attempt.Retry
-	}
-	if r.excerpt == "" && res.Err != nil {
-		r.excerpt = res.Err.Error()
-	}
-	return r
+	return c.Kind(), r
 }

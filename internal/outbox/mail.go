@@ -31,17 +31,47 @@ func statusWord(e store.Event) string {
 	return e.Status
 }
 
+// mailChannel sends the owner's mail (endpointOwner: one a minute per
+// entry, or a digest) and the person's confirmation (endpointConfirm),
+// through one SMTP server and so one breaker (breakerSMTP).
+type mailChannel struct{ d *Dispatcher }
+
+func (mailChannel) Kind() string { return "email" }
+
+func (mailChannel) Owns(endpoint string) bool {
+	return endpoint == endpointOwner || endpoint == endpointConfirm
+}
+
+func (mailChannel) Endpoints(blocks []*form.Notify, typ string) []string {
+	n := mergeNotify(blocks)
+	var out []string
+	if len(n.to) > 0 && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPending) {
+		out = append(out, endpointOwner)
+	}
+	// A form with review tells the person once it is decided (approved,
+	// declined), not when it is received pending.
+	if n.confirm != "" && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPromoted ||
+		typ == store.EventApproved || typ == store.EventDeclined) {
+		out = append(out, endpointConfirm)
+	}
+	return out
+}
+
+func (c mailChannel) Send(ctx context.Context, j *Job) Outcome {
+	return c.d.sendMail(ctx, j.Form, j.Group, j.docs)
+}
+
 // sendMail sends the owner's mail (one entry, or a digest of the group)
 // or the person's confirmation.
-func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.Delivery, docs entryDocs) result {
-	o := result{kind: "email"}
+func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.Delivery, docs entryDocs) Outcome {
+	var o Outcome
 	if d.mail == nil {
-		o.outcome, o.err = attempt.Deferred, errNoSMTP
+		o.Outcome, o.Err = attempt.Deferred, errNoSMTP
 		return o
 	}
 	setup := d.notifyOf(f)
 	if len(setup.to) == 0 && setup.confirm == "" {
-		o.outcome, o.err = attempt.Refused, errors.New("the form no longer sends e-mail")
+		o.Outcome, o.Err = attempt.Refused, errors.New("the form no longer sends e-mail")
 		return o
 	}
 	lang := setup.lang
@@ -55,28 +85,28 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 	case first.Endpoint == endpointConfirm:
 		doc, err := d.entry(ctx, docs, first.Event.EntryID)
 		if err != nil {
-			o.outcome, o.err = attempt.Retry, err
+			o.Outcome, o.Err = attempt.Retry, err
 			return o
 		}
 		addr := fieldText(values(doc)[setup.confirm])
 		if addr == "" {
 			// The address is the person's to give or not: without one
 			// there is no one to confirm to, and nothing failed.
-			o.outcome, o.err = attempt.Skipped, fmt.Errorf("not sent: the entry has no address in %s (erased, or left empty)", setup.confirm)
-			o.excerpt = o.err.Error()
+			o.Outcome, o.Err = attempt.Skipped, fmt.Errorf("not sent: the entry has no address in %s (erased, or left empty)", setup.confirm)
+			o.Excerpt = o.Err.Error()
 			return o
 		}
 		if skip, err := d.confirmable(ctx, f, first, addr); err != nil {
-			o.outcome, o.err = attempt.Retry, err
+			o.Outcome, o.Err = attempt.Retry, err
 			return o
 		} else if skip != "" {
-			o.outcome, o.err, o.excerpt = attempt.Skipped, errors.New(skip), skip
+			o.Outcome, o.Err, o.Excerpt = attempt.Skipped, errors.New(skip), skip
 			return o
 		}
 		v := email.ConfirmationView{FormTitle: title, Status: statusWord(first.Event), ReceivedAt: doc.ReceivedAt,
 			Receipt: hex.EncodeToString(doc.Receipt[:]), Fields: fieldValues(f, lang, doc)}
-		if msg, o.err = d.render(email.Confirmation, lang, v); o.err != nil {
-			o.outcome = attempt.Refused
+		if msg, o.Err = d.render(email.Confirmation, lang, v); o.Err != nil {
+			o.Outcome = attempt.Refused
 			return o
 		}
 		msg.To = []string{addr}
@@ -87,15 +117,15 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 		for _, dl := range group {
 			doc, err := d.entry(ctx, docs, dl.Event.EntryID)
 			if err != nil {
-				o.outcome, o.err = attempt.Retry, err
+				o.Outcome, o.Err = attempt.Retry, err
 				return o
 			}
 			if len(v.Entries) < email.MaxDigestRows {
 				v.Entries = append(v.Entries, email.DigestEntry{ID: doc.ID, ReceivedAt: doc.ReceivedAt, Status: statusWord(dl.Event), Fields: fieldValues(f, lang, doc)})
 			}
 		}
-		if msg, o.err = d.render(email.Digest, lang, v); o.err != nil {
-			o.outcome = attempt.Refused
+		if msg, o.Err = d.render(email.Digest, lang, v); o.Err != nil {
+			o.Outcome = attempt.Refused
 			return o
 		}
 		msg.To = setup.to
@@ -103,17 +133,17 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 	default:
 		doc, err := d.entry(ctx, docs, first.Event.EntryID)
 		if err != nil {
-			o.outcome, o.err = attempt.Retry, err
+			o.Outcome, o.Err = attempt.Retry, err
 			return o
 		}
 		v := email.EntryView{FormID: f.ID(), FormTitle: title, Status: statusWord(first.Event), ID: doc.ID, Key: doc.Key, ReceivedAt: doc.ReceivedAt,
 			Receipt: hex.EncodeToString(doc.Receipt[:]), Fields: fieldValues(f, lang, doc), ConsoleURL: d.consoleURL("forms", f.ID(), "submissions", doc.ID)}
 		if v.Files, err = d.ownerFiles(ctx, f, doc, v.Fields); err != nil {
-			o.outcome, o.err = attempt.Retry, err
+			o.Outcome, o.Err = attempt.Retry, err
 			return o
 		}
-		if msg, o.err = d.render(email.Entry, lang, v); o.err != nil {
-			o.outcome = attempt.Refused
+		if msg, o.Err = d.render(email.Entry, lang, v); o.Err != nil {
+			o.Outcome = attempt.Refused
 			return o
 		}
 		msg.To = setup.to
@@ -122,26 +152,26 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 	msg.Headers = map[string]string{"X-Formd-Form": f.ID()}
 	start := d.opts.Now()
 	err := d.mail.Send(ctx, msg)
-	o.latency = d.opts.Now().Sub(start)
+	o.Latency = d.opts.Now().Sub(start)
 	switch {
 	case err == nil:
-		o.outcome, o.status = attempt.Delivered, 250
+		o.Outcome, o.Status = attempt.Delivered, 250
 	case email.IsPermanent(err) && !email.IsTransport(err):
 		// This message or recipient is refused (a 5xx to RCPT TO or
 		// DATA): that delivery alone fails. A 5xx to the session (such
 		// as a refused password) is the server's, retried below.
-		o.outcome, o.err = attempt.Refused, err
+		o.Outcome, o.Err = attempt.Refused, err
 	default:
 		// Only a failure of the server as a whole counts against the
 		// SMTP breaker, not one recipient's.
-		o.outcome, o.err, o.fault = attempt.Retry, err, email.IsTransport(err)
+		o.Outcome, o.Err, o.Fault = attempt.Retry, err, email.IsTransport(err)
 	}
 	var me *email.Error
 	if errors.As(err, &me) {
-		o.status = me.Code
+		o.Status = me.Code
 	}
 	if err != nil {
-		o.excerpt = err.Error()
+		o.Excerpt = err.Error()
 	}
 	return o
 }

@@ -17,7 +17,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "formd_deliveries_total",
-			Help: "Delivery attempts by kind (webhook, email), endpoint and outcome (delivered, retry, gone, refused, skipped)."}, []string{"kind", "endpoint", "outcome"}),
+			Help: "Delivery attempts by kind (webhook, email, slack, wecom, dingtalk, feishu), endpoint and outcome (delivered, retry, gone, refused, skipped)."}, []string{"kind", "endpoint", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "formd_delivery_seconds",
 			Help: "Time of one delivery attempt, to the receiver's answer.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 13)}, []string{"kind"}),
 		breakerOpened: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_delivery_breaker_opened_total",
@@ -31,9 +31,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) observe(r result, endpoint string) {
-	m.attempts.WithLabelValues(r.kind, endpoint, string(r.outcome)).Inc()
-	m.latency.WithLabelValues(r.kind).Observe(r.latency.Seconds())
+func (m *Metrics) observe(kind string, r Outcome, endpoint string) {
+	m.attempts.WithLabelValues(kind, endpoint, string(r.Outcome)).Inc()
+	m.latency.WithLabelValues(kind).Observe(r.Latency.Seconds())
 }
 
 func (m *Metrics) breakerState(key string, open bool) {

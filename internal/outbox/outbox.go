@@ -23,10 +23,12 @@
 // success (breaker.go). A receiver that only fails now and then is left to
 // each delivery's retry schedule.
 //
-// The files follow the work: outbox.go fans events out, claim.go claims
-// and batches them for the workers, breaker.go holds endpoints back,
-// finish.go records what each attempt did, mail.go and body.go make what
-// is sent, metrics.go counts it.
+// What is sent is a Channel's (channel.go): webhooks (webhook.go, with
+// body.go) and e-mail (mail.go) here, the chat platforms' robots in
+// internal/channels. The files follow the work: outbox.go fans events
+// out to the channels' endpoints, claim.go claims and batches them for
+// the workers, breaker.go holds endpoints back, finish.go asks the
+// channel for one attempt and records what it did, metrics.go counts it.
 package outbox
 
 import (
@@ -135,6 +137,9 @@ type Options struct {
 
 	// Confirmations bounds the confirmations sent (budget.go).
 	Confirmations ConfirmBudget
+	// Channels deliver beside webhooks and e-mail (the chat platforms'
+	// robots, internal/channels/…), each through this outbox.
+	Channels []Channel
 }
 
 // DefaultLease is the default of the setting --delivery-lease.
@@ -205,6 +210,8 @@ type Dispatcher struct {
 	hooks Webhooks
 	mail  Mailer
 	opts  Options
+	// channels are webhooks, e-mail, then Options.Channels.
+	channels []Channel
 
 	wake    chan struct{}
 	workers chan struct{}
@@ -227,9 +234,11 @@ type Dispatcher struct {
 // New makes a dispatcher; mail may be nil.
 func New(st Store, forms Forms, hooks Webhooks, mail Mailer, opts Options) *Dispatcher {
 	opts.setDefaults()
-	return &Dispatcher{st: st, forms: forms, hooks: hooks, mail: mail, opts: opts,
+	d := &Dispatcher{st: st, forms: forms, hooks: hooks, mail: mail, opts: opts,
 		wake: make(chan struct{}, 1), workers: make(chan struct{}, opts.Workers),
 		slots: map[string]chan struct{}{}, breakers: map[string]*breaker{}, claimed: map[string]int{}, goneAt: map[string]time.Time{}}
+	d.channels = append([]Channel{webhookChannel{d}, mailChannel{d}}, opts.Channels...)
+	return d
 }
 
 // Wake tells the dispatcher that events were written, so it need not wait
@@ -282,61 +291,52 @@ const (
 	breakerSMTP     = "smtp"
 )
 
-// notify is who hears of a form's entries: its own notify block and its
-// site's, together.
+// notify is who hears of a form's entries by e-mail: its own notify
+// block and its site's, together.
 type notify struct {
-	webhooks   []form.Webhook
 	to         []string // the owner's addresses
 	confirm    string   // the field of the person's address
 	lang       string
 	digestOver int
 }
 
-// notifyOf merges a form's notify block with its site's.
-func (d *Dispatcher) notifyOf(f *form.Form) notify {
+// notifyOf merges a form's e-mail setup with its site's.
+func (d *Dispatcher) notifyOf(f *form.Form) notify { return mergeNotify(d.blocksOf(f)) }
+
+// mergeNotify merges the e-mail setup of notify blocks, the form's
+// first: the owner's addresses of both, the rest the form's.
+func mergeNotify(blocks []*form.Notify) notify {
 	n := notify{digestOver: form.DefaultDigestOver}
-	blocks := []*form.Notify{f.Def.Notify}
-	if site := d.forms.Site(f.Def.Site); site != nil {
-		blocks = append(blocks, site.Def.Notify)
-	}
 	for i, b := range blocks {
-		if b == nil {
+		if b == nil || b.Email == nil {
 			continue
 		}
-		n.webhooks = append(n.webhooks, b.Webhooks...)
-		if e := b.Email; e != nil {
-			for _, to := range e.To {
-				if !slices.Contains(n.to, to) {
-					n.to = append(n.to, to)
-				}
+		e := b.Email
+		for _, to := range e.To {
+			if !slices.Contains(n.to, to) {
+				n.to = append(n.to, to)
 			}
-			if i == 0 {
-				n.confirm, n.lang = e.Confirm, e.Lang
-				if e.DigestOver > 0 {
-					n.digestOver = e.DigestOver
-				}
+		}
+		if i == 0 {
+			n.confirm, n.lang = e.Confirm, e.Lang
+			if e.DigestOver > 0 {
+				n.digestOver = e.DigestOver
 			}
 		}
 	}
 	return n
 }
 
-// endpoints lists the endpoints that get an event of type typ.
-func (n notify) endpoints(typ string) []string {
+// endpoints lists the endpoints of every channel that get an event of
+// type typ.
+func (d *Dispatcher) endpoints(blocks []*form.Notify, typ string) []string {
 	var out []string
-	for _, w := range n.webhooks {
-		if ep := w.Endpoint(); w.Wants(typ) && !slices.Contains(out, ep) {
-			out = append(out, ep)
+	for _, c := range d.channels {
+		for _, ep := range c.Endpoints(blocks, typ) {
+			if !slices.Contains(out, ep) {
+				out = append(out, ep)
+			}
 		}
-	}
-	if len(n.to) > 0 && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPending) {
-		out = append(out, endpointOwner)
-	}
-	// A form with review tells the person once it is decided (approved,
-	// declined), not when it is received pending.
-	if n.confirm != "" && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPromoted ||
-		typ == store.EventApproved || typ == store.EventDeclined) {
-		out = append(out, endpointConfirm)
 	}
 	return out
 }
@@ -360,7 +360,7 @@ func (d *Dispatcher) FanOutOnce(ctx context.Context) (int, error) {
 			if f == nil {
 				continue
 			}
-			for _, ep := range d.notifyOf(f).endpoints(e.Type) {
+			for _, ep := range d.endpoints(d.blocksOf(f), e.Type) {
 				nd := store.NewDelivery{DeliveryKey: store.DeliveryKey{EventSeq: e.Seq, Endpoint: ep}, Form: e.Form, Site: e.Site}
 				if ep == endpointOwner {
 					nd.NextAt = minuteEnd

@@ -14,7 +14,8 @@ import (
 func TestReviewEventsEndpoints(t *testing.T) {
 	t.Parallel()
 	hook := form.Webhook{URL: "https://crm.example.org/hook"}
-	n := notify{webhooks: []form.Webhook{hook}, to: []string{"owner@example.org"}, confirm: "email"}
+	blocks := []*form.Notify{{Webhooks: []form.Webhook{hook}, Email: &form.EmailSetup{To: []string{"owner@example.org"}, Confirm: "email"}}, nil}
+	d := New(nil, nil, nil, nil, Options{})
 	for _, tc := range []struct {
 		typ  string
 		want []string
@@ -23,7 +24,7 @@ func TestReviewEventsEndpoints(t *testing.T) {
 		{store.EventApproved, []string{hook.Endpoint(), endpointConfirm}},
 		{store.EventDeclined, []string{hook.Endpoint(), endpointConfirm}},
 	} {
-		if got := n.endpoints(tc.typ); !slices.Equal(got, tc.want) {
+		if got := d.endpoints(blocks, tc.typ); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.typ, got, tc.want)
 		}
 	}

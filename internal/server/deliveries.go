@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/formd/formd/internal/channels/dingtalk"
+	"github.com/formd/formd/internal/channels/feishu"
+	"github.com/formd/formd/internal/channels/slack"
+	"github.com/formd/formd/internal/channels/wecom"
 	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/webhooks"
@@ -35,7 +39,10 @@ func (s *Server) openOutbox(ctx context.Context, reg *prometheus.Registry) error
 	}
 	sender := webhooks.NewSender(webhooks.Options{Guard: s.Guard})
 	s.outbox = outbox.New(s.Store, s.Forms, sender, mailer, outbox.Options{
-		Lease: s.cfg.DeliveryLease, ConsoleURL: s.cfg.PublicURL, Logger: s.log, Metrics: outbox.NewMetrics(reg),
+		// The chat platforms' robots post through the same sender, so
+		// through the same guard (--webhook-allow).
+		Channels: []outbox.Channel{slack.New(sender), wecom.New(sender), dingtalk.New(sender), feishu.New(sender)},
+		Lease:    s.cfg.DeliveryLease, ConsoleURL: s.cfg.PublicURL, Logger: s.log, Metrics: outbox.NewMetrics(reg),
 		// Confirmations go where people say: bounded per address and per
 		// form, counted in the store so that the bound holds across
 		// instances.

@@ -124,6 +124,10 @@ type Result struct {
 	RetryAfter time.Duration
 	// Err says why the attempt was not Delivered; nil when it was.
 	Err error
+	// Answer is the start of the receiver's answer as it came (at most
+	// 4 KiB), for a caller that reads the platform's own result code;
+	// not for the log (Excerpt is).
+	Answer []byte
 }
 
 // Sender delivers webhooks over HTTP. It is safe for concurrent use and
@@ -209,12 +213,35 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	if err != nil {
 		return refused(fmt.Errorf("build webhook request: %w", ErrInvalidURL))
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("User-Agent", s.opts.UserAgent)
 	hreq.Header.Set(HeaderID, req.ID)
 	hreq.Header.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
 	hreq.Header.Set(HeaderSignature, sig)
+	return s.do(ctx, hreq, start)
+}
 
+// Post makes one attempt to post a JSON body to url, unsigned, through
+// the same guard, transport and limits as Send: for the chat platforms'
+// robots, which carry their own token in the URL (and their signature,
+// if any, in the URL or the body). Its Result carries the start of the
+// answer in Answer, for the platform's own error code.
+func (s *Sender) Post(ctx context.Context, url string, body []byte) Result {
+	start := s.opts.Now()
+	if err := s.opts.Guard.CheckURL(url); err != nil {
+		return Result{Outcome: attempt.Refused, Latency: s.opts.Now().Sub(start), Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return Result{Outcome: attempt.Refused, Latency: s.opts.Now().Sub(start), Err: fmt.Errorf("build request: %w", ErrInvalidURL)}
+	}
+	return s.do(ctx, hreq, start)
+}
+
+// do sends a built request and reads its answer into a Result.
+func (s *Sender) do(ctx context.Context, hreq *http.Request, start time.Time) Result {
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("User-Agent", s.opts.UserAgent)
 	resp, err := s.client.Do(hreq)
 	latency := s.opts.Now().Sub(start)
 	if err != nil {
@@ -226,7 +253,7 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	// read error here changes nothing but the excerpt.
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseRead))
 
-	r := Result{Status: resp.StatusCode, Latency: latency, Excerpt: Excerpt(head)}
+	r := Result{Status: resp.StatusCode, Latency: latency, Excerpt: Excerpt(head), Answer: head}
 	switch code := resp.StatusCode; {
 	case code >= 200 && code <= 299:
 		r.Outcome = attempt.Delivered
