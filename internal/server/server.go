@@ -24,6 +24,7 @@ import (
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/console"
+	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/hosted"
@@ -57,6 +58,7 @@ type Server struct {
 	// refusals tallies what intake turned away, written every second.
 	refusals *intake.RefusalTally
 	outbox   *outbox.Dispatcher
+	mailer   *email.Mailer // nil without --smtp; its idle connections closed when the outbox stops
 	// admin runs the audit and replay jobs, stopped before the drivers
 	// close (closeDrivers).
 	admin *admin.Handler
@@ -284,7 +286,12 @@ func (s *Server) Start(ctx context.Context) (wait func()) {
 	wg.Go(func() { s.Forms.Run(ctx, s.cfg.FormsRefresh) })
 	wg.Go(func() { s.retention.Run(ctx, s.cfg.RetentionEvery) })
 	wg.Go(func() { s.refusals.Run(ctx, time.Second) })
-	wg.Go(func() { s.outbox.Run(ctx) })
+	wg.Go(func() {
+		s.outbox.Run(ctx)
+		if s.mailer != nil {
+			_ = s.mailer.Close()
+		}
+	})
 	wg.Go(func() { s.Uploads.Run(ctx, uploadExpireEvery(s.cfg.UploadExpiry)) })
 	if s.backups.schedule != nil {
 		wg.Go(func() { s.backups.schedule.Run(ctx) })
