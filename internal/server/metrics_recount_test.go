@@ -98,4 +98,3 @@ func scrapeGauge(t *testing.T, c prometheus.Collector, name string) float64 {
 	}
 	return -1
 }
-
