@@ -29,6 +29,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -132,6 +133,7 @@ type environment struct {
 	smtpPort int
 	hooks    atomic.Int64
 	mails    atomic.Int64
+	sessions atomic.Int64 // SMTP sessions opened (formd pools them: many mails a session)
 	last     atomic.Int64 // unix nanos of the latest delivery of either kind
 }
 
@@ -148,7 +150,10 @@ func newEnvironment() *environment {
 		env.last.Store(time.Now().UnixNano())
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	s := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &sink{env: env}, nil }))
+	s := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
+		env.sessions.Add(1)
+		return &sink{env: env}, nil
+	}))
 	s.Domain = "localhost"
 	s.AllowInsecureAuth = true
 	sl, err := net.Listen("tcp", "127.0.0.1:0")
@@ -224,6 +229,7 @@ type formd struct {
 	launched time.Time
 	cmd      *exec.Cmd
 	base     string
+	metrics  string // where /metrics is served (--metrics-addr): not the public address
 	logPath  string
 }
 
@@ -233,7 +239,12 @@ func startFormd(bin string, args []string, logPath string) (*formd, error) {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, append(args, "--addr", addr)...)
+	mport, err := proc.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	maddr := fmt.Sprintf("127.0.0.1:%d", mport)
+	cmd := exec.Command(bin, append(args, "--addr", addr, "--metrics-addr", maddr)...)
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -245,7 +256,7 @@ func startFormd(bin string, args []string, logPath string) (*formd, error) {
 		return nil, err
 	}
 	logf.Close()
-	f := &formd{launched: launched, cmd: cmd, base: "http://" + addr, logPath: logPath}
+	f := &formd{launched: launched, cmd: cmd, base: "http://" + addr, metrics: "http://" + maddr, logPath: logPath}
 	if err := proc.WaitReady(f.base+"/readyz", 60*time.Second); err != nil {
 		f.stop()
 		b, _ := os.ReadFile(logPath)
@@ -271,6 +282,7 @@ type result struct {
 	erased                    int64
 	retentionFailed           bool
 	beacons, beaconErrors     int64
+	mailsSkipped              int64 // confirmations over the form's budget, skipped
 	pages                     int
 	pageP50, pageMax          time.Duration
 }
@@ -310,7 +322,7 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 		def += fmt.Sprintf(fullNotify, env.hookURL)
 		archive += "retention: 1s\n"
 		args = append(args, "--smtp", fmt.Sprintf("smtp://127.0.0.1:%d", env.smtpPort), "--smtp-from", "fair@example.org",
-			"--retention-every", retentionEvery.String())
+			"--retention-every", retentionEvery.String(), "--trusted-proxies", "127.0.0.0/8")
 	}
 	formsFile := filepath.Join(dir, "forms.yaml")
 	if err := os.WriteFile(formsFile, []byte(def+archive), 0o600); err != nil {
@@ -346,12 +358,17 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 	if mode == "full" {
 		token, err := adminToken(f.logPath)
 		if err != nil {
+			// The data directory is a copy of the template, whose first
+			// start (the preload) printed the token: make a new one.
+			token, err = newAdminToken(bin, data)
+		}
+		if err != nil {
 			cancel()
 			return res, err
 		}
-		bg.Go(func() { reportArrivals(ctx, f.base, round, &beacons, &beaconErrors) })
+		bg.Go(func() { reportArrivals(ctx, f.base, f.metrics, &beacons, &beaconErrors) })
 		bg.Go(func() { pages = refreshConsole(ctx, f.base, token) })
-		bg.Go(func() { retention.watch(ctx, f.base, int64(old)) })
+		bg.Go(func() { retention.watch(ctx, f.metrics, int64(old)) })
 	}
 	profiled := make(chan error, 1)
 	if debugAddr != "" {
@@ -382,11 +399,19 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 		// The outbox drains: every entry's two webhooks and confirmation,
 		// warm-up included.
 		total := res.accepted + res.warm
+		// Confirmations over the form's budget (outbox.ConfirmBudget: 600
+		// a form a minute) are skipped, with the reason, not sent: they
+		// count as done.
+		skipped := func() int64 {
+			return metric(f.metrics, "formd_deliveries_total", `kind="email"`, `outcome="skipped"`) // formd started for this run: warm-up included
+		}
+		mailsDone := func() bool { return env.mails.Load() >= total || env.mails.Load()+skipped() >= total }
 		deadline := time.Now().Add(drain)
-		for time.Now().Before(deadline) && (env.hooks.Load() < 2*total || env.mails.Load() < total) {
+		for time.Now().Before(deadline) && (env.hooks.Load() < 2*total || !mailsDone()) {
 			time.Sleep(100 * time.Millisecond)
 		}
-		res.drained = env.hooks.Load() >= 2*total && env.mails.Load() >= total
+		res.drained = env.hooks.Load() >= 2*total && mailsDone()
+		res.mailsSkipped = skipped()
 		res.drain = max(0, time.Unix(0, env.last.Load()).Sub(peakEnd))
 		if !res.drained {
 			res.drain = time.Since(peakEnd)
@@ -414,8 +439,10 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 		}
 		logText, _ := os.ReadFile(f.logPath)
 		res.retentionFailed = bytes.Contains(logText, []byte("retention pass failed")) || res.erased < int64(old)
+		log.Printf("round %d: %d mails over %d SMTP sessions, %d confirmations skipped over the budget", round, env.mails.Load(), env.sessions.Load(), res.mailsSkipped)
 		env.hooks.Add(-2 * total)
 		env.mails.Add(-total)
+		env.sessions.Store(0)
 	}
 	cancel()
 	bg.Wait()
@@ -471,6 +498,20 @@ func runWrk(url string, conns int, d time.Duration, slot int) (wrkResult, error)
 	return r, nil
 }
 
+// newAdminToken makes a new admin API token for the data directory
+// (formd token), which formd serving on it takes at once.
+func newAdminToken(bin, data string) (string, error) {
+	out, err := exec.Command(bin, "token", "--data", data, "--log-level", "warn").Output()
+	if err != nil {
+		return "", fmt.Errorf("formd token: %w", err)
+	}
+	t := strings.TrimSpace(string(out))
+	if t == "" || strings.ContainsAny(t, " \n") {
+		return "", fmt.Errorf("formd token printed %q, not one token", out)
+	}
+	return t, nil
+}
+
 // adminToken reads the admin API token formd printed on its first start.
 func adminToken(logPath string) (string, error) {
 	f, err := os.Open(logPath)
@@ -495,7 +536,7 @@ func adminToken(logPath string) (string, error) {
 
 // reportArrivals sends the SDK's beacon — started and answered — for
 // every submission formd answered, as the SDK does after each answer.
-func reportArrivals(ctx context.Context, base string, round int, sent, failed *atomic.Int64) {
+func reportArrivals(ctx context.Context, base, metricsBase string, sent, failed *atomic.Int64) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 10 * time.Second}
 	jobs := make(chan int64, 1<<16)
 	var wg sync.WaitGroup
@@ -503,9 +544,17 @@ func reportArrivals(ctx context.Context, base string, round int, sent, failed *a
 		wg.Go(func() {
 			for n := range jobs {
 				now := time.Now().UnixMilli()
-				key := fmt.Sprintf("sdk-%d-%d", round, n)
+				// A key shaped as the SDK's (a random UUID v4), from the
+				// hosted page (this server's Origin), from one of 4,096
+				// addresses (formd trusts the benchmark as a proxy): the
+				// budgets per address and per form apply as to a crowd.
+				key := sdkKey()
 				body := fmt.Sprintf(`{"events":[{"key":%q,"type":"started","at":%d},{"key":%q,"type":"answered","at":%d,"state":"received"}]}`, key, now-20, key, now)
-				resp, err := client.Post(base+"/v1/forms/bench/arrivals", "application/json", strings.NewReader(body))
+				req, _ := http.NewRequest("POST", base+"/v1/forms/bench/arrivals", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Origin", base)
+				req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.%d.%d.%d", n>>16&0xff, n>>8&0x0f, n&0xff))
+				resp, err := client.Do(req)
 				if err != nil {
 					failed.Add(1)
 					continue
@@ -522,7 +571,7 @@ func reportArrivals(ctx context.Context, base string, round int, sent, failed *a
 	}
 	defer wg.Wait()
 	defer close(jobs)
-	start := answers(base)
+	start := answers(metricsBase)
 	var queued int64
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -532,7 +581,7 @@ func reportArrivals(ctx context.Context, base string, round int, sent, failed *a
 			return
 		case <-t.C:
 		}
-		n := answers(base) - start
+		n := answers(metricsBase) - start
 		for ; queued < n; queued++ {
 			select {
 			case jobs <- queued:
@@ -541,6 +590,15 @@ func reportArrivals(ctx context.Context, base string, round int, sent, failed *a
 			}
 		}
 	}
+}
+
+// sdkKey is a random UUID v4 in lower case, as the SDK makes its keys.
+func sdkKey() string {
+	var b [16]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand does not fail
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // answers counts the submissions formd answered 201 (the beacons are

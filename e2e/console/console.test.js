@@ -208,8 +208,13 @@ test('proof: the audit finds nothing missing, and the arrival rate shows a key n
   assert.equal(r.status, 202);
   await submit(srv.base, 'spring-fair', { name: 'Qian Hu', phone: '13100131009' }, { key: okKey });
   const page = ownerPage;
-  await page.goto(srv.base + '/admin/forms/spring-fair/proof');
-  await page.getByText('50.0 % of submissions started on devices reached the server (1 of 2).').waitFor();
+  // Arrival reports are written in batches (a fraction of a second after
+  // the 202): load the page again until they show.
+  const rate = page.getByText('50.0 % of submissions started on devices reached the server (1 of 2).');
+  await waitFor(async () => {
+    await page.goto(srv.base + '/admin/forms/spring-fair/proof');
+    return (await rate.count()) > 0;
+  }, { timeout: 15000, every: 300, what: 'the arrival rate on the proof page' });
   assert.match(await page.getByRole('region', { name: 'Arrival rate' }).textContent(), new RegExp(lostKey));
   await page.getByText(/Arrival reports refused in this window .*: 0\./).waitFor();
   await page.getByRole('button', { name: 'Run the audit' }).click();

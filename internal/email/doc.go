@@ -11,8 +11,11 @@
 //     repeat the password. A Config prints itself redacted.
 //
 //   - Sending. A Mailer hands one Message to the SMTP server per Send,
-//     through github.com/wneessen/go-mail, over a new connection each
-//     time: with smtp:// the connection upgrades with STARTTLS when the
+//     through github.com/wneessen/go-mail, over a pool of SMTP sessions
+//     (many messages a connection with RSET between them, at most
+//     Options.MaxConns open, a connection the server closed replaced, idle
+//     ones closed after Options.IdleTimeout): with smtp:// the connection
+//     upgrades with STARTTLS when the
 //     server offers it, with smtps:// it is TLS from the first byte, and a
 //     password is only ever sent over TLS (or to a server on loopback).
 //     Send is bounded by its ctx. Its errors say whether retrying can

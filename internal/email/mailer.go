@@ -54,19 +54,37 @@ type Options struct {
 	HelloName string
 	// Now is the clock that dates each message; nil means time.Now.
 	Now func() time.Time
+	// MaxConns bounds the connections open to the server at once, in use
+	// or idle (DefaultMaxConns when zero); a Send beyond it waits for one.
+	// Providers limit connections per client, often to a few.
+	MaxConns int
+	// IdleTimeout closes a connection unused that long
+	// (DefaultIdleTimeout when zero), before the server's own timeout
+	// (RFC 5321 asks servers for 5 minutes; many use less).
+	IdleTimeout time.Duration
 }
 
-// Mailer sends messages to one SMTP server as one sender. It opens one
-// connection per Send and closes it afterwards: formd's mail comes one
-// outbox row at a time, at most a digest per form a minute under a peak,
-// so a pool would add state (idle connections the server drops, a
-// connection whose session a failed message left half-done) for no
-// measurable gain. It is safe for concurrent use.
+// Defaults of the pool (Options.MaxConns, Options.IdleTimeout).
+const (
+	DefaultMaxConns    = 8
+	DefaultIdleTimeout = 30 * time.Second
+)
+
+// Mailer sends messages to one SMTP server as one sender, over a pool
+// of SMTP sessions: many messages a connection (RSET between them), at
+// most Options.MaxConns connections to the server at once, a connection
+// the server closed replaced, idle ones closed after Options.IdleTimeout.
+// Under a peak every entry's confirmation is a message, and a connection
+// per message (TCP, greeting, EHLO, STARTTLS, AUTH) was most of the cost
+// of sending it. It is safe for concurrent use; Close ends its idle
+// connections.
 type Mailer struct {
-	cfg  Config
-	from mail.Address
-	opts Options
-	tls  *tls.Config
+	cfg    Config
+	from   mail.Address
+	opts   Options
+	tls    *tls.Config
+	client *gomail.Client // the session's settings, shared by every connection
+	pool   *pool
 }
 
 // NewMailer checks cfg, from and opts once, at start-up, and returns a
@@ -87,6 +105,12 @@ func NewMailer(cfg Config, from mail.Address, opts Options) (*Mailer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if opts.TLSConfig != nil {
 		tc = opts.TLSConfig.Clone()
@@ -94,7 +118,46 @@ func NewMailer(cfg Config, from mail.Address, opts Options) (*Mailer, error) {
 	if tc.ServerName == "" {
 		tc.ServerName = cfg.Host
 	}
-	return &Mailer{cfg: cfg, from: from, opts: opts, tls: tc}, nil
+	m := &Mailer{cfg: cfg, from: from, opts: opts, tls: tc, pool: newPool(opts.MaxConns, opts.IdleTimeout)}
+	gopts := []gomail.Option{
+		gomail.WithPort(cfg.Port),
+		gomail.WithTimeout(opts.Timeout),
+		gomail.WithTLSConfig(tc),
+		gomail.WithDialContextFunc(m.dialContext),
+		// No NOOP before each message: a connection the server closed
+		// fails at MAIL FROM, before anything of the message is sent, and
+		// Send then tries a new one. RSET (go-mail's default) ends each
+		// transaction, so that the next message starts clean.
+		gomail.WithoutNoop(),
+	}
+	if cfg.ImplicitTLS {
+		// The dial function does TLS; this keeps go-mail from STARTTLS.
+		gopts = append(gopts, gomail.WithSSL())
+	} else {
+		gopts = append(gopts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
+	}
+	if opts.HelloName != "" {
+		gopts = append(gopts, gomail.WithHELO(opts.HelloName))
+	}
+	if cfg.Username != "" {
+		gopts = append(gopts,
+			gomail.WithOpportunisticSMTPAuth(authMechanisms...),
+			gomail.WithUsername(cfg.Username),
+			gomail.WithPassword(cfg.Password))
+	}
+	client, err := gomail.NewClient(cfg.Host, gopts...)
+	if err != nil {
+		return nil, fmt.Errorf("new mailer: %w", err)
+	}
+	m.client = client
+	return m, nil
+}
+
+// Close closes the idle connections and those handed back later; a Send
+// after Close still works, over a connection of its own.
+func (m *Mailer) Close() error {
+	m.pool.close()
+	return nil
 }
 
 // Message is one mail to send. Render gives its Subject, Text and HTML.
@@ -126,84 +189,132 @@ type Message struct {
 	Headers map[string]string
 }
 
-// Send delivers msg over one new connection, bounded by ctx. A nil error
-// means the server accepted the message (250 after DATA); a failure after
-// that point (closing the session) is not reported, because the mail is
-// on its way and retrying would send it twice. Errors are *Error: ask
-// IsPermanent whether a retry could help.
+// Send delivers msg, bounded by ctx, over a connection of the Mailer's
+// pool: an idle one when there is one, else a new one while fewer than
+// Options.MaxConns are open, else it waits (bounded by ctx) for one to be
+// handed back. A nil error means the server accepted the message (250
+// after DATA); a failure after that point (the RSET that ends the
+// transaction) is not reported, because the mail is on its way and
+// retrying would send it twice — the connection is dropped instead. Errors
+// are *Error: ask IsPermanent whether a retry could help.
 //
-// A connection lost after the message's final dot but before the
-// server's answer leaves Send unable to know, and it reports a transient
-// error: the retry may deliver the mail a second time, with the same
-// Message-ID.
+// A reused connection the server has closed meanwhile (an idle timeout,
+// a restart) fails before the server could have taken the message (the
+// MAIL FROM, RCPT or DATA command gets no answer); Send then sends once
+// more on a new connection, so a pooled connection's death is never the
+// caller's error. A connection lost after the message's final dot but
+// before the server's answer leaves Send unable to know, and it reports
+// a transient error: the outbox's retry may deliver the mail a second
+// time, with the same Message-ID (at least once, recorded once).
 func (m *Mailer) Send(ctx context.Context, msg Message) error {
 	gm, err := m.build(msg)
 	if err != nil {
 		return &Error{Op: "message", Permanent: true, Err: err}
 	}
+	if err := m.pool.acquire(ctx); err != nil {
+		return &Error{Op: "connect", Err: fmt.Errorf("wait for an smtp connection: %w", err)}
+	}
+	defer m.pool.release()
+	for {
+		pc, reused := m.pool.idle(), true
+		if pc == nil {
+			reused = false
+			if pc, err = m.dial(ctx); err != nil {
+				return classify(ctx, err)
+			}
+		}
+		// go-smtp honours no ctx: closing the connection when ctx ends
+		// makes a cancelled Send return at once rather than at the next
+		// timeout.
+		stop := context.AfterFunc(ctx, func() { _ = pc.raw.Close() })
+		err = m.client.SendWithSMTPClient(pc.smtp, gm)
+		cancelled := !stop()
+		delivered := err == nil || gm.IsDelivered()
+		if err == nil && !cancelled {
+			m.pool.put(pc)
+			return nil
+		}
+		pc.close()
+		if delivered {
+			return nil
+		}
+		if reused && !cancelled && ctx.Err() == nil && beforeMessage(err) {
+			// The server closed this connection while it was idle: nothing
+			// of the message reached it. Once more on a fresh connection.
+			continue
+		}
+		return classify(ctx, err)
+	}
+}
 
-	// go-mail honours ctx only while dialling; the dial function below
-	// also closes the connection when ctx ends, so that a cancelled Send
-	// returns at once rather than at the next timeout. It also keeps the
-	// connection, to close it whatever go-mail left open.
-	var conn net.Conn
-	var stop func() bool
-	dial := func(dctx context.Context, network, addr string) (net.Conn, error) {
-		var d net.Dialer
-		c, err := d.DialContext(dctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		conn, stop = c, context.AfterFunc(ctx, func() { _ = c.Close() })
-		if !m.cfg.ImplicitTLS {
-			return c, nil
-		}
-		tc := tls.Client(c, m.tls)
-		if err := tc.HandshakeContext(dctx); err != nil {
-			return nil, fmt.Errorf("tls handshake: %w", err)
-		}
-		return tc, nil
+// beforeMessage reports whether a send failed for the connection (no
+// SMTP reply) before the message's content went out, so that the server
+// cannot have taken it.
+func beforeMessage(err error) bool {
+	var se *gomail.SendError
+	if !errors.As(err, &se) {
+		return false
 	}
-	defer func() {
-		if conn != nil {
-			stop()
-			_ = conn.Close()
-		}
-	}()
+	if se.ErrorCode() != 0 {
+		return false // the server answered: its answer stands
+	}
+	switch se.Reason {
+	case gomail.ErrConnCheck, gomail.ErrSMTPMailFrom, gomail.ErrSMTPRcptTo, gomail.ErrSMTPData:
+		return true
+	}
+	return false
+}
 
-	opts := []gomail.Option{
-		gomail.WithPort(m.cfg.Port),
-		gomail.WithTimeout(m.opts.Timeout),
-		gomail.WithTLSConfig(m.tls),
-		gomail.WithDialContextFunc(dial),
-		// One message per connection: no NOOP before it, no RSET after.
-		gomail.WithoutNoop(),
-		gomail.WithoutRset(),
+// dial opens one connection and its SMTP session (greeting, EHLO,
+// STARTTLS, AUTH), bounded by ctx and Options.Timeout.
+func (m *Mailer) dial(ctx context.Context) (*pooledConn, error) {
+	pc := &pooledConn{}
+	dctx := context.WithValue(ctx, dialKey{}, &dialState{ctx: ctx, pc: pc})
+	sc, err := m.client.DialToSMTPClientWithContext(dctx)
+	if pc.stop != nil {
+		pc.stop()
 	}
-	if m.cfg.ImplicitTLS {
-		// The dial function has done TLS; this keeps go-mail from STARTTLS.
-		opts = append(opts, gomail.WithSSL())
-	} else {
-		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
-	}
-	if m.opts.HelloName != "" {
-		opts = append(opts, gomail.WithHELO(m.opts.HelloName))
-	}
-	if m.cfg.Username != "" {
-		opts = append(opts,
-			gomail.WithOpportunisticSMTPAuth(authMechanisms...),
-			gomail.WithUsername(m.cfg.Username),
-			gomail.WithPassword(m.cfg.Password))
-	}
-	client, err := gomail.NewClient(m.cfg.Host, opts...)
 	if err != nil {
-		return &Error{Op: "connect", Err: fmt.Errorf("new smtp client: %w", err)}
+		if pc.raw != nil {
+			_ = pc.raw.Close()
+		}
+		return nil, err
 	}
-	err = client.DialAndSendWithContext(ctx, gm)
-	if err == nil || gm.IsDelivered() {
-		return nil
+	pc.smtp = sc
+	return pc, nil
+}
+
+// dialKey carries a dialState through go-mail to dialContext.
+type dialKey struct{}
+
+type dialState struct {
+	ctx context.Context // the Send's ctx, which outlives go-mail's dial ctx
+	pc  *pooledConn
+}
+
+// dialContext is go-mail's dial function: it keeps the raw connection in
+// the pooledConn (so that it can be closed whatever go-mail left open),
+// closes it when the Send's ctx ends while the session is set up, and
+// does implicit TLS itself.
+func (m *Mailer) dialContext(dctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(dctx, network, addr)
+	if err != nil {
+		return nil, err
 	}
-	return classify(ctx, err)
+	if st, ok := dctx.Value(dialKey{}).(*dialState); ok {
+		st.pc.raw = c
+		st.pc.stop = context.AfterFunc(st.ctx, func() { _ = c.Close() })
+	}
+	if !m.cfg.ImplicitTLS {
+		return c, nil
+	}
+	tc := tls.Client(c, m.tls)
+	if err := tc.HandshakeContext(dctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("tls handshake: %w", err)
+	}
+	return tc, nil
 }
 
 // classify turns go-mail's error into an *Error: the step, the SMTP reply

@@ -26,10 +26,19 @@ var (
 // trust, failing the test on error.
 func newMailer(t *testing.T, cfg Config, tc *tls.Config) *Mailer {
 	t.Helper()
-	m, err := NewMailer(cfg, testFrom, Options{TLSConfig: tc, Timeout: 5 * time.Second, HelloName: "formd.test", Now: func() time.Time { return testNow }})
+	return newMailerWith(t, cfg, Options{TLSConfig: tc})
+}
+
+// newMailerWith is newMailer with more options; the Mailer's idle
+// connections are closed when the test ends.
+func newMailerWith(t *testing.T, cfg Config, o Options) *Mailer {
+	t.Helper()
+	o.Timeout, o.HelloName, o.Now = 5*time.Second, "formd.test", func() time.Time { return testNow }
+	m, err := NewMailer(cfg, testFrom, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = m.Close() })
 	return m
 }
 

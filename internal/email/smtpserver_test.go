@@ -33,6 +33,14 @@ type serverOptions struct {
 	mail func() error
 	rcpt func(to string) error
 	data func() error
+	// dropAt, when set, is asked before each MAIL FROM with the number of
+	// messages this connection has carried; true closes the connection
+	// there (a server's idle timeout or restart, seen by the client).
+	dropAt func(sent int) bool
+	// dropInData, when set, closes the connection once the message's
+	// content is read, before the server's answer (the one case the
+	// client cannot know whether the message was taken).
+	dropInData func() bool
 }
 
 // received is one message the server accepted, with how it came.
@@ -51,14 +59,34 @@ type testServer struct {
 	port int
 	o    serverOptions
 
-	mu  sync.Mutex
-	got []received
+	mu       sync.Mutex
+	got      []received
+	sessions int // connections opened (a STARTTLS starts a new go-smtp session on the same one)
+	remotes  map[string]bool
+	open     int // connections open now
+	maxOpen  int // most connections open at once
+	conns    map[*smtp.Conn]bool
 }
 
 func startServer(t *testing.T, o serverOptions) *testServer {
 	t.Helper()
 	ts := &testServer{o: o}
 	s := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		ts.mu.Lock()
+		if ts.remotes == nil {
+			ts.remotes = map[string]bool{}
+		}
+		if r := c.Conn().RemoteAddr().String(); !ts.remotes[r] {
+			ts.remotes[r] = true
+			ts.sessions++
+		}
+		ts.open++
+		ts.maxOpen = max(ts.maxOpen, ts.open)
+		if ts.conns == nil {
+			ts.conns = map[*smtp.Conn]bool{}
+		}
+		ts.conns[c] = true
+		ts.mu.Unlock()
 		return &session{ts: ts, c: c}, nil
 	}))
 	s.Domain = "localhost"
@@ -105,11 +133,34 @@ func (ts *testServer) received() []received {
 	return append([]received(nil), ts.got...)
 }
 
+// counts are the server's connections: opened in all, open now, most
+// open at once.
+func (ts *testServer) counts() (sessions, open, maxOpen int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.sessions, ts.open, ts.maxOpen
+}
+
+// dropAll closes every open connection, as a server that restarts.
+func (ts *testServer) dropAll() {
+	ts.mu.Lock()
+	conns := make([]*smtp.Conn, 0, len(ts.conns))
+	for c := range ts.conns {
+		conns = append(conns, c)
+	}
+	ts.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
 type session struct {
 	ts   *testServer
 	c    *smtp.Conn
 	user string
 	msg  received
+	sent int // messages this connection carried
+	gone bool
 }
 
 var _ smtp.AuthSession = (*session)(nil)
@@ -135,6 +186,10 @@ func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 	if s.ts.o.user != "" && s.user == "" {
 		return &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "authentication required"}
 	}
+	if s.ts.o.dropAt != nil && s.ts.o.dropAt(s.sent) {
+		_ = s.c.Close()
+		return errors.New("connection dropped")
+	}
 	if s.ts.o.mail != nil {
 		if err := s.ts.o.mail(); err != nil {
 			return err
@@ -159,11 +214,16 @@ func (s *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	if s.ts.o.dropInData != nil && s.ts.o.dropInData() {
+		_ = s.c.Close()
+		return errors.New("connection dropped")
+	}
 	if s.ts.o.data != nil {
 		if err := s.ts.o.data(); err != nil {
 			return err
 		}
 	}
+	s.sent++
 	_, s.msg.tls = s.c.TLSConnectionState()
 	s.msg.data, s.msg.user = b, s.user
 	s.ts.mu.Lock()
@@ -172,8 +232,17 @@ func (s *session) Data(r io.Reader) error {
 	return nil
 }
 
-func (s *session) Reset()        { s.msg = received{} }
-func (s *session) Logout() error { return nil }
+func (s *session) Reset() { s.msg = received{} }
+func (s *session) Logout() error {
+	s.ts.mu.Lock()
+	defer s.ts.mu.Unlock()
+	if !s.gone {
+		s.gone = true
+		s.ts.open--
+		delete(s.ts.conns, s.c)
+	}
+	return nil
+}
 
 // testLogger sends the server's log to the test's.
 type testLogger struct{ t *testing.T }

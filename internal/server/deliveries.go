@@ -23,7 +23,7 @@ func (s *Server) openOutbox(ctx context.Context, reg *prometheus.Registry) error
 		if err != nil {
 			return fmt.Errorf("e-mail: %w", err)
 		}
-		mailer = m
+		mailer, s.mailer = m, m
 	}
 	for _, f := range s.Forms.All() {
 		if n := f.Def.Notify; n != nil && n.Email != nil && mailer == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"sync"
 	"time"
 
 	"github.com/formd/formd/internal/journal"
@@ -78,8 +79,51 @@ func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// storeCollector reads places and dead letters at scrape time.
-type storeCollector struct{ s store.Store }
+// recountEvery is how long a count a scrape made (the outbox's backlog,
+// the dead letters) is served to the next scrapes before it is made
+// again: the counts scan rows (every pending delivery, under a peak tens
+// of thousands), and a scraper twice a second, or two Prometheus
+// replicas, paid that scan on every scrape. Two seconds late is well
+// within any alert's "for:".
+const recountEvery = 2 * time.Second
+
+// recent keeps the last value a count returned for recountEvery; the
+// scrapes in that time share it, and concurrent scrapes share one count.
+// An error is not kept: the next scrape counts again.
+type recent[T any] struct {
+	now func() time.Time // nil: time.Now
+
+	mu sync.Mutex
+	at time.Time
+	ok bool
+	v  T
+}
+
+func (r *recent[T]) get(ctx context.Context, count func(context.Context) (T, error)) (T, error) {
+	now := time.Now
+	if r.now != nil {
+		now = r.now
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := now(); r.ok && t.Sub(r.at) < recountEvery && !t.Before(r.at) {
+		return r.v, nil
+	}
+	v, err := count(ctx)
+	if err != nil {
+		r.ok = false
+		return v, err
+	}
+	r.v, r.at, r.ok = v, now(), true
+	return v, nil
+}
+
+// storeCollector reads places at scrape time, and dead letters at most
+// every recountEvery.
+type storeCollector struct {
+	s    store.Store
+	dead recent[int]
+}
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- capLeftDesc
@@ -100,12 +144,15 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(waitlistDesc, prometheus.GaugeValue, float64(cp.Waitlisted), form)
 	}
-	dls, err := c.s.DeadLetters(ctx, 10000)
+	dead, err := c.dead.get(ctx, func(ctx context.Context) (int, error) {
+		dls, err := c.s.DeadLetters(ctx, 10000)
+		return len(dls), err
+	})
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "dead_letters")
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(deadDesc, prometheus.GaugeValue, float64(len(dls)))
+	ch <- prometheus.MustNewConstMetric(deadDesc, prometheus.GaugeValue, float64(dead))
 }
 
 var (
@@ -116,12 +163,15 @@ var (
 	disabledDesc       = prometheus.NewDesc("formd_endpoint_disabled", "1 for each endpoint switched off because it answered 410 Gone: nothing is delivered to it until an owner enables it again.", []string{"endpoint"}, nil)
 )
 
-// outboxCollector reads the outbox's backlog at scrape time.
+// outboxCollector reads the switched-off endpoints at scrape time, and
+// counts the outbox's backlog at most every recountEvery (the ages are
+// still taken at scrape time, from the oldest pending event's time).
 type outboxCollector struct {
 	s interface {
 		DeliveryStats(ctx context.Context) (store.DeliveryStats, error)
 		DisabledEndpoints(ctx context.Context) (map[string]string, error)
 	}
+	stats recent[store.DeliveryStats]
 }
 
 func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -142,7 +192,7 @@ func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(disabledDesc, prometheus.GaugeValue, 1, endpoint)
 		}
 	}
-	st, err := c.s.DeliveryStats(ctx)
+	st, err := c.stats.get(ctx, c.s.DeliveryStats)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1, "outbox")
 		return
