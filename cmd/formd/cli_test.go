@@ -32,6 +32,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"forms", "check"}, 2, "-f FILE is required"},
 		{[]string{"forms", "check", "-f", good}, 0, "1 form(s) valid: fair"},
 		{[]string{"forms", "check", good}, 0, "1 form(s) valid: fair"},
+		{[]string{"forms", "check", good}, 0, `warning: form "fair" lists no origins`},
 		{[]string{"forms", "check", bad}, 1, "(line 2)"},
 		{[]string{"serve", "--data", filepath.Join(dir, "s1"), "--addr", "127.0.0.1:0", "--forms", filepath.Join(dir, "missing.yaml")}, 1, "--forms " + filepath.Join(dir, "missing.yaml") + " (FORMD_FORMS): read forms: open"},
 		{[]string{"serve", "--data", filepath.Join(dir, "s2"), "--addr", "127.0.0.1:0", "--forms", bad}, 1, `min 5 is greater than max 4 (line 2)`},
@@ -83,5 +84,21 @@ func TestSecondServerOnSameData(t *testing.T) {
 	err := cmd.Run()
 	if err == nil || !strings.Contains(out.String(), "another formd serve is running on --data") {
 		t.Fatalf("second server: %v\n%s", err, out.String())
+	}
+}
+
+// forms check warns of a form without origins (issue 34: a page of
+// another site meets origin-not-allowed), and only of such a form.
+func TestFormsCheckWarnsWithoutOrigins(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "two.yaml")
+	os.WriteFile(file, []byte("id: open\nfields: [{name: n, type: text}]\n---\nid: club\nfields: [{name: n, type: text}]\norigins: [https://club.example.org]\n"), 0o600)
+	var out, errb bytes.Buffer
+	if code := run([]string{"forms", "check", file}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errb.String())
+	}
+	if got := out.String(); !strings.Contains(got, `warning: form "open" lists no origins`) || strings.Contains(got, `form "club" lists`) {
+		t.Errorf("output %q: want a warning for open only", got)
 	}
 }

@@ -465,4 +465,19 @@ func TestUploadOrigins(t *testing.T) {
 	if res.StatusCode != 403 || !strings.HasPrefix(problemCode(t, res), "origin-not-allowed") {
 		t.Fatalf("creation from another origin: %d", res.StatusCode)
 	}
+	// The refusal is readable by the refused page (issue 34): its
+	// preflight passes, the 403 carries Access-Control-Allow-Origin, and
+	// nothing of an upload is exposed or answered.
+	if res.Header.Get("Access-Control-Allow-Origin") != "https://evil.example" || res.Header.Get("Access-Control-Expose-Headers") != "" || res.Header.Get("Location") != "" {
+		t.Errorf("the refusal's headers: %v", res.Header)
+	}
+	pre = r.do("OPTIONS", "/v1/forms/exam/uploads", map[string]string{
+		"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}, nil)
+	if pre.StatusCode != 204 || pre.Header.Get("Access-Control-Allow-Origin") != "https://evil.example" {
+		t.Errorf("preflight from another origin: %d %v", pre.StatusCode, pre.Header)
+	}
+	res = r.do("HEAD", "/v1/forms/exam/uploads/0123456789abcdef0123456789abcdef", map[string]string{"Origin": "https://evil.example", "Tus-Resumable": "1.0.0"}, nil)
+	if res.StatusCode != 403 || res.Header.Get("Upload-Offset") != "" || res.Header.Get("Upload-Expires") != "" {
+		t.Errorf("HEAD from another origin: %d %v", res.StatusCode, res.Header)
+	}
 }
