@@ -106,6 +106,12 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) er
 		ex.Set("format", format)
 		ex.Set("header", "labels")
 		ex.Set("lang", p.L.Tag)
+		if format != "jsonl" {
+			// For people (issue 34); console.js adds the browser's
+			// time zone (tz) and the chosen link validity (link_ttl).
+			ex.Set("for", "people")
+			ex.Set("link_ttl", "7d")
+		}
 		v.Export[format] = "/v1/admin/forms/" + url.PathEscape(f.ID()) + "/export?" + ex.Encode()
 	}
 	p.Nav, p.Title, p.Data = "forms", title(f, p.L), v

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
 )
@@ -79,6 +80,18 @@ func uploadLocks(cfg config.Config, st Store) (store.UploadLocks, error) {
 	}
 	return nil, fmt.Errorf("setting uploads (--uploads s3://…, FORMD_UPLOADS): the store (%T) cannot lock uploads across instances (store.UploadLocker), "+
 		"which several instances sharing a bucket need; use a store that can (postgres), or --uploads data on one instance", st)
+}
+
+// filesFor lists an entry's files with links valid for ttl (0: --link-ttl)
+// that start with --public-url, else with base (an export for people).
+func (s *Server) filesFor(base string, ttl time.Duration) export.FileLister {
+	if s.cfg.PublicURL != "" {
+		base = ""
+	}
+	l := s.Links.With(base, ttl)
+	return func(ctx context.Context, entryID string) (map[string][]uploads.File, error) {
+		return l.Files(ctx, s.Store, entryID)
+	}
 }
 
 // entryFiles lists an entry's files with fresh signed links.

@@ -41,6 +41,21 @@
     note.textContent = note.getAttribute('data-tz-note').replace('%s', (zone ? zone + ', ' : '') + offset(new Date()));
     note.hidden = false;
   }
+  // Exports for people: times in this browser's zone, file links valid
+  // as long as chosen (issue 34).
+  var ttl = document.querySelector('[data-export-ttl]');
+  function exportLinks() {
+    var zone = '';
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (e) { zone = ''; }
+    document.querySelectorAll('a[data-export]').forEach(function (a) {
+      var u = new URL(a.getAttribute('href'), location.href);
+      if (zone) u.searchParams.set('tz', zone);
+      if (ttl) u.searchParams.set('link_ttl', ttl.value);
+      a.setAttribute('href', u.pathname + u.search);
+    });
+  }
+  exportLinks();
+  if (ttl) ttl.addEventListener('change', exportLinks);
   var busy = false;
   function refresh() {
     if (busy || document.hidden) return;
