@@ -105,3 +105,21 @@ func TestFormsCheckWarnsWithoutOrigins(t *testing.T) {
 		t.Errorf("output %q: want a warning for open only", got)
 	}
 }
+
+// A wrong flag is said in two lines, the error and where the flags are
+// listed, not followed by every flag (issue 34); --help still lists them.
+func TestWrongFlagIsTwoLines(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"serve", "--nope"}, {"export", "--fromat", "csv"}, {"backup", "verify", "--x"}, {"users", "add", "--rol", "owner"}} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		if code != 2 || len(lines) != 2 || !strings.Contains(lines[0], "flag provided but not defined") || !strings.Contains(lines[1], "--help") {
+			t.Errorf("formd %s: exit %d, stderr %q; want exit 2, the error and a line pointing to --help", strings.Join(args, " "), code, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"serve", "--help"}, &out, &errb); code != 0 || strings.Count(out.String(), "\n") < 20 {
+		t.Errorf("serve --help: exit %d, %d lines", code, strings.Count(out.String(), "\n"))
+	}
+}

@@ -35,7 +35,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	zone := fs.String("zone", "", "with --for people, the time zone of the times, such as Asia/Shanghai (default: this machine's)")
 	withFiles := fs.Bool("with-files", false, "write a zip: the entries (file fields pointing into it) and every file under files/<entry>/")
 	loader := config.NewLoader(fs, os.Getenv, append(slices.Clone(config.StorageSettings), "public-url", "link-ttl")...)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	if *formID == "" {

@@ -32,7 +32,7 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 		fs.BoolVar(&yes, "yes", false, "apply even when a change removes a field that entries hold values of, or changes unique or capacity of a form with entries")
 	}
 	loader := config.NewLoader(fs, os.Getenv, append(config.StorageSettings, "webhook-allow")...)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return 2
 	}
 	if *file == "" && fs.NArg() == 1 {

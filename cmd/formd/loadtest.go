@@ -126,7 +126,7 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Wait, "wait", 0, "client: Prefer: wait for the outcome before a 202 (default 5s)")
 	fs.DurationVar(&cfg.Grace, "grace", 0, "after the load phase, how long undecided submissions may go on (default 30s)")
 	asJSON := fs.Bool("json", false, "print the report as JSON on standard output")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}

@@ -41,6 +41,9 @@ func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 		}
 		objs = o
 	}
+	if w := localUploadsWarning(s.cfg); w != "" {
+		s.log.Warn(w, "data", s.cfg.Data)
+	}
 	cfg := uploads.Config{
 		Dir: filepath.Join(s.cfg.Data, "uploads"), Objects: objs, Expiry: s.cfg.UploadExpiry, Logger: s.log,
 	}
@@ -61,6 +64,19 @@ func (s *Server) openUploads(ctx context.Context, secret []byte) error {
 	s.Uploads = u
 	s.Links = uploads.NewLinks(secret, s.cfg.PublicURL, s.cfg.LinkTTL, time.Now)
 	return nil
+}
+
+// localUploadsWarning is said at start-up when this instance keeps its
+// uploads in its own data directory while its store can be shared by
+// several instances (issue 34: with separate data directories an upload
+// made through one instance was 404 on another, silently); "" otherwise.
+func localUploadsWarning(cfg config.Config) string {
+	if cfg.UploadsS3 != nil || cfg.StoreDriver().OneInstance {
+		return ""
+	}
+	return "uploads are kept in this instance's data directory (--data): other instances sharing this store cannot serve them " +
+		"(an upload made through one is not found on another) unless every instance has the same --data on shared storage; " +
+		"for several instances use --uploads s3://… (one bucket for all)"
 }
 
 // uploadLocks are the locks uploads in a shared bucket are written

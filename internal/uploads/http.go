@@ -63,6 +63,30 @@ func tusCode(status int) string {
 	return problem.CodeInternal
 }
 
+// missingHeader says which tus header a refused request lacks (issue 34:
+// a bare invalid-request cost an afternoon), or "" when it lacks none.
+func missingHeader(r *http.Request, code int) string {
+	method := r.Method
+	if o := r.Header.Get("X-HTTP-Method-Override"); o != "" {
+		method = strings.ToUpper(o)
+	}
+	switch {
+	case method == http.MethodOptions:
+		return ""
+	case r.Header.Get("Tus-Resumable") == "" && (code == http.StatusPreconditionFailed || code == http.StatusBadRequest):
+		return "send the header Tus-Resumable: 1.0.0 (the tus protocol's version) with every request but OPTIONS"
+	case code == http.StatusPreconditionFailed:
+		return "Tus-Resumable must be 1.0.0, the tus version formd speaks"
+	case method == http.MethodPost && code == http.StatusBadRequest && r.Header.Get("Upload-Length") == "" && r.Header.Get("Upload-Defer-Length") == "":
+		return "send the file's size in bytes in the header Upload-Length"
+	case method == http.MethodPatch && code == http.StatusBadRequest && r.Header.Get("Upload-Offset") == "":
+		return "send the header Upload-Offset: the offset HEAD gives"
+	case method == http.MethodPatch && code == http.StatusUnsupportedMediaType:
+		return "send the bytes with Content-Type: application/offset+octet-stream"
+	}
+	return ""
+}
+
 // rewriter adapts tusd's answers to formd's API: Location names the
 // upload under its form, the expiration extension is announced (formd
 // sends Upload-Expires), and tusd's plain-text errors become problem
@@ -90,7 +114,7 @@ func (w *rewriter) WriteHeader(code int) {
 		h.Set("Tus-Extension", ext+",expiration")
 	}
 	if code >= 400 && !strings.HasPrefix(h.Get("Content-Type"), problemType) {
-		p := problem.New(tusCode(code), "")
+		p := problem.New(tusCode(code), missingHeader(w.r, code))
 		if code == http.StatusConflict {
 			p.Detail = "Upload-Offset is not where the upload stands: ask with HEAD and send from the offset it gives"
 		}

@@ -481,3 +481,28 @@ func TestUploadOrigins(t *testing.T) {
 		t.Errorf("HEAD from another origin: %d %v", res.StatusCode, res.Header)
 	}
 }
+
+// A tus request that lacks a header the protocol needs is told which
+// (issue 34), not a bare invalid-request.
+func TestMissingTusHeadersAreNamed(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	loc := r.create("photo", 4)
+	tests := []struct {
+		name, method, path string
+		hdr                map[string]string
+		want               string
+	}{
+		{"creation without Upload-Length", "POST", "/v1/forms/exam/uploads", map[string]string{"Upload-Metadata": metadata("field", "photo")}, "Upload-Length"},
+		{"creation without Tus-Resumable", "POST", "/v1/forms/exam/uploads", map[string]string{"Tus-Resumable": "", "Upload-Length": "4", "Upload-Metadata": metadata("field", "photo")}, "Tus-Resumable: 1.0.0"},
+		{"a chunk without Tus-Resumable", "PATCH", loc, map[string]string{"Tus-Resumable": "", "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"}, "Tus-Resumable: 1.0.0"},
+		{"a chunk without Upload-Offset", "PATCH", loc, map[string]string{"Content-Type": "application/offset+octet-stream"}, "Upload-Offset"},
+	}
+	for _, tc := range tests {
+		res := r.do(tc.method, tc.path, tc.hdr, []byte("abcd"))
+		got := problemCode(t, res)
+		if res.StatusCode < 400 || res.StatusCode >= 500 || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %d %q, want the problem to name %s", tc.name, res.StatusCode, got, tc.want)
+		}
+	}
+}
