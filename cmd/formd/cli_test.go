@@ -123,3 +123,26 @@ func TestWrongFlagIsTwoLines(t *testing.T) {
 		t.Errorf("serve --help: exit %d, %d lines", code, strings.Count(out.String(), "\n"))
 	}
 }
+
+// An export for people of a form with files needs --public-url: people
+// cannot open a relative link (issue 34).
+func TestExportForPeopleNeedsPublicURL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	def := filepath.Join(dir, "photo.yaml")
+	os.WriteFile(def, []byte("id: exam\nfields: [{name: photo, type: file}]\n"), 0o600)
+	data := filepath.Join(dir, "data")
+	var out, errb bytes.Buffer
+	if code := run([]string{"forms", "apply", "-f", def, "--data", data}, &out, &errb); code != 0 {
+		t.Fatalf("forms apply: %d %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"export", "--data", data, "--form", "exam", "--for", "people"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--for people needs --public-url") {
+		t.Errorf("without --public-url: exit %d, %q", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"export", "--data", data, "--form", "exam", "--for", "people", "--public-url", "https://forms.example.org"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "\uFEFF") {
+		t.Errorf("with --public-url: exit %d, %q %q", code, out.String(), errb.String())
+	}
+}

@@ -56,6 +56,22 @@
   }
   exportLinks();
   if (ttl) ttl.addEventListener('change', exportLinks);
+  // A window typed in this browser's time (the label says its offset,
+  // as the page's times do) is sent as the UTC moment it means; without
+  // the script the label says UTC and the server reads it so (issue 34).
+  document.querySelectorAll('input[type=datetime-local][data-local]').forEach(function (el) {
+    if (!el.form) return;
+    el.form.addEventListener('submit', function () {
+      var d = el.value ? new Date(el.value) : null;
+      if (!d || isNaN(d.getTime())) return;
+      var h = document.createElement('input');
+      h.type = 'hidden';
+      h.name = el.name;
+      h.value = d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+      el.removeAttribute('name');
+      el.form.appendChild(h);
+    });
+  });
   var busy = false;
   function refresh() {
     if (busy || document.hidden) return;
