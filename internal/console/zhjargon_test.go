@@ -29,6 +29,7 @@ var zhJargon = []struct {
 	{"a MIME type", regexp.MustCompile(`\b(image|application|text|audio|video)/[a-z0-9][a-z0-9.+-]*`)},
 	{"an ISO timestamp", regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d`)},
 	{"a command to run", regexp.MustCompile(`formd [a-z]+`)},
+	{"a region code", regexp.MustCompile(`[（(]如 ?[A-Z]{2}[)）]|\b(CN|HK|TW|US)\b`)},
 }
 
 var (
@@ -100,5 +101,9 @@ func TestChinesePagesShowNoEngineersWords(t *testing.T) {
 				t.Errorf("GET %s shows %s: %q in …%s…", path, j.what, m, strings.Join(strings.Fields(text[max(0, i-80):min(len(text), i+80)]), " "))
 			}
 		}
+	}
+	// The forget page offers regions by name.
+	if _, page := b.do("GET", "/admin/forget", nil); !strings.Contains(page, `<option value="CN">中国大陆</option>`) {
+		t.Error("the forget page does not offer 中国大陆 by name")
 	}
 }
