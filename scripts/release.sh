@@ -42,8 +42,11 @@ git -C "$src" checkout --quiet "$(git rev-parse HEAD)"
 # records as the release that wrote it) and into main.version, which
 # printed it before internal/release existed; -X on a name a build does
 # not have is ignored. The commit is the build's own VCS stamp
-# (-buildvcs=true: fail rather than build without it).
-ldflags="-s -w -X main.version=$version -X github.com/formd/formd/internal/release.version=$version"
+# (-buildvcs=true: fail rather than build without it), and stamped too
+# (internal/release.commit), so that a build whose VCS stamp is lost
+# (issue 34: -buildvcs=false said "commit unknown") still names it.
+commit=$(git -C "$src" rev-parse --short=12 HEAD)
+ldflags="-s -w -X main.version=$version -X github.com/formd/formd/internal/release.version=$version -X github.com/formd/formd/internal/release.commit=$commit"
 build() { # GOARCH CC
   local arch=$1 cc=$2 bin="$out/formd-$version-linux-$1"
   CGO_ENABLED=1 GOOS=linux GOARCH="$arch" CC="$cc" \

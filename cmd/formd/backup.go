@@ -30,7 +30,7 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	to := fs.String("to", "", "the backup directory: new, or empty (required)")
 	loader := config.NewLoader(fs, os.Getenv, append(slices.Clone(config.StorageSettings), "uploads")...)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	fail := func(code int, format string, a ...any) int {
@@ -74,7 +74,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("formd backup verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintln(stderr, "Usage: formd backup verify DIR") }
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	if fs.NArg() != 1 {

@@ -41,7 +41,7 @@ func deliveriesCmd(args []string, stdout, stderr io.Writer) int {
 	win := addWindowFlags(fs)
 	all := fs.Bool("all", false, "redeliver delivered ones too, not only the failed")
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return 2
 	}
 	fail := func(code int, format string, a ...any) int {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	_ "time/tzdata" // --zone and the console's zone wherever formd runs (a container may have no zoneinfo)
 
 	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/config"
@@ -30,9 +31,11 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "output file (default: standard output)")
 	head := fs.String("header", "names", "column headings of csv and xlsx: names (the fields' names) or labels")
 	lang := fs.String("lang", "", "with --header labels, the labels' language (such as zh); default: each label's default")
+	audience := fs.String("for", "machines", "csv and xlsx for machines (names, codes, UTC; the default) or people (labels and words in --lang, times in --zone to the second, files as name and link, a BOM before a CSV); jsonl is the same for both")
+	zone := fs.String("zone", "", "with --for people, the time zone of the times, such as Asia/Shanghai (default: this machine's)")
 	withFiles := fs.Bool("with-files", false, "write a zip: the entries (file fields pointing into it) and every file under files/<entry>/")
 	loader := config.NewLoader(fs, os.Getenv, append(slices.Clone(config.StorageSettings), "public-url", "link-ttl")...)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	if *formID == "" {
@@ -47,7 +50,19 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd export: --header %q is not known; use names or labels\n", *head)
 		return 2
 	}
-	opts := export.Options{Labels: *head == "labels", Lang: *lang}
+	if *audience != "machines" && *audience != "people" {
+		fmt.Fprintf(stderr, "formd export: --for %q is not known; use machines or people\n", *audience)
+		return 2
+	}
+	opts := export.Options{Labels: *head == "labels", Lang: *lang, People: *audience == "people", Zone: time.Local}
+	if *zone != "" {
+		z, err := time.LoadLocation(*zone)
+		if err != nil {
+			fmt.Fprintf(stderr, "formd export: --zone %q is not a time zone; use a name such as Asia/Shanghai or UTC\n", *zone)
+			return 2
+		}
+		opts.Zone = z
+	}
 	c := cli{"formd export", stderr}
 	cfg, code := c.settings(loader)
 	if code != 0 {
@@ -71,7 +86,12 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	// File fields carry signed links to download each file from a
 	// running server (--public-url, else links relative to it), valid
-	// for --link-ttl.
+	// for --link-ttl. People cannot open a relative link: an export for
+	// them needs --public-url when the form has files.
+	if opts.People && !*withFiles && cfg.PublicURL == "" && hasFileField(f) {
+		fmt.Fprintln(stderr, "formd export: --for people needs --public-url (FORMD_PUBLIC_URL), the address people open formd at, to give each file an absolute link; or use --with-files")
+		return 2
+	}
 	secret, err := server.InstallationSecret(ctx, cfg, st)
 	if err != nil {
 		fmt.Fprintf(stderr, "formd export: %v\n", err)
@@ -104,4 +124,14 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 // partial file behind.
 func writeAtomic(path string, write func(io.Writer) error) error {
 	return atomicfile.Write(path, 0o600, write)
+}
+
+// hasFileField says the form has a field of files.
+func hasFileField(f *form.Form) bool {
+	for _, fd := range f.Fields() {
+		if fd.Type == form.TypeFile {
+			return true
+		}
+	}
+	return false
 }

@@ -28,7 +28,7 @@ func forgetCmd(args []string, stdout, stderr io.Writer) int {
 	region := fs.String("region", "", "the region a national phone number is written for, such as CN")
 	dryRun := fs.Bool("dry-run", false, "only count the entries that would be erased")
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	c := cli{"formd forget", stderr}

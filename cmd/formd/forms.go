@@ -53,7 +53,7 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&token, "token", "", "with --server: an API token of an account, or the admin token (env FORMD_TOKEN)")
 	}
 	loader := config.NewLoader(fs, os.Getenv, append(config.StorageSettings, "webhook-allow")...)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return 2
 	}
 	if sub == "export" {
@@ -100,6 +100,11 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "%d form(s) valid: %s\n", len(set.Forms), ids(set))
+		for _, f := range set.Forms {
+			if len(f.Def.Origins) == 0 {
+				fmt.Fprintf(stdout, "warning: form %q lists no origins: only its hosted page (/f/%s), servers and mini-programs can send to it; a page of another site that uses the SDK is refused (origin-not-allowed). Add origins: [https://your-site.example] to allow one.\n", f.ID(), f.ID())
+			}
+		}
 		return 0
 	}
 	ctx := context.Background()

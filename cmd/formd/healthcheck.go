@@ -26,7 +26,7 @@ func healthcheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	loader := config.NewLoader(fs, os.Getenv, "addr", "tls-domain", "tls-cert", "tls-key")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	cfg, err := loader.Load()

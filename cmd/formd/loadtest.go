@@ -129,7 +129,7 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Grace, "grace", 0, "after the load phase, how long undecided submissions may go on (default 30s)")
 	mix := fs.Bool("mix", false, "mix mode: in one run, --count submissions (default 2000) each to a plain form, a proof-of-work form and a form with a file (challenges solved and files uploaded before the timed phases); prints each rate and its ratio to the plain form's; a --url server should run with --trusted-proxies 127.0.0.1/32, or the challenges get harder as they are fetched")
 	asJSON := fs.Bool("json", false, "print the report as JSON on standard output")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}

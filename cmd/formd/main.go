@@ -3,6 +3,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -78,4 +80,26 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nThe owner's console is at http://ADDR/admin/ on a running server (the first")
 	fmt.Fprintln(w, "start prints a one-time setup link for the first account); the JSON admin API")
 	fmt.Fprintln(w, "is under /v1/admin/, described at /v1/admin/openapi.json.")
+}
+
+// parseFlags parses a subcommand's flags. A wrong flag is told in two
+// lines — the error, and where the settings are listed — not followed by
+// the whole list (issue 34: 116 lines of usage buried the one that
+// mattered); -h or --help prints the list, as before.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+	default:
+		fmt.Fprintf(out, "%s: %v\nRun '%s --help' for its flags and settings.\n", fs.Name(), err, fs.Name())
+	}
+	return err
 }

@@ -51,7 +51,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	retryDead := fs.Bool("retry-dead", false, "also retry entries that were dead-lettered")
 	dryRun := fs.Bool("dry-run", false, "only say what would be restored; change nothing")
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	filter, err := win.filter()
@@ -97,7 +97,7 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	win := addWindowFlags(fs)
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	filter, err := win.filter()

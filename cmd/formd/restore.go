@@ -31,7 +31,7 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	resume := fs.Bool("resume", false, "finish a restore into --data that was stopped (its RESTORING marker is there): the data becomes the backup's")
 	abort := fs.Bool("abort", false, "undo a restore into --data that was stopped (its RESTORING marker is there): the data is put back as it was")
 	loader := config.NewLoader(fs, os.Getenv, "data", "secret", "log-level", "log-format")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	fail := func(code int, format string, a ...any) int {

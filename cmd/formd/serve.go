@@ -24,7 +24,7 @@ func serve(args []string, _, stderr io.Writer) int {
 	fs := flag.NewFlagSet("formd serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	loader := config.NewLoader(fs, os.Getenv)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	cfg, err := loader.Load()

@@ -24,7 +24,7 @@ func setupLinkCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("public", "127.0.0.1:8080", "where browsers reach formd, for the printed link: a URL (https://forms.example.org) or a host:port (http:// is assumed)")
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	c := cli{"formd setup-link", stderr}

@@ -19,7 +19,7 @@ func tokenCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("formd token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	c := cli{"formd token", stderr}

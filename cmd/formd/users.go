@@ -70,7 +70,7 @@ func usersCmd(args []string, stdout, stderr io.Writer) int {
 	case "revoke-token":
 		u.id = u.fs.String("id", "", "the token's id (tok_…), as formd users list shows it")
 	}
-	if err := u.fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(u.fs, args[1:]); err != nil {
 		return 2
 	}
 	if u.fs.NArg() > 0 {

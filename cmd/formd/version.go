@@ -26,13 +26,15 @@ func versionCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("formd version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	loader := config.NewLoader(fs, os.Getenv, config.StorageSettings...)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
 	fmt.Fprintf(stdout, "formd %s\n", release.Version())
 	commit := release.Commit()
 	if commit == "" {
-		commit = "unknown (not recorded by this build)"
+		// go install module@version and -buildvcs=false record none
+		// (issue 34); scripts/release.sh and scripts/image.sh stamp it.
+		commit = "unknown (not recorded by this build: build with -ldflags \"-X github.com/formd/formd/internal/release.commit=$(git rev-parse --short=12 HEAD)\", as scripts/release.sh does)"
 	}
 	fmt.Fprintf(stdout, "commit %s\n", commit)
 	fmt.Fprintf(stdout, "go     %s\n", runtime.Version())

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,5 +36,30 @@ func TestVersionNamesTheSchemas(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "store   "+filepath.Join(dir, "store.db")+": schema ") || !strings.Contains(out.String(), "last written by formd ") {
 		t.Errorf("output does not give the store's schema and writer:\n%s", out.String())
+	}
+}
+
+// A build without a VCS stamp (-buildvcs=false, a worktree, go install
+// of a copied tree) names the commit it was stamped with, as the release
+// and image scripts stamp it (issue 34: it said "commit unknown").
+func TestVersionNamesAStampedCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds formd")
+	}
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "formd")
+	build := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X github.com/formd/formd/internal/release.commit=0123456789ab", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version", "--data", filepath.Join(t.TempDir(), "none")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "commit 0123456789ab\n") {
+		t.Fatalf("formd version: %v\n%s", err, out)
+	}
+	for _, script := range []string{"../../scripts/release.sh", "../../scripts/image.sh"} {
+		b, err := os.ReadFile(script)
+		if err != nil || !strings.Contains(string(b), "-X github.com/formd/formd/internal/release.commit=$commit") {
+			t.Errorf("%s does not stamp the commit (%v)", script, err)
+		}
 	}
 }

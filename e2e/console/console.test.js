@@ -127,15 +127,21 @@ test('filter by status, then export: the XLSX and the CSV hold those rows', asyn
   await xlsx.saveAs(xlsxPath);
   const sheet = await readXlsxFile(xlsxPath);
   const rows = Array.isArray(sheet[0]?.data) ? sheet[0].data : sheet;
-  assert.deepEqual(rows[0].slice(0, 5), ['id', 'key', 'status', 'received_at', 'Name']);
-  assert.deepEqual(rows.slice(1).map((r) => r[2]), ['waitlisted', 'waitlisted']);
-  assert.deepEqual(rows.slice(1).map((r) => r[4]).sort(), ['Sun Li', 'Zhao Lei']);
+  // For people (issue 34): formd's own columns in words, the time in the
+  // browser's zone, no idempotency key.
+  const zone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+  assert.deepEqual(rows[0].slice(0, 4), ['Entry', 'Status', `Received (${zone})`, 'Name']);
+  assert.deepEqual(rows.slice(1).map((r) => r[1]), ['Waitlisted', 'Waitlisted']);
+  assert.deepEqual(rows.slice(1).map((r) => r[3]).sort(), ['Sun Li', 'Zhao Lei']);
   const [csv] = await Promise.all([page.waitForEvent('download'), exports.getByRole('link', { name: 'CSV' }).click()]);
   const csvPath = join(out.dir, 'waitlisted.csv');
   await csv.saveAs(csvPath);
-  const lines = readFileSync(csvPath, 'utf8').trim().split('\r\n');
+  const text = readFileSync(csvPath, 'utf8');
+  assert.ok(text.startsWith('\uFEFF'), 'a UTF-8 BOM, for Excel');
+  const lines = text.trim().split('\r\n');
   assert.equal(lines.length, 3, lines.join('\n'));
-  assert.ok(lines.slice(1).every((l) => l.includes('"waitlisted"')), lines.join('\n'));
+  assert.ok(lines.slice(1).every((l) => l.includes('"Waitlisted"')), lines.join('\n'));
+  assert.ok(lines.slice(1).every((l) => /"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"/.test(l)), 'times to the second: ' + lines.join('\n'));
   // As stored, and with the apostrophe that keeps a spreadsheet from
   // reading + as a formula.
   assert.ok(lines.some((l) => l.includes(`"'+8613300133007"`)), lines.join('\n'));

@@ -103,6 +103,10 @@ type Deps struct {
 	// Files lists an entry's files with signed links, for exports; nil
 	// leaves file fields as their upload:<id> references.
 	Files export.FileLister
+	// FilesFor lists them with links valid for ttl (0: --link-ttl) that
+	// start with base when the server has no --public-url, for exports
+	// for people, whose links must be absolute; nil uses Files.
+	FilesFor func(base string, ttl time.Duration) export.FileLister
 	// SpamReasons says why intake classed an entry as spam (the store's
 	// notes, store.Challenges); nil shows none.
 	SpamReasons SpamReasons
@@ -304,10 +308,31 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, c call) error {
 	if format != "csv" && format != "jsonl" && format != "xlsx" {
 		return problem.New(problem.CodeInvalidRequest, "format must be csv, jsonl or xlsx")
 	}
-	w.Header().Set("Content-Type", export.ContentType(format))
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, f.ID(), format))
-	w.Header().Set("Cache-Control", "no-store")
-	opts := export.Options{Labels: r.URL.Query().Get("header") == "labels", Lang: r.URL.Query().Get("lang"), Files: h.Files}
+	q := r.URL.Query()
+	opts := export.Options{Labels: q.Get("header") == "labels", Lang: q.Get("lang"), Files: h.Files, People: q.Get("for") == "people"}
+	if opts.People {
+		// For people (issue 34): times in the organizer's zone (the
+		// console sends the browser's), file links absolute and valid as
+		// long as the owner chose.
+		if tz := q.Get("tz"); tz != "" {
+			z, err := time.LoadLocation(tz)
+			if err != nil {
+				return problem.New(problem.CodeInvalidRequest, "tz must be a time zone such as Asia/Shanghai or UTC")
+			}
+			opts.Zone = z
+		}
+		var ttl time.Duration
+		if v := q.Get("link_ttl"); v != "" {
+			d, ok := linkTTL(v)
+			if !ok {
+				return problem.New(problem.CodeInvalidRequest, "link_ttl must be a duration from 1m to 7d, such as 1h, 24h or 7d")
+			}
+			ttl = d
+		}
+		if h.FilesFor != nil {
+			opts.Files = h.FilesFor(requestBase(r), ttl)
+		}
+	}
 	sel, err := h.ParseSelection(f, r.URL.Query())
 	if err != nil {
 		return err
@@ -315,6 +340,9 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, c call) error {
 	if !sel.All() {
 		opts.Rows = h.SelectionRows(f, sel)
 	}
+	w.Header().Set("Content-Type", export.ContentType(format))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, f.ID(), format))
+	w.Header().Set("Cache-Control", "no-store")
 	if err := export.Write(r.Context(), h.Store, f, format, &slowReaderWriter{w: w, rc: http.NewResponseController(w)}, opts); err != nil {
 		// The status line is gone; cut the body short so it is not taken as whole.
 		h.Log.Error("export failed midway", "form", f.ID(), "err", err)
@@ -529,4 +557,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.WriteHeader(status)
 	_, err = w.Write(b)
 	return err
+}
+
+// linkTTL reads an export's link validity: a Go duration or a number of
+// days ("7d"), from a minute to the seven days --link-ttl allows.
+func linkTTL(v string) (time.Duration, bool) {
+	var d time.Duration
+	if n, err := strconv.Atoi(strings.TrimSuffix(v, "d")); err == nil && strings.HasSuffix(v, "d") {
+		d = time.Duration(n) * 24 * time.Hour
+	} else if d, err = time.ParseDuration(v); err != nil {
+		return 0, false
+	}
+	return d, d >= time.Minute && d <= 7*24*time.Hour
+}
+
+// requestBase is the address the request came to, for links when the
+// server has no --public-url.
+func requestBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }

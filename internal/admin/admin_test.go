@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -117,6 +118,44 @@ func TestApplyForms(t *testing.T) {
 	code, body, _ = c.do("PUT", "/v1/admin/forms", "id: bad\nfields: [{name: x, type: txt}]\n", true)
 	if code != 422 || problemCode(body) != "invalid-form-definition" || !strings.Contains(string(body), `type \"txt\" is not valid`) {
 		t.Fatalf("bad definition: %d %s", code, body)
+	}
+}
+
+// TestExportForPeople: ?for=people gives the organizer's table (issue
+// 34): a BOM, headings and statuses in the language's words, times in
+// the zone asked for to the second; a zone or a link validity that is
+// not one is refused, and JSON Lines stay the machine format.
+func TestExportForPeople(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, forms, servertest.Options{})
+	c := client{t: t, base: h.URL, token: h.Token}
+	c.submit("a", "Ann", "ann@example.org")
+	c.submit("b", "Bo", "bo@example.org") // waitlisted
+	code, body, _ := c.do("GET", "/v1/admin/forms/club/export?format=csv&for=people&lang=zh&tz=Asia/Shanghai&link_ttl=7d", "", true)
+	if code != 200 || !strings.HasPrefix(string(body), "\uFEFF") {
+		t.Fatalf("export: %d %q", code, body)
+	}
+	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(string(body), "\uFEFF"))).ReadAll()
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("csv %v %q", err, body)
+	}
+	if got := strings.Join(rows[0], "|"); got != "编号|状态|提交时间 (Asia/Shanghai)|name|email|其他内容" {
+		t.Errorf("header %q", got)
+	}
+	if rows[1][1] != "已收到" || rows[2][1] != "候补" {
+		t.Errorf("statuses %q %q", rows[1][1], rows[2][1])
+	}
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`).MatchString(rows[1][2]) {
+		t.Errorf("time %q: want the zone's wall clock to the second", rows[1][2])
+	}
+	for _, q := range []string{"tz=Mars/Olympus", "link_ttl=30d", "link_ttl=soon"} {
+		if code, body, _ := c.do("GET", "/v1/admin/forms/club/export?format=csv&for=people&"+q, "", true); code != 400 || problemCode(body) != "invalid-request" {
+			t.Errorf("%s: %d %s", q, code, body)
+		}
+	}
+	code, body, _ = c.do("GET", "/v1/admin/forms/club/export?format=jsonl&for=people&lang=zh&tz=Asia/Shanghai", "", true)
+	if code != 200 || !strings.Contains(string(body), `"status":"stored"`) || strings.Contains(string(body), "已收到") || strings.HasPrefix(string(body), "\uFEFF") {
+		t.Errorf("jsonl for people is not the machine format: %s", body)
 	}
 }
 

@@ -693,11 +693,24 @@ func durationSetter(field func(*Config) *time.Duration, lo, hi time.Duration) fu
 	return func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < lo || d > hi {
-			return fmt.Errorf("%q is not a duration from %s to %s, such as 5s or 500ms", v, lo, hi)
+			return fmt.Errorf("%q is not a duration from %s to %s", v, shortDuration(lo), shortDuration(hi))
 		}
 		*field(c) = d
 		return nil
 	}
+}
+
+// shortDuration writes a duration as a person would type it: 1m, 720h,
+// 1h30m, 500ms (not 1m0s, 720h0m0s).
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func intSetter(field func(*Config) *int, lo, hi int) func(*Config, string) error {

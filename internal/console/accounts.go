@@ -59,10 +59,7 @@ func (h *Handler) accountsFailed(w http.ResponseWriter, r *http.Request, p page,
 	if pr.Status >= 500 || pr.Status == http.StatusForbidden || pr.Status == http.StatusNotFound {
 		return err
 	}
-	p.Error = pr.Detail
-	if p.Error == "" {
-		p.Error = err.Error()
-	}
+	p.Error = personError(p.L, err)
 	return h.accountsShown(w, r, p, pr.Status, accountsView{})
 }
 

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // auditDetail words an audit entry's detail for the page's language. The
@@ -97,6 +98,10 @@ func detailSegment(l lang, s string) string {
 		}
 		if k == "failed_only" {
 			v = map[string]string{"true": "是", "false": "否"}[v]
+		}
+		// A time as the console writes times, not as ISO 8601 (issue 34).
+		if at, err := time.Parse(time.RFC3339, v); err == nil {
+			v = at.UTC().Format("2006-01-02 15:04:05") + " UTC"
 		}
 		words[i] = zk + "：" + v
 	}

@@ -30,8 +30,8 @@ func TestAuditDetailInChinese(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{`account=li@example.org name="ci"`, `账号：li@example.org，名称："ci"`},
-		{"ip=203.0.113.7 until=2027-03-01T10:15:00Z", "IP：203.0.113.7，截至：2027-03-01T10:15:00Z"},
-		{"expires=2027-03-01T10:15:00Z", "到期：2027-03-01T10:15:00Z"},
+		{"ip=203.0.113.7 until=2027-03-01T10:15:00Z", "IP：203.0.113.7，截至：2027-03-01 10:15:00 UTC"},
+		{"expires=2027-03-01T10:15:00Z", "到期：2027-03-01 10:15:00 UTC"},
 		{"role=owner sites=* first account", "角色：所有者，站点：*（第一个账号）"},
 		{"sessions ended", "已结束该账号的所有登录"},
 		{"changed by the account; other sessions ended", "由账号本人修改；其他登录已结束"},
@@ -39,7 +39,7 @@ func TestAuditDetailInChinese(t *testing.T) {
 		{"erased 1 of 2 entries; fair/e1; 1 still being processed", "共 2 条，已删除 1 条；fair/e1；1 条仍在处理中"},
 		{"promoted e2,e3", "已从候补转正：e2,e3"},
 		{"decided waitlisted", "重新处理为：候补"},
-		{"form=fair site=school since=2027-03-01T00:00:00Z job=j1", "表单：fair，站点：school，起始：2027-03-01T00:00:00Z，任务：j1"},
+		{"form=fair site=school since=2027-03-01T00:00:00Z job=j1", "表单：fair，站点：school，起始：2027-03-01 00:00:00 UTC，任务：j1"},
 		{"event=12 endpoint=https://example.org/hook", "事件：12，接收端：https://example.org/hook"},
 		{`{"failed_only":true,"redelivered":3,"since":null,"until":null}`, "仅失败的：是，已重新投递：3，起始：null，截至：null"},
 	} {

@@ -104,7 +104,7 @@ func init() {
 	}
 	for k, v := range map[string]string{
 		"files.title": "文件", "files.download": "下载 %s", "files.thumb": "照片 %s（%s）",
-		"files.links": "链接只在几分钟内有效（--link-ttl）；重新加载本页可获取新链接。",
+		"files.links": "下载链接只在几分钟内有效；过期后重新加载本页即可。",
 	} {
 		zhStrings[k] = v
 	}

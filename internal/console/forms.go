@@ -180,6 +180,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, p page) error {
 		}
 		return back(w, r, "/admin/forms/"+url.PathEscape(f.ID()), "saved")
 	}
+	for i := range problems {
+		problems[i].Msg = definitionProblem(p.L, problems[i].Msg)
+	}
 	p.Nav, p.Title = "forms", title(f, p.L)
 	p.Error = p.L.T["edit.invalid"]
 	p.Data = map[string]any{"Form": f, "Source": src, "Problems": problems}

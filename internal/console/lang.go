@@ -117,6 +117,7 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
 	},
+	"regions": regions,
 	"local": func(t time.Time) string {
 		if t.IsZero() {
 			return ""

@@ -127,7 +127,7 @@ func (h *Handler) setup(w http.ResponseWriter, r *http.Request) {
 	if pr.RetryAfter > 0 {
 		w.Header().Set("Retry-After", itoa(pr.RetryAfter))
 	}
-	pg.Error = pr.Detail
+	pg.Error = personError(pg.L, err)
 	pg.Data = map[string]any{"Code": code, "Email": email}
 	h.render(w, pr.Status, "setup", pg)
 }
@@ -170,7 +170,7 @@ func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, pg, aerr)
 		return
 	}
-	pg.Error = pr.Detail
+	pg.Error = personError(pg.L, err)
 	pg.Data = map[string]any{"Code": code, "Email": a.Email}
 	h.render(w, pr.Status, "reset", pg)
 }

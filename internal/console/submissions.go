@@ -1,10 +1,12 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
@@ -79,7 +81,7 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) er
 		var cells []string
 		for _, c := range v.Columns {
 			if c.Shown {
-				cells = append(cells, vals[c.Name])
+				cells = append(cells, fileCell(f, c.Name, vals[c.Name], p.L))
 			}
 		}
 		if len(row.Data) == 0 && len(cells) > 0 {
@@ -106,6 +108,12 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) er
 		ex.Set("format", format)
 		ex.Set("header", "labels")
 		ex.Set("lang", p.L.Tag)
+		if format != "jsonl" {
+			// For people (issue 34); console.js adds the browser's
+			// time zone (tz) and the chosen link validity (link_ttl).
+			ex.Set("for", "people")
+			ex.Set("link_ttl", "7d")
+		}
 		v.Export[format] = "/v1/admin/forms/" + url.PathEscape(f.ID()) + "/export?" + ex.Encode()
 	}
 	p.Nav, p.Title, p.Data = "forms", title(f, p.L), v
@@ -132,4 +140,15 @@ func (v submissionsView) ShownLabels() []string {
 		}
 	}
 	return out
+}
+
+// fileCell is a cell of a file field as the number of its files, not
+// the internal upload:<id> references (issue 34); the entry's page
+// names and links them. Other cells are as they are.
+func fileCell(f *form.Form, name, text string, l lang) string {
+	fd, ok := f.Field(name)
+	if !ok || fd.Type != form.TypeFile || text == "" {
+		return text
+	}
+	return fmt.Sprintf(l.T["sub.files"], strings.Count(text, "upload:"))
 }

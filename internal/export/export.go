@@ -47,6 +47,13 @@ type Options struct {
 	// size, sha256, url}; without it a file field's value stays the
 	// upload:<id> reference.
 	Files FileLister
+	// People makes the CSV and XLSX tables for people (people.go): the
+	// labels and formd's own headings in Lang, statuses in words, times
+	// in Zone to the second, files as name and link, a BOM before a CSV.
+	// JSON Lines are the same either way.
+	People bool
+	// Zone is the time zone of an export for people (nil: UTC).
+	Zone *time.Location
 }
 
 // ContentType is the media type of a format.
@@ -93,9 +100,12 @@ const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 // fields the form never defined, as JSON).
 func header(f *form.Form, removed []string, opts Options) []string {
 	h := []string{"id", "key", "status", "received_at"}
+	if opts.People {
+		h = []string{word(opts.Lang, "id"), word(opts.Lang, "status"), receivedHeading(opts)}
+	}
 	for _, fd := range f.Fields() {
 		name := fd.Name
-		if opts.Labels {
+		if opts.Labels || opts.People {
 			if l := fd.Label.For(opts.Lang); l != "" {
 				name = l
 			}
@@ -105,7 +115,26 @@ func header(f *form.Form, removed []string, opts Options) []string {
 	for _, name := range removed {
 		h = append(h, RemovedHeading(name, opts.Lang))
 	}
+	if opts.People {
+		return append(h, word(opts.Lang, "extra"))
+	}
 	return append(h, "extra")
+}
+
+// own is an entry's own cells (before the fields') as text.
+func own(r store.Row, opts Options) []string {
+	if opts.People {
+		return []string{r.ID, word(opts.Lang, r.Status), r.ReceivedAt.In(opts.zone()).Format(peopleTime)}
+	}
+	return []string{r.ID, r.Key, r.Status, r.ReceivedAt.UTC().Format(timeFormat)}
+}
+
+// cellText is a field's value as one cell of text.
+func cellText(fd form.Field, raw json.RawMessage, opts Options) string {
+	if opts.People && fd.Type == form.TypeFile {
+		return filesText(raw)
+	}
+	return text(raw)
 }
 
 // SplitExtra separates an entry's data into the form's fields and the
@@ -220,6 +249,9 @@ func writeCSV(ctx context.Context, rows func(context.Context, func(store.Row) er
 		return err
 	}
 	bw := bufio.NewWriter(w)
+	if opts.People {
+		bw.WriteString(BOM)
+	}
 	if err := csvRow(bw, header(f, removed, opts)); err != nil {
 		return err
 	}
@@ -229,9 +261,9 @@ func writeCSV(ctx context.Context, rows func(context.Context, func(store.Row) er
 		if err != nil {
 			return err
 		}
-		cells := []string{r.ID, r.Key, r.Status, r.ReceivedAt.UTC().Format(timeFormat)}
+		cells := own(r, opts)
 		for _, fd := range fields {
-			cells = append(cells, text(m[fd.Name]))
+			cells = append(cells, cellText(fd, m[fd.Name], opts))
 		}
 		for _, name := range removed {
 			cells = append(cells, text(m[name]))
@@ -320,7 +352,22 @@ func writeXLSX(ctx context.Context, rows func(context.Context, func(store.Row) e
 			return err
 		}
 		cells := []any{r.ID, r.Key, r.Status, excelize.Cell{StyleID: timeStyle, Value: r.ReceivedAt.UTC()}}
+		if opts.People {
+			// The wall-clock time of the zone: a spreadsheet's times
+			// have none of their own.
+			at := r.ReceivedAt.In(opts.zone())
+			wall := time.Date(at.Year(), at.Month(), at.Day(), at.Hour(), at.Minute(), at.Second(), 0, time.UTC)
+			cells = []any{r.ID, word(opts.Lang, r.Status), excelize.Cell{StyleID: timeStyle, Value: wall}}
+		}
 		for _, fd := range fields {
+			if opts.People && fd.Type == form.TypeFile {
+				if s := filesText(m[fd.Name]); s != "" {
+					cells = append(cells, s)
+				} else {
+					cells = append(cells, nil)
+				}
+				continue
+			}
 			cells = append(cells, typed(fd, m[fd.Name], dateStyle))
 		}
 		for _, name := range removed {

@@ -144,7 +144,41 @@ func acceptType(a string) (string, error) {
 	if !ok || major == "" || minor == "" || strings.ContainsAny(a, " ;,") || (major == "*" && minor != "*") {
 		return "", fmt.Errorf("%q is neither a MIME type (such as image/jpeg or image/*) nor an extension (such as .pdf)", a)
 	}
+	if t, ok := typeAliases[a]; ok {
+		return t, nil
+	}
 	return a, nil
+}
+
+// typeAliases are names people write for a type that files are sniffed
+// as under another (issue 34: accept: [image/jpg] passed and then refused
+// every JPEG, which sniffs as image/jpeg).
+var typeAliases = map[string]string{
+	"image/jpg":                   "image/jpeg",
+	"image/pjpeg":                 "image/jpeg",
+	"image/x-png":                 "image/png",
+	"image/x-ms-bmp":              "image/bmp",
+	"application/x-pdf":           "application/pdf",
+	"audio/mp3":                   "audio/mpeg",
+	"audio/x-wav":                 "audio/wav",
+	"text/comma-separated-values": "text/csv",
+}
+
+// AcceptTypes are the field's accept entries as the MIME types (or type/*
+// patterns) they stand for, aliases resolved: what a page's accept
+// attribute should list.
+func (f Field) AcceptTypes() []string {
+	out := make([]string, 0, len(f.Accept))
+	for _, a := range f.Accept {
+		if strings.HasPrefix(strings.TrimSpace(a), ".") {
+			out = append(out, strings.ToLower(strings.TrimSpace(a)))
+			continue
+		}
+		if t, err := acceptType(a); err == nil {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // MaxSizeOf is the largest file the field takes, in bytes.

@@ -137,3 +137,19 @@ func TestUploadsKeyCannotBeSubmitted(t *testing.T) {
 		t.Fatalf("%s = %s; a submitted %s must stay under %s", UploadsKey, data[UploadsKey], UploadsKey, ExtraKey)
 	}
 }
+
+// accept: [image/jpg] is the JPEG that files sniff as image/jpeg (issue
+// 34: it passed check and then every real JPEG was refused).
+func TestAcceptAliases(t *testing.T) {
+	t.Parallel()
+	f := mustForm(t, "id: a\nfields:\n  - {name: photo, type: file, accept: [image/jpg, IMAGE/X-PNG, .pdf]}\n")
+	photo, _ := f.Field("photo")
+	for typ, want := range map[string]bool{"image/jpeg": true, "image/png": true, "application/pdf": true, "image/gif": false} {
+		if got := photo.Accepts(typ); got != want {
+			t.Errorf("accepts %s = %v, want %v", typ, got, want)
+		}
+	}
+	if got := strings.Join(photo.AcceptTypes(), ","); got != "image/jpeg,image/png,.pdf" {
+		t.Errorf("AcceptTypes %q", got)
+	}
+}

@@ -254,7 +254,7 @@ func fieldViews(f *form.Form, l lang) []fieldView {
 			}
 		case form.TypeFile:
 			v.Input = "file"
-			v.Accept = strings.Join(fd.Accept, ",")
+			v.Accept = strings.Join(fd.AcceptTypes(), ",")
 			v.Multiple = fd.MaxFilesOf() > 1
 		case form.TypeDate:
 			v.Input = "date"

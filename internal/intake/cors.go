@@ -14,17 +14,24 @@ import (
 // headers; a cross-origin request from anywhere else is refused with 403
 // before anything is read or written. Requests without an Origin header
 // (servers, curl, same-origin navigations) pass.
+//
+// The refusal itself carries Access-Control-Allow-Origin (issue 34): a
+// page the form does not list can read the 403 origin-not-allowed and say
+// "this site may not send to this form" instead of seeing a network error
+// and retrying forever. Nothing else is readable that way: every endpoint
+// calls checkOrigin before it reads the store, so the only body such a
+// page ever reads is the problem document.
 func (h *Handler) checkOrigin(w http.ResponseWriter, r *http.Request, f *form.Form) error {
 	origin := r.Header.Get("Origin")
 	if origin == "" || sameOrigin(r, origin) {
 		return nil
 	}
-	if !f.AllowsOrigin(origin) {
-		return problem.New(problem.CodeOriginNotAllowed, "this form does not accept submissions from this origin")
-	}
 	hdr := w.Header()
 	hdr.Set("Access-Control-Allow-Origin", origin)
 	hdr.Add("Vary", "Origin")
+	if !f.AllowsOrigin(origin) {
+		return problem.New(problem.CodeOriginNotAllowed, "this form does not accept submissions from this origin")
+	}
 	hdr.Set("Access-Control-Expose-Headers", "Location, Retry-After, Idempotent-Replayed, Preference-Applied, Idempotency-Key, Formd-Key-Derived")
 	return nil
 }
@@ -42,7 +49,11 @@ func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) error {
 	if f == nil {
 		return problem.New(problem.CodeFormNotFound, "")
 	}
-	if err := h.checkOrigin(w, r, f); err != nil {
+	// A preflight from an origin the form does not list is answered as
+	// any other, so that the browser sends the request and the page can
+	// read its 403 origin-not-allowed (checkOrigin refuses it before the
+	// body is read).
+	if err := h.checkOrigin(w, r, f); err != nil && problem.From(err).Code != problem.CodeOriginNotAllowed {
 		return err
 	}
 	hdr := w.Header()

@@ -236,7 +236,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
 		CheckURL: func(raw string) error { return s.Guard.CheckSavedURL(raw, nil) }, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
-		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, SpamReasons: s.Store, Refusals: s.Store})
+		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store})
 	adm.Register(mux)
 	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)

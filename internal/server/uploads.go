@@ -9,6 +9,7 @@ import (
 
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
+	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
@@ -44,6 +45,9 @@ func (s *Server) openUploads(ctx context.Context, secret []byte, reg prometheus.
 		}
 		objs = o
 	}
+	if w := localUploadsWarning(s.cfg); w != "" {
+		s.log.Warn(w, "data", s.cfg.Data)
+	}
 	cfg := uploads.Config{
 		Dir: filepath.Join(s.cfg.Data, "uploads"), Objects: objs, Expiry: s.cfg.UploadExpiry, Logger: s.log,
 		// Entries journaled but not decided keep the uploads they name.
@@ -71,6 +75,19 @@ func (s *Server) openUploads(ctx context.Context, secret []byte, reg prometheus.
 	return nil
 }
 
+// localUploadsWarning is said at start-up when this instance keeps its
+// uploads in its own data directory while its store can be shared by
+// several instances (issue 34: with separate data directories an upload
+// made through one instance was 404 on another, silently); "" otherwise.
+func localUploadsWarning(cfg config.Config) string {
+	if cfg.UploadsS3 != nil || cfg.StoreDriver().OneInstance {
+		return ""
+	}
+	return "uploads are kept in this instance's data directory (--data): other instances sharing this store cannot serve them " +
+		"(an upload made through one is not found on another) unless every instance has the same --data on shared storage; " +
+		"for several instances use --uploads s3://… (one bucket for all)"
+}
+
 // uploadLocks are the locks uploads in a shared bucket are written
 // under: the store's (store.UploadLocker) when it has them; none (the
 // uploads service's in memory) when the store serves one instance
@@ -88,6 +105,18 @@ func uploadLocks(cfg config.Config, st Store) (store.UploadLocks, error) {
 	}
 	return nil, fmt.Errorf("setting uploads (--uploads s3://…, FORMD_UPLOADS): the store (%T) cannot lock uploads across instances (store.UploadLocker), "+
 		"which several instances sharing a bucket need; use a store that can (postgres), or --uploads data on one instance", st)
+}
+
+// filesFor lists an entry's files with links valid for ttl (0: --link-ttl)
+// that start with --public-url, else with base (an export for people).
+func (s *Server) filesFor(base string, ttl time.Duration) export.FileLister {
+	if s.cfg.PublicURL != "" {
+		base = ""
+	}
+	l := s.Links.With(base, ttl)
+	return func(ctx context.Context, entryID string) (map[string][]uploads.File, error) {
+		return l.Files(ctx, s.Store, entryID)
+	}
 }
 
 // entryFiles lists an entry's files with fresh signed links.

@@ -64,6 +64,30 @@ func tusCode(status int) string {
 	return problem.CodeInternal
 }
 
+// missingHeader says which tus header a refused request lacks (issue 34:
+// a bare invalid-request cost an afternoon), or "" when it lacks none.
+func missingHeader(r *http.Request, code int) string {
+	method := r.Method
+	if o := r.Header.Get("X-HTTP-Method-Override"); o != "" {
+		method = strings.ToUpper(o)
+	}
+	switch {
+	case method == http.MethodOptions:
+		return ""
+	case r.Header.Get("Tus-Resumable") == "" && (code == http.StatusPreconditionFailed || code == http.StatusBadRequest):
+		return "send the header Tus-Resumable: 1.0.0 (the tus protocol's version) with every request but OPTIONS"
+	case code == http.StatusPreconditionFailed:
+		return "Tus-Resumable must be 1.0.0, the tus version formd speaks"
+	case method == http.MethodPost && code == http.StatusBadRequest && r.Header.Get("Upload-Length") == "" && r.Header.Get("Upload-Defer-Length") == "":
+		return "send the file's size in bytes in the header Upload-Length"
+	case method == http.MethodPatch && code == http.StatusBadRequest && r.Header.Get("Upload-Offset") == "":
+		return "send the header Upload-Offset: the offset HEAD gives"
+	case method == http.MethodPatch && code == http.StatusUnsupportedMediaType:
+		return "send the bytes with Content-Type: application/offset+octet-stream"
+	}
+	return ""
+}
+
 // rewriter adapts tusd's answers to formd's API: Location names the
 // upload under its form, the expiration extension is announced (formd
 // sends Upload-Expires), and tusd's plain-text errors become problem
@@ -112,7 +136,11 @@ func (w *rewriter) finish() {
 	code, msg := w.pending, w.text.String()
 	w.pending = 0
 	h := w.Header()
-	p := problem.New(tusCode(code), tusDetail(code, msg))
+	detail := missingHeader(w.r, code)
+	if detail == "" {
+		detail = tusDetail(code, msg)
+	}
+	p := problem.New(tusCode(code), detail)
 	if code == http.StatusNotImplemented {
 		// A tus feature this server does not take: the request's fault,
 		// not formd's.

@@ -42,6 +42,20 @@ func NewLinks(secret []byte, base string, ttl time.Duration, now func() time.Tim
 	return &Links{key: mac.Sum(nil), base: strings.TrimSuffix(base, "/"), ttl: ttl, now: now}
 }
 
+// With is the signer with another base (when base is not "") and TTL
+// (when ttl is not 0): an export for people chooses how long its links
+// work, and needs them absolute.
+func (l *Links) With(base string, ttl time.Duration) *Links {
+	c := *l
+	if base != "" {
+		c.base = strings.TrimSuffix(base, "/")
+	}
+	if ttl > 0 {
+		c.ttl = ttl
+	}
+	return &c
+}
+
 func (l *Links) sign(entry, upload string, exp int64) string {
 	mac := hmac.New(sha256.New, l.key)
 	fmt.Fprintf(mac, "%d:%s\n%d:%s\n%d\n", len(entry), entry, len(upload), upload, exp)

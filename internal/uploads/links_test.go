@@ -50,3 +50,32 @@ func TestLinksExpireAndBindEntryAndFile(t *testing.T) {
 		t.Fatal("the link works after its TTL")
 	}
 }
+
+// With makes links of another base and TTL that the server's own signer
+// accepts until then (an export for people, issue 34).
+func TestLinksWithBaseAndTTL(t *testing.T) {
+	t.Parallel()
+	c := &clock{now: time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)}
+	l := NewLinks([]byte("formd test secret, 32 bytes long"), "", 15*time.Minute, c.Now)
+	w := l.With("https://forms.example.org/", 7*24*time.Hour)
+	link := w.URL("entry-1", "0123456789abcdef0123456789abcdef")
+	if !strings.HasPrefix(link, "https://forms.example.org/v1/files/entry-1/") {
+		t.Fatalf("link %s: want it absolute", link)
+	}
+	if rel := l.URL("entry-1", "0123456789abcdef0123456789abcdef"); !strings.HasPrefix(rel, "/v1/files/") {
+		t.Fatalf("the server's own signer changed: %s", rel)
+	}
+	u, _ := url.Parse(link)
+	exp, sig := u.Query().Get("exp"), u.Query().Get("sig")
+	c.add(6 * 24 * time.Hour)
+	if err := l.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err != nil {
+		t.Fatalf("after six days of seven: %v", err)
+	}
+	c.add(24 * time.Hour)
+	if err := l.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
+		t.Fatal("the link works after its seven days")
+	}
+	if same := l.With("", 0); same.URL("e", "u") != l.URL("e", "u") {
+		t.Error("With of nothing changed the links")
+	}
+}

@@ -257,15 +257,21 @@ func (s *Service) route(h http.HandlerFunc, upload bool) http.Handler {
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(r, origin) {
-			if !s.forms.Get(formID).AllowsOrigin(origin) {
-				writeProblem(w, r, problem.New(problem.CodeOriginNotAllowed, "this form does not accept uploads from this origin"), 0)
-				return
-			}
+			// An origin the form does not list gets its preflight answered
+			// and a 403 it can read (issue 34): the SDK says "this site may
+			// not send to this form" instead of retrying a network error.
+			// The refusal comes before the upload is looked up or read.
+			allowed := s.forms.Get(formID).AllowsOrigin(origin)
 			hdr := w.Header()
 			hdr.Set("Access-Control-Allow-Origin", origin)
 			hdr.Add("Vary", "Origin")
+			preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+			if !allowed && !preflight {
+				writeProblem(w, r, problem.New(problem.CodeOriginNotAllowed, "this form does not accept uploads from this origin"), 0)
+				return
+			}
 			hdr.Set("Access-Control-Expose-Headers", "Location, Upload-Offset, Upload-Length, Upload-Expires, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Retry-After")
-			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			if preflight {
 				hdr.Set("Access-Control-Allow-Methods", "POST, HEAD, PATCH, DELETE, OPTIONS")
 				hdr.Set("Access-Control-Allow-Headers", "Tus-Resumable, Upload-Length, Upload-Metadata, Upload-Offset, Content-Type, X-HTTP-Method-Override, X-Requested-With")
 				hdr.Set("Access-Control-Max-Age", "600")

@@ -518,4 +518,44 @@ func TestUploadOrigins(t *testing.T) {
 	if res.StatusCode != 403 || !strings.HasPrefix(problemCode(t, res), "origin-not-allowed") {
 		t.Fatalf("creation from another origin: %d", res.StatusCode)
 	}
+	// The refusal is readable by the refused page (issue 34): its
+	// preflight passes, the 403 carries Access-Control-Allow-Origin, and
+	// nothing of an upload is exposed or answered.
+	if res.Header.Get("Access-Control-Allow-Origin") != "https://evil.example" || res.Header.Get("Access-Control-Expose-Headers") != "" || res.Header.Get("Location") != "" {
+		t.Errorf("the refusal's headers: %v", res.Header)
+	}
+	pre = r.do("OPTIONS", "/v1/forms/exam/uploads", map[string]string{
+		"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}, nil)
+	if pre.StatusCode != 204 || pre.Header.Get("Access-Control-Allow-Origin") != "https://evil.example" {
+		t.Errorf("preflight from another origin: %d %v", pre.StatusCode, pre.Header)
+	}
+	res = r.do("HEAD", "/v1/forms/exam/uploads/0123456789abcdef0123456789abcdef", map[string]string{"Origin": "https://evil.example", "Tus-Resumable": "1.0.0"}, nil)
+	if res.StatusCode != 403 || res.Header.Get("Upload-Offset") != "" || res.Header.Get("Upload-Expires") != "" {
+		t.Errorf("HEAD from another origin: %d %v", res.StatusCode, res.Header)
+	}
+}
+
+// A tus request that lacks a header the protocol needs is told which
+// (issue 34), not a bare invalid-request.
+func TestMissingTusHeadersAreNamed(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	loc := r.create("photo", 4)
+	tests := []struct {
+		name, method, path string
+		hdr                map[string]string
+		want               string
+	}{
+		{"creation without Upload-Length", "POST", "/v1/forms/exam/uploads", map[string]string{"Upload-Metadata": metadata("field", "photo")}, "Upload-Length"},
+		{"creation without Tus-Resumable", "POST", "/v1/forms/exam/uploads", map[string]string{"Tus-Resumable": "", "Upload-Length": "4", "Upload-Metadata": metadata("field", "photo")}, "Tus-Resumable: 1.0.0"},
+		{"a chunk without Tus-Resumable", "PATCH", loc, map[string]string{"Tus-Resumable": "", "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"}, "Tus-Resumable: 1.0.0"},
+		{"a chunk without Upload-Offset", "PATCH", loc, map[string]string{"Content-Type": "application/offset+octet-stream"}, "Upload-Offset"},
+	}
+	for _, tc := range tests {
+		res := r.do(tc.method, tc.path, tc.hdr, []byte("abcd"))
+		got := problemCode(t, res)
+		if res.StatusCode < 400 || res.StatusCode >= 500 || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %d %q, want the problem to name %s", tc.name, res.StatusCode, got, tc.want)
+		}
+	}
 }

@@ -56,7 +56,11 @@ export type FieldErrorCode =
   | 'file-rejected'
   | 'file-too-large';
 
-/** The problem codes about uploads that have a text of their own (messages.js "code-CODE"). */
+/**
+ * The problem codes that have a text of their own (messages.js "code-CODE"):
+ * the uploads', and origin-not-allowed (a page on a site the form's
+ * origins do not list: "failed", not retried).
+ */
 export type UploadProblemCode =
   | 'file-rejected'
   | 'payload-too-large'
@@ -67,7 +71,8 @@ export type UploadProblemCode =
   | 'upload-storage-full'
   | 'scan-unavailable'
   | 'file-infected'
-  | 'upload-file-lost';
+  | 'upload-file-lost'
+  | 'origin-not-allowed';
 
 /** One problem with one field, from a 422 validation-failed answer. */
 export interface FieldError {

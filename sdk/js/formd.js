@@ -47,6 +47,9 @@ const BY_STATUS = { stored: 'received', received: 'received', pending: 'received
 /** What a definitive problem code means for the person. @type {Record<string, State>} */
 const BY_CODE = { 'duplicate-entry': 'duplicate', 'capacity-reached': 'full', 'form-closed': 'closed', 'validation-failed': 'invalid' };
 
+/** Said after "failed" when the form does not list the page's origin. */
+const NOT_HERE = 'This site may not send to this form.';
+
 /**
  * Results that mean the server holds this person's entry: the same values
  * submitted again get the first result back, not a new key.
@@ -724,6 +727,9 @@ export function createClient(o = {}) {
           const st = r.status === 200 && r.body && r.body.status;
           if (st === 'processing') return accepted(run, e, r);
           if (st) return settle(run, e, BY_STATUS[st] || 'received', { doc: r.body });
+          // This page's origin is not the form's: asking again will not
+          // change that (issue 34).
+          if (r.status === 403 && r.body && r.body.code === 'origin-not-allowed') return settle(run, e, 'failed', { problem: r.body, errors: [] });
           // Not there: send it now, or believe the error held. (A 5xx
           // leaves its fate unknown: ask again.)
           if (r.status === 404) {
@@ -1047,7 +1053,7 @@ export function enhance(el, o = {}) {
     // A problem code with a text of its own (a file refused, storage
     // full) says more than the state.
     const c = ev.problem && ev.problem.code;
-    const more = c ? text('code-' + c, '') : '';
+    const more = c ? text('code-' + c, c === 'origin-not-allowed' ? NOT_HERE : '') : '';
     box.textContent = (text('msg-' + ev.state, MSG[ev.state]) + (more && ' ' + more)).replace('{percent}', String(ev.progress));
     if (ev.state === 'invalid') mark(ev.errors || []);
     for (const t of ['formd:state', 'formd:' + ev.state]) el.dispatchEvent(new CustomEvent(t, { detail: ev, bubbles: true }));

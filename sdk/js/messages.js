@@ -63,6 +63,7 @@ export const MESSAGES = {
     'code-upload-storage-full': 'The server has no room for files right now: they stay on this device and are sent again shortly.',
     'code-scan-unavailable': 'The file cannot be checked for viruses right now: it is sent again shortly.',
     'code-file-infected': 'The virus scanner found something in this file, and it was not kept: choose another file.',
+    'code-origin-not-allowed': 'This site may not send to this form.',
   },
   zh: {
     'msg-idle': '',
@@ -107,6 +108,7 @@ export const MESSAGES = {
     'code-upload-storage-full': '服务器暂时没有空间保存文件：文件保留在本机，稍后会自动重新发送。',
     'code-scan-unavailable': '文件暂时无法进行病毒检查：稍后会自动重新发送。',
     'code-file-infected': '病毒扫描在此文件中发现问题，文件未保存：请选择其他文件。',
+    'code-origin-not-allowed': '此网站不能向这个表单提交。',
   },
 };
 

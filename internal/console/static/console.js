@@ -41,6 +41,37 @@
     note.textContent = note.getAttribute('data-tz-note').replace('%s', (zone ? zone + ', ' : '') + offset(new Date()));
     note.hidden = false;
   }
+  // Exports for people: times in this browser's zone, file links valid
+  // as long as chosen (issue 34).
+  var ttl = document.querySelector('[data-export-ttl]');
+  function exportLinks() {
+    var zone = '';
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (e) { zone = ''; }
+    document.querySelectorAll('a[data-export]').forEach(function (a) {
+      var u = new URL(a.getAttribute('href'), location.href);
+      if (zone) u.searchParams.set('tz', zone);
+      if (ttl) u.searchParams.set('link_ttl', ttl.value);
+      a.setAttribute('href', u.pathname + u.search);
+    });
+  }
+  exportLinks();
+  if (ttl) ttl.addEventListener('change', exportLinks);
+  // A window typed in this browser's time (the label says its offset,
+  // as the page's times do) is sent as the UTC moment it means; without
+  // the script the label says UTC and the server reads it so (issue 34).
+  document.querySelectorAll('input[type=datetime-local][data-local]').forEach(function (el) {
+    if (!el.form) return;
+    el.form.addEventListener('submit', function () {
+      var d = el.value ? new Date(el.value) : null;
+      if (!d || isNaN(d.getTime())) return;
+      var h = document.createElement('input');
+      h.type = 'hidden';
+      h.name = el.name;
+      h.value = d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+      el.removeAttribute('name');
+      el.form.appendChild(h);
+    });
+  });
   var busy = false;
   function refresh() {
     if (busy || document.hidden) return;

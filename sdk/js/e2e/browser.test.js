@@ -657,6 +657,45 @@ describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 600000 },
     }
   });
 
+  test('a site the form does not list: "this site may not send to this form", and no retries', async () => {
+    // Issue 34: the preflight passes and the 403 origin-not-allowed is
+    // readable, so the SDK ends the entry instead of saving and retrying.
+    const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Other</title>
+<script type="module" src="${server.base}/sdk/formd.js"></script></head><body>
+<form data-formd="elsewhere" method="post" action="${server.base}/v1/forms/elsewhere/submissions">
+<label for="n">Your name</label><input id="n" name="name" required>
+<label for="p">Phone</label><input id="p" name="phone" type="tel" required>
+<button>Register</button></form></body></html>`;
+    const site = createServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+      res.end(page);
+    });
+    await new Promise((r) => site.listen(0, '127.0.0.1', () => r(undefined)));
+    const origin = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (site.address()).port}`;
+    try {
+      await withBrowser({}, async (ctx) => {
+        const { page: tab, posts } = await openForm(ctx, origin, '/');
+        const p = person();
+        await tab.getByLabel('Your name').fill(p.name);
+        await tab.getByLabel('Phone').fill(p.phone);
+        await tab.getByRole('button', { name: 'Register' }).click();
+        await reached(tab, 'failed');
+        assert.equal(await statusText(tab), 'The form could not be sent. This site may not send to this form.');
+        assert.ok(!(await statusText(tab)).includes('Saved on this device'));
+        const events = await tab.evaluate(() => /** @type {any} */ (window).__events.map((/** @type {any} */ e) => e.state));
+        assert.ok(!events.includes('saved'), `no "saved" on the way: ${events}`);
+        const res = await posts[0].response();
+        assert.equal(res?.status(), 403);
+        assert.equal(res?.headers()['access-control-allow-origin'], origin, 'the refusal is readable');
+        assert.deepEqual(await outbox(tab), [], 'the outbox let go: nothing to retry');
+        assert.equal(posts.length, 1);
+        assert.equal((await server.entriesFor(p.phone, 'elsewhere')).length, 0);
+      });
+    } finally {
+      await new Promise((r) => site.close(() => r(undefined)));
+    }
+  });
+
   test('a form with a thank-you page: the SDK goes there once the outbox is done', async () => {
     await withBrowser({}, async (ctx) => {
       const { page } = await openForm(ctx, server.base, '/f/thanks');

@@ -694,3 +694,28 @@ test('a status lookup that says received is received', async () => {
   await settle();
   assert.deepEqual(t.states(), ['sending', 'received']);
 });
+
+// Issue 34: a page on a site the form's origins do not list reads the
+// server's 403 origin-not-allowed; asking again will not change it.
+const notHere = () => res(403, { code: 'origin-not-allowed', status: 403, detail: 'this form does not accept submissions from this origin' });
+
+test('origin-not-allowed to the first send: failed at once, out of the outbox, not retried', async () => {
+  const t = setup(notHere);
+  const ev = await t.client.submit('fair', person);
+  assert.equal(ev.state, 'failed');
+  assert.equal(ev.problem.code, 'origin-not-allowed');
+  assert.equal(t.storage.map.size, 0);
+  await t.clock.advance(60000);
+  assert.deepEqual(t.transport.calls.map((c) => c.method), ['POST']);
+  assert.deepEqual(t.clock.pending(), []);
+});
+
+test('a resumed entry whose status lookup is origin-not-allowed: failed, not asked again', async () => {
+  const left = { key: 'k-elsewhere', form: 'fair', url: URL_, data: person, at: 1, tries: 3 };
+  const t = setup(notHere, {}, [left]);
+  await settle();
+  await t.clock.advance(60000);
+  assert.deepEqual(t.transport.calls.map((c) => `${c.method} ${c.url}`), [`GET ${URL_}/k-elsewhere`]);
+  assert.deepEqual(t.states(), ['sending', 'failed']);
+  assert.equal(t.storage.map.size, 0);
+});

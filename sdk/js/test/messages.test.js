@@ -12,7 +12,7 @@ const CODES = [
   'too-small', 'too-large', 'too-short', 'too-long', 'too-early', 'too-late', 'too-few', 'too-many', 'pattern', 'unknown-field',
   'file-rejected', 'file-too-large',
 ];
-const PROBLEMS = ['file-rejected', 'payload-too-large', 'upload-already-used', 'upload-not-found', 'upload-offset-mismatch', 'upload-unavailable', 'upload-storage-full', 'scan-unavailable', 'file-infected', 'upload-file-lost'];
+const PROBLEMS = ['file-rejected', 'payload-too-large', 'upload-already-used', 'upload-not-found', 'upload-offset-mismatch', 'upload-unavailable', 'upload-storage-full', 'scan-unavailable', 'file-infected', 'upload-file-lost', 'origin-not-allowed'];
 const LIMITED = ['too-small', 'too-large', 'too-short', 'too-long', 'too-early', 'too-late', 'too-few', 'too-many'];
 
 /** The members of a string-literal union in formd.d.ts. */
