@@ -82,7 +82,16 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	dir := fs.Arg(0)
-	m, err := backup.Verify(context.Background(), server.BackupDrivers(), dir)
+	ctx := context.Background()
+	m, err := backup.Verify(ctx, server.BackupDrivers(), dir)
+	if err == nil {
+		// Whole is not enough: this binary must be able to restore it
+		// (the same check restore makes).
+		var known map[string]int
+		if known, err = server.KnownSchemas(ctx); err == nil {
+			err = backup.CheckRestorable(dir, m, known, release.Version())
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "formd backup verify: %v\n", err)
 		return 1

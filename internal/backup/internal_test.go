@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -440,6 +441,56 @@ func TestMountTmpfsHonoursRequireServices(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		if (err != nil) != c.fails || !strings.Contains(string(out), c.contains) {
 			t.Errorf("as nobody, FORMD_REQUIRE_SERVICES=%q: err %v, output:\n%s\nwant failed=%v and %q", c.require, err, out, c.fails, c.contains)
+		}
+	}
+}
+
+// TestVerifyAndRestoreAgree: a whole backup of a newer release or schema
+// than this binary's is refused by CheckRestorable, the one check both
+// formd backup verify and Restore make (issue 30: verify passed a
+// manifest that restore refused).
+func TestVerifyAndRestoreAgree(t *testing.T) {
+	ctx := context.Background()
+	data := newData(t, 0)
+	to := filepath.Join(t.TempDir(), "b")
+	if _, err := Take(ctx, Options{Data: data, Drivers: drivers, To: to, Version: "v1.2.0"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Verify(ctx, drivers, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, _ := m.File(StoreFile)
+	known := map[string]int{StoreFile: store.Schema, JournalFile: 1 << 20}
+	for _, tc := range []struct {
+		name    string
+		known   map[string]int
+		version string
+		refused string
+	}{
+		{"the same release", known, "v1.2.0", ""},
+		{"a newer binary", known, "v1.3.0", ""},
+		{"an older binary", known, "v1.1.0", "release"},
+		{"an older store schema", map[string]int{StoreFile: store.Schema - 1, JournalFile: 1 << 20}, "v1.2.0", "store.db schema version"},
+	} {
+		err := CheckRestorable(to, m, tc.known, tc.version)
+		var newer *NewerError
+		switch {
+		case tc.refused == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.refused != "" && (!errors.As(err, &newer) || newer.What != tc.refused):
+			t.Errorf("%s: %v, want a NewerError about the %s", tc.name, err, tc.refused)
+		case tc.refused != "":
+			// Restore refuses it with the same error, before touching --data.
+			restored := filepath.Join(t.TempDir(), "r")
+			_, _, rerr := Restore(ctx, RestoreOptions{Drivers: drivers, From: to, Data: restored, Version: tc.version, Known: tc.known,
+				Lock: func(string) (func(), error) { return func() {}, nil }})
+			if rerr == nil || rerr.Error() != err.Error() {
+				t.Errorf("%s: restore says %v, verify's check %v", tc.name, rerr, err)
+			}
+			if _, serr := os.Stat(restored); !errors.Is(serr, fs.ErrNotExist) {
+				t.Errorf("%s: the refused restore made %s (%v)", tc.name, restored, serr)
+			}
 		}
 	}
 }

@@ -63,15 +63,8 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 	if err != nil {
 		return m, nil, err
 	}
-	for _, name := range []string{StoreFile, JournalFile} {
-		f, _ := m.File(name)
-		if known, ok := opts.Known[name]; ok && f.Schema > known {
-			return m, nil, &NewerError{From: opts.From, What: name + " schema version", Backup: strconv.Itoa(f.Schema), This: strconv.Itoa(known),
-				BackupFormd: m.Formd, Formd: opts.Version}
-		}
-	}
-	if compareVersions(m.Formd, opts.Version) > 0 {
-		return m, nil, &NewerError{From: opts.From, What: "release", Backup: m.Formd, This: opts.Version, BackupFormd: m.Formd, Formd: opts.Version}
+	if err := CheckRestorable(opts.From, m, opts.Known, opts.Version); err != nil {
+		return m, nil, err
 	}
 	if same, err := sameDir(opts.From, opts.Data); err == nil && same {
 		return m, nil, fmt.Errorf("the backup %s and --data %s are one directory: restore into a new directory", opts.From, opts.Data)
@@ -133,6 +126,25 @@ func Restore(ctx context.Context, opts RestoreOptions) (Manifest, func(), error)
 		return m, nil, fmt.Errorf("%w; the restore was undone: %s holds what it held before", err, opts.Data)
 	}
 	return m, release, nil
+}
+
+// CheckRestorable is what a verified backup (Verify) must also be for
+// this binary to restore it: no file of a newer schema than known (the
+// schemas this build knows) and no newer release than version. Restore
+// and formd backup verify both ask it, so that verify never passes a
+// backup that restore refuses.
+func CheckRestorable(from string, m Manifest, known map[string]int, version string) error {
+	for _, name := range []string{StoreFile, JournalFile} {
+		f, _ := m.File(name)
+		if k, ok := known[name]; ok && f.Schema > k {
+			return &NewerError{From: from, What: name + " schema version", Backup: strconv.Itoa(f.Schema), This: strconv.Itoa(k),
+				BackupFormd: m.Formd, Formd: version}
+		}
+	}
+	if compareVersions(m.Formd, version) > 0 {
+		return &NewerError{From: from, What: "release", Backup: m.Formd, This: version, BackupFormd: m.Formd, Formd: version}
+	}
+	return nil
 }
 
 // The files of a data directory that a restore leaves where they are,
