@@ -40,8 +40,9 @@ type Proof struct {
 
 // SourceKey is the address an upload's budget counts it under: an IPv4
 // address as it is, an IPv6 address as its /64 (one subscriber's
-// network, which hands its hosts any address in it). The lead may unify
-// this with intake's per-/64 rate-limit key.
+// network, which hands its hosts any address in it): the rule of
+// intake.ClientKey, which the rate limits count by. TestSourceKeyIsClientKey
+// pins the two to each other (uploads does not import intake).
 func SourceKey(ip string) string {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
