@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/formd/formd/internal/problem"
+	"github.com/formd/formd/internal/uploads/exif"
 )
 
 // pngHeader is a PNG that says it is w × h: its header, no pixels.
@@ -170,11 +171,11 @@ func TestFileNamesLoseBidiControls(t *testing.T) {
 // turns a known pixel where it belongs.
 func TestThumbnailUpright(t *testing.T) {
 	t.Parallel()
-	photo, err := os.ReadFile(filepath.Join("testdata", "gps-photo.jpg"))
+	photo, err := os.ReadFile(filepath.Join("exif", "testdata", "gps-photo.jpg"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := jpegOrientation(bytes.NewReader(photo), int64(len(photo))); o != 6 {
+	if o := exif.Orientation(bytes.NewReader(photo), int64(len(photo))); o != 6 {
 		t.Fatalf("orientation %d, want 6", o)
 	}
 	b, err := thumbnail(bytes.NewReader(photo), 6)
