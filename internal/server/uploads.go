@@ -12,6 +12,7 @@ import (
 	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/clamd"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -53,7 +54,7 @@ func (s *Server) openUploads(ctx context.Context, secret []byte, reg prometheus.
 		Proof: &uploads.Proof{Signer: challenge.NewSigner(secret), Spend: s.Store},
 	}
 	if s.cfg.Clamd != "" {
-		c, err := uploads.ParseClamd(s.cfg.Clamd)
+		c, err := clamd.Parse(s.cfg.Clamd)
 		if err != nil {
 			return fmt.Errorf("--clamd: %w", err)
 		}
