@@ -13,6 +13,7 @@ import (
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
 	"github.com/formd/formd/internal/uploads/clamd"
+	"github.com/formd/formd/internal/uploads/links"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -68,7 +69,7 @@ func (s *Server) openUploads(ctx context.Context, secret []byte, reg prometheus.
 		return err
 	}
 	s.Uploads = u
-	s.Links = uploads.NewLinks(secret, s.cfg.PublicURL, s.cfg.LinkTTL, time.Now)
+	s.Links = links.New(secret, s.cfg.PublicURL, s.cfg.LinkTTL, time.Now)
 	return nil
 }
 
@@ -92,6 +93,6 @@ func uploadLocks(cfg config.Config, st Store) (store.UploadLocks, error) {
 }
 
 // entryFiles lists an entry's files with fresh signed links.
-func (s *Server) entryFiles(ctx context.Context, entryID string) (map[string][]uploads.File, error) {
+func (s *Server) entryFiles(ctx context.Context, entryID string) (map[string][]links.File, error) {
 	return s.Links.Files(ctx, s.Store, entryID)
 }

@@ -71,7 +71,7 @@ func nlink(t *testing.T, p string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return links(fi)
+	return linkCount(fi)
 }
 
 // The same bytes kept for two uploads are one file whose link count
