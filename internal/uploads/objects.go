@@ -29,10 +29,10 @@ type Objects interface {
 	Delete(ctx context.Context, id string) error
 }
 
-// Object is one object being read.
-type Object interface {
-	io.ReadSeekCloser
-}
+// Object is one object being read. It is an alias, not a type of its
+// own, so that the objects' conformance suite (objectstest) can name the
+// Objects interface without importing this package.
+type Object = io.ReadSeekCloser
 
 // errNoObject is an upload whose bytes are not in the store.
 var errNoObject = errors.New("the upload's bytes are missing")
