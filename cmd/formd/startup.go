@@ -12,7 +12,8 @@ import (
 )
 
 // cli is the start a one-shot command shares (export, forget, replay,
-// audit, token, forms, setup-link): its settings, then the drivers they
+// audit, token, forms, setup-link, backup, restore, deliveries, version,
+// healthcheck): its settings, then the drivers they
 // name. Each step prints what failed under the command's name and gives
 // the exit code, 2 for settings and 1 for drivers; 0 when it went well.
 type cli struct {
@@ -24,6 +25,11 @@ type cli struct {
 func (c cli) fail(code int, err error) int {
 	fmt.Fprintf(c.stderr, "%s: %v\n", c.name, err)
 	return code
+}
+
+// failf prints a message under the command's name and returns code.
+func (c cli) failf(code int, format string, a ...any) int {
+	return c.fail(code, fmt.Errorf(format, a...))
 }
 
 // settings loads the settings.
