@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/journal"
@@ -58,4 +59,22 @@ func (c cli) attach(ctx context.Context, cfg config.Config, log *slog.Logger) (j
 		return nil, nil, c.fail(1, err)
 	}
 	return j, st, 0
+}
+
+// attached loads the settings and opens the journal and the store beside
+// serving instances, logging to stderr (forget, audit); the caller closes
+// both with closeDrivers.
+func (c cli) attached(ctx context.Context, l *config.Loader) (config.Config, journal.Journal, server.Store, int) {
+	cfg, code := c.settings(l)
+	if code != 0 {
+		return cfg, nil, nil, code
+	}
+	j, st, code := c.attach(ctx, cfg, cfg.Logger(os.Stderr))
+	return cfg, j, st, code
+}
+
+// closeDrivers closes what attach opened, the journal first.
+func closeDrivers(j journal.Journal, st server.Store) {
+	j.Close()
+	st.Close()
 }
