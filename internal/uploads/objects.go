@@ -28,3 +28,9 @@ type Objects interface {
 // own, so that the objects' conformance suite (objectstest) can name the
 // Objects interface without importing this package.
 type Object = io.ReadSeekCloser
+
+// Both tiers are Objects (objectstest runs the same suite on each).
+var (
+	_ Objects = (*Dir)(nil)
+	_ Objects = (*s3Objects)(nil)
+)
