@@ -33,13 +33,11 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "formd backup: "+format+"\n", a...)
+	c := cli{"formd backup", stderr}
+	fail := c.failf
+	cfg, code := c.settings(loader)
+	if code != 0 {
 		return code
-	}
-	cfg, err := loader.Load()
-	if err != nil {
-		return fail(2, "%v", err)
 	}
 	if *to == "" {
 		return fail(2, "--to DIR is required: the directory to write the backup to (new or empty), best on another disk than --data")

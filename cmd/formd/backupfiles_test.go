@@ -22,6 +22,7 @@ import (
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 )
 
 // TestBackupRestoresFiles: formd backup of a data directory whose
@@ -80,7 +81,7 @@ func TestBackupRestoresFiles(t *testing.T) {
 		var row struct {
 			ID   string
 			Data struct {
-				CV []uploads.File `json:"cv"`
+				CV []links.File `json:"cv"`
 			}
 		}
 		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {

@@ -44,13 +44,11 @@ func deliveriesCmd(args []string, stdout, stderr io.Writer) int {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return 2
 	}
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "formd deliveries %s: "+format+"\n", append([]any{sub}, a...)...)
+	c := cli{"formd deliveries " + sub, stderr}
+	fail := c.failf
+	cfg, code := c.settings(loader)
+	if code != 0 {
 		return code
-	}
-	cfg, err := loader.Load()
-	if err != nil {
-		return fail(2, "%v", err)
 	}
 	ctx := context.Background()
 	open := func() (server.Store, bool) {

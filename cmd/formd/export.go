@@ -16,7 +16,7 @@ import (
 	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/server"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 )
 
 func init() {
@@ -97,9 +97,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd export: %v\n", err)
 		return 1
 	}
-	links := uploads.NewLinks(secret, cfg.PublicURL, cfg.LinkTTL, time.Now)
-	opts.Files = func(ctx context.Context, entryID string) (map[string][]uploads.File, error) {
-		return links.Files(ctx, st, entryID)
+	signer := links.New(secret, cfg.PublicURL, cfg.LinkTTL, time.Now)
+	opts.Files = func(ctx context.Context, entryID string) (map[string][]links.File, error) {
+		return signer.Files(ctx, st, entryID)
 	}
 	write := func(w io.Writer) error { return export.Write(ctx, st, f, *format, w, opts) }
 	if *withFiles {

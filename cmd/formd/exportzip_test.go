@@ -21,6 +21,7 @@ import (
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 )
 
 const filesForm = `
@@ -118,7 +119,7 @@ func TestExportWithFiles(t *testing.T) {
 		var row struct {
 			ID   string
 			Data struct {
-				CV []uploads.File `json:"cv"`
+				CV []links.File `json:"cv"`
 			}
 		}
 		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {

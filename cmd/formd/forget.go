@@ -31,18 +31,12 @@ func forgetCmd(args []string, stdout, stderr io.Writer) int {
 	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
-	c := cli{"formd forget", stderr}
-	cfg, code := c.settings(loader)
-	if code != 0 {
-		return code
-	}
 	ctx := context.Background()
-	j, st, code := c.attach(ctx, cfg, cfg.Logger(os.Stderr))
+	_, j, st, code := cli{"formd forget", stderr}.attached(ctx, loader)
 	if code != 0 {
 		return code
 	}
-	defer st.Close()
-	defer j.Close()
+	defer closeDrivers(j, st)
 	fg, _ := j.(journal.Forgetter)
 	rep, err := erasure.Forget(ctx, st, fg, erasure.Person{Email: *email, Phone: *phone, Region: *region}, nil, *dryRun)
 	var ie *erasure.InputError

@@ -29,10 +29,9 @@ func healthcheck(args []string, stdout, stderr io.Writer) int {
 	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd healthcheck: %v\n", err)
-		return 2
+	cfg, code := cli{"formd healthcheck", stderr}.settings(loader)
+	if code != 0 {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

@@ -105,18 +105,12 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd audit: %v\n", err)
 		return 2
 	}
-	c := cli{"formd audit", stderr}
-	cfg, code := c.settings(loader)
-	if code != 0 {
-		return code
-	}
 	ctx := context.Background()
-	j, st, code := c.attach(ctx, cfg, cfg.Logger(os.Stderr))
+	cfg, j, st, code := cli{"formd audit", stderr}.attached(ctx, loader)
 	if code != 0 {
 		return code
 	}
-	defer st.Close()
-	defer j.Close()
+	defer closeDrivers(j, st)
 	r, err := replay.Audit(ctx, j, st, filter, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "formd audit: %v\n", err)

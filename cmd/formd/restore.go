@@ -34,13 +34,11 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	if err := parseFlags(fs, args); err != nil {
 		return 2
 	}
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "formd restore: "+format+"\n", a...)
+	c := cli{"formd restore", stderr}
+	fail := c.failf
+	cfg, code := c.settings(loader)
+	if code != 0 {
 		return code
-	}
-	cfg, err := loader.Load()
-	if err != nil {
-		return fail(2, "%v", err)
 	}
 	if *resume && *abort {
 		return fail(2, "--resume finishes a stopped restore, --abort undoes it: give one")
@@ -68,6 +66,7 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	var (
 		m      backup.Manifest
 		unlock func()
+		err    error
 	)
 	if *resume {
 		m, unlock, err = backup.Resume(ctx, backup.RestoreOptions{Data: cfg.Data, Drivers: server.BackupDrivers(), Lock: server.LockData})

@@ -38,15 +38,14 @@ func versionCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "commit %s\n", commit)
 	fmt.Fprintf(stdout, "go     %s\n", runtime.Version())
-	cfg, err := loader.Load()
-	if err != nil {
-		fmt.Fprintf(stderr, "formd version: %v\n", err)
-		return 2
+	cfg, code := cli{"formd version", stderr}.settings(loader)
+	if code != 0 {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	schemas, err := server.SchemaVersions(ctx, cfg)
-	code := 0
+	code = 0
 	for _, s := range schemas {
 		fmt.Fprintf(stdout, "%-7s %s\n", s.What, describeSchema(s))
 	}

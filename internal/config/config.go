@@ -30,6 +30,7 @@ import (
 	"github.com/formd/formd/internal/processor"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/clamd"
 	"github.com/formd/formd/internal/webhooks"
 	"go.yaml.in/yaml/v3"
 )
@@ -472,7 +473,7 @@ var settings = []setting{
 	{"upload-reserve", "1GiB", "free space kept on the disk of --data: uploads that would leave less are refused with 507 and Retry-After, so the journal and the store never find the disk full; 0 for none", sizeSetter(func(c *Config) *int64 { return &c.UploadReserve })},
 	{"clamd", "", "scan every upload with ClamAV's clamd before a submission can use it: unix:///run/clamav/clamd.ctl or tcp://host:port; empty: no scanning", func(c *Config, v string) error {
 		if v != "" {
-			if _, err := uploads.ParseClamd(v); err != nil {
+			if _, err := clamd.Parse(v); err != nil {
 				return err
 			}
 		}

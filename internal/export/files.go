@@ -8,12 +8,12 @@ import (
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 )
 
 // FileLister lists an entry's files by field, each with a signed link
-// (uploads.Links.Files).
-type FileLister func(ctx context.Context, entryID string) (map[string][]uploads.File, error)
+// (links.Signer.Files).
+type FileLister func(ctx context.Context, entryID string) (map[string][]links.File, error)
 
 // withFiles streams rows with their file fields' values made the files'
 // {name, type, size, sha256, url} (a list for a field of more than one
@@ -25,7 +25,7 @@ func withFiles(f *form.Form, rows func(context.Context, func(store.Row) error) e
 			if !bytes.Contains(r.Data, []byte(`"`+form.UploadsKey+`":`)) {
 				return fn(r)
 			}
-			var byField map[string][]uploads.File
+			var byField map[string][]links.File
 			if files != nil {
 				var err error
 				if byField, err = files(ctx, r.ID); err != nil {
@@ -50,7 +50,7 @@ func FileData(ctx context.Context, f *form.Form, entryID string, data json.RawMe
 	if f == nil || !bytes.Contains(data, []byte(`"`+form.UploadsKey+`":`)) {
 		return data, nil
 	}
-	var byField map[string][]uploads.File
+	var byField map[string][]links.File
 	if files != nil {
 		var err error
 		if byField, err = files(ctx, entryID); err != nil {
@@ -61,7 +61,7 @@ func FileData(ctx context.Context, f *form.Form, entryID string, data json.RawMe
 }
 
 // rewriteFiles rewrites one entry's data, keeping its members' order.
-func rewriteFiles(f *form.Form, data json.RawMessage, byField map[string][]uploads.File) (json.RawMessage, error) {
+func rewriteFiles(f *form.Form, data json.RawMessage, byField map[string][]links.File) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return data, nil

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/formd/formd/internal/form"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 )
 
 func TestFileData(t *testing.T) {
@@ -16,8 +16,8 @@ func TestFileData(t *testing.T) {
 	}
 	f := fs[0]
 	data := []byte(`{"name":"Li","photo":"upload:p1","docs":["upload:d1","upload:d2"],"_uploads":["p1","d1","d2"]}`)
-	files := func(_ context.Context, id string) (map[string][]uploads.File, error) {
-		return map[string][]uploads.File{
+	files := func(_ context.Context, id string) (map[string][]links.File, error) {
+		return map[string][]links.File{
 			"photo": {{Name: "me.jpg", Type: "image/jpeg", Size: 3, SHA256: "ab", URL: "/v1/files/e/p1?exp=1&sig=x"}},
 			"docs":  {{Name: "a.pdf", Type: "application/pdf", Size: 1, SHA256: "cd", URL: "/d1"}, {Name: "b.pdf", Type: "application/pdf", Size: 2, SHA256: "ef", URL: "/d2"}},
 		}, nil

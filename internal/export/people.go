@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 )
 
 // An export for people (Options.People, issue 34) is the table an
@@ -73,13 +73,13 @@ func receivedHeading(opts Options) string {
 // them, as withFiles makes it) as a cell: each file's name and link, one
 // a line. Anything else is the value as text.
 func filesText(raw json.RawMessage) string {
-	var list []uploads.File
+	var list []links.File
 	if len(raw) > 0 && raw[0] == '{' {
-		var one uploads.File
+		var one links.File
 		if json.Unmarshal(raw, &one) != nil {
 			return text(raw)
 		}
-		list = []uploads.File{one}
+		list = []links.File{one}
 	} else if len(raw) > 0 && raw[0] == '[' {
 		if json.Unmarshal(raw, &list) != nil {
 			return text(raw)

@@ -11,7 +11,7 @@ import (
 	_ "time/tzdata" // Asia/Shanghai wherever the test runs
 
 	"github.com/formd/formd/internal/form"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 	"github.com/xuri/excelize/v2"
 )
 
@@ -34,8 +34,8 @@ func photoForm(t *testing.T) (*form.Form, rows, FileLister) {
 	r := rows{{Seq: 1, ID: "sub_1", Form: "f", Key: "k1", Status: "stored", ReceivedAt: time.Date(2027, 3, 1, 9, 0, 7, 123456000, time.UTC),
 		Data: json.RawMessage(`{"name":"=1+1","phone":"+8613800138000","photo":"upload:p1","_uploads":["p1"]}`)},
 		{Seq: 2, ID: "sub_2", Form: "f", Key: "k2", Status: "waitlisted", ReceivedAt: time.Date(2027, 3, 1, 17, 30, 0, 0, time.UTC), Data: json.RawMessage(`{"name":"Li"}`)}}
-	files := func(_ context.Context, id string) (map[string][]uploads.File, error) {
-		return map[string][]uploads.File{"photo": {{Name: "me.jpg", Type: "image/jpeg", Size: 3, SHA256: "ab", URL: "https://forms.example.org/v1/files/sub_1/p1?exp=1&sig=x"}}}, nil
+	files := func(_ context.Context, id string) (map[string][]links.File, error) {
+		return map[string][]links.File{"photo": {{Name: "me.jpg", Type: "image/jpeg", Size: 3, SHA256: "ab", URL: "https://forms.example.org/v1/files/sub_1/p1?exp=1&sig=x"}}}, nil
 	}
 	return fs[0], r, files
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 )
 
 // ZipFiles is what an export with its files reads besides the entries:
@@ -44,14 +44,14 @@ func WriteZip(ctx context.Context, src Source, f *form.Form, format string, w io
 	}
 	inZip := opts
 	inZip.Rows = rows
-	inZip.Files = func(ctx context.Context, entryID string) (map[string][]uploads.File, error) {
+	inZip.Files = func(ctx context.Context, entryID string) (map[string][]links.File, error) {
 		ups, err := zf.Uploads.EntryUploads(ctx, entryID)
 		if err != nil {
 			return nil, err
 		}
-		out := map[string][]uploads.File{}
+		out := map[string][]links.File{}
 		for i, u := range ups {
-			out[u.Field] = append(out[u.Field], uploads.File{Name: u.Name, Type: u.Type, Size: u.Size,
+			out[u.Field] = append(out[u.Field], links.File{Name: u.Name, Type: u.Type, Size: u.Size,
 				SHA256: hex.EncodeToString(u.SHA256[:]), URL: zipPath(entryID, i, u.Name)})
 		}
 		return out, nil

@@ -15,7 +15,7 @@ import (
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 )
 
 // The owner's mail lists the entry's files: name, type, size and a
@@ -36,7 +36,7 @@ func TestOwnerMailListsFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			links := uploads.NewLinks([]byte("0123456789abcdef0123456789abcdef"), "https://forms.example.org", 15*time.Minute, time.Now)
+			signer := links.New([]byte("0123456789abcdef0123456789abcdef"), "https://forms.example.org", 15*time.Minute, time.Now)
 			clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
 			var f *fixture
 			f = newFixture(t, `
@@ -46,8 +46,8 @@ fields:
   - {name: photo, type: file, label: {en: Photo, zh: 照片}}
 notify:
   email: {to: [owner@example.org], lang: `+tc.lang+`}
-`, mailer, outbox.Options{Now: clk.Now, Files: func(ctx context.Context, id string) (map[string][]uploads.File, error) {
-				return links.Files(ctx, f.st, id)
+`, mailer, outbox.Options{Now: clk.Now, Files: func(ctx context.Context, id string) (map[string][]links.File, error) {
+				return signer.Files(ctx, f.st, id)
 			}})
 			ctx := context.Background()
 			now := time.Now().UTC()

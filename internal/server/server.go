@@ -37,6 +37,7 @@ import (
 	"github.com/formd/formd/internal/replay"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/links"
 	"github.com/formd/formd/internal/webhooks"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -66,7 +67,7 @@ type Server struct {
 	// Uploads takes file fields' bytes (package uploads); Links signs
 	// the links owners download them through.
 	Uploads *uploads.Service
-	Links   *uploads.Links
+	Links   *links.Signer
 	backups backups
 	// Guard checks webhook addresses, with --webhook-allow.
 	Guard   *webhooks.Guard

@@ -13,6 +13,8 @@ import (
 	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/clamd"
+	"github.com/formd/formd/internal/uploads/links"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -57,7 +59,7 @@ func (s *Server) openUploads(ctx context.Context, secret []byte, reg prometheus.
 		Proof: &uploads.Proof{Signer: challenge.NewSigner(secret), Spend: s.Store},
 	}
 	if s.cfg.Clamd != "" {
-		c, err := uploads.ParseClamd(s.cfg.Clamd)
+		c, err := clamd.Parse(s.cfg.Clamd)
 		if err != nil {
 			return fmt.Errorf("--clamd: %w", err)
 		}
@@ -71,7 +73,7 @@ func (s *Server) openUploads(ctx context.Context, secret []byte, reg prometheus.
 		return err
 	}
 	s.Uploads = u
-	s.Links = uploads.NewLinks(secret, s.cfg.PublicURL, s.cfg.LinkTTL, time.Now)
+	s.Links = links.New(secret, s.cfg.PublicURL, s.cfg.LinkTTL, time.Now)
 	return nil
 }
 
@@ -114,12 +116,12 @@ func (s *Server) filesFor(base string, ttl time.Duration) export.FileLister {
 		base = ""
 	}
 	l := s.Links.With(base, ttl)
-	return func(ctx context.Context, entryID string) (map[string][]uploads.File, error) {
+	return func(ctx context.Context, entryID string) (map[string][]links.File, error) {
 		return l.Files(ctx, s.Store, entryID)
 	}
 }
 
 // entryFiles lists an entry's files with fresh signed links.
-func (s *Server) entryFiles(ctx context.Context, entryID string) (map[string][]uploads.File, error) {
+func (s *Server) entryFiles(ctx context.Context, entryID string) (map[string][]links.File, error) {
 	return s.Links.Files(ctx, s.Store, entryID)
 }

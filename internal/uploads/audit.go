@@ -245,7 +245,7 @@ func (d DirBytes) CheckContents(ctx context.Context, fn func(Content) error) err
 			if err != nil {
 				return fmt.Errorf("read upload contents: %w", err)
 			}
-			c := Content{Name: filepath.Join(ObjectsDir, "sha256", sh.Name(), e.Name()), Mod: fi.ModTime(), Linked: links(fi) > 1}
+			c := Content{Name: filepath.Join(ObjectsDir, "sha256", sh.Name(), e.Name()), Mod: fi.ModTime(), Linked: linkCount(fi) > 1}
 			if !sumOK(e.Name()) || e.Name()[:2] != sh.Name() {
 				c.Temporary = true
 			} else {
@@ -275,7 +275,7 @@ func (d DirBytes) StillUnlinked(name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("look at upload contents: %w", err)
 	}
-	return links(fi) == 1, nil
+	return linkCount(fi) == 1, nil
 }
 
 // fileSHA256 is the hex SHA-256 of a file's bytes.

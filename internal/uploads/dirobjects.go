@@ -302,7 +302,7 @@ func (d *Dir) Delete(ctx context.Context, id string) error {
 				return err
 			}
 			// Only the content's own name is left: no other id links to it.
-			if links(fi) == 1 {
+			if linkCount(fi) == 1 {
 				if err := os.Remove(c); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
 				}

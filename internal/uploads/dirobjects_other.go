@@ -13,9 +13,9 @@ func flock(*os.File) error { return nil }
 
 func funlock(*os.File) {}
 
-// links is unknown here: a content file is never taken for unreferenced,
+// linkCount is unknown here: a content file is never taken for unreferenced,
 // and the audit lists it instead.
-func links(fs.FileInfo) uint64 { return 2 }
+func linkCount(fs.FileInfo) uint64 { return 2 }
 
 // freeSpace is not known here: the reserve is not checked.
 func freeSpace(string) (int64, error) { return 1 << 62, nil }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/uploads/objectstest"
 )
 
 // kept is the path of upload id's bytes in the objects directory under
@@ -71,7 +72,7 @@ func nlink(t *testing.T, p string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return links(fi)
+	return linkCount(fi)
 }
 
 // The same bytes kept for two uploads are one file whose link count
@@ -344,4 +345,26 @@ func BenchmarkDirKeep(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The directory tier passes the objects' conformance suite; its two
+// instances are two Dirs on one uploads directory, as a server and a
+// command line beside it are.
+func TestDirConformance(t *testing.T) {
+	t.Parallel()
+	objectstest.Run(t, objectstest.Tier{
+		Open: func(t *testing.T) (objectstest.Objects, objectstest.Objects) {
+			dir := t.TempDir()
+			a, err := OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a, b
+		},
+		NotFound: errNoObject,
+	})
 }

@@ -20,8 +20,8 @@ func flock(f *os.File) error {
 
 func funlock(f *os.File) { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) } //nolint:errcheck // closing would release it too
 
-// links is a file's link count.
-func links(fi fs.FileInfo) uint64 {
+// linkCount is a file's link count.
+func linkCount(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Nlink)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/uploads/links"
 )
 
 // uploadClaimed sends a complete photo and stores an entry that claims
@@ -32,9 +33,9 @@ func (r *rig) uploadClaimed(seq uint64) (string, string) {
 }
 
 // downloads serves the rig's signed links.
-func (r *rig) downloads() (*Links, *httptest.Server) {
+func (r *rig) downloads() (*links.Signer, *httptest.Server) {
 	r.t.Helper()
-	l := NewLinks([]byte("formd test secret, 32 bytes long"), "", time.Hour, r.clock.Now)
+	l := links.New([]byte("formd test secret, 32 bytes long"), "", time.Hour, r.clock.Now)
 	mux := http.NewServeMux()
 	r.svc.RegisterDownloads(mux, l)
 	srv := httptest.NewServer(mux)

@@ -163,8 +163,3 @@ func (l *crossLocker) drop(k *crossLock) {
 	close(k.done)
 	l.mu.Unlock()
 }
-
-// ErrLocksUnavailable is a store whose upload locks could not be had:
-// the request is answered 503 with Retry-After and nothing of it was
-// written.
-var ErrLocksUnavailable = storageError{code: problem.CodeUploadUnavailable, msg: "the store that locks uploads could not be reached"}

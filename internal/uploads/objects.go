@@ -2,12 +2,7 @@ package uploads
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"syscall"
-
-	"github.com/formd/formd/internal/problem"
 )
 
 // Objects is where the bytes of complete uploads live, one object per
@@ -29,35 +24,13 @@ type Objects interface {
 	Delete(ctx context.Context, id string) error
 }
 
-// Object is one object being read.
-type Object interface {
-	io.ReadSeekCloser
-}
+// Object is one object being read. It is an alias, not a type of its
+// own, so that the objects' conformance suite (objectstest) can name the
+// Objects interface without importing this package.
+type Object = io.ReadSeekCloser
 
-// errNoObject is an upload whose bytes are not in the store.
-var errNoObject = errors.New("the upload's bytes are missing")
-
-// ErrStorageFull is a disk with no room for an upload's bytes: the
-// request is answered 507 with Retry-After and nothing of it is kept.
-var ErrStorageFull = storageError{code: problem.CodeUploadStorageFull, msg: "the server's disk has no room for the upload's bytes"}
-
-// ErrStorageUnavailable is an object store (the S3 bucket) that could not
-// be reached or refused to store: 503 with Retry-After, nothing claimed.
-var ErrStorageUnavailable = storageError{code: problem.CodeUploadUnavailable, msg: "the upload storage could not be reached"}
-
-type storageError struct{ code, msg string }
-
-func (e storageError) Error() string       { return e.msg }
-func (e storageError) ProblemCode() string { return e.code }
-
-// storageErr classifies an error of writing bytes: a full disk (ENOSPC,
-// EDQUOT) is ErrStorageFull, wrapped with its cause.
-func storageErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return fmt.Errorf("%s: %w: %w", op, ErrStorageFull, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
+// Both tiers are Objects (objectstest runs the same suite on each).
+var (
+	_ Objects = (*Dir)(nil)
+	_ Objects = (*s3Objects)(nil)
+)

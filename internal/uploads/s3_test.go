@@ -18,6 +18,7 @@ import (
 
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/uploads/objectstest"
 )
 
 // s3Location is the test's own prefix in the bucket of
@@ -295,4 +296,26 @@ func TestAuditFilesOnS3(t *testing.T) {
 	if w := idx.Where("stray0123"); w != "s3://"+loc.Bucket+"/"+loc.Prefix+"stray0123" {
 		t.Fatalf("orphan named %q", w)
 	}
+}
+
+// A bucket passes the objects' conformance suite (skipped without
+// FORMD_TEST_S3_URL, as the other S3 tests are); its two instances are
+// two clients of one bucket and prefix, as two servers are.
+func TestS3Conformance(t *testing.T) {
+	t.Parallel()
+	objectstest.Run(t, objectstest.Tier{
+		Open: func(t *testing.T) (objectstest.Objects, objectstest.Objects) {
+			loc := s3Location(t)
+			a, err := NewS3Objects(context.Background(), loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := NewS3Objects(context.Background(), loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a, b
+		},
+		NotFound: errNoObject,
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/formd/formd/internal/uploads/exif"
 )
 
 // clean makes a complete upload's bytes fit to keep, before they are
@@ -18,7 +20,7 @@ import (
 // CodeScanUnavailable problem, and the upload stays incomplete, never
 // claimable, until a later try passes.
 func (s *Service) clean(ctx context.Context, f syncedRW, size int64, field, typ string) (bool, error) {
-	changed, err := scrubLocation(f, size, typ)
+	changed, err := exif.ScrubLocation(f, size, typ)
 	if err != nil {
 		return changed, err
 	}
@@ -32,7 +34,7 @@ func (s *Service) clean(ctx context.Context, f syncedRW, size int64, field, typ 
 
 // syncedRW is bytes read and written in place, then made durable.
 type syncedRW interface {
-	fileRW
+	exif.RW
 	Sync() error
 }
 

@@ -3,15 +3,12 @@ package uploads
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,96 +17,15 @@ import (
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
-	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
+	"github.com/formd/formd/internal/uploads/clamd"
+	"github.com/formd/formd/internal/uploads/clamd/clamdtest"
 )
 
-// eicar is the EICAR anti-virus test file: harmless, and every scanner
-// is to report it. It is put together here so that this source file is
-// not itself reported.
-var eicar = []byte(`X5O!P%@AP[4\PZX54(P^)7CC)7}$` + `EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*`)
-
-// clamdForTest is a running clamd: FORMD_TEST_CLAMD names either a
-// socket (unix:///…, tcp://…, or a socket's path) of a clamd with a
-// database that knows EICAR, or the clamd binary, which is then started
-// on a socket of its own with a database of one signature (the EICAR
-// file's MD5, an .hdb file), since there may be no network for
-// freshclam. Unset: the test is skipped, unless FORMD_REQUIRE_SERVICES=1.
-func clamdForTest(t *testing.T) *Clamd {
-	t.Helper()
-	v := os.Getenv("FORMD_TEST_CLAMD")
-	if v == "" {
-		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
-			t.Fatal("FORMD_TEST_CLAMD is not set and FORMD_REQUIRE_SERVICES=1: set it to clamd's binary (/usr/sbin/clamd, Debian's clamav-daemon) or socket")
-		}
-		t.Skip("FORMD_TEST_CLAMD not set (clamd's binary or socket)")
-	}
-	if strings.Contains(v, "://") {
-		c, err := ParseClamd(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	if st, err := os.Stat(v); err == nil && st.Mode()&os.ModeSocket != 0 {
-		return &Clamd{network: "unix", address: v, Timeout: time.Minute}
-	}
-	return startClamd(t, v)
-}
-
-// startClamd runs the clamd binary in the foreground on a temporary
-// socket, configuration and database, until the test ends.
-func startClamd(t *testing.T, bin string) *Clamd {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "formd-clamd-") // short: a socket's path is at most 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	db := filepath.Join(dir, "db")
-	if err := os.Mkdir(db, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sig := fmt.Sprintf("%x:%d:Formd.Test.EICAR\n", md5sum(eicar), len(eicar))
-	if err := os.WriteFile(filepath.Join(db, "formd.hdb"), []byte(sig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "clamd.sock")
-	conf := fmt.Sprintf("DatabaseDirectory %s\nLocalSocket %s\nForeground yes\nLogFile %s\nPidFile %s\nTemporaryDirectory %s\n",
-		db, sock, filepath.Join(dir, "clamd.log"), filepath.Join(dir, "clamd.pid"), dir)
-	if os.Geteuid() == 0 {
-		conf += "User root\n" // clamd drops to the clamav user otherwise, who cannot read a root-owned temp dir
-	}
-	if err := os.WriteFile(filepath.Join(dir, "clamd.conf"), []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config-file="+filepath.Join(dir, "clamd.conf"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start clamd: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
-	c := &Clamd{network: "unix", address: sock, Timeout: time.Minute}
-	poll.UntilNil(t, "clamd to answer on "+sock, 90*time.Second, func() error {
-		select {
-		case err := <-done:
-			log, _ := os.ReadFile(filepath.Join(dir, "clamd.log"))
-			t.Fatalf("clamd exited: %v\n%s\n%s", err, out.Bytes(), log)
-		default:
-		}
-		_, err := c.Scan(context.Background(), strings.NewReader("ping"))
-		return err
-	})
-	return c
-}
+// The ClamAV daemon is a Scanner.
+var _ Scanner = (*clamd.Clamd)(nil)
 
 // scanForm takes any file, so that the EICAR text reaches the scanner.
 const scanForm = `
@@ -159,36 +75,12 @@ func newScanRig(t *testing.T, sc Scanner) *rig {
 	return &rig{t: t, svc: svc, st: st, srv: srv, clock: c, dir: dir, forms: f}
 }
 
-// downClamd is a clamd address nothing listens on: a real failed
-// connection, not a fake scanner.
-func downClamd(t *testing.T) *Clamd {
-	return &Clamd{network: "unix", address: filepath.Join(t.TempDir(), "no-clamd.sock"), Timeout: time.Second}
-}
-
-func TestParseClamd(t *testing.T) {
-	t.Parallel()
-	for v, want := range map[string]string{
-		"unix:///run/clamav/clamd.ctl": "unix:///run/clamav/clamd.ctl",
-		"tcp://127.0.0.1:3310":         "tcp://127.0.0.1:3310",
-	} {
-		c, err := ParseClamd(v)
-		if err != nil || c.String() != want {
-			t.Errorf("ParseClamd(%q) = %v, %v", v, c, err)
-		}
-	}
-	for _, v := range []string{"", "/run/clamav/clamd.ctl", "unix://run/clamd.ctl", "tcp://127.0.0.1", "http://x:1", "tcp://h:1/x"} {
-		if _, err := ParseClamd(v); err == nil {
-			t.Errorf("ParseClamd(%q) accepted", v)
-		}
-	}
-}
-
 // While clamd is down an upload's bytes stay but it is not complete, so
 // no decision can claim it; the submission is 503 scan-unavailable with
 // Retry-After. Once clamd answers, the same submission passes.
 func TestScannerDownUploadWaits(t *testing.T) {
 	t.Parallel()
-	sw := &switchScanner{s: downClamd(t)}
+	sw := &switchScanner{s: clamdtest.Down(t)}
 	r := newScanRig(t, sw)
 	body := []byte("a clean CV, in plain text\n")
 	loc := r.create("photo", len(body))
@@ -209,7 +101,7 @@ func TestScannerDownUploadWaits(t *testing.T) {
 	if c := os.Getenv("FORMD_TEST_CLAMD"); c == "" {
 		return // the rest needs a clamd that answers
 	}
-	sw.set(clamdForTest(t))
+	sw.set(clamdtest.Running(t))
 	// The client sends the last chunk again once clamd is back.
 	if res := r.patch(loc, len(body), nil, false); res.StatusCode != 204 {
 		t.Fatalf("the last PATCH once clamd is back: %d %s", res.StatusCode, problemCode(t, res))
@@ -220,27 +112,15 @@ func TestScannerDownUploadWaits(t *testing.T) {
 }
 
 // With a real clamd: the EICAR file is 422 file-infected and deleted,
-// over tus and in a plain HTML post; a clean file passes.
+// over tus and in a plain HTML post; a clean file passes. What clamd
+// itself answers is tested in package clamd.
 func TestClamdFindsEICAR(t *testing.T) {
 	t.Parallel()
-	c := clamdForTest(t)
-	found, err := c.Scan(context.Background(), bytes.NewReader(eicar))
-	if err != nil || !strings.Contains(found, "EICAR") && !strings.Contains(found, "Eicar") {
-		t.Fatalf("clamd on EICAR: %q %v", found, err)
-	}
-	if found, err := c.Scan(context.Background(), strings.NewReader("hello, a clean file\n")); err != nil || found != "" {
-		t.Fatalf("clamd on a clean file: %q %v", found, err)
-	}
-	// A stream of several INSTREAM chunks.
-	big := bytes.Repeat([]byte("clean bytes "), 3*clamdChunk/12+5)
-	if found, err := c.Scan(context.Background(), bytes.NewReader(big)); err != nil || found != "" {
-		t.Fatalf("clamd on a long clean stream: %q %v", found, err)
-	}
-
+	c := clamdtest.Running(t)
 	r := newScanRig(t, c)
-	loc := r.create("photo", len(eicar))
+	loc := r.create("photo", len(clamdtest.EICAR))
 	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
-	res := r.patch(loc, 0, eicar, false)
+	res := r.patch(loc, 0, clamdtest.EICAR, false)
 	if res.StatusCode != 422 || !strings.HasPrefix(problemCode(t, res), problem.CodeFileInfected) {
 		t.Fatalf("EICAR over tus: %d", res.StatusCode)
 	}
@@ -250,7 +130,7 @@ func TestClamdFindsEICAR(t *testing.T) {
 	if !bytesGone(r.dir, id) {
 		t.Fatalf("an infected upload's bytes stay")
 	}
-	_, err = r.svc.Put(context.Background(), r.forms["exam"], "photo", "cv.txt", "key-1", 0, bytes.NewReader(eicar))
+	_, err := r.svc.Put(context.Background(), r.forms["exam"], "photo", "cv.txt", "key-1", 0, bytes.NewReader(clamdtest.EICAR))
 	if p := problem.From(err); p.Code != problem.CodeFileInfected {
 		t.Fatalf("EICAR in a plain post: %v", err)
 	}
@@ -263,5 +143,3 @@ func TestClamdFindsEICAR(t *testing.T) {
 		t.Fatalf("a clean file in a plain post: %v", err)
 	}
 }
-
-func md5sum(b []byte) [16]byte { return md5.Sum(b) }

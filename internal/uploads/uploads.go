@@ -28,13 +28,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/uploads/links"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
@@ -728,29 +728,6 @@ func validID(id string) bool {
 	return err == nil
 }
 
-// CleanName is a file name as it is shown and sent: without control
-// characters, nor the invisible format characters (Unicode Cf: bidi
-// controls, zero-width spaces, BOMs) that make "evil\u202egpj.exe" show as
-// "evilexe.jpg".
-func CleanName(n string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, stripFormat(n))
-}
-
-// stripFormat removes the invisible format characters (Unicode Cf).
-func stripFormat(n string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 0x80 && unicode.Is(unicode.Cf, r) {
-			return -1
-		}
-		return r
-	}, n)
-}
-
 func newID() string {
 	var b [16]byte
 	rand.Read(b[:])
@@ -765,7 +742,7 @@ func fileName(md handler.MetaData) string {
 	if n == "" {
 		n = md["name"]
 	}
-	n = CleanName(filepath.Base(strings.ReplaceAll(n, `\`, "/")))
+	n = links.CleanName(filepath.Base(strings.ReplaceAll(n, `\`, "/")))
 	if n == "." || n == "/" {
 		n = ""
 	}

@@ -1,4 +1,4 @@
-package uploads
+package exif
 
 import (
 	"bytes"
@@ -90,7 +90,7 @@ func TestScrubEveryImage(t *testing.T) {
 	for name, orig := range phoneLayouts(t) {
 		t.Run(name, func(t *testing.T) {
 			b := memFile(bytes.Clone(orig))
-			changed, err := scrubLocation(b, int64(len(b)), "image/jpeg")
+			changed, err := ScrubLocation(b, int64(len(b)), "image/jpeg")
 			if err != nil || !changed {
 				t.Fatalf("scrub: changed %v, %v", changed, err)
 			}
@@ -120,7 +120,7 @@ func TestScrubEveryImage(t *testing.T) {
 			if !samePixels(a, c) {
 				t.Error("the cleaned photo's pixels differ")
 			}
-			again, err := scrubLocation(b, int64(len(b)), "image/jpeg")
+			again, err := ScrubLocation(b, int64(len(b)), "image/jpeg")
 			if err != nil || again {
 				t.Fatalf("second scrub: changed %v, %v", again, err)
 			}
@@ -146,14 +146,14 @@ func FuzzScrubLocation(f *testing.F) {
 			typ = "image/jpeg"
 		}
 		m := memFile(bytes.Clone(b))
-		if _, err := scrubLocation(m, int64(len(m)), typ); err != nil {
+		if _, err := ScrubLocation(m, int64(len(m)), typ); err != nil {
 			return // a read the file could not give: nothing promised
 		}
 		if len(m) != len(b) {
 			t.Fatalf("length %d, was %d", len(m), len(b))
 		}
 		once := bytes.Clone(m)
-		changed, err := scrubLocation(m, int64(len(m)), typ)
+		changed, err := ScrubLocation(m, int64(len(m)), typ)
 		if err != nil {
 			t.Fatalf("second scrub: %v", err)
 		}

@@ -1,4 +1,4 @@
-package uploads
+package exif
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func TestScrubLocation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			changed, err := scrubLocation(f, int64(len(orig)), tc.typ)
+			changed, err := ScrubLocation(f, int64(len(orig)), tc.typ)
 			f.Close()
 			if err != nil || !changed {
 				t.Fatalf("scrub: changed %v, %v", changed, err)
@@ -79,7 +79,7 @@ func TestScrubLocation(t *testing.T) {
 			// Cleaning again changes nothing (a cleaning cut short is
 			// done again from the start).
 			f, _ = os.OpenFile(p, os.O_RDWR, 0)
-			again, err := scrubLocation(f, int64(len(clean)), tc.typ)
+			again, err := ScrubLocation(f, int64(len(clean)), tc.typ)
 			f.Close()
 			if err != nil || again {
 				t.Fatalf("second scrub: changed %v, %v", again, err)
@@ -106,7 +106,7 @@ func TestScrubLocation(t *testing.T) {
 		os.WriteFile(p, []byte("%PDF-1.4 GPS 31.2304"), 0o600)
 		f, _ := os.OpenFile(p, os.O_RDWR, 0)
 		defer f.Close()
-		if changed, err := scrubLocation(f, 20, "application/pdf"); err != nil || changed {
+		if changed, err := ScrubLocation(f, 20, "application/pdf"); err != nil || changed {
 			t.Fatalf("a PDF: %v %v", changed, err)
 		}
 	})

@@ -1,4 +1,4 @@
-package uploads
+package links
 
 import (
 	"net/url"
@@ -24,29 +24,30 @@ func TestContentDisposition(t *testing.T) {
 
 func TestLinksExpireAndBindEntryAndFile(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)}
-	l := NewLinks([]byte("formd test secret, 32 bytes long"), "https://forms.example.org/", 15*time.Minute, c.Now)
+	now := time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	l := New([]byte("formd test secret, 32 bytes long"), "https://forms.example.org/", 15*time.Minute, clock)
 	link := l.URL("entry-1", "0123456789abcdef0123456789abcdef")
 	if !strings.HasPrefix(link, "https://forms.example.org/v1/files/entry-1/0123456789abcdef0123456789abcdef?exp=") {
 		t.Fatalf("link %s", link)
 	}
 	u, _ := url.Parse(link)
 	exp, sig := u.Query().Get("exp"), u.Query().Get("sig")
-	if err := l.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err != nil {
+	if err := l.Check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err != nil {
 		t.Fatalf("a fresh link: %v", err)
 	}
-	if err := l.check("entry-2", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
+	if err := l.Check("entry-2", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
 		t.Fatal("the link opens another entry's file")
 	}
-	if err := l.check("entry-1", "fedcba9876543210fedcba9876543210", exp, sig); err == nil {
+	if err := l.Check("entry-1", "fedcba9876543210fedcba9876543210", exp, sig); err == nil {
 		t.Fatal("the link opens another file")
 	}
-	other := NewLinks([]byte("another installation's secret!!!"), "", 15*time.Minute, c.Now)
-	if err := other.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
+	other := New([]byte("another installation's secret!!!"), "", 15*time.Minute, clock)
+	if err := other.Check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
 		t.Fatal("another installation's key accepts the link")
 	}
-	c.add(15 * time.Minute)
-	if err := l.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
+	now = now.Add(15 * time.Minute)
+	if err := l.Check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
 		t.Fatal("the link works after its TTL")
 	}
 }
@@ -55,8 +56,9 @@ func TestLinksExpireAndBindEntryAndFile(t *testing.T) {
 // accepts until then (an export for people, issue 34).
 func TestLinksWithBaseAndTTL(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)}
-	l := NewLinks([]byte("formd test secret, 32 bytes long"), "", 15*time.Minute, c.Now)
+	now := time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	l := New([]byte("formd test secret, 32 bytes long"), "", 15*time.Minute, clock)
 	w := l.With("https://forms.example.org/", 7*24*time.Hour)
 	link := w.URL("entry-1", "0123456789abcdef0123456789abcdef")
 	if !strings.HasPrefix(link, "https://forms.example.org/v1/files/entry-1/") {
@@ -67,15 +69,31 @@ func TestLinksWithBaseAndTTL(t *testing.T) {
 	}
 	u, _ := url.Parse(link)
 	exp, sig := u.Query().Get("exp"), u.Query().Get("sig")
-	c.add(6 * 24 * time.Hour)
-	if err := l.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err != nil {
+	now = now.Add(6 * 24 * time.Hour)
+	if err := l.Check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err != nil {
 		t.Fatalf("after six days of seven: %v", err)
 	}
-	c.add(24 * time.Hour)
-	if err := l.check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
+	now = now.Add(24 * time.Hour)
+	if err := l.Check("entry-1", "0123456789abcdef0123456789abcdef", exp, sig); err == nil {
 		t.Fatal("the link works after its seven days")
 	}
 	if same := l.With("", 0); same.URL("e", "u") != l.URL("e", "u") {
 		t.Error("With of nothing changed the links")
+	}
+}
+
+// TestFileNamesLoseBidiControls is issue 30's loose end: a file named
+// "evil\u202egpj.exe" showed as "evilexe.jpg". The controls go from the
+// name shown and sent (and from names kept before); the uploads service
+// tests the name kept.
+func TestFileNamesLoseBidiControls(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"evil\u202egpj.exe", "evil\u2066gpj.exe\u2069", "\ufeffevilgpj.exe\u200b"} {
+		if got := CleanName(in); got != "evilgpj.exe" {
+			t.Errorf("CleanName(%q) = %q", in, got)
+		}
+		if got := ContentDisposition(in); strings.Contains(got, "%E2%80%AE") || !strings.Contains(got, `filename="evilgpj.exe"`) {
+			t.Errorf("Content-Disposition of %q: %s", in, got)
+		}
 	}
 }

@@ -1,4 +1,7 @@
-package uploads
+// Package exif removes where a photo was taken from a JPEG or PNG, in
+// place and keeping its length; the service calls it on every complete
+// upload before the bytes are hashed, scanned and kept.
+package exif
 
 import (
 	"bytes"
@@ -42,16 +45,16 @@ const scrubbedPNGChunk = "fdZz"
 // orientation; a larger one is dropped whole.
 const maxExifPayload = 1 << 20
 
-// fileRW is an upload's bytes, read and written in place.
-type fileRW interface {
+// RW is an upload's bytes, read and written in place.
+type RW interface {
 	io.ReaderAt
 	io.WriterAt
 }
 
-// scrubLocation removes location metadata from a JPEG or PNG of size
+// ScrubLocation removes location metadata from a JPEG or PNG of size
 // bytes in place; other types are left alone. It says whether it changed
 // anything.
-func scrubLocation(f fileRW, size int64, typ string) (bool, error) {
+func ScrubLocation(f RW, size int64, typ string) (bool, error) {
 	switch typ {
 	case "image/jpeg":
 		return scrubJPEG(f, size)
@@ -77,7 +80,7 @@ var (
 // cannot occur in entropy-coded data (a 0xFF there is followed by 0 or
 // a restart marker), so a search finds them without reading the MPF
 // index, which could lie.
-func scrubJPEG(f fileRW, size int64) (bool, error) {
+func scrubJPEG(f RW, size int64) (bool, error) {
 	var soi [2]byte
 	if _, err := f.ReadAt(soi[:], 0); err != nil || soi[0] != 0xFF || soi[1] != 0xD8 {
 		return false, nil // sniffed as JPEG but not one: nothing to clean
@@ -119,7 +122,7 @@ func nextSOI(f io.ReaderAt, from, size int64) (int64, error) {
 // scrubJPEGHeader walks the segments of the image starting (SOI) at at,
 // up to its first scan (SOS), where metadata segments end; end is where
 // the walk stopped.
-func scrubJPEGHeader(f fileRW, size, at int64) (changed bool, end int64, err error) {
+func scrubJPEGHeader(f RW, size, at int64) (changed bool, end int64, err error) {
 	var hdr [4]byte
 	off := at + 2
 	for off+4 <= size {
@@ -182,7 +185,7 @@ func scrubJPEGHeader(f fileRW, size, at int64) (changed bool, end int64, err err
 }
 
 // blankSegment makes the JPEG segment at off a comment (COM) of zeros.
-func blankSegment(f fileRW, off, plen int64) (bool, error) {
+func blankSegment(f RW, off, plen int64) (bool, error) {
 	if _, err := f.WriteAt([]byte{0xFF, 0xFE}, off); err != nil {
 		return false, fmt.Errorf("clean JPEG metadata: %w", err)
 	}
@@ -209,7 +212,7 @@ func zero(f io.WriterAt, off, n int64) error {
 // payload after its "Exif\0\0") with one that holds only the
 // orientation of its first IFD, then zeros. errNotImg when it cannot be
 // read (the caller then drops it whole).
-func rewriteExif(f fileRW, off, n int64) (bool, error) {
+func rewriteExif(f RW, off, n int64) (bool, error) {
 	if n < 8 || n > maxExifPayload {
 		return false, errNotImg
 	}
@@ -281,7 +284,7 @@ func exifWithOrientation(old []byte) ([]byte, error) {
 }
 
 // scrubPNG walks the chunks up to IEND.
-func scrubPNG(f fileRW, size int64) (bool, error) {
+func scrubPNG(f RW, size int64) (bool, error) {
 	var sig [8]byte
 	if _, err := f.ReadAt(sig[:], 0); err != nil || string(sig[:]) != "\x89PNG\r\n\x1a\n" {
 		return false, nil
@@ -329,7 +332,7 @@ func scrubPNG(f fileRW, size int64) (bool, error) {
 
 // dropChunk makes the PNG chunk at off a scrubbed chunk of zeros, with
 // its CRC.
-func dropChunk(f fileRW, off, n int64) error {
+func dropChunk(f RW, off, n int64) error {
 	if _, err := f.WriteAt([]byte(scrubbedPNGChunk), off+4); err != nil {
 		return fmt.Errorf("clean PNG metadata: %w", err)
 	}
@@ -340,7 +343,7 @@ func dropChunk(f fileRW, off, n int64) error {
 }
 
 // fixCRC writes the CRC of the chunk at off (type and n data bytes).
-func fixCRC(f fileRW, off, n int64) error {
+func fixCRC(f RW, off, n int64) error {
 	h := crc32.NewIEEE()
 	if _, err := io.Copy(h, io.NewSectionReader(f, off+4, 4+n)); err != nil {
 		return fmt.Errorf("clean PNG metadata: %w", err)
