@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -69,14 +70,16 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 		err    error
 	)
 	if *resume {
-		m, unlock, err = backup.Resume(ctx, backup.RestoreOptions{Data: cfg.Data, Drivers: server.BackupDrivers(), Lock: server.LockData})
+		m, unlock, err = backup.Resume(ctx, backup.RestoreOptions{Data: cfg.Data, Drivers: server.BackupDrivers(), Lock: server.LockData,
+			Settle: settleIn(cfg, stdout)})
 	} else {
 		known, kerr := server.KnownSchemas(ctx)
 		if kerr != nil {
 			return fail(1, "%v", kerr)
 		}
 		m, unlock, err = backup.Restore(ctx, backup.RestoreOptions{From: *from, Data: cfg.Data, Force: *force,
-			Version: release.Version(), Known: known, Drivers: server.BackupDrivers(), Lock: server.LockData})
+			Version: release.Version(), Known: known, Drivers: server.BackupDrivers(), Lock: server.LockData,
+			Settle: settleIn(cfg, stdout)})
 	}
 	if err != nil {
 		return fail(1, "%v", err)
@@ -94,38 +97,76 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// settle opens the restored data with today's drivers (migrating it if
-// the backup is older), decides what the journal holds beyond the store
-// — the journal was copied after the store, so it may hold entries the
-// store has not decided — and audits the result, the uploads' files too.
-func settle(ctx context.Context, cfg config.Config, m backup.Manifest, stdout io.Writer) error {
+// settleIn is the restore's Settle: on the staged copy in dir, before
+// it is moved into --data, the journal's entries beyond the store are
+// decided (decideBeyond), so that a restore stopped once its files are in
+// holds every entry decided; settle audits after the move.
+func settleIn(cfg config.Config, stdout io.Writer) func(ctx context.Context, dir string) error {
+	return func(ctx context.Context, dir string) error {
+		c := cfg
+		c.Data = dir
+		j, st, log, err := openData(ctx, c)
+		if err != nil {
+			return err
+		}
+		defer closeDrivers(j, st)
+		return decideBeyond(ctx, j, st, log, stdout)
+	}
+}
+
+// openData opens restored data with today's drivers (migrating it if the
+// backup is older) and its installation secret.
+func openData(ctx context.Context, cfg config.Config) (journal.Journal, server.Store, *slog.Logger, error) {
 	log := cfg.Logger(os.Stderr)
 	j, st, err := server.AttachDrivers(ctx, cfg, log)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	defer st.Close()
-	defer j.Close()
 	if _, err := server.InstallationSecret(ctx, cfg, st); err != nil {
-		return err
+		closeDrivers(j, st)
+		return nil, nil, nil, err
 	}
+	return j, st, log, nil
+}
+
+// decideBeyond decides what the journal holds beyond the store (the
+// journal was copied after the store, so it may hold entries the store
+// has not decided), saying how many.
+func decideBeyond(ctx context.Context, j journal.Journal, st server.Store, log *slog.Logger, stdout io.Writer) error {
 	before, err := replay.Audit(ctx, j, st, journal.Filter{}, nil)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	fmt.Fprintf(stdout, "journal entries: %d; decided in the store: %d; journaled after the store was copied, to decide now: %d\n",
 		before.Journaled, before.Decided, before.Missing)
-	if before.Missing > 0 {
-		newProc := func(observe func(store.Outcome)) replay.Processor {
-			return processor.New(j, st, processor.NewNotifier(), processor.Options{Logger: log, Observe: observe, MaxAttempts: 1})
-		}
-		r, err := replay.Run(ctx, j, st, newProc, replay.Options{})
-		if err != nil {
-			return fmt.Errorf("decide the journal's entries: %w", err)
-		}
-		for _, k := range r.Keys() {
-			fmt.Fprintf(stdout, "  %-32s %d\n", k, r.Counts[k])
-		}
+	if before.Missing == 0 {
+		return nil
+	}
+	newProc := func(observe func(store.Outcome)) replay.Processor {
+		return processor.New(j, st, processor.NewNotifier(), processor.Options{Logger: log, Observe: observe, MaxAttempts: 1})
+	}
+	r, err := replay.Run(ctx, j, st, newProc, replay.Options{})
+	if err != nil {
+		return fmt.Errorf("decide the journal's entries: %w", err)
+	}
+	for _, k := range r.Keys() {
+		fmt.Fprintf(stdout, "  %-32s %d\n", k, r.Counts[k])
+	}
+	return nil
+}
+
+// settle opens the restored data with today's drivers (migrating it if
+// the backup is older), decides what the journal holds beyond the store
+// — the journal was copied after the store, so it may hold entries the
+// store has not decided — and audits the result, the uploads' files too.
+func settle(ctx context.Context, cfg config.Config, m backup.Manifest, stdout io.Writer) error {
+	j, st, log, err := openData(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeDrivers(j, st)
+	if err := decideBeyond(ctx, j, st, log, stdout); err != nil {
+		return err
 	}
 	after, err := replay.Audit(ctx, j, st, journal.Filter{}, nil)
 	if err != nil {

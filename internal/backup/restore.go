@@ -33,6 +33,13 @@ type RestoreOptions struct {
 	// Lock takes the data directory's lock, as a server does, so that no
 	// server runs on it while it is restored (and none is running now).
 	Lock func(dir string) (release func(), err error)
+	// Settle, when set, is run on the staged copy (a whole data
+	// directory beside --data) before anything of --data is moved: it
+	// decides what the journal holds beyond the store and audits the
+	// result (formd restore's settle). A failure undoes the restore. So
+	// a restore that is stopped after its files are in is settled too,
+	// and a stop before is staged (and settled) again by --resume.
+	Settle func(ctx context.Context, dir string) error
 	// Kill, when set (tests only), is told each step of a restore,
 	// resume or abort once it is done; true stops it there as a kill -9
 	// would: nothing undone, the marker left, ErrKilled returned.
@@ -397,6 +404,14 @@ func stage(ctx context.Context, opts RestoreOptions, r *restoring, step func(str
 	}
 	if err := step("staged uploads"); err != nil {
 		return err
+	}
+	if opts.Settle != nil {
+		if err := opts.Settle(ctx, r.Staging); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+		if err := step("settled"); err != nil {
+			return err
+		}
 	}
 	return atomicfile.SyncDir(r.Staging)
 }
