@@ -72,6 +72,13 @@ const (
 	// Upload storage.
 	CodeUploadStorageFull = "upload-storage-full"
 	CodeUploadBudget      = "upload-budget-spent"
+	// Drafts and the participant's link (issue 33).
+	CodeDraftNotFound     = "draft-not-found"
+	CodeDraftExists       = "draft-exists"
+	CodeDraftStale        = "draft-version-mismatch"
+	CodeDraftSubmitted    = "draft-submitted"
+	CodeDraftsDisabled    = "drafts-disabled"
+	CodeEntryLinkNotFound = "entry-link-not-found"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -135,6 +142,12 @@ var Codes = map[string]Info{
 	CodeScanUnavailable:      {Status: 503, Title: "Virus scanner unavailable", Explain: "Every file is scanned for viruses before a submission can use it, and the scanner could not be reached. The file is kept, unscanned and not usable yet; nothing was stored. Send the submission again, with the same key, after Retry-After seconds.", RetryAfter: 10},
 	CodeChallengeRequired:    {Status: 400, Title: "Proof-of-work required", Explain: "This form asks each new submission for a solved proof-of-work challenge (no puzzle for people: the browser solves it in the background, which needs JavaScript). Get one from GET /v1/forms/{form}/challenge, solve it (ALTCHA's format) and send it in the altcha field. Nothing was stored."},
 	CodeChallengeInvalid:     {Status: 403, Title: "Proof-of-work not valid", Explain: "The proof-of-work solution sent is malformed, wrong, expired, issued for another form, or used already by another submission (each solution is good for one submission; a retry with the same key may send the same one again). Get a new challenge, solve it and send the submission again with the same key — except for a solution another submission used (the detail says challenge-replayed): that is decided for its key, so send under a new key. Nothing was stored."},
+	CodeDraftNotFound:        {Status: 404, Title: "Draft not found", Explain: "No saved draft of this form opens with this resume token: it was never saved, it expired (drafts are kept for the form's draft_ttl after their last save), it was erased, or the token is another draft's. Start again; what you type can be saved as a new draft."},
+	CodeDraftExists:          {Status: 409, Title: "Draft already saved", Explain: "A draft is already saved under this submission key. Later saves and reads of it must carry its resume token (the Draft-Token header, from the first save's resume member) and its version (If-Match); or save under a new key."},
+	CodeDraftStale:           {Status: 412, Title: "Draft changed elsewhere", Explain: "This draft was saved again since the version this save names (If-Match), perhaps in another tab or on another device: nothing was changed. The answer's ETag is the current version; read the draft again (GET), merge, and save with that version."},
+	CodeDraftSubmitted:       {Status: 409, Title: "Already submitted", Explain: "The submission under this draft's key was sent and decided already (the answer's status says how): the draft was consumed by it and cannot be saved or read again."},
+	CodeDraftsDisabled:       {Status: 404, Title: "Drafts not enabled", Explain: "This form does not save drafts (its definition has no drafts: true). Submit the answers instead."},
+	CodeEntryLinkNotFound:    {Status: 404, Title: "Registration link not valid", Explain: "This registration link does not open any entry: it is mistyped, it was revoked, or the entry's data was erased. Unknown and revoked links get the same answer."},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 

@@ -295,6 +295,8 @@ type Store interface {
 	Outbox
 	Budgets
 	Reviewer
+	Drafts
+	Participants
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.
