@@ -96,6 +96,9 @@ type Config struct {
 	// Refusals, if set, counts the submissions turned away before
 	// anything was kept (a closed form, values to fix), for the console.
 	Refusals *RefusalTally
+	// Drafts, if set, keeps the drafts of forms with drafts: true
+	// (drafts.go); without it their routes answer drafts-disabled.
+	Drafts DraftStore
 	// Proof checks the proof-of-work of forms that ask for it
 	// (challenge.go).
 	Proof   Proof
@@ -155,6 +158,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("OPTIONS /v1/forms/{form}", h.wrap("preflight", h.preflight))
 	mux.Handle("GET /problems/{code}", h.wrap("problems", problem.Docs))
 	h.registerChallenge(mux)
+	h.registerDrafts(mux)
 }
 
 // wrap turns a handler that returns an error into an http.Handler that

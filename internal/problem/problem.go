@@ -165,6 +165,12 @@ type Problem struct {
 	// option's own places were taken (a session of a fair), not the
 	// form's.
 	Option string `json:"option,omitempty"`
+	// Version is the current version of a draft a stale save named
+	// another version of (draft-version-mismatch).
+	Version int64 `json:"version,omitempty"`
+	// EntryStatus is the status of the entry under a draft's key
+	// (draft-submitted).
+	EntryStatus string `json:"entry_status,omitempty"`
 	// RetryAfter, in seconds, is sent as the Retry-After header.
 	RetryAfter int `json:"-"`
 }

@@ -95,7 +95,7 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		holder: tx.StmtContext(ctx, st.holder), sameAs: tx.StmtContext(ctx, st.sameAs), event: tx.StmtContext(ctx, st.event),
 		spend: tx.StmtContext(ctx, st.spend), prune: tx.StmtContext(ctx, st.prune), spamReason: tx.StmtContext(ctx, st.spamReason),
 		claimUpload: tx.StmtContext(ctx, st.claimUpload),
-		option: tx.StmtContext(ctx, st.option), takeOption: tx.StmtContext(ctx, st.takeOption),
+		option:      tx.StmtContext(ctx, st.option), takeOption: tx.StmtContext(ctx, st.takeOption),
 		untake: tx.StmtContext(ctx, st.untake), setPlace: tx.StmtContext(ctx, st.setPlace),
 		optionFull: tx.StmtContext(ctx, st.optionFull), consumeDraft: tx.StmtContext(ctx, st.consumeDraft),
 	}
