@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -71,7 +70,7 @@ func (h *Handler) saveDraft(w http.ResponseWriter, r *http.Request) error {
 	if !f.OpenAt(now) {
 		return closedProblem(f, now)
 	}
-	data, err := draftBody(r, h.cfg.MaxBody)
+	data, err := draftBody(r, f, h.cfg.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -196,9 +195,11 @@ func draftProblem(w http.ResponseWriter, err error) error {
 	return err
 }
 
-// draftBody reads a draft's body: a JSON object of field → value, kept
-// as sent (compacted).
-func draftBody(r *http.Request, limit int64) ([]byte, error) {
+// draftBody reads a draft's body: a JSON object of field → value. The
+// e-mail and phone values that normalize are kept normalized, as a
+// submission keeps them, so that forget finds the person's drafts by the
+// same needles as their entries; everything else is kept as typed.
+func draftBody(r *http.Request, f *form.Form, limit int64) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
 		return nil, problem.New(problem.CodeUnsupportedMediaType, "a draft is sent as application/json")
 	}
@@ -214,11 +215,27 @@ func draftBody(r *http.Request, limit int64) ([]byte, error) {
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return nil, problem.New(problem.CodeInvalidRequest, "a draft is a JSON object of field → value")
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return nil, problem.New(problem.CodeInvalidRequest, "a draft is a JSON object of field → value")
+	for name, v := range fields {
+		fd, ok := f.Field(name)
+		var typed string
+		if !ok || (fd.Type != form.TypeEmail && fd.Type != form.TypePhone) || json.Unmarshal(v, &typed) != nil {
+			continue
+		}
+		var n string
+		if fd.Type == form.TypeEmail {
+			n, err = form.NormalizeEmail(typed)
+		} else {
+			n, err = form.NormalizePhone(typed, fd.Region)
+		}
+		if err == nil {
+			fields[name] = form.JSONString(n)
+		}
 	}
-	return b.Bytes(), nil
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return nil, fmt.Errorf("encode draft: %w", err)
+	}
+	return b, nil
 }
 
 // newDraftToken is a resume token: 256 random bits.

@@ -26,7 +26,8 @@ import (
 //   - drafts take no place and no participant claim and write no event,
 //     so they never count for capacity or uniqueness and are never
 //     delivered;
-//   - ExpireDrafts (retention) and EraseDrafts (forget) delete them.
+//   - ExpireDrafts (retention) and EraseDrafts (forget, after
+//     FindDrafts) delete them.
 type Drafts interface {
 	// SaveDraft creates (p.Version 0) or replaces (p.Version, the version
 	// the writer read) the draft of (p.Form, p.Key) and returns it.
@@ -37,9 +38,11 @@ type Drafts interface {
 	// ExpireDrafts deletes up to limit drafts that expired at or before
 	// now, and says how many.
 	ExpireDrafts(ctx context.Context, now time.Time, limit int) (int, error)
-	// EraseDrafts deletes the drafts, of any form, whose data holds one of
-	// the needles (as FindEntries matches them), and says how many.
-	EraseDrafts(ctx context.Context, needles [][]byte) (int, error)
+	// FindDrafts lists up to limit drafts, of any form, whose data holds
+	// one of the needles (as FindEntries matches them).
+	FindDrafts(ctx context.Context, needles [][]byte, limit int) ([]DraftRef, error)
+	// EraseDrafts deletes these drafts and says how many were there.
+	EraseDrafts(ctx context.Context, refs []DraftRef) (int, error)
 }
 
 // DraftSave is one save of a draft.
@@ -55,6 +58,9 @@ type DraftSave struct {
 	// TTL is how long the draft is kept after this save (draft_ttl).
 	TTL time.Duration
 }
+
+// DraftRef names one draft.
+type DraftRef struct{ Form, Key, Site string }
 
 // Draft is a saved draft.
 type Draft struct {

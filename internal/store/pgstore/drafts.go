@@ -114,12 +114,36 @@ func (s *Store) ExpireDrafts(ctx context.Context, now time.Time, limit int) (int
 	return int(tag.RowsAffected()), nil
 }
 
-// EraseDrafts deletes the drafts whose data holds a needle.
-func (s *Store) EraseDrafts(ctx context.Context, needles [][]byte) (int, error) {
-	if len(needles) == 0 {
+// FindDrafts lists the drafts whose data holds a needle.
+func (s *Store) FindDrafts(ctx context.Context, needles [][]byte, limit int) ([]store.DraftRef, error) {
+	if len(needles) == 0 || limit < 1 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT form, key, site FROM drafts
+		WHERE EXISTS (SELECT 1 FROM unnest($1::bytea[]) n WHERE position(n IN data) > 0) ORDER BY form, key LIMIT $2`, needles, limit)
+	if err != nil {
+		return nil, classify("find drafts", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DraftRef, error) {
+		var d store.DraftRef
+		return d, r.Scan(&d.Form, &d.Key, &d.Site)
+	})
+	if err != nil {
+		return nil, classify("find drafts", err)
+	}
+	return out, nil
+}
+
+// EraseDrafts deletes the drafts named, in one statement.
+func (s *Store) EraseDrafts(ctx context.Context, refs []store.DraftRef) (int, error) {
+	if len(refs) == 0 {
 		return 0, nil
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM drafts WHERE EXISTS (SELECT 1 FROM unnest($1::bytea[]) n WHERE position(n IN data) > 0)`, needles)
+	forms, keys := make([]string, len(refs)), make([]string, len(refs))
+	for i, d := range refs {
+		forms[i], keys[i] = d.Form, d.Key
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM drafts WHERE (form, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, forms, keys)
 	if err != nil {
 		return 0, classify("erase drafts", err)
 	}

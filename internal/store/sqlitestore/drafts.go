@@ -134,22 +134,60 @@ func (s *Store) ExpireDrafts(ctx context.Context, now time.Time, limit int) (int
 	return int(n), nil
 }
 
-// EraseDrafts deletes the drafts whose data holds a needle.
-func (s *Store) EraseDrafts(ctx context.Context, needles [][]byte) (int, error) {
-	if len(needles) == 0 {
-		return 0, nil
+// FindDrafts lists the drafts whose data holds a needle.
+func (s *Store) FindDrafts(ctx context.Context, needles [][]byte, limit int) ([]store.DraftRef, error) {
+	if len(needles) == 0 || limit < 1 {
+		return nil, nil
 	}
 	conds := make([]string, len(needles))
-	args := make([]any, len(needles))
+	args := make([]any, 0, len(needles)+1)
 	for i, n := range needles {
-		conds[i], args[i] = "instr(data, ?) > 0", n
+		conds[i] = "instr(data, ?) > 0"
+		args = append(args, n)
 	}
-	res, err := s.wdb.ExecContext(ctx, `DELETE FROM drafts WHERE `+strings.Join(conds, " OR "), args...)
+	args = append(args, limit)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT form, key, site FROM drafts WHERE `+strings.Join(conds, " OR ")+` ORDER BY form, key LIMIT ?`, args...)
 	if err != nil {
-		return 0, classify("erase drafts", err)
+		return nil, classify("find drafts", err)
 	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
+	defer rows.Close()
+	var out []store.DraftRef
+	for rows.Next() {
+		var d store.DraftRef
+		if err := rows.Scan(&d.Form, &d.Key, &d.Site); err != nil {
+			return nil, classify("find drafts", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("find drafts", err)
+	}
+	return out, nil
+}
+
+// EraseDrafts deletes the drafts named, in one transaction.
+func (s *Store) EraseDrafts(ctx context.Context, refs []store.DraftRef) (int, error) {
+	if len(refs) == 0 {
+		return 0, nil
+	}
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, classify("erase drafts: begin", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	n := 0
+	for _, d := range refs {
+		res, err := tx.ExecContext(ctx, `DELETE FROM drafts WHERE form = ? AND key = ?`, d.Form, d.Key)
+		if err != nil {
+			return 0, classify("erase drafts", err)
+		}
+		k, _ := res.RowsAffected()
+		n += int(k)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, classify("erase drafts: commit", err)
+	}
+	return n, nil
 }
 
 // WaitlistPosition is the place of a waitlisted entry in its waitlist,

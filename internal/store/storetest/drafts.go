@@ -178,7 +178,11 @@ func testDraftExpiry(t *testing.T, s store.Store) {
 	if d, err := save(t, s, store.DraftSave{Key: "old", TokenHash: tokenHash("old2"), Data: []byte(`{}`), Now: later}); err != nil || d.Version != 1 {
 		t.Fatalf("create after expiry: %+v %v", d, err)
 	}
-	if n, err := s.EraseDrafts(ctxT(t), [][]byte{[]byte(`"ann@example.org"`)}); n != 1 || err != nil {
+	found, err := s.FindDrafts(ctxT(t), [][]byte{[]byte(`"ann@example.org"`), []byte(`"nobody"`)}, 10)
+	if err != nil || len(found) != 1 || found[0] != (store.DraftRef{Form: "f", Key: "ann", Site: "site"}) {
+		t.Fatalf("find: %+v %v", found, err)
+	}
+	if n, err := s.EraseDrafts(ctxT(t), append(found, store.DraftRef{Form: "f", Key: "gone"})); n != 1 || err != nil {
 		t.Fatalf("erase: %d %v, want 1", n, err)
 	}
 	if _, err := s.Draft(ctxT(t), "f", "ann", tokenHash("ann"), t0); !errors.Is(err, store.ErrDraftNotFound) {
