@@ -219,7 +219,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		Refusals:    s.refusals,
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
 		TrustedProxies: cfg.TrustedProxies, Instance: s.waitingInstance(), Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.Store,
-		Uploads: s.Uploads, Drafts: s.Store, Logger: log, Metrics: intake.NewMetrics(reg),
+		Uploads: s.Uploads, Drafts: s.Store, Participants: s.Store, Logger: log, Metrics: intake.NewMetrics(reg),
 		Proof: intake.Proof{Signer: challenge.NewSigner(secret), Adaptive: challenge.NewAdaptive()},
 	})
 	mux := http.NewServeMux()
