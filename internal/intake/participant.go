@@ -33,9 +33,10 @@ func (h *Handler) registerParticipant(mux *http.ServeMux) {
 // The link is derived from the entry (package entrylink), so every retry
 // and replay of the key carries the same one. A resend of another entry's
 // content (SameAs) gets none: whoever knows a person's answers must not
-// get that person's link.
+// get that person's link; nor does an entry decided before links were
+// (Outcome.Linked), whose retries keep their first body.
 func (h *Handler) withManage(doc []byte, o store.Outcome) []byte {
-	if h.cfg.Participants == nil || o.SameAs != nil || len(doc) == 0 || doc[len(doc)-1] != '}' {
+	if h.cfg.Participants == nil || !o.Linked || o.SameAs != nil || len(doc) == 0 || doc[len(doc)-1] != '}' {
 		return doc
 	}
 	switch o.Decision {
@@ -114,4 +115,16 @@ func (h *Handler) participantEntry(w http.ResponseWriter, r *http.Request) error
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	writeJSON(w, http.StatusOK, body)
 	return nil
+}
+
+// Links opens participants' links for the hosted page (/e/{token}), as
+// GET /v1/entries/{token} does.
+type Links struct {
+	Store  ParticipantStore
+	Hasher *form.Hasher
+}
+
+// View reads what a link token opens (ViewEntry).
+func (l Links) View(ctx context.Context, token string) (EntryView, error) {
+	return ViewEntry(ctx, l.Store, l.Hasher, token)
 }

@@ -83,6 +83,18 @@ func TestParticipantLink(t *testing.T) {
 			t.Fatalf("the link shows the entry's key: %s", body)
 		}
 	}
+	// The hosted page says the same in words, without a script, in
+	// either language; a link that opens nothing is the "not found" page.
+	for _, tc := range []struct{ lang, want string }{{"en", "You are number 2 on the waitlist."}, {"zh", "您在候补名单中排第 2 位。"}} {
+		resp, body := send(t, c, h.URL, req{method: "GET", path: cy.Manage + "?lang=" + tc.lang})
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte(tc.want)) || !bytes.Contains(body, []byte(cy.Receipt)) ||
+			!bytes.Contains(body, []byte("cy@example.org")) || bytes.Contains(body, []byte("<script")) {
+			t.Fatalf("the page of Cy's link (%s): %d %s", tc.lang, resp.StatusCode, body)
+		}
+	}
+	if resp, _ := send(t, c, h.URL, req{method: "GET", path: "/e/nonsense"}); resp.StatusCode != 404 {
+		t.Fatalf("the page of a made-up link: %d", resp.StatusCode)
+	}
 	// Ann's place goes to Bo; Cy moves up.
 	admin := func(path, body string) {
 		t.Helper()

@@ -214,6 +214,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
 	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
+	pages.Links = intake.Links{Store: s.Store, Hasher: s.Hasher}
 	s.refusals = intake.NewRefusalTally(s.Store, time.Now, log)
 	in := intake.New(s.Journal, s.Store, s.Forms, notify, intake.Config{
 		Refusals:    s.refusals,

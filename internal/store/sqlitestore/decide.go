@@ -45,8 +45,8 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&st.insert, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`},
+		{&st.insert, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data, linked)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT(form, key) DO NOTHING`},
 		{&st.claim, `INSERT INTO claims(form, claim, entry_id) VALUES (?1, ` + claimKey("?2") + `, ?3) ON CONFLICT(form, claim) DO NOTHING`},
 		{&st.release, releaseClaims},
 		{&st.take, `UPDATE capacity SET taken = taken + 1 WHERE form = ? AND (capacity IS NULL OR taken < capacity)`},
@@ -211,7 +211,7 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 		return o, nil
 	}
 	o := store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: status, Status: status,
-		ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}
+		ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint, Linked: true}
 	// The key's draft, if one was saved, is consumed by its decision,
 	// whatever the decision is.
 	if _, err := st.consumeDraft.ExecContext(ctx, sub.Form, sub.Key); err != nil {
@@ -401,9 +401,9 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 	)
 	var full sql.NullString
 	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at,
-		CASE WHEN e.decision = 'rejected' THEN e.place END
+		CASE WHEN e.decision = 'rejected' THEN e.place END, e.linked
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = ? AND e.key = ?`, form, key).
-		Scan(&o.ID, &o.Decision, &status, &us, &fp, &detail, &sameID, &sameK, &sameD, &sameAt, &full)
+		Scan(&o.ID, &o.Decision, &status, &us, &fp, &detail, &sameID, &sameK, &sameD, &sameAt, &full, &o.Linked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}

@@ -197,6 +197,12 @@ func testWaitlistPosition(t *testing.T, s store.Store) {
 	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
 	out := mustApply(t, s, sub("f", "a", 1, "pa"), sub("f", "b", 2, "pb"), sub("f", "c", 3, "pc"), sub("f", "d", 4, "pd"))
 	want := []int{0, 1, 2, 3}
+	// Entries decided now are answered with their link, and so are
+	// their replays (store.Outcome.Linked).
+	again := mustApply(t, s, sub("f", "a", 1, "pa"))[0]
+	if o := mustOutcome(t, s, "f", "b"); !out[0].Linked || !again.Replayed || !again.Linked || !o.Linked {
+		t.Fatalf("linked: decided %v, replayed %+v, read %+v", out[0].Linked, again, o)
+	}
 	for i, o := range out {
 		n, err := s.WaitlistPosition(ctxT(t), "f", o.ID)
 		if err != nil || n != want[i] {
