@@ -14,6 +14,7 @@ import (
 // EntryLinks opens a participant's link (intake.Links).
 type EntryLinks interface {
 	View(ctx context.Context, token string) (intake.EntryView, error)
+	Cancel(ctx context.Context, token string) (intake.EntryView, bool, error)
 }
 
 // answerView is one answer on the participant's page.
@@ -66,8 +67,10 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request) {
 	if v.Position > 0 {
 		position = fmt.Sprintf(l.T["position"], v.Position)
 	}
+	canCancel := v.Status == "stored" || v.Status == "waitlisted"
 	h.render(w, f, http.StatusOK, "entry", map[string]any{
 		"L": l, "Title": title, "Status": v.Status, "StatusText": status, "Position": position,
+		"CanCancel": canCancel, "Token": r.PathValue("token"),
 		"Answers": answers, "Receipt": v.Receipt, "ReceivedAt": v.ReceivedAt.Format("2006-01-02 15:04 MST"),
 	})
 }
@@ -89,4 +92,25 @@ func answerText(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// cancelEntry is POST /e/{token}/cancel, the page's "give my place
+// back" form (a plain post, confirmed by a required checkbox): the entry
+// is cancelled once, then the page is shown again.
+func (h *Handler) cancelEntry(w http.ResponseWriter, r *http.Request) {
+	l := pickLang(r)
+	if h.Links == nil {
+		h.notFound(w, l)
+		return
+	}
+	token := r.PathValue("token")
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("confirm") != "yes" {
+		http.Redirect(w, r, "/e/"+token, http.StatusSeeOther)
+		return
+	}
+	if _, _, err := h.Links.Cancel(r.Context(), token); err != nil {
+		h.notFound(w, l)
+		return
+	}
+	http.Redirect(w, r, "/e/"+token, http.StatusSeeOther)
 }

@@ -76,6 +76,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /f/{form}", h.page)
 	mux.HandleFunc("GET /f/{form}/done", h.done)
 	mux.HandleFunc("GET /e/{token}", h.entry)
+	mux.HandleFunc("POST /e/{token}/cancel", h.cancelEntry)
 	mux.HandleFunc("GET /sdk/{file}", h.serveSDK)
 	mux.HandleFunc("GET "+altchaPrefix+"{file}", h.serveAltcha)
 }

@@ -104,6 +104,8 @@ var enStrings = map[string]string{
 	"received-at":     "Received at",
 	"receipt":         "Receipt (the fingerprint of what was received):",
 	"position":        "You are number %d on the waitlist.",
+	"cancel-confirm":  "Yes, I give my place back (this cannot be undone).",
+	"cancel-entry":    "Cancel my registration",
 	"unknown":         "There is no record of this submission. Please send the form again.",
 }
 
@@ -147,6 +149,8 @@ var zhStrings = map[string]string{
 	"received-at":      "收到时间",
 	"receipt":          "回执（所收内容的指纹）：",
 	"position":         "您在候补名单中排第 %d 位。",
+	"cancel-confirm":   "是的，我放弃名额（无法撤销）。",
+	"cancel-entry":     "取消我的报名",
 	"unknown":          "没有找到这次提交的记录，请重新提交表单。",
 }
 

@@ -21,10 +21,12 @@ import (
 type ParticipantStore interface {
 	Entry(ctx context.Context, form, id string) (store.EntryDetail, error)
 	WaitlistPosition(ctx context.Context, form, id string) (int, error)
+	Cancel(ctx context.Context, form, id string) (promoted []string, err error)
 }
 
 func (h *Handler) registerParticipant(mux *http.ServeMux) {
 	mux.Handle("GET /v1/entries/{token}", h.wrap("entry", h.participantEntry))
+	mux.Handle("POST /v1/entries/{token}/cancel", h.wrap("entry-cancel", h.participantCancel))
 }
 
 // withManage adds the participant's link (member manage) to the status
@@ -127,4 +129,53 @@ type Links struct {
 // View reads what a link token opens (ViewEntry).
 func (l Links) View(ctx context.Context, token string) (EntryView, error) {
 	return ViewEntry(ctx, l.Store, l.Hasher, token)
+}
+
+// CancelEntry cancels the entry a link opens, once: as an organizer's
+// cancel does (store.Cancel, one transaction), its place goes to the
+// next on the waitlist exactly once. Cancelling a cancelled entry
+// changes nothing and is no error (changed false); an entry that was
+// never live (pending review, refused) is store.ErrNotLive.
+func CancelEntry(ctx context.Context, ps ParticipantStore, hasher *form.Hasher, token string) (v EntryView, changed bool, err error) {
+	if v, err = ViewEntry(ctx, ps, hasher, token); err != nil {
+		return v, false, err
+	}
+	_, err = ps.Cancel(ctx, v.Form, v.ID)
+	switch {
+	case errors.Is(err, store.ErrNotLive):
+		v, verr := ViewEntry(ctx, ps, hasher, token)
+		if verr == nil && v.Status == store.StatusCancelled {
+			return v, false, nil
+		}
+		return v, false, err
+	case err != nil:
+		return v, false, fmt.Errorf("cancel the entry of a link: %w", err)
+	}
+	v, err = ViewEntry(ctx, ps, hasher, token)
+	return v, true, err
+}
+
+// participantCancel is POST /v1/entries/{token}/cancel: 200 with the
+// entry as it is now, and Formd-Changed saying whether this call
+// cancelled it.
+func (h *Handler) participantCancel(w http.ResponseWriter, r *http.Request) error {
+	if h.cfg.Participants == nil {
+		return linkNotFound()
+	}
+	v, changed, err := CancelEntry(r.Context(), h.cfg.Participants, h.cfg.Hasher, r.PathValue("token"))
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode the entry of a link: %w", err)
+	}
+	w.Header().Set("Formd-Changed", strconv.FormatBool(changed))
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// Cancel cancels the entry a link opens (CancelEntry), for the hosted page.
+func (l Links) Cancel(ctx context.Context, token string) (EntryView, bool, error) {
+	return CancelEntry(ctx, l.Store, l.Hasher, token)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/formd/formd/internal/server/servertest"
@@ -130,5 +131,90 @@ func TestParticipantLink(t *testing.T) {
 	}
 	if !bytes.Contains(revoked, []byte(`"code":"entry-link-not-found"`)) {
 		t.Fatalf("revoked: %s", revoked)
+	}
+}
+
+// TestParticipantCancel: concurrent cancels through one link cancel the
+// entry once and promote exactly one waitlisted entry; a cancel of a
+// cancelled entry is 200 with nothing changed; the hosted page's form
+// cancels only when confirmed.
+func TestParticipantCancel(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, linkForms, servertest.Options{})
+	c := servertest.Client()
+	links := map[string]string{}
+	for _, n := range []string{"ann", "bo", "cy"} {
+		resp, body := send(t, c, h.URL, jsonReq("club", "k-"+n, `{"name":"`+n+`","email":"`+n+`@example.org"}`))
+		var a struct{ Manage string }
+		if resp.StatusCode != 201 || json.Unmarshal(body, &a) != nil || a.Manage == "" {
+			t.Fatalf("submit %s: %d %s", n, resp.StatusCode, body)
+		}
+		links[n] = strings.TrimPrefix(a.Manage, "/e/")
+	}
+	status := func(n string) (string, float64) {
+		t.Helper()
+		resp, body := send(t, c, h.URL, req{method: "GET", path: "/v1/entries/" + links[n]})
+		var m map[string]any
+		if resp.StatusCode != 200 || json.Unmarshal(body, &m) != nil {
+			t.Fatalf("%s's link: %d %s", n, resp.StatusCode, body)
+		}
+		p, _ := m["position"].(float64)
+		return m["status"].(string), p
+	}
+	const n = 8
+	changed := make(chan string, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, body := send(t, c, h.URL, req{method: "POST", path: "/v1/entries/" + links["ann"] + "/cancel"})
+			if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"status":"cancelled"`)) {
+				t.Errorf("cancel: %d %s", resp.StatusCode, body)
+			}
+			changed <- resp.Header.Get("Formd-Changed")
+		}()
+	}
+	wg.Wait()
+	close(changed)
+	yes := 0
+	for c := range changed {
+		if c == "true" {
+			yes++
+		}
+	}
+	if yes != 1 {
+		t.Fatalf("%d of %d concurrent cancels say they cancelled, want 1", yes, n)
+	}
+	for _, want := range []struct {
+		who, status string
+		pos         float64
+	}{{"ann", "cancelled", 0}, {"bo", "stored", 0}, {"cy", "waitlisted", 1}} {
+		if s, p := status(want.who); s != want.status || p != want.pos {
+			t.Fatalf("%s: %s %v, want %s %v", want.who, s, p, want.status, want.pos)
+		}
+	}
+	// The page's form: unconfirmed, nothing happens; confirmed, Bo's
+	// place goes to Cy.
+	form := func(body string) {
+		t.Helper()
+		r := req{method: "POST", path: "/e/" + links["bo"] + "/cancel", ctype: "application/x-www-form-urlencoded", body: body}
+		if resp, b := send(t, c, h.URL, r); resp.StatusCode != 303 || resp.Header.Get("Location") != "/e/"+links["bo"] {
+			t.Fatalf("the page's cancel (%q): %d %s", body, resp.StatusCode, b)
+		}
+	}
+	form("")
+	if s, _ := status("bo"); s != "stored" {
+		t.Fatalf("an unconfirmed cancel changed Bo: %s", s)
+	}
+	form("confirm=yes")
+	if s, _ := status("bo"); s != "cancelled" {
+		t.Fatalf("a confirmed cancel left Bo %s", s)
+	}
+	if s, _ := status("cy"); s != "stored" {
+		t.Fatalf("Cy after Bo's cancel: %s", s)
+	}
+	if resp, body := send(t, c, h.URL, req{method: "POST", path: "/v1/entries/club.nope.AAAAAAAAAAAAAAAAAAAAAA/cancel"}); resp.StatusCode != 404 {
+		t.Fatalf("a made-up link's cancel: %d %s", resp.StatusCode, body)
 	}
 }
