@@ -530,6 +530,9 @@ type forgetAnswer struct {
 	// JournalKept says the journal's copies stay (a journal that cannot
 	// delete them); they go by its own limits.
 	JournalKept bool `json:"journal_kept,omitempty"`
+	// Drafts is how many of the person's saved drafts were found (and,
+	// unless in a dry run, deleted).
+	Drafts int `json:"drafts"`
 }
 
 // forgetPerson is POST /v1/admin/forget: erase every entry, across forms,
@@ -544,7 +547,7 @@ func (h *Handler) forgetPerson(w http.ResponseWriter, r *http.Request, c call) e
 		return err
 	}
 	return writeJSON(w, http.StatusOK, forgetAnswer{What: rep.What, Entries: len(rep.Entries), Forms: rep.Forms(), Erased: rep.Erased,
-		Files: rep.Files, Pending: len(rep.Pending), DryRun: req.DryRun, JournalKept: rep.JournalKept})
+		Files: rep.Files, Pending: len(rep.Pending), DryRun: req.DryRun, JournalKept: rep.JournalKept, Drafts: rep.Drafts})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

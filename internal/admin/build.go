@@ -469,23 +469,23 @@ func (h *Handler) archiveJSON(archive bool) func(http.ResponseWriter, *http.Requ
 // BuildTarget finds what the builder edits under an id: the published
 // form, its draft, or both (a new form has only a draft). Outside the
 // principal's sites it is not found; beyond its role, forbidden.
-func (h *Handler) BuildTarget(ctx context.Context, p accounts.Principal, id string) (*form.Form, store.Draft, bool, error) {
+func (h *Handler) BuildTarget(ctx context.Context, p accounts.Principal, id string) (*form.Form, store.FormDraft, bool, error) {
 	f := h.Forms.Get(id)
 	if f != nil {
 		if _, err := h.Authorize(p, id, accounts.EditForms); err != nil {
-			return nil, store.Draft{}, false, err
+			return nil, store.FormDraft{}, false, err
 		}
 	}
-	d, ok, err := h.Store.Draft(ctx, id)
+	d, ok, err := h.Store.FormDraft(ctx, id)
 	if err != nil {
-		return nil, store.Draft{}, false, err
+		return nil, store.FormDraft{}, false, err
 	}
 	if f == nil {
 		if !ok || !p.Can(accounts.Read, d.Site) {
-			return nil, store.Draft{}, false, problem.New(problem.CodeFormNotFound, "")
+			return nil, store.FormDraft{}, false, problem.New(problem.CodeFormNotFound, "")
 		}
 		if !p.Can(accounts.EditForms, d.Site) {
-			return nil, store.Draft{}, false, accounts.ErrForbidden
+			return nil, store.FormDraft{}, false, accounts.ErrForbidden
 		}
 	}
 	return f, d, ok, nil
@@ -493,12 +493,12 @@ func (h *Handler) BuildTarget(ctx context.Context, p accounts.Principal, id stri
 
 // Drafts are the drafts of new forms (no published form of their id)
 // on the sites the principal may build on.
-func (h *Handler) Drafts(ctx context.Context, p accounts.Principal) ([]store.Draft, error) {
-	all, err := h.Store.Drafts(ctx)
+func (h *Handler) Drafts(ctx context.Context, p accounts.Principal) ([]store.FormDraft, error) {
+	all, err := h.Store.FormDrafts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []store.Draft
+	var out []store.FormDraft
 	for _, d := range all {
 		if h.Forms.Get(d.Form) == nil && p.Can(accounts.EditForms, d.Site) {
 			out = append(out, d)
@@ -515,7 +515,7 @@ func (h *Handler) SaveDraft(ctx context.Context, p accounts.Principal, id, site 
 		if _, err := h.Authorize(p, id, accounts.EditForms); err != nil {
 			return err
 		}
-	} else if d, ok, err := h.Store.Draft(ctx, id); err != nil {
+	} else if d, ok, err := h.Store.FormDraft(ctx, id); err != nil {
 		return err
 	} else if ok && !p.Can(accounts.EditForms, d.Site) {
 		return problem.New(problem.CodeFormNotFound, "")
@@ -523,7 +523,7 @@ func (h *Handler) SaveDraft(ctx context.Context, p accounts.Principal, id, site 
 	if !p.Can(accounts.EditForms, site) {
 		return fmt.Errorf("site %s: %w", site, accounts.ErrForbidden)
 	}
-	return h.Store.PutDraft(ctx, store.Draft{Form: id, Site: site, Source: src, SavedAt: h.Now(), By: p.String()})
+	return h.Store.PutFormDraft(ctx, store.FormDraft{Form: id, Site: site, Source: src, SavedAt: h.Now(), By: p.String()})
 }
 
 // DiscardDraft throws a draft away.
@@ -531,7 +531,7 @@ func (h *Handler) DiscardDraft(ctx context.Context, p accounts.Principal, id str
 	if _, _, _, err := h.BuildTarget(ctx, p, id); err != nil {
 		return err
 	}
-	return h.Store.DeleteDraft(ctx, id)
+	return h.Store.DeleteFormDraft(ctx, id)
 }
 
 // Publish publishes the builder's definition of a form through the one
@@ -566,5 +566,5 @@ func (h *Handler) Publish(ctx context.Context, p accounts.Principal, id string, 
 	if _, err := h.putForms(ctx, call{p: p, form: old}, set, action); err != nil {
 		return pj, err
 	}
-	return pj, h.Store.DeleteDraft(ctx, id)
+	return pj, h.Store.DeleteFormDraft(ctx, id)
 }

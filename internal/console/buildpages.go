@@ -156,7 +156,7 @@ func (h *Handler) idTaken(r *http.Request, id string) (bool, error) {
 	if err != nil || taken {
 		return taken, err
 	}
-	_, ok, err := h.adm.Store.Draft(r.Context(), id)
+	_, ok, err := h.adm.Store.FormDraft(r.Context(), id)
 	return ok, err
 }
 
@@ -257,7 +257,7 @@ type builderView struct {
 
 // buildSource is what the builder starts from: the draft, else the
 // published definition as the principal may read it.
-func (h *Handler) buildSource(r *http.Request, p page) (*form.Form, store.Draft, bool, []byte, error) {
+func (h *Handler) buildSource(r *http.Request, p page) (*form.Form, store.FormDraft, bool, []byte, error) {
 	f, d, ok, err := h.adm.BuildTarget(r.Context(), p.P, r.PathValue("form"))
 	if err != nil {
 		return nil, d, false, nil, err

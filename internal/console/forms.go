@@ -20,7 +20,7 @@ import (
 // asked for), and the drafts of new forms.
 type formsView struct {
 	Cards        []card
-	Drafts       []store.Draft
+	Drafts       []store.FormDraft
 	Archived     int
 	ShowArchived bool
 }

@@ -64,6 +64,9 @@ type Finder interface {
 	EraseEntries(ctx context.Context, ids []string) (int, error)
 	// EntryUploads lists an entry's files (none once it is erased).
 	EntryUploads(ctx context.Context, entryID string) ([]store.Upload, error)
+	// FindDrafts and EraseDrafts find and delete drafts (store.Drafts).
+	FindDrafts(ctx context.Context, needles [][]byte, limit int) ([]store.DraftRef, error)
+	EraseDrafts(ctx context.Context, refs []store.DraftRef) (int, error)
 }
 
 // Report is what Forget found and did.
@@ -86,6 +89,9 @@ type Report struct {
 	// JournalKept says the journal cannot delete copies (a driver without
 	// journal.Forgetter); they stay until its own limits remove them.
 	JournalKept bool
+	// Drafts is how many saved drafts (on the sites allowed) held the
+	// value: deleted, unless in a dry run.
+	Drafts int
 }
 
 // Detail says what was erased for the audit log: the entries by form and
@@ -93,6 +99,9 @@ type Report struct {
 func (r Report) Detail() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "erased %d of %d entries", r.Erased, len(r.Entries))
+	if r.Drafts > 0 {
+		fmt.Fprintf(&b, " and %d drafts", r.Drafts)
+	}
 	for _, e := range r.Entries {
 		fmt.Fprintf(&b, "; %s/%s", e.Form, e.ID)
 	}
@@ -139,6 +148,22 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allo
 		}
 	}
 	found = r.Entries
+	drafts, err := st.FindDrafts(ctx, needles, maxForget+1)
+	if err != nil {
+		return r, fmt.Errorf("find the person's drafts: %w", err)
+	}
+	if len(drafts) > maxForget {
+		return r, inputErr("more than %d drafts hold this value: it is not one person's", maxForget)
+	}
+	drafts = slices.DeleteFunc(drafts, func(d store.DraftRef) bool { return allow != nil && !allow(d.Site) })
+	r.Drafts = len(drafts)
+	if dryRun {
+		return r, nil
+	}
+	// Drafts are not journaled: deleting them from the store is all.
+	if r.Drafts, err = st.EraseDrafts(ctx, drafts); err != nil {
+		return r, fmt.Errorf("erase the person's drafts: %w", err)
+	}
 	if len(found) == 0 {
 		return r, nil
 	}

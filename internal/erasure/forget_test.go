@@ -22,6 +22,7 @@ fields:
 unique: [[email]]
 ---
 id: workshop
+drafts: true
 fields:
   - {name: name,    type: text, required: true}
   - {name: contact, type: email}
@@ -86,7 +87,23 @@ func TestForgetAPerson(t *testing.T) {
 			t.Fatalf("%s: %d %s", s.key, code, b)
 		}
 	}
-	for _, v := range []string{"ann@example.org", "Annabel Lee", "+8613800138000", "bo@example.org"} {
+	// A draft of Ann's, typed in another spelling, and one of Bo's.
+	for key, body := range map[string]string{"ann-draft": `{"name":"Ann Draft","contact":" ANN@example.org"}`, "bo-draft": `{"name":"Bo Draft","contact":"bo@example.org"}`} {
+		req, err := http.NewRequest("PUT", h.URL+"/v1/forms/workshop/drafts/"+key, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("draft %s: %d", key, resp.StatusCode)
+		}
+	}
+	for _, v := range []string{"ann@example.org", "Annabel Lee", "+8613800138000", "bo@example.org", "Ann Draft"} {
 		if len(filesHolding(t, h.Data, v)) == 0 {
 			t.Fatalf("before: no file holds %q; the scan cannot tell anything", v)
 		}
@@ -97,19 +114,22 @@ func TestForgetAPerson(t *testing.T) {
 	}
 	code, b = post(t, h.URL+"/v1/admin/forget", h.Token, `{"email":"ＡＮＮ@example.org"}`)
 	var rep struct {
-		Entries, Erased, Pending int
-		Forms                    map[string]int
+		Entries, Erased, Pending, Drafts int
+		Forms                            map[string]int
 	}
-	if code != 200 || json.Unmarshal(b, &rep) != nil || rep.Erased != 2 || rep.Pending != 0 || rep.Forms["fair"] != 1 || rep.Forms["workshop"] != 1 {
+	if code != 200 || json.Unmarshal(b, &rep) != nil || rep.Erased != 2 || rep.Drafts != 1 || rep.Pending != 0 || rep.Forms["fair"] != 1 || rep.Forms["workshop"] != 1 {
 		t.Fatalf("forget: %d %s", code, b)
 	}
 	if bytes.Contains(b, []byte("ann@")) {
 		t.Fatalf("the answer repeats the erased address: %s", b)
 	}
-	for _, v := range []string{"ann@example.org", "Ann@Example.org", "Annabel Lee", "+8613800138000", "13800138000"} {
+	for _, v := range []string{"ann@example.org", "Ann@Example.org", "Annabel Lee", "+8613800138000", "13800138000", "Ann Draft"} {
 		if files := filesHolding(t, h.Data, v); len(files) > 0 {
 			t.Errorf("after forgetting, %v still hold %q", files, v)
 		}
+	}
+	if len(filesHolding(t, h.Data, "Bo Draft")) == 0 {
+		t.Error("another person's draft was erased too")
 	}
 	if len(filesHolding(t, h.Data, "bo@example.org")) == 0 {
 		t.Error("another person's entry was erased too")

@@ -25,6 +25,9 @@ import (
 // Eraser is the part of the store retention uses.
 type Eraser interface {
 	Erase(ctx context.Context, form string, before time.Time, limit int) (int, error)
+	// ExpireDrafts deletes drafts past their form's draft_ttl
+	// (store.Drafts): each draft carries its expiry from its last save.
+	ExpireDrafts(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // Forms lists the forms.
@@ -41,6 +44,7 @@ type Retention struct {
 	log     *slog.Logger
 	erased  prometheus.Counter
 	pruned  prometheus.Counter
+	drafts  prometheus.Counter
 }
 
 // chunk bounds one statement, so that retention never holds a writer long.
@@ -53,9 +57,10 @@ func NewRetention(forms Forms, st Eraser, pruner journal.Pruner, now func() time
 	j := &Retention{forms: forms, store: st, journal: pruner, now: now, log: log,
 		erased: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_retention_erased_total", Help: "Entries whose data retention erased from the store."}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_retention_pruned_total", Help: "Journal entries retention deleted."}),
+		drafts: prometheus.NewCounter(prometheus.CounterOpts{Name: "formd_retention_drafts_expired_total", Help: "Drafts retention deleted after their draft_ttl."}),
 	}
 	if reg != nil {
-		reg.MustRegister(j.erased, j.pruned)
+		reg.MustRegister(j.erased, j.pruned, j.drafts)
 	}
 	return j
 }
@@ -67,6 +72,13 @@ func NewRetention(forms Forms, st Eraser, pruner journal.Pruner, now func() time
 // and, still busy, leave it to the next checkpoint).
 func (j *Retention) RunOnce(ctx context.Context) (erased, pruned int, err error) {
 	var errs []error
+	// Drafts expire by their own time, whatever form they are of.
+	now := j.now()
+	n, err := drain(ctx, func(ctx context.Context) (int, error) { return j.store.ExpireDrafts(ctx, now, chunk) })
+	j.drafts.Add(float64(n))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("expire drafts: %w", err))
+	}
 	for _, f := range j.forms.All() {
 		if f.Def.Retention == nil || ctx.Err() != nil {
 			continue

@@ -74,6 +74,17 @@ func TestRetention(t *testing.T) {
 	if _, err := s.Apply(ctx, subs); err != nil {
 		t.Fatal(err)
 	}
+	// Drafts expire by their draft_ttl from their last save, whatever
+	// their form's retention.
+	for _, d := range []struct {
+		key string
+		ttl time.Duration
+	}{{"draft-old", 24 * time.Hour}, {"draft-live", 30 * 24 * time.Hour}} {
+		if _, err := s.SaveDraft(ctx, store.DraftSave{Form: "forever", Site: "site", Key: d.key, TokenHash: []byte(d.key),
+			Data: []byte(`{"name":"` + d.key + `-person"}`), Now: now.Add(-2 * 24 * time.Hour), TTL: d.ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	j.Close()
 	j, err = sqlitejournal.Open(ctx, sqlitejournal.Options{Path: filepath.Join(dir, "journal.db")})
 	if err != nil {
@@ -96,6 +107,12 @@ func TestRetention(t *testing.T) {
 	}
 	if files := filesHolding(t, dir, "short-old-person"); len(files) > 0 {
 		t.Fatalf("after retention %v still hold the erased data", files)
+	}
+	if files := filesHolding(t, dir, "draft-old-person"); len(files) > 0 {
+		t.Fatalf("after retention %v still hold the expired draft", files)
+	}
+	if _, err := s.Draft(ctx, "forever", "draft-live", []byte("draft-live"), now); err != nil {
+		t.Fatalf("a draft within its draft_ttl: %v", err)
 	}
 	if files := filesHolding(t, dir, "short-recent-person"); len(files) == 0 {
 		t.Fatal("no file holds the recent entry's data: the scan cannot tell anything")

@@ -172,6 +172,9 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 			c.add("", fmt.Sprintf("origins: %q is not an origin; write scheme://host[:port] such as https://fair.example.org, or *", o))
 		}
 	}
+	if d.DraftTTL != nil && *d.DraftTTL <= 0 {
+		c.add("", "draft_ttl must be positive, such as 30d")
+	}
 	if d.Retention != nil && *d.Retention <= 0 {
 		c.add("", "retention must be positive, such as 365d")
 	}

@@ -109,6 +109,12 @@ type Definition struct {
 	// Review decides new entries as pending (holding their place) until
 	// an editor approves or declines each.
 	Review bool `yaml:"review" json:"review,omitempty"`
+	// Drafts lets a participant save the answers typed so far on the
+	// server, under the submission's key, and resume them on any device
+	// (PUT /v1/forms/{form}/drafts/{key}); DraftTTL is how long a draft
+	// is kept after its last save (DraftTTLDefault when unset).
+	Drafts   bool      `yaml:"drafts" json:"drafts,omitempty"`
+	DraftTTL *Duration `yaml:"draft_ttl" json:"draft_ttl,omitempty"`
 
 	// source is this form\'s definition as YAML, kept so the store can hold
 	// exactly what the owner wrote.
@@ -346,3 +352,15 @@ const (
 	KeyField  = "_key"
 	TimeField = "_ts"
 )
+
+// DraftTTLDefault is how long a draft is kept after its last save when
+// the form sets no draft_ttl: 30 days.
+const DraftTTLDefault = 30 * 24 * time.Hour
+
+// DraftKept is how long the form keeps a draft after its last save.
+func (d *Definition) DraftKept() time.Duration {
+	if d.DraftTTL != nil {
+		return time.Duration(*d.DraftTTL)
+	}
+	return DraftTTLDefault
+}

@@ -46,6 +46,9 @@ type Statuses interface {
 
 // Handler serves the hosted pages and the SDK.
 type Handler struct {
+	// Links, if set, opens participants' links for /e/{token}
+	// (entry.go); without it every link is "not found".
+	Links  EntryLinks
 	forms  Forms
 	places Places
 	status Statuses
@@ -72,6 +75,8 @@ func New(forms Forms, places Places, status Statuses, now func() time.Time, log 
 func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /f/{form}", h.page)
 	mux.HandleFunc("GET /f/{form}/done", h.done)
+	mux.HandleFunc("GET /e/{token}", h.entry)
+	mux.HandleFunc("POST /e/{token}/cancel", h.cancelEntry)
 	mux.HandleFunc("GET /sdk/{file}", h.serveSDK)
 	mux.HandleFunc("GET "+altchaPrefix+"{file}", h.serveAltcha)
 }

@@ -97,11 +97,18 @@ var enStrings = map[string]string{
 	"full-state": "Sorry, every place is taken.",
 	"failed":     "The form could not be sent. Please reload the page and try again.",
 	// The result page, by status.
-	"stored":     "Received. Thank you!",
-	"processing": "Received: it is being processed. This page updates by itself.",
-	"rejected":   "Sorry, every place was taken before your registration arrived.",
-	"cancelled":  "This registration was cancelled.",
-	"unknown":    "There is no record of this submission. Please send the form again.",
+	"stored":          "Received. Thank you!",
+	"processing":      "Received: it is being processed. This page updates by itself.",
+	"rejected":        "Sorry, every place was taken before your registration arrived.",
+	"cancelled":       "This registration was cancelled.",
+	"my-registration": "My registration",
+	"your-answers":    "Your answers",
+	"received-at":     "Received at",
+	"receipt":         "Receipt (the fingerprint of what was received):",
+	"position":        "You are number %d on the waitlist.",
+	"cancel-confirm":  "Yes, I give my place back (this cannot be undone).",
+	"cancel-entry":    "Cancel my registration",
+	"unknown":         "There is no record of this submission. Please send the form again.",
 }
 
 var zhStrings = map[string]string{
@@ -141,6 +148,13 @@ var zhStrings = map[string]string{
 	"processing":       "已收到，正在处理。此页面会自动更新。",
 	"rejected":         "抱歉，您的报名到达前名额已满。",
 	"cancelled":        "此报名已取消。",
+	"my-registration":  "我的报名",
+	"your-answers":     "您的填写内容",
+	"received-at":      "收到时间",
+	"receipt":          "回执（所收内容的指纹）：",
+	"position":         "您在候补名单中排第 %d 位。",
+	"cancel-confirm":   "是的，我放弃名额（无法撤销）。",
+	"cancel-entry":     "取消我的报名",
 	"unknown":          "没有找到这次提交的记录，请重新提交表单。",
 }
 

@@ -96,6 +96,12 @@ type Config struct {
 	// Refusals, if set, counts the submissions turned away before
 	// anything was kept (a closed form, values to fix), for the console.
 	Refusals *RefusalTally
+	// Participants, if set, serves the participant's link
+	// (participant.go); without it GET /v1/entries/{token} is 404.
+	Participants ParticipantStore
+	// Drafts, if set, keeps the drafts of forms with drafts: true
+	// (drafts.go); without it their routes answer drafts-disabled.
+	Drafts DraftStore
 	// Proof checks the proof-of-work of forms that ask for it
 	// (challenge.go).
 	Proof   Proof
@@ -155,6 +161,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("OPTIONS /v1/forms/{form}", h.wrap("preflight", h.preflight))
 	mux.Handle("GET /problems/{code}", h.wrap("problems", problem.Docs))
 	h.registerChallenge(mux)
+	h.registerDrafts(mux)
+	h.registerParticipant(mux)
 }
 
 // wrap turns a handler that returns an error into an http.Handler that
@@ -423,7 +431,7 @@ func (h *Handler) await(ctx context.Context, outcome <-chan store.Outcome, wait 
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request, f *form.Form, o store.Outcome, replayed bool, ignored []string) error {
 	a := firstAnswer(o)
 	if a.problem == nil {
-		a.body = withIgnored(a.body, ignored)
+		a.body = withIgnored(h.withManage(a.body, o), ignored)
 	}
 	replayed = replayed || a.replay
 	if isHTMLPost(r) {

@@ -78,6 +78,13 @@ const (
 	CodeVersionNotFound      = "form-version-not-found"
 	CodeConfirmationRequired = "confirmation-required"
 	CodeFormNotEmpty         = "form-not-empty"
+	// Drafts and the participant's link (issue 33).
+	CodeDraftNotFound     = "draft-not-found"
+	CodeDraftExists       = "draft-exists"
+	CodeDraftStale        = "draft-version-mismatch"
+	CodeDraftSubmitted    = "draft-submitted"
+	CodeDraftsDisabled    = "drafts-disabled"
+	CodeEntryLinkNotFound = "entry-link-not-found"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -146,6 +153,12 @@ var Codes = map[string]Info{
 	CodeVersionNotFound:      {Status: 404, Title: "Form version not found", Explain: "This form has no published version with this number: list its versions with GET /v1/admin/forms/{form}/versions."},
 	CodeConfirmationRequired: {Status: 409, Title: "Confirmation required", Explain: "This change reaches entries already collected (a field they hold removed, places or the one-entry-per rule changed on a form with entries). Nothing was changed. Read the changes and risks in this answer, then send the same request again with the confirm token it gives."},
 	CodeFormNotEmpty:         {Status: 409, Title: "Form holds entries", Explain: "Only a form with no entries (none stored, none being processed, no dead letters) can be deleted. A form with entries can be archived instead: closed and out of the list, its entries kept under its retention; to erase people's data, forget them or let the form's retention erase it."},
+	CodeDraftNotFound:        {Status: 404, Title: "Draft not found", Explain: "No saved draft of this form opens with this resume token: it was never saved, it expired (drafts are kept for the form's draft_ttl after their last save), it was erased, or the token is another draft's. Start again; what you type can be saved as a new draft."},
+	CodeDraftExists:          {Status: 409, Title: "Draft already saved", Explain: "A draft is already saved under this submission key. Later saves and reads of it must carry its resume token (the Draft-Token header, from the first save's resume member) and its version (If-Match); or save under a new key."},
+	CodeDraftStale:           {Status: 412, Title: "Draft changed elsewhere", Explain: "This draft was saved again since the version this save names (If-Match), perhaps in another tab or on another device: nothing was changed. The answer's ETag is the current version; read the draft again (GET), merge, and save with that version."},
+	CodeDraftSubmitted:       {Status: 409, Title: "Already submitted", Explain: "The submission under this draft's key was sent and decided already (the answer's status says how): the draft was consumed by it and cannot be saved or read again."},
+	CodeDraftsDisabled:       {Status: 404, Title: "Drafts not enabled", Explain: "This form does not save drafts (its definition has no drafts: true). Submit the answers instead."},
+	CodeEntryLinkNotFound:    {Status: 404, Title: "Registration link not valid", Explain: "This registration link does not open any entry: it is mistyped, it was revoked, or the entry's data was erased. Unknown and revoked links get the same answer."},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 
@@ -163,6 +176,12 @@ type Problem struct {
 	// option's own places were taken (a session of a fair), not the
 	// form's.
 	Option string `json:"option,omitempty"`
+	// Version is the current version of a draft a stale save named
+	// another version of (draft-version-mismatch).
+	Version int64 `json:"version,omitempty"`
+	// EntryStatus is the status of the entry under a draft's key
+	// (draft-submitted).
+	EntryStatus string `json:"entry_status,omitempty"`
 	// RetryAfter, in seconds, is sent as the Retry-After header.
 	RetryAfter int `json:"-"`
 }

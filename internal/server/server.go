@@ -218,6 +218,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
 	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
+	pages.Links = intake.Links{Store: s.Store, Hasher: s.Hasher}
 	s.refusals = intake.NewRefusalTally(s.Store, time.Now, log)
 	// Beacons are written in batches (intake.ArrivalBatcher: a crash loses
 	// the last 100 ms of them); the submissions' own path is unchanged.
@@ -226,7 +227,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		Refusals:    s.refusals,
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
 		TrustedProxies: cfg.TrustedProxies, Instance: s.waitingInstance(), Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.arrivals,
-		Uploads: s.Uploads, Logger: log, Metrics: intake.NewMetrics(reg),
+		Uploads: s.Uploads, Drafts: s.Store, Participants: s.Store, Logger: log, Metrics: intake.NewMetrics(reg),
 		Proof: intake.Proof{Signer: challenge.NewSigner(secret), Adaptive: challenge.NewAdaptive()},
 	})
 	mux := http.NewServeMux()

@@ -34,14 +34,15 @@ type FormHistory interface {
 	SetArchive(ctx context.Context, form string, a *Archive) error
 	// Archives are the archived forms by id.
 	Archives(ctx context.Context) (map[string]Archive, error)
-	// PutDraft keeps a form's unpublished definition, replacing its last.
-	PutDraft(ctx context.Context, d Draft) error
-	// Draft reads a form's draft; false when it has none.
-	Draft(ctx context.Context, form string) (Draft, bool, error)
-	// Drafts lists every draft by form id, without their definitions.
-	Drafts(ctx context.Context) ([]Draft, error)
-	// DeleteDraft discards a form's draft (published, or thrown away).
-	DeleteDraft(ctx context.Context, form string) error
+	// PutFormDraft keeps a form's unpublished definition, replacing its last.
+	PutFormDraft(ctx context.Context, d FormDraft) error
+	// FormDraft reads a form's draft; false when it has none.
+	FormDraft(ctx context.Context, form string) (FormDraft, bool, error)
+	// FormDrafts lists every form's draft by form id, without their
+	// definitions.
+	FormDrafts(ctx context.Context) ([]FormDraft, error)
+	// DeleteFormDraft discards a form's draft (published, or thrown away).
+	DeleteFormDraft(ctx context.Context, form string) error
 	// DeleteEmptyForm deletes a form that holds no entries and no dead
 	// letters, with its places, versions, draft and archive, in one
 	// transaction, leaving a tombstone (an empty definition under a new
@@ -77,25 +78,25 @@ func FormHoldsQuery(ph func(n int) string) string {
 	return `SELECT EXISTS(SELECT 1 FROM entries WHERE form = ` + ph(1) + `) OR EXISTS(SELECT 1 FROM dead_letters WHERE form = ` + ph(1) + `)`
 }
 
-// Draft is a form's definition as the builder last saved it, not yet
+// FormDraft is a form's definition as the builder last saved it, not yet
 // published.
-type Draft struct {
+type FormDraft struct {
 	Form, Site string
 	Source     []byte
 	SavedAt    time.Time
 	By         string
 }
 
-// DraftColumns are what ScanDraft reads, of form_drafts d;
-// DraftListColumns the same with an empty source.
+// FormDraftColumns are what ScanFormDraft reads, of form_drafts d;
+// FormDraftListColumns the same with an empty source.
 const (
-	DraftColumns     = `d.form, d.site, d.source, d.saved_at, d.by`
-	DraftListColumns = `d.form, d.site, NULL, d.saved_at, d.by`
+	FormDraftColumns     = `d.form, d.site, d.source, d.saved_at, d.by`
+	FormDraftListColumns = `d.form, d.site, NULL, d.saved_at, d.by`
 )
 
-// ScanDraft reads DraftColumns.
-func ScanDraft(sc Scanner) (Draft, error) {
-	var d Draft
+// ScanFormDraft reads FormDraftColumns.
+func ScanFormDraft(sc Scanner) (FormDraft, error) {
+	var d FormDraft
 	err := sc.Scan(&d.Form, &d.Site, &d.Source, TimeDest(&d.SavedAt), &d.By)
 	return d, err
 }

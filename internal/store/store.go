@@ -157,6 +157,11 @@ type Outcome struct {
 	// answer can say which session is full; "" for every other outcome,
 	// and for a rejection by the form's own capacity.
 	FullOption string
+	// Linked says the entry's first answer carried the participant's
+	// link (member manage): every entry decided since migration 0078.
+	// Entries decided before were answered without it, and their
+	// retries still are (byte-for-byte).
+	Linked bool
 }
 
 // Original is the entry a resent submission is answered as: its first
@@ -296,6 +301,8 @@ type Store interface {
 	Budgets
 	Reviewer
 	FormHistory
+	Drafts
+	Participants
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

@@ -56,6 +56,15 @@ export type FieldErrorCode =
   | 'file-rejected'
   | 'file-too-large';
 
+/** The problem codes of drafts and the participant's link that have a text of their own (messages.js "code-CODE"). */
+export type ParticipantProblemCode =
+  | 'draft-not-found'
+  | 'draft-exists'
+  | 'draft-version-mismatch'
+  | 'draft-submitted'
+  | 'drafts-disabled'
+  | 'entry-link-not-found';
+
 /**
  * The problem codes that have a text of their own (messages.js "code-CODE"):
  * the uploads', and origin-not-allowed (a page on a site the form's

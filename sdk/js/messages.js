@@ -64,6 +64,13 @@ export const MESSAGES = {
     'code-scan-unavailable': 'The file cannot be checked for viruses right now: it is sent again shortly.',
     'code-file-infected': 'The virus scanner found something in this file, and it was not kept: choose another file.',
     'code-origin-not-allowed': 'This site may not send to this form.',
+    // Drafts and the participant's link (issue 33).
+    'code-draft-not-found': 'This saved draft is no longer there (it expired or was erased): start again.',
+    'code-draft-exists': 'A draft is already saved for this submission: open it with its resume link.',
+    'code-draft-version-mismatch': 'This draft was changed in another tab or on another device: the newer version is loaded.',
+    'code-draft-submitted': 'This form was already sent: the draft is no longer needed.',
+    'code-drafts-disabled': 'This form does not save drafts.',
+    'code-entry-link-not-found': 'This registration link is not valid: it may be mistyped or revoked.',
   },
   zh: {
     'msg-idle': '',
@@ -109,6 +116,12 @@ export const MESSAGES = {
     'code-scan-unavailable': '文件暂时无法进行病毒检查：稍后会自动重新发送。',
     'code-file-infected': '病毒扫描在此文件中发现问题，文件未保存：请选择其他文件。',
     'code-origin-not-allowed': '此网站不能向这个表单提交。',
+    'code-draft-not-found': '此草稿已不存在（已过期或已删除）：请重新填写。',
+    'code-draft-exists': '此提交已保存过草稿：请用恢复链接打开。',
+    'code-draft-version-mismatch': '此草稿已在其他标签页或设备上修改：已载入较新的版本。',
+    'code-draft-submitted': '此表单已提交：草稿不再需要。',
+    'code-drafts-disabled': '此表单不保存草稿。',
+    'code-entry-link-not-found': '此报名链接无效：可能输入有误或已被撤销。',
   },
 };
 

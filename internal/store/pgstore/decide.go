@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/formd/formd/internal/journal"
@@ -62,6 +63,7 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 			if detail != nil {
 				o.Detail = *detail
 			}
+			o.Linked = !o.Replayed // a replay's is read below (linkedOf)
 			out[i] = o
 		}
 		return br.Close()
@@ -72,7 +74,38 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 	if err := s.fullOptions(ctx, out); err != nil {
 		return nil, err
 	}
+	if err := s.linkedOf(ctx, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// linkedOf reads whether the replayed outcomes' entries were answered with
+// the participant's link (store.Outcome.Linked); a new decision's was.
+func (s *Store) linkedOf(ctx context.Context, out []store.Outcome) error {
+	var ids []string
+	for _, o := range out {
+		if o.Replayed {
+			ids = append(ids, o.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM entries WHERE id = ANY($1) AND linked`, ids)
+	if err != nil {
+		return classify("read linked", err)
+	}
+	linked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return classify("read linked", err)
+	}
+	for i := range out {
+		if out[i].Replayed && slices.Contains(linked, out[i].ID) {
+			out[i].Linked = true
+		}
+	}
+	return nil
 }
 
 type queryer interface {
@@ -108,9 +141,9 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 	var same sameAs
 	var detail, full *string
 	err := q.QueryRow(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at,
-		CASE WHEN e.decision = 'rejected' THEN e.place END
+		CASE WHEN e.decision = 'rejected' THEN e.place END, e.linked
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = $1 AND e.key = $2`, form, key).
-		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail, &same.id, &same.key, &same.decision, &same.receivedAt, &full)
+		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail, &same.id, &same.key, &same.decision, &same.receivedAt, &full, &o.Linked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, false, nil
 	}

@@ -74,8 +74,8 @@ func (s *Store) Archives(ctx context.Context) (map[string]store.Archive, error) 
 	return out, nil
 }
 
-// PutDraft keeps a form's unpublished definition, replacing its last.
-func (s *Store) PutDraft(ctx context.Context, d store.Draft) error {
+// PutFormDraft keeps a form's unpublished definition, replacing its last.
+func (s *Store) PutFormDraft(ctx context.Context, d store.FormDraft) error {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO form_drafts(form, site, source, saved_at, by) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (form) DO UPDATE SET site = excluded.site, source = excluded.source, saved_at = excluded.saved_at, by = excluded.by`,
 		d.Form, d.Site, d.Source, micro(d.SavedAt), d.By); err != nil {
@@ -85,8 +85,8 @@ func (s *Store) PutDraft(ctx context.Context, d store.Draft) error {
 }
 
 // Draft reads a form's draft; false when it has none.
-func (s *Store) Draft(ctx context.Context, form string) (store.Draft, bool, error) {
-	d, err := store.ScanDraft(s.pool.QueryRow(ctx, `SELECT `+store.DraftColumns+` FROM form_drafts d WHERE d.form = $1`, form))
+func (s *Store) FormDraft(ctx context.Context, form string) (store.FormDraft, bool, error) {
+	d, err := store.ScanFormDraft(s.pool.QueryRow(ctx, `SELECT `+store.FormDraftColumns+` FROM form_drafts d WHERE d.form = $1`, form))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, false, nil
 	}
@@ -97,20 +97,20 @@ func (s *Store) Draft(ctx context.Context, form string) (store.Draft, bool, erro
 }
 
 // Drafts lists every draft by form id, without their definitions.
-func (s *Store) Drafts(ctx context.Context) ([]store.Draft, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+store.DraftListColumns+` FROM form_drafts d ORDER BY d.form`)
+func (s *Store) FormDrafts(ctx context.Context) ([]store.FormDraft, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+store.FormDraftListColumns+` FROM form_drafts d ORDER BY d.form`)
 	if err != nil {
 		return nil, classify("read drafts", err)
 	}
-	out, err := collect(rows, store.ScanDraft)
+	out, err := collect(rows, store.ScanFormDraft)
 	if err != nil {
 		return nil, classify("read drafts", err)
 	}
 	return out, nil
 }
 
-// DeleteDraft discards a form's draft.
-func (s *Store) DeleteDraft(ctx context.Context, form string) error {
+// DeleteFormDraft discards a form's draft.
+func (s *Store) DeleteFormDraft(ctx context.Context, form string) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM form_drafts WHERE form = $1`, form); err != nil {
 		return classify("delete draft of "+form, err)
 	}

@@ -338,6 +338,8 @@ BEGIN
 		RETURN;
 	END IF;
 	o_id := p_id; o_received_at := p_received_at; o_fingerprint := p_fingerprint; o_replayed := false;
+	-- the key's draft (0077), if one was saved, is consumed by the decision.
+	DELETE FROM drafts WHERE form = p_form AND key = p_key;
 	-- uploads (0050, 0062): the entry's files are claimed first.
 	IF p_upload_fields IS NULL THEN
 		v_uploads := formd_claim_uploads(p_id, p_form, p_data);

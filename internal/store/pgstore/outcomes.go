@@ -19,7 +19,7 @@ func (s *Store) Outcomes(ctx context.Context, keys []store.Key) ([]store.Outcome
 		forms[i], ks[i] = k.Form, k.Key
 	}
 	rows, err := s.pool.Query(ctx, `SELECT e.form, e.key, e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail,
-			o.id, o.key, o.decision, o.received_at, CASE WHEN e.decision = 'rejected' THEN e.place END
+			o.id, o.key, o.decision, o.received_at, CASE WHEN e.decision = 'rejected' THEN e.place END, e.linked
 		FROM unnest($1::text[], $2::text[]) AS w(form, key)
 		JOIN entries e ON e.form = w.form AND e.key = w.key
 		LEFT JOIN entries o ON o.id = e.same_as`, forms, ks)
@@ -34,7 +34,7 @@ func (s *Store) Outcomes(ctx context.Context, keys []store.Key) ([]store.Outcome
 		var same sameAs
 		var detail, full *string
 		if err := rows.Scan(&o.Form, &o.Key, &o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail,
-			&same.id, &same.key, &same.decision, &same.receivedAt, &full); err != nil {
+			&same.id, &same.key, &same.decision, &same.receivedAt, &full, &o.Linked); err != nil {
 			return nil, classify("read outcomes", err)
 		}
 		copy(o.Fingerprint[:], fp)

@@ -35,6 +35,8 @@ type stmts struct {
 	spend, prune, spamReason, claimUpload *sql.Stmt
 	// Options with places, and review (places.go, review.go).
 	option, takeOption, untake, setPlace, optionFull *sql.Stmt
+	// consumeDraft deletes the draft saved under the key (drafts.go).
+	consumeDraft *sql.Stmt
 }
 
 func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
@@ -43,8 +45,8 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&st.insert, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(form, key) DO NOTHING`},
+		{&st.insert, `INSERT INTO entries(id, seq, form, site, key, status, decision, received_at, decided_at, fingerprint, claims, data, linked)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT(form, key) DO NOTHING`},
 		{&st.claim, `INSERT INTO claims(form, claim, entry_id) VALUES (?1, ` + claimKey("?2") + `, ?3) ON CONFLICT(form, claim) DO NOTHING`},
 		{&st.release, releaseClaims},
 		{&st.take, `UPDATE capacity SET taken = taken + 1 WHERE form = ? AND (capacity IS NULL OR taken < capacity)`},
@@ -71,6 +73,7 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.untake, `UPDATE capacity SET taken = taken - 1 WHERE form = ?`},
 		{&st.setPlace, `UPDATE entries SET place = ? WHERE id = ?`},
 		{&st.optionFull, optionFullGeneric},
+		{&st.consumeDraft, `DELETE FROM drafts WHERE form = ? AND key = ?`},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -94,14 +97,14 @@ func (st *stmts) in(ctx context.Context, tx *sql.Tx) *stmts {
 		claimUpload: tx.StmtContext(ctx, st.claimUpload),
 		option:      tx.StmtContext(ctx, st.option), takeOption: tx.StmtContext(ctx, st.takeOption),
 		untake: tx.StmtContext(ctx, st.untake), setPlace: tx.StmtContext(ctx, st.setPlace),
-		optionFull: tx.StmtContext(ctx, st.optionFull),
+		optionFull: tx.StmtContext(ctx, st.optionFull), consumeDraft: tx.StmtContext(ctx, st.consumeDraft),
 	}
 }
 
 func (st *stmts) close() {
 	for _, s := range []*sql.Stmt{st.insert, st.claim, st.release, st.take, st.whenFull, st.fullGeneric, st.setStatus, st.holder, st.sameAs, st.event,
 		st.spend, st.prune, st.spamReason, st.claimUpload,
-		st.option, st.takeOption, st.untake, st.setPlace, st.optionFull} {
+		st.option, st.takeOption, st.untake, st.setPlace, st.optionFull, st.consumeDraft} {
 		if s != nil {
 			s.Close()
 		}
@@ -208,7 +211,12 @@ func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.
 		return o, nil
 	}
 	o := store.Outcome{ID: sub.ID, Form: sub.Form, Key: sub.Key, Decision: status, Status: status,
-		ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint}
+		ReceivedAt: sub.ReceivedAt, Fingerprint: sub.Fingerprint, Linked: true}
+	// The key's draft, if one was saved, is consumed by its decision,
+	// whatever the decision is.
+	if _, err := st.consumeDraft.ExecContext(ctx, sub.Form, sub.Key); err != nil {
+		return o, fmt.Errorf("consume the draft: %w", err)
+	}
 	// uploads: the entry's files are claimed before anything else is decided.
 	refused, detail, err := claimUploads(ctx, tx, st, sub)
 	if err != nil {
@@ -393,9 +401,9 @@ func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, b
 	)
 	var full sql.NullString
 	err := q.QueryRowContext(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at,
-		CASE WHEN e.decision = 'rejected' THEN e.place END
+		CASE WHEN e.decision = 'rejected' THEN e.place END, e.linked
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = ? AND e.key = ?`, form, key).
-		Scan(&o.ID, &o.Decision, &status, &us, &fp, &detail, &sameID, &sameK, &sameD, &sameAt, &full)
+		Scan(&o.ID, &o.Decision, &status, &us, &fp, &detail, &sameID, &sameK, &sameD, &sameAt, &full, &o.Linked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, false, nil
 	}

@@ -102,25 +102,25 @@ func testFormHistory(t *testing.T, s store.Store) {
 	}
 
 	// Drafts: one per form, the last saved replacing the one before.
-	if _, ok, err := s.Draft(ctx, "new"); ok || err != nil {
+	if _, ok, err := s.FormDraft(ctx, "new"); ok || err != nil {
 		t.Fatalf("a draft of no form: %v %v", ok, err)
 	}
 	for _, src := range []string{"id: new\nsite: s", "id: new\nsite: t\ntitle: Fair"} {
-		if err := s.PutDraft(ctx, store.Draft{Form: "new", Site: src[len(src)-1:], Source: []byte(src), SavedAt: first, By: "ann@example.org"}); err != nil {
+		if err := s.PutFormDraft(ctx, store.FormDraft{Form: "new", Site: src[len(src)-1:], Source: []byte(src), SavedAt: first, By: "ann@example.org"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, ok, err := s.Draft(ctx, "new")
+	d, ok, err := s.FormDraft(ctx, "new")
 	if err != nil || !ok || string(d.Source) != "id: new\nsite: t\ntitle: Fair" || !d.SavedAt.Equal(first) || d.By != "ann@example.org" {
 		t.Fatalf("the draft: %+v %v %v", d, ok, err)
 	}
-	if ds, err := s.Drafts(ctx); err != nil || len(ds) != 1 || ds[0].Form != "new" || ds[0].Source != nil {
+	if ds, err := s.FormDrafts(ctx); err != nil || len(ds) != 1 || ds[0].Form != "new" || ds[0].Source != nil {
 		t.Fatalf("drafts: %+v %v", ds, err)
 	}
-	if err := s.DeleteDraft(ctx, "new"); err != nil {
+	if err := s.DeleteFormDraft(ctx, "new"); err != nil {
 		t.Fatal(err)
 	}
-	if ds, err := s.Drafts(ctx); err != nil || len(ds) != 0 {
+	if ds, err := s.FormDrafts(ctx); err != nil || len(ds) != 0 {
 		t.Fatalf("drafts after deleting: %+v %v", ds, err)
 	}
 

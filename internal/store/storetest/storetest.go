@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore Opener) {
 	tests = append(tests, outboxCases...)
 	tests = append(tests, placeCases...)
 	tests = append(tests, reviewCases...)
+	tests = append(tests, draftCases...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

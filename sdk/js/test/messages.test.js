@@ -13,6 +13,7 @@ const CODES = [
   'file-rejected', 'file-too-large',
 ];
 const PROBLEMS = ['file-rejected', 'payload-too-large', 'upload-already-used', 'upload-not-found', 'upload-offset-mismatch', 'upload-unavailable', 'upload-storage-full', 'scan-unavailable', 'file-infected', 'upload-file-lost', 'origin-not-allowed'];
+const PARTICIPANT = ['draft-not-found', 'draft-exists', 'draft-version-mismatch', 'draft-submitted', 'drafts-disabled', 'entry-link-not-found'];
 const LIMITED = ['too-small', 'too-large', 'too-short', 'too-long', 'too-early', 'too-late', 'too-few', 'too-many'];
 
 /** The members of a string-literal union in formd.d.ts. */
@@ -26,6 +27,7 @@ test('the lists here are the ones formd.d.ts declares', () => {
   assert.deepEqual(union('State'), STATES);
   assert.deepEqual(union('FieldErrorCode'), CODES);
   assert.deepEqual(union('UploadProblemCode'), PROBLEMS);
+  assert.deepEqual(union('ParticipantProblemCode'), PARTICIPANT);
 });
 
 for (const lang of ['en', 'zh']) {
@@ -51,8 +53,12 @@ for (const lang of ['en', 'zh']) {
     assert.match(MESSAGES[lang]['msg-uploading'], /\{percent\}/);
   });
 
+  test(`${lang}: a text for every problem code of drafts and the participant's link`, () => {
+    for (const c of PARTICIPANT) assert.ok(MESSAGES[lang]['code-' + c], `code-${c}`);
+  });
+
   test(`${lang}: nothing more than the states and codes`, () => {
-    const want = [...STATES.map((s) => 'msg-' + s), ...CODES.map((c) => 'err-' + c), ...PROBLEMS.map((c) => 'code-' + c)].sort();
+    const want = [...STATES.map((s) => 'msg-' + s), ...CODES.map((c) => 'err-' + c), ...PROBLEMS.map((c) => 'code-' + c), ...PARTICIPANT.map((c) => 'code-' + c)].sort();
     assert.deepEqual(Object.keys(MESSAGES[lang]).sort(), want);
   });
 }
