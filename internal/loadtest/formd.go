@@ -101,40 +101,12 @@ func (p *formdProtocol) setUp(ctx context.Context) error {
 // every restart has it) and starts it.
 func (p *formdProtocol) spawn(ctx context.Context) (err error) {
 	e := p.e
-	e.workDir = e.cfg.WorkDir
-	if e.workDir == "" {
-		if e.workDir, err = os.MkdirTemp("", "formd-loadtest-"); err != nil {
-			return fmt.Errorf("work dir: %w", err)
-		}
-		e.ownWorkDir = true
-	} else if err := os.MkdirAll(e.workDir, 0o700); err != nil {
-		return fmt.Errorf("work dir: %w", err)
-	}
-	argv := append([]string(nil), e.cfg.Spawn...)
-	addr, ok := flagValue(argv, "addr")
-	if !ok {
-		if addr, err = freeLoopbackAddr(); err != nil {
-			return err
-		}
-		argv = append(argv, "--addr", addr)
-	}
-	host, _, err := net.SplitHostPort(addr)
+	sp, err := prepareSpawn(e.cfg, "formd-loadtest-", "loadtest-form.yaml", loadtestForm(p.form, e.cfg.Capacity, e.cfg.WhenFull))
 	if err != nil {
-		return fmt.Errorf("--spawn: --addr %q is not host:port", addr)
+		return err
 	}
-	if err := checkLoopbackHost(host); err != nil {
-		return fmt.Errorf("--spawn: %w", err)
-	}
-	if _, ok := flagValue(argv, "data"); !ok {
-		argv = append(argv, "--data", filepath.Join(e.workDir, "data"))
-	}
-	if _, ok := flagValue(argv, "forms"); !ok {
-		path := filepath.Join(e.workDir, "loadtest-form.yaml")
-		if err := os.WriteFile(path, []byte(loadtestForm(p.form, e.cfg.Capacity, e.cfg.WhenFull)), 0o600); err != nil {
-			return fmt.Errorf("write the form: %w", err)
-		}
-		argv = append(argv, "--forms", path)
-	}
+	argv, addr := sp.argv, sp.addr
+	e.workDir, e.ownWorkDir = sp.workDir, sp.ownWorkDir
 	e.sup, err = newSupervisor(argv, e.cfg.SpawnEnv, addr, filepath.Join(e.workDir, "server.log"))
 	if err != nil {
 		return err
@@ -145,6 +117,65 @@ func (p *formdProtocol) spawn(ctx context.Context) (err error) {
 		return err
 	}
 	return nil
+}
+
+// spawnCommand is a server command made ready to start: the configured
+// --spawn command with --addr (a free loopback port), --data (under the
+// work directory) and --forms (the run's forms, written there) added
+// where it lacks them, then extra's flags where it lacks them.
+type spawnCommand struct {
+	argv          []string
+	addr, workDir string
+	// ownWorkDir says the run made the work directory (and may remove it).
+	ownWorkDir bool
+}
+
+// prepareSpawn makes the spawned server's command for cfg: the work
+// directory cfg names, or a new one named by prefix; the forms in
+// formsFile there. The address must be on the loopback.
+func prepareSpawn(cfg Config, prefix, formsFile, formsYAML string, extra ...[2]string) (spawnCommand, error) {
+	sc := spawnCommand{workDir: cfg.WorkDir}
+	var err error
+	if sc.workDir == "" {
+		if sc.workDir, err = os.MkdirTemp("", prefix); err != nil {
+			return sc, fmt.Errorf("work dir: %w", err)
+		}
+		sc.ownWorkDir = true
+	} else if err := os.MkdirAll(sc.workDir, 0o700); err != nil {
+		return sc, fmt.Errorf("work dir: %w", err)
+	}
+	argv := append([]string(nil), cfg.Spawn...)
+	addr, ok := flagValue(argv, "addr")
+	if !ok {
+		if addr, err = freeLoopbackAddr(); err != nil {
+			return sc, err
+		}
+		argv = append(argv, "--addr", addr)
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return sc, fmt.Errorf("--spawn: --addr %q is not host:port", addr)
+	}
+	if err := checkLoopbackHost(host); err != nil {
+		return sc, fmt.Errorf("--spawn: %w", err)
+	}
+	if _, ok := flagValue(argv, "data"); !ok {
+		argv = append(argv, "--data", filepath.Join(sc.workDir, "data"))
+	}
+	if _, ok := flagValue(argv, "forms"); !ok {
+		path := filepath.Join(sc.workDir, formsFile)
+		if err := os.WriteFile(path, []byte(formsYAML), 0o600); err != nil {
+			return sc, fmt.Errorf("write the forms: %w", err)
+		}
+		argv = append(argv, "--forms", path)
+	}
+	for _, f := range extra {
+		if _, ok := flagValue(argv, f[0]); !ok {
+			argv = append(argv, "--"+f[0], f[1])
+		}
+	}
+	sc.argv, sc.addr = argv, addr
+	return sc, nil
 }
 
 // applyForm stores the run's form through the admin API.

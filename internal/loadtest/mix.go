@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -257,43 +256,12 @@ func (m *mixRun) setUp(ctx context.Context, yaml string, forms []string) error {
 // spawn starts the server with the mix's forms, and with the loopback as
 // a trusted proxy (see mixRun.trusted).
 func (m *mixRun) spawn(ctx context.Context, yaml string) (err error) {
-	m.workDir = m.cfg.WorkDir
-	if m.workDir == "" {
-		if m.workDir, err = os.MkdirTemp("", "formd-loadtest-mix-"); err != nil {
-			return fmt.Errorf("work dir: %w", err)
-		}
-		m.ownWorkDir = true
-	} else if err := os.MkdirAll(m.workDir, 0o700); err != nil {
-		return fmt.Errorf("work dir: %w", err)
-	}
-	argv := append([]string(nil), m.cfg.Spawn...)
-	addr, ok := flagValue(argv, "addr")
-	if !ok {
-		if addr, err = freeLoopbackAddr(); err != nil {
-			return err
-		}
-		argv = append(argv, "--addr", addr)
-	}
-	host, _, err := net.SplitHostPort(addr)
+	sp, err := prepareSpawn(m.cfg, "formd-loadtest-mix-", "mix-forms.yaml", yaml, [2]string{"trusted-proxies", "127.0.0.1/32"})
 	if err != nil {
-		return fmt.Errorf("--spawn: --addr %q is not host:port", addr)
+		return err
 	}
-	if err := checkLoopbackHost(host); err != nil {
-		return fmt.Errorf("--spawn: %w", err)
-	}
-	if _, ok := flagValue(argv, "data"); !ok {
-		argv = append(argv, "--data", filepath.Join(m.workDir, "data"))
-	}
-	if _, ok := flagValue(argv, "forms"); !ok {
-		path := filepath.Join(m.workDir, "mix-forms.yaml")
-		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-			return fmt.Errorf("write the forms: %w", err)
-		}
-		argv = append(argv, "--forms", path)
-	}
-	if _, ok := flagValue(argv, "trusted-proxies"); !ok {
-		argv = append(argv, "--trusted-proxies", "127.0.0.1/32")
-	}
+	argv, addr := sp.argv, sp.addr
+	m.workDir, m.ownWorkDir = sp.workDir, sp.ownWorkDir
 	m.sup, err = newSupervisor(argv, m.cfg.SpawnEnv, addr, filepath.Join(m.workDir, "server.log"))
 	if err != nil {
 		return err
