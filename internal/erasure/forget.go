@@ -158,7 +158,10 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allo
 	drafts = slices.DeleteFunc(drafts, func(d store.DraftRef) bool { return allow != nil && !allow(d.Site) })
 	r.Drafts = len(drafts)
 	if dryRun {
-		return r, nil
+		// What would go: the entries' files are counted, nothing erased.
+		n, err := countFiles(ctx, st, found)
+		r.Files = n
+		return r, err
 	}
 	// Drafts are not journaled: deleting them from the store is all.
 	if r.Drafts, err = st.EraseDrafts(ctx, drafts); err != nil {
@@ -166,11 +169,6 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allo
 	}
 	if len(found) == 0 {
 		return r, nil
-	}
-	if dryRun {
-		n, err := countFiles(ctx, st, found)
-		r.Files = n
-		return r, err
 	}
 	// The journal's copies go first: an entry whose copy stays while the
 	// store forgets it would only be replayed as a replay (the store keeps

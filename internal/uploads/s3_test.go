@@ -314,6 +314,10 @@ func TestS3Conformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Their idle keep-alive connections would outlive the test
+			// (goleak in TestMain).
+			t.Cleanup(a.(*s3Objects).tr.CloseIdleConnections)
+			t.Cleanup(b.(*s3Objects).tr.CloseIdleConnections)
 			return a, b
 		},
 		NotFound: errNoObject,
