@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,10 +19,9 @@ import (
 // flood from one address of issue 30).
 func testUploadBudgets(t *testing.T, s UploadStore) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	seq := 0
+	var seq atomic.Int64 // mk is called from concurrent creations too
 	mk := func(form, source string, size int64, at time.Time) store.Upload {
-		seq++
-		return store.Upload{ID: fmt.Sprintf("b%d-%d", idSeq.Add(1), seq), Form: form, Field: "photo", Size: size, Source: source,
+		return store.Upload{ID: fmt.Sprintf("b%d-%d", idSeq.Add(1), seq.Add(1)), Form: form, Field: "photo", Size: size, Source: source,
 			CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
 	}
 	refusedBy := func(t *testing.T, err error, budget string) {
