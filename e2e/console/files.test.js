@@ -19,7 +19,7 @@ fields:
   - {name: cv, type: file, accept: [application/pdf], label: {en: CV, zh: 简历}}
 `;
 const password = 'correct horse battery staple';
-const photo = readFileSync(join(repoRoot, 'internal/uploads/testdata/gps-photo.jpg'));
+const photo = readFileSync(join(repoRoot, 'internal/uploads/exif/testdata/gps-photo.jpg'));
 
 let bin, srv, browser, ctx, page, out;
 

@@ -55,7 +55,10 @@ budget uploads.js 2560
 # errors, seven problem codes, in both languages) took it from 1440 to
 # about 2020 bytes, and the texts of full storage, the virus scan and an
 # infected file to about 2220; 2560 leaves room for the next texts.
-budget messages.js 2560
+# 2560 until issues 33 and 34: the site the form does not list and the six
+# problems of drafts and the participant's link, in both languages, took it
+# to about 2670; 2880 leaves room for the drafts' own states.
+budget messages.js 2880
 # The proof-of-work solver formd.js imports (issue 22).
 budget challenge.js 3072
 
