@@ -24,7 +24,7 @@ repo=$(git -C "$here" rev-parse --show-toplevel)
 # intake's refusal counts, and the one that made the uploads directory
 # content-addressed and let uploads resume on any instance (RELEASES="…"
 # makes only those named).
-releases="${RELEASES:-b3f9691 d2ed5ed 567ad3d 37359fb 40587a2 c547f67}"
+releases="${RELEASES:-b3f9691 d2ed5ed 567ad3d 37359fb 40587a2 c547f67 e32961e}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$repo" && go build -o "$tmp/gen" ./testdata/upgrade/gen)
