@@ -10,20 +10,23 @@ import (
 	"testing"
 )
 
-// walkStep is one command of the README's walkthrough and what the README
-// says it answers.
+// walkStep is one command of the walkthrough (docs/api.md) and what the
+// text says it answers.
 type walkStep struct {
-	line    int      // of the command's first line in README.md
+	line    int      // of the command's first line in docs/api.md
 	command string   // the shell text, continuation lines included
 	expect  []string // the comment lines after it, without "# "
 }
 
 // readmeWalkthrough reads the first sh block under "## A walkthrough with
-// curl" in README.md: each command (with its continuation lines, or a
+// curl" in docs/api.md: each command (with its continuation lines, or a
 // loop to its done) and the comment lines that follow it.
+// walkthroughDoc is where the walkthrough with curl is written.
+const walkthroughDoc = "docs/api.md"
+
 func readmeWalkthrough(t *testing.T) (prelude string, steps []walkStep) {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../" + walkthroughDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +39,7 @@ func readmeWalkthrough(t *testing.T) (prelude string, steps []walkStep) {
 		i++
 	}
 	if i == len(lines) {
-		t.Fatal("README.md has no ```sh block under \"## A walkthrough with curl\"")
+		t.Fatal(walkthroughDoc + " has no ```sh block under \"## A walkthrough with curl\"")
 	}
 	assign := regexp.MustCompile(`^[A-Z]+=\S+$`)
 	var cur *walkStep
@@ -68,11 +71,11 @@ var (
 	jsonMember = regexp.MustCompile(`"(code|status|form|key|field)":"[^"…]+"`)
 )
 
-// TestREADMEWalkthrough runs the README's walkthrough with curl against a
+// TestREADMEWalkthrough runs the walkthrough (docs/api.md) with curl against a
 // formd started as the quick start says (formd serve --forms
 // examples/forms.yaml) and compares what formd answers with what the
-// README shows: status lines, the headers shown, the lists of status codes
-// and the codes and statuses in the bodies shown. The README cannot drift
+// text shows: status lines, the headers shown, the lists of status codes
+// and the codes and statuses in the bodies shown. The text cannot drift
 // from formd again.
 func TestREADMEWalkthrough(t *testing.T) {
 	if testing.Short() {
@@ -80,7 +83,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	if _, err := exec.LookPath("curl"); err != nil {
 		if os.Getenv("FORMD_REQUIRE_SERVICES") != "" {
-			t.Fatal("curl is needed to run the README's walkthrough: apt-get install curl")
+			t.Fatal("curl is needed to run the walkthrough in docs/api.md: apt-get install curl")
 		}
 		t.Skip("no curl on PATH")
 	}
@@ -99,7 +102,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("README.md:%d: %v\n%s\n%s", st.line, err, st.command, errOut.String())
+			t.Fatalf(walkthroughDoc+":%d: %v\n%s\n%s", st.line, err, st.command, errOut.String())
 		}
 		got := strings.ReplaceAll(out.String(), "\r\n", "\n")
 		gotLines := strings.Split(got, "\n")
@@ -108,7 +111,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 			case statusLine.MatchString(want):
 				checked++
 				if gotLines[0] != want {
-					t.Errorf("README.md:%d: the README shows %q, formd answers %q\n%s", st.line, want, gotLines[0], got)
+					t.Errorf(walkthroughDoc+":%d: the text shows %q, formd answers %q\n%s", st.line, want, gotLines[0], got)
 				}
 			case headerLine.MatchString(want):
 				checked++
@@ -124,28 +127,28 @@ func TestREADMEWalkthrough(t *testing.T) {
 					}
 				}
 				if !found {
-					t.Errorf("README.md:%d: the README shows the header %q, formd answers\n%s", st.line, want, got)
+					t.Errorf(walkthroughDoc+":%d: the text shows the header %q, formd answers\n%s", st.line, want, got)
 				}
 			case codesLine.MatchString(want):
 				checked++
 				codes := strings.Split(strings.SplitN(want, " (", 2)[0], ", ")
 				if g := strings.Fields(got); strings.Join(g, ", ") != strings.Join(codes, ", ") {
-					t.Errorf("README.md:%d: the README shows %s, formd answers %s", st.line, strings.Join(codes, ", "), strings.Join(g, ", "))
+					t.Errorf(walkthroughDoc+":%d: the text shows %s, formd answers %s", st.line, strings.Join(codes, ", "), strings.Join(g, ", "))
 				}
 			case strings.HasPrefix(want, "{"):
 				for _, member := range jsonMember.FindAllString(want, -1) {
 					checked++
 					if !strings.Contains(got, member) {
-						t.Errorf("README.md:%d: the README shows %s in the body, formd answers\n%s", st.line, member, got)
+						t.Errorf(walkthroughDoc+":%d: the text shows %s in the body, formd answers\n%s", st.line, member, got)
 					}
 				}
 			}
 		}
 	}
 	if len(steps) < 8 || checked < 15 {
-		t.Fatalf("read %d steps and %d checks from the README's walkthrough: the parser no longer reads it", len(steps), checked)
+		t.Fatalf("read %d steps and %d checks from the walkthrough in "+walkthroughDoc+": the parser no longer reads it", len(steps), checked)
 	}
-	t.Logf("%d commands, %d checks against the README", len(steps), checked)
+	t.Logf("%d commands, %d checks against "+walkthroughDoc, len(steps), checked)
 }
 
 // startFormdAsDocumented starts formd serve with the quick start's

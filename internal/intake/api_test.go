@@ -177,7 +177,7 @@ func multipartBody(fields map[string]string, file bool) (string, string) {
 }
 
 // TestAPIScenarios covers every answer of the submission API (each HTTP
-// status and problem code the README's API table lists) against a real
+// status and problem code the API table of docs/api.md lists) against a real
 // instance, in order (later rows build on earlier ones).
 func TestAPIScenarios(t *testing.T) {
 	h := servertest.Start(t, apiForms, servertest.Options{
