@@ -44,7 +44,7 @@ func backupCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if !cfg.JournalDriver().Backup || !cfg.StoreDriver().Backup {
 		return fail(2, "formd backup copies the embedded sqlite journal and store; back up a postgres store with pg_dump or PITR, "+
-			"and a nats journal with 'nats stream backup' (README, Backups)")
+			"and a nats journal with 'nats stream backup' (docs/backups-and-upgrades.md)")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -159,12 +159,12 @@ func startFormdAsDocumented(t *testing.T, bin, data, forms string) *proc {
 	return startFormd(t, bin, data, forms, "--rate-limit", "600/1m,burst=600")
 }
 
-// TestREADMENatsServerIsThePinnedOne: the multi-instance section tells
+// TestREADMENatsServerIsThePinnedOne: docs/instances.md tells
 // people to install the nats-server go.mod pins (the one formd is tested
 // against), not an older one that refuses its configuration.
 func TestREADMENatsServerIsThePinnedOne(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/instances.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,11 +178,11 @@ func TestREADMENatsServerIsThePinnedOne(t *testing.T) {
 	}
 	installs := regexp.MustCompile(`go install github\.com/nats-io/nats-server/v2@(v\S+)`).FindAllSubmatch(readme, -1)
 	if len(installs) == 0 {
-		t.Fatal("README.md does not say how to install nats-server (go install github.com/nats-io/nats-server/v2@…)")
+		t.Fatal("docs/instances.md does not say how to install nats-server (go install github.com/nats-io/nats-server/v2@…)")
 	}
 	for _, m := range installs {
 		if string(m[1]) != string(pin[1]) {
-			t.Errorf("README.md installs nats-server %s, go.mod pins %s", m[1], pin[1])
+			t.Errorf("docs/instances.md installs nats-server %s, go.mod pins %s", m[1], pin[1])
 		}
 	}
 }

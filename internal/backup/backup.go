@@ -264,7 +264,7 @@ func liveSize(data string) (int64, error) {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return 0, fmt.Errorf("no %s in %s: this is not an embedded formd data directory (--data, FORMD_DATA); "+
-					"with a postgres:// store or a nats:// journal back up with their own tools (README, Backups)", name, data)
+					"with a postgres:// store or a nats:// journal back up with their own tools (docs/backups-and-upgrades.md)", name, data)
 			}
 			return 0, fmt.Errorf("read the data directory %s: %w", data, err)
 		}

@@ -598,11 +598,11 @@ func (l *Loader) Load() (Config, error) {
 	if c.BackupEvery > 0 {
 		switch {
 		case c.BackupEvery < time.Minute:
-			return c, fmt.Errorf("setting backup-every (%s) is below 1m; back up every minute or less often, or use Litestream for continuous replication (README, Backups)", c.BackupEvery)
+			return c, fmt.Errorf("setting backup-every (%s) is below 1m; back up every minute or less often, or use Litestream for continuous replication (docs/backups-and-upgrades.md)", c.BackupEvery)
 		case c.BackupDir == "":
 			return c, errors.New("setting backup-every needs backup-dir: name where the backups go (--backup-dir, FORMD_BACKUP_DIR), best on another disk than --data")
 		case !c.JournalDriver().Backup || !c.StoreDriver().Backup:
-			return c, fmt.Errorf("setting backup-every backs up the embedded sqlite journal and store only: %s (README, Backups)", drivers.BackupAdvice(c.JournalDriver(), c.StoreDriver()))
+			return c, fmt.Errorf("setting backup-every backs up the embedded sqlite journal and store only: %s (docs/backups-and-upgrades.md)", drivers.BackupAdvice(c.JournalDriver(), c.StoreDriver()))
 		}
 	}
 	if c.Workers == 0 {

@@ -263,7 +263,7 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 	}
 	j.durable = j.checkDurability(ctx)
 	if len(j.durable.Lax) > 0 {
-		opts.Logger.Warn("NATS JETSTREAM DURABILITY IS LAX: acknowledged submissions can be lost if a NATS server crashes or loses power; see the README, section \"Durability: what to configure\"",
+		opts.Logger.Warn("NATS JETSTREAM DURABILITY IS LAX: acknowledged submissions can be lost if a NATS server crashes or loses power; see docs/instances.md, \"Durability: what to configure\"",
 			"stream", opts.Stream, "replicas", j.durable.Replicas, "problems", strings.Join(j.durable.Lax, "; "))
 	}
 	j.bg.Go(func() { j.leaseLoop(bgCtx) })

@@ -47,7 +47,7 @@ func AnnounceSkip(suites string) {
 		return
 	}
 	announced.Store(true)
-	fmt.Printf("skipping %s: %s is not set (see README: Development)\n", suites, EnvURL)
+	fmt.Printf("skipping %s: %s is not set (see docs/development.md)\n", suites, EnvURL)
 }
 
 // ExternalURL is the external server's URL; it skips the test when none

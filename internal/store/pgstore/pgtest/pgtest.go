@@ -42,7 +42,7 @@ func AnnounceSkip(suites string) {
 		return
 	}
 	announced.Store(true)
-	fmt.Printf("skipping %s: %s is not set (see README: Development)\n", suites, EnvURL)
+	fmt.Printf("skipping %s: %s is not set (see docs/development.md)\n", suites, EnvURL)
 }
 
 // URL creates a fresh schema and returns the database URL with that schema
