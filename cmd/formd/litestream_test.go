@@ -40,7 +40,7 @@ func litestreamBin(t *testing.T) string {
 // TestLitestream replicates the journal and the store with Litestream to
 // file replicas while writers submit, marks a point, writes more, and
 // restores both files to that point: formd opens the restored data (the
-// secret copied beside it, as the README says), and every entry
+// secret copied beside it, as docs/backups-and-upgrades.md says), and every entry
 // acknowledged before the point is there exactly once, nothing written
 // after it is, and formd audit is clean.
 func TestLitestream(t *testing.T) {

@@ -91,7 +91,7 @@ test('photos are thumbnails, files are downloads, and the photo lost its coordin
 });
 
 // shot writes the entry page with its files to docs/console for the
-// README (not with FORMD_SCREENSHOTS=0, as in CI).
+// docs (not with FORMD_SCREENSHOTS=0, as in CI).
 async function shot(lang) {
   if (process.env.FORMD_SCREENSHOTS === '0') return;
   mkdirSync(join(docsDir, 'console'), { recursive: true });

@@ -46,7 +46,7 @@ func TestHashingSlotsBounded(t *testing.T) {
 // hashes reach the live heap again and more while it runs (2 to 3 times
 // the live hashes were measured), so the heap grows by less than
 // 4 × HashSlots × Memory: 256 MiB here at 32 MiB a hash, 512 MiB with
-// the defaults (the README's figure). The growth is the peak of the Go
+// the defaults (the figure in docs/console.md). The growth is the peak of the Go
 // heap over the burst, sampled.
 func TestHashingMemoryBound(t *testing.T) {
 	const perHash = 32 << 20

@@ -34,7 +34,7 @@ func proxyBinary(t *testing.T, name string) string {
 	return ""
 }
 
-// The configurations are the README's (Deploying → behind Caddy or nginx),
+// The configurations are docs/deploying.md's (behind Caddy or nginx),
 // on test ports and with a test certificate.
 const caddyfile = `{
 	admin off
@@ -89,7 +89,7 @@ http {
 }
 `
 
-// TestBehindCaddyAndNginx: formd behind each proxy, as the README sets it
+// TestBehindCaddyAndNginx: formd behind each proxy, as docs/deploying.md sets it
 // up (--trusted-proxies 127.0.0.1), over the proxy's HTTPS: a submission
 // is stored, setup gives a Secure cookie and HSTS, the status Location is
 // one the browser resolves on the proxy's https origin, and plain HTTP is

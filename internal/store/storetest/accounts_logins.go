@@ -140,7 +140,7 @@ func testLoginStorm(t *testing.T, e *accountsEnv) {
 // were checked, so few more are; the owner's browser, which signed in
 // before (its device cookie), signs in at once throughout — the lock-out
 // case of testLoginStorm still holds. An owner on a browser new to the
-// account waits with the guessers: the trade-off the README states.
+// account waits with the guessers: the trade-off docs/security.md states.
 func testLoginManyAddresses(t *testing.T, e *accountsEnv) {
 	e.add(t, "owner@example.com", accounts.Owner, "*")
 	// The owner signed in from their browser before the storm.
