@@ -488,3 +488,63 @@ func TestSubcommandsAreTheCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsPagesHaveContents: a page of docs/ longer than a screen or two
+// opens with a contents list that names each of its sections.
+func TestDocsPagesHaveContents(t *testing.T) {
+	t.Parallel()
+	for _, f := range docFiles(t, "../..") {
+		if f == "README.md" {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("../..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(string(raw), "\n") < 80 {
+			continue
+		}
+		if problem := contentsProblem(string(raw)); problem != "" {
+			t.Errorf("%s: %s", f, problem)
+		}
+	}
+}
+
+// contentsProblem says what is wrong with a page's contents list: missing,
+// or not naming one of its "## " sections.
+func contentsProblem(md string) string {
+	text := noFences(md)
+	i := strings.Index(text, "\n## Contents\n")
+	if i < 0 {
+		return `no "## Contents" list`
+	}
+	list := text[i+len("\n## Contents\n"):]
+	if j := strings.Index(list, "\n## "); j >= 0 {
+		list = list[:j]
+	}
+	for _, m := range regexp.MustCompile(`(?m)^## (.+)$`).FindAllStringSubmatch(text, -1) {
+		if m[1] == "Contents" {
+			continue
+		}
+		ids := anchors("## " + m[1])
+		for id := range ids {
+			if !strings.Contains(list, "(#"+id+")") {
+				return "its contents do not list the section " + m[1]
+			}
+		}
+	}
+	return ""
+}
+
+func TestDocsContentsCanFail(t *testing.T) {
+	t.Parallel()
+	for md, want := range map[string]string{
+		"# A\n\n## One\n": `no "## Contents" list`,
+		"# A\n\n## Contents\n\n- [One](#one)\n\n## One\n\n## Two\n":             "its contents do not list the section Two",
+		"# A\n\n## Contents\n\n- [One](#one)\n\n## One\n```\n## Not one\n```\n": "",
+	} {
+		if got := contentsProblem(md); got != want {
+			t.Errorf("%q: %q, want %q", md, got, want)
+		}
+	}
+}
