@@ -548,3 +548,37 @@ func TestDocsContentsCanFail(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickStartIsWhatCIRuns: the README's quick start has its two
+// commands — run formd with the embedded defaults, run the tests — and
+// .ci/run runs that same test command.
+func TestQuickStartIsWhatCIRuns(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	i := strings.Index(s, "\n## Quick start\n")
+	if i < 0 {
+		t.Fatal(`README.md has no "## Quick start"`)
+	}
+	qs := s[i+1:]
+	if j := strings.Index(qs[3:], "\n## "); j >= 0 {
+		qs = qs[:j+3]
+	}
+	const runIt, testIt = "go run ./cmd/formd serve --forms examples/forms.yaml", "go test ./..."
+	for _, c := range []string{runIt, testIt} {
+		if !strings.Contains(qs, "\n    "+c+"\n") {
+			t.Errorf("README.md's quick start does not show the command %q on a line of its own", c)
+		}
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := strings.Index(string(ci), `step "tests (the README's test command)"`+"\n")
+	if step < 0 || !strings.HasPrefix(string(ci)[step:], `step "tests (the README's test command)"`+"\n"+testIt+"\n") {
+		t.Errorf(".ci/run does not run %q in its step \"tests (the README's test command)\"", testIt)
+	}
+}
