@@ -22,6 +22,7 @@ import (
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/accounts/sso"
 	"github.com/formd/formd/internal/admin"
+	"github.com/formd/formd/internal/admin/agent"
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/console"
@@ -253,6 +254,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store})
 	adm.Register(mux)
 	s.admin = adm
+	// The MCP tools (internal/admin/agent), for an API token only.
+	tools := &agent.Tools{Admin: adm, Status: intake.NewStatuses(s.Journal, s.Store).Status}
+	mux.Handle("/v1/admin/mcp", tools.Handler())
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
 	cons.BackupFailure = s.backups.failure
 	cons.PublicURL = s.cfg.PublicURL
