@@ -252,11 +252,11 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		CheckURL: func(raw string) error { return s.Guard.CheckSavedURL(raw, nil) }, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
 		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store})
-	adm.Register(mux)
-	s.admin = adm
 	// The MCP tools (internal/admin/agent), for an API token only.
 	tools := &agent.Tools{Admin: adm, Status: intake.NewStatuses(s.Journal, s.Store).Status}
-	mux.Handle("/v1/admin/mcp", tools.Handler())
+	adm.MCP = tools.Handler()
+	adm.Register(mux)
+	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
 	cons.BackupFailure = s.backups.failure
 	cons.PublicURL = s.cfg.PublicURL
