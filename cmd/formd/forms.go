@@ -100,10 +100,8 @@ func formsCmd(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "%d form(s) valid: %s\n", len(set.Forms), ids(set))
-		for _, f := range set.Forms {
-			if len(f.Def.Origins) == 0 {
-				fmt.Fprintf(stdout, "warning: form %q lists no origins: only its hosted page (/f/%s), servers and mini-programs can send to it; a page of another site that uses the SDK is refused (origin-not-allowed). Add origins: [https://your-site.example] to allow one.\n", f.ID(), f.ID())
-			}
+		for _, w := range set.Warnings() {
+			fmt.Fprintln(stdout, w)
 		}
 		return 0
 	}

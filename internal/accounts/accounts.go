@@ -90,6 +90,12 @@ type Config struct {
 	// with other parameters is replaced at the next sign-in. Default
 	// DefaultParams.
 	Password Params
+	// PasswordsOff switches password sign-in off (single sign-on only),
+	// except for BreakGlass: the e-mail (normalized) of the one owner
+	// who may still sign in with a password when the identity provider
+	// is down or misconfigured. Default false: passwords work.
+	PasswordsOff bool
+	BreakGlass   string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }

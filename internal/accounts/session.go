@@ -54,6 +54,9 @@ func (s *Service) LoginDevice(ctx context.Context, email, password, ip, device s
 	if err != nil {
 		return Account{}, fmt.Errorf("sign in: %w", err)
 	}
+	if !s.passwordAllowed(addr) {
+		return Account{}, fmt.Errorf("sign in: %w", ErrPasswordsOff)
+	}
 	now := s.now()
 	pair := "pair:" + addr + " " + ip
 	keys := []string{pair}
@@ -106,6 +109,10 @@ func (s *Service) LoginDevice(ctx context.Context, email, password, ip, device s
 			return Account{}, fmt.Errorf("sign in: %w", err)
 		}
 		return Account{}, fmt.Errorf("sign in: %w", ErrBadCredentials)
+	}
+	if s.cfg.PasswordsOff && a.Role != Owner {
+		// The break-glass address is an owner's, or no one's.
+		return Account{}, fmt.Errorf("sign in: the break-glass account is not an owner: %w", ErrPasswordsOff)
 	}
 	var rehash string
 	if NeedsRehash(a.PasswordHash, s.cfg.Password) {

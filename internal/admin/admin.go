@@ -132,6 +132,9 @@ func (h *Handler) ClientIP(r *http.Request) string { return intake.ClientIP(r, h
 // Handler serves /v1/admin/.
 type Handler struct {
 	Deps
+	// MCP serves the MCP tools at /v1/admin/mcp (package agent, which
+	// is built on this handler, so it is set after New); nil: 404.
+	MCP     http.Handler
 	maxBody int64
 	jobs    jobs
 }
@@ -170,6 +173,13 @@ func (h *Handler) Register(mux Mux) {
 	mux.Handle("GET /v1/admin/dead-letters", h.route(accounts.Read, false, h.deadLetters))
 	mux.Handle("POST /v1/admin/dead-letters/{form}/{key}/retry", h.route(accounts.Act, true, h.retry))
 	mux.Handle("POST /v1/admin/forget", h.route(accounts.Forget, false, h.forgetPerson))
+	mux.Handle("POST /v1/admin/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.MCP == nil {
+			problem.Write(w, r, h.Log, problem.New(problem.CodeNotFound, ""))
+			return
+		}
+		h.MCP.ServeHTTP(w, r)
+	}))
 	h.registerConsole(mux)
 	h.registerDeliveries(mux)
 	h.registerBuild(mux)

@@ -455,6 +455,9 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request, c call) error {
 	return writeJSON(w, http.StatusOK, jobOut(j))
 }
 
+// JobView is a job as the admin API shows it (GET /v1/admin/jobs/{id}).
+func JobView(j Job) map[string]any { return jobOut(j) }
+
 func jobOut(j Job) map[string]any {
 	out := map[string]any{"id": j.ID, "kind": j.Kind, "form": j.Filter.Form, "site": j.Filter.Site, "by": j.By,
 		"started_at": j.Started.UTC(), "running": j.Running(), "error": nil}

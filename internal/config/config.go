@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/accounts/sso"
 	"github.com/formd/formd/internal/drivers"
 	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/form"
@@ -158,6 +159,15 @@ type Config struct {
 	BackupEvery time.Duration
 	BackupDir   string
 	BackupKeep  int
+
+	// OIDC is single sign-on for the console through an OpenID Provider
+	// (--oidc-*); off while its Issuer is empty.
+	OIDC sso.Settings
+	// PasswordSignIn false leaves the console to single sign-on, but for
+	// BreakGlass: the e-mail of the one owner who may still sign in with
+	// a password.
+	PasswordSignIn bool
+	BreakGlass     string
 }
 
 // TLS reports whether formd itself terminates TLS.
@@ -499,6 +509,72 @@ var settings = []setting{
 		return nil
 	}},
 	{"backup-keep", "48", "scheduled backups kept in --backup-dir; older ones are removed", intSetter(func(c *Config) *int { return &c.BackupKeep }, 1, 100000)},
+	// Single sign-on for the console (docs/sso.md).
+	{"oidc-issuer", "", "the issuer URL of the OpenID Provider the console signs people in with, such as https://id.example.org/realms/staff (discovered at start); empty: passwords only", func(c *Config, v string) error {
+		if v != "" {
+			u, err := url.Parse(v)
+			if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
+				return fmt.Errorf("%q is not an https:// issuer URL such as https://id.example.org/realms/staff (http:// only on localhost)", v)
+			}
+		}
+		c.OIDC.Issuer = v
+		return nil
+	}},
+	{"oidc-client-id", "", "the client id formd has at the OpenID Provider", func(c *Config, v string) error {
+		c.OIDC.ClientID = strings.TrimSpace(v)
+		return nil
+	}},
+	{"oidc-client-secret", "", "the client secret formd has at the OpenID Provider (a confidential client); keep it in the environment or the config file rather than on the command line", func(c *Config, v string) error {
+		c.OIDC.ClientSecret = v
+		return nil
+	}},
+	{"oidc-name", "", "the provider's name on the console's sign-in button (Sign in with NAME); default: the issuer's host", func(c *Config, v string) error {
+		c.OIDC.Name = strings.TrimSpace(v)
+		return nil
+	}},
+	{"oidc-role-claim", "groups", "the ID token claim (a string or a list of strings) that --oidc-roles reads, such as groups or roles", func(c *Config, v string) error {
+		if strings.TrimSpace(v) == "" {
+			return errors.New("must name a claim of the ID token, such as groups")
+		}
+		c.OIDC.RoleClaim = strings.TrimSpace(v)
+		return nil
+	}},
+	{"oidc-roles", "", "what the role claim gives, first match wins: VALUE=ROLE:SITES rules separated by ';', such as 'formd-admins=owner:*;fair-team=editor:fair,expo' (ROLE owner, editor or viewer; * for every site); a person no rule matches gets nothing", func(c *Config, v string) error {
+		rules, err := sso.ParseRules(v)
+		if err != nil {
+			return err
+		}
+		c.OIDC.Rules = rules
+		return nil
+	}},
+	{"oidc-create-accounts", "false", "true: a person whose verified e-mail has no account gets one at first sign-in, when a rule gives them a role; false: an owner adds accounts first", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		c.OIDC.CreateAccounts = b
+		return nil
+	}},
+	{"password-sign-in", "on", "on: accounts may sign in to the console with a password; off: single sign-on only, except the --break-glass-email owner", func(c *Config, v string) error {
+		switch v {
+		case "on", "true":
+			c.PasswordSignIn = true
+		case "off", "false":
+			c.PasswordSignIn = false
+		default:
+			return fmt.Errorf("%q is not on or off", v)
+		}
+		return nil
+	}},
+	{"break-glass-email", "", "with --password-sign-in off, the e-mail of the one owner account that may still sign in with its password (when the identity provider is down)", func(c *Config, v string) error {
+		if v != "" {
+			if _, err := mail.ParseAddress(v); err != nil || strings.ContainsAny(v, "<> ") {
+				return fmt.Errorf("%q is not an e-mail address such as owner@example.org", v)
+			}
+		}
+		c.BreakGlass = strings.ToLower(strings.TrimSpace(v))
+		return nil
+	}},
 	{"log-format", "json", "json or text", func(c *Config, v string) error {
 		if v != "json" && v != "text" {
 			return fmt.Errorf("%q is not a log format: use json or text", v)
@@ -604,6 +680,9 @@ func (l *Loader) Load() (Config, error) {
 		case !c.JournalDriver().Backup || !c.StoreDriver().Backup:
 			return c, fmt.Errorf("setting backup-every backs up the embedded sqlite journal and store only: %s (docs/backups-and-upgrades.md)", drivers.BackupAdvice(c.JournalDriver(), c.StoreDriver()))
 		}
+	}
+	if err := c.settleOIDC(); err != nil {
+		return c, err
 	}
 	if c.Workers == 0 {
 		c.Workers = c.StoreDriver().Workers
@@ -811,4 +890,39 @@ func Default() Config {
 		panic(fmt.Sprintf("default settings do not load: %v", err)) // a bug in the settings table
 	}
 	return c
+}
+
+// settleOIDC checks the single sign-on settings together.
+func (c Config) settleOIDC() error {
+	if !c.OIDC.Enabled() {
+		for _, name := range []struct {
+			set  bool
+			name string
+		}{{c.OIDC.ClientID != "", "oidc-client-id"}, {c.OIDC.ClientSecret != "", "oidc-client-secret"}, {len(c.OIDC.Rules) > 0, "oidc-roles"}} {
+			if name.set {
+				return fmt.Errorf("setting %s needs oidc-issuer: name the OpenID Provider's issuer URL (--oidc-issuer, FORMD_OIDC_ISSUER)", name.name)
+			}
+		}
+		if !c.PasswordSignIn {
+			return errors.New("setting password-sign-in is off but oidc-issuer is empty: nobody could sign in; set --oidc-issuer (FORMD_OIDC_ISSUER) or turn password sign-in on")
+		}
+		return nil
+	}
+	if c.OIDC.ClientID == "" {
+		return errors.New("setting oidc-issuer needs oidc-client-id: the client id formd has at the provider (--oidc-client-id, FORMD_OIDC_CLIENT_ID)")
+	}
+	if len(c.OIDC.Rules) == 0 {
+		return fmt.Errorf("setting oidc-issuer needs oidc-roles: without rules nobody signing in gets a role; write VALUE=ROLE:SITES rules for the %s claim, such as --oidc-roles 'formd-admins=owner:*' (FORMD_OIDC_ROLES)", c.OIDC.RoleClaim)
+	}
+	return nil
+}
+
+// loopback says host is this machine, where an http:// issuer is allowed
+// (tests, a provider on the same host).
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }

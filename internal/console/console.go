@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/accounts/sso"
 	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/intake"
@@ -42,6 +43,7 @@ type Sessions interface {
 	Setup(ctx context.Context, code, email, password, ip string) (accounts.Account, error)
 	ResetAccount(ctx context.Context, code string) (accounts.Account, error)
 	ResetPassword(ctx context.Context, code, password, ip string) (accounts.Account, error)
+	SignInExternal(ctx context.Context, x accounts.External, create bool, ip string) (accounts.Account, error)
 }
 
 // Handler serves /admin/.
@@ -59,6 +61,11 @@ type Handler struct {
 	// X-Forwarded-Proto (IsHTTPS).
 	PublicURL string
 	IsHTTPS   func(*http.Request) bool
+	// SSO, when set, signs people in through the identity provider
+	// (--oidc-issuer); SSOCreate makes accounts for verified e-mails at
+	// first sign-in (--oidc-create-accounts).
+	SSO       SSO
+	SSOCreate bool
 	// Preview renders the builder's preview of a form's hosted page
 	// (hosted.Handler.Preview); nil shows none.
 	Preview Preview
@@ -99,6 +106,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/login", h.loginPage)
 	mux.HandleFunc("POST /admin/login", h.login)
 	mux.HandleFunc("POST /admin/logout", h.logout)
+	mux.HandleFunc("GET /admin/sso/start", h.ssoStart)
+	mux.HandleFunc("GET "+sso.CallbackPath, h.ssoCallback)
 	mux.HandleFunc("GET /admin/setup", h.setupPage)
 	mux.HandleFunc("POST /admin/setup", h.setup)
 	mux.HandleFunc("GET /admin/reset", h.resetPage)

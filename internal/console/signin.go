@@ -17,7 +17,7 @@ import (
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	pg := page{L: pickLang(w, r), Title: "", Path: r.URL.RequestURI()}
 	pg.Title = pg.L.T["login.title"]
-	pg.Data = map[string]any{"Next": safeNext(r.URL.Query().Get("next")), "Email": ""}
+	pg.Data = h.loginData(safeNext(r.URL.Query().Get("next")), "")
 	pg.Flash = flashOf(r.URL.Query().Get("done"))
 	if _, err := h.sessions.Authenticate(r); err == nil {
 		http.Redirect(w, r, "/admin/forms", http.StatusSeeOther)
@@ -64,13 +64,27 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", itoa(int(locked.RetryAfter(time.Now()).Seconds())+1))
 		msg = fmt.Sprintf(pg.L.T["login.locked"], locked.Until.UTC().Format("15:04")+" UTC")
+	case errors.Is(err, accounts.ErrPasswordsOff):
+		status = http.StatusForbidden
+		msg = pg.L.T["login.passwords-off"]
 	case !errors.Is(err, accounts.ErrBadCredentials) && !errors.Is(err, accounts.ErrInvalidEmail):
 		h.errorPage(w, r, pg, err)
 		return
 	}
 	pg.Error = msg
-	pg.Data = map[string]any{"Next": next, "Email": email}
+	pg.Data = h.loginData(next, email)
 	h.render(w, status, "login", pg)
+}
+
+// loginData is the sign-in page's: where to go after, the e-mail typed,
+// and the identity provider's button when there is one.
+func (h *Handler) loginData(next, email string) map[string]any {
+	d := map[string]any{"Next": next, "Email": email, "SSO": ""}
+	if h.SSO != nil {
+		d["SSO"] = h.SSO.Name()
+		d["SSOStart"] = "/admin/sso/start?next=" + url.QueryEscape(next)
+	}
+	return d
 }
 
 // safeNext keeps a redirect after sign-in inside the console.

@@ -92,6 +92,18 @@ func (s Set) IDs() []string {
 	return out
 }
 
+// Warnings are what formd forms check says of definitions that check but
+// may not do what their owner meant; the admin API's tools say the same.
+func (s Set) Warnings() []string {
+	var out []string
+	for _, f := range s.Forms {
+		if len(f.Def.Origins) == 0 {
+			out = append(out, fmt.Sprintf("warning: form %q lists no origins: only its hosted page (/f/%s), servers and mini-programs can send to it; a page of another site that uses the SDK is refused (origin-not-allowed). Add origins: [https://your-site.example] to allow one.", f.ID(), f.ID()))
+		}
+	}
+	return out
+}
+
 // ParseSet reads forms and sites' settings from an input, as Parse does.
 func ParseSet(src []byte, source string, checkURL func(string) error) (Set, error) {
 	docs, derr := decodeAll(src, source)

@@ -57,6 +57,11 @@ const (
 	CodeTokenRevoked         = "token-revoked"
 	CodeResetInvalid         = "reset-invalid"
 	CodeJobRunning           = "job-running"
+	// Single sign-on (OpenID Connect) and the password switch.
+	CodeSSOFailed      = "sso-failed"
+	CodeSSOUnavailable = "sso-unavailable"
+	CodeSSONoAccess    = "sso-no-access"
+	CodePasswordsOff   = "password-sign-in-off"
 	// Uploads (a file field's bytes).
 	CodeFileRejected      = "file-rejected"
 	CodeUploadUsed        = "upload-already-used"
@@ -137,6 +142,10 @@ var Codes = map[string]Info{
 	CodeTokenRevoked:         {Status: 409, Title: "Token revoked", Explain: "This API token was revoked already."},
 	CodeResetInvalid:         {Status: 400, Title: "Reset link not valid", Explain: "The password reset link is wrong, used or expired (it works once, for a few hours). Ask an owner for a new one; on the server, formd users passwd --email sets a password."},
 	CodeJobRunning:           {Status: 409, Title: "Job already running", Explain: "You already have an audit running (one per account at a time, of any form): follow it on its job page, or wait for it to finish before starting another.", RetryAfter: 5},
+	CodeSSOFailed:            {Status: 400, Title: "Single sign-on failed", Explain: "The sign-in through the identity provider could not be completed: it was not started in this browser or took too long, its state did not match, the provider refused the code (a code works once), or the ID token it gave is not valid for this server (another client's, expired, or with the wrong nonce). Nothing was signed in; start again from the sign-in page."},
+	CodeSSOUnavailable:       {Status: 502, Title: "Identity provider unavailable", Explain: "formd could not reach the identity provider to finish the sign-in. Try again in a moment; an owner with a password (the break-glass account) can still sign in with it."},
+	CodeSSONoAccess:          {Status: 403, Title: "No access", Explain: "The identity provider signed you in, but formd gives you nothing: no rule of the owner's claim mapping matches your groups or roles, your e-mail is not verified, or no account has your e-mail and new accounts are not made on first sign-in. Ask an owner to add you to a group the mapping names, or to make your account."},
+	CodePasswordsOff:         {Status: 403, Title: "Password sign-in is off", Explain: "This server signs people in through its identity provider only: use the single sign-on button. Only the break-glass owner may still sign in with a password."},
 	CodeFileRejected:         {Status: 422, Title: "File rejected", Explain: "The uploaded file's bytes are of a type the form's file field does not accept (the type is found from the bytes, not from the file's name), or the upload names no file field of this form. The detail names the field and the type found. The upload was deleted; send a file of an accepted type."},
 	CodeUploadUsed:           {Status: 422, Title: "Upload already used", Explain: "An upload this submission names belongs to another submission already: an upload is attached to one entry only. Upload the file again for this submission. Nothing was stored."},
 	CodeUploadNotFound:       {Status: 422, Title: "Upload not found", Explain: "No complete upload of this form has this id: it was never made, it expired (uploads that no submission names are deleted after a while), or its bytes are still being sent. Upload the file again, or finish the upload, and submit again. Nothing was stored."},

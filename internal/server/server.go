@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/accounts/sso"
 	"github.com/formd/formd/internal/admin"
+	"github.com/formd/formd/internal/admin/agent"
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/console"
@@ -162,7 +164,18 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		IsHTTPS:       func(r *http.Request) bool { return https.IsHTTPS(r, cfg.TrustedProxies) },
 		DeviceKey:     deviceKey(secret),
+		PasswordsOff:  !cfg.PasswordSignIn,
+		BreakGlass:    cfg.BreakGlass,
 	})
+	var signOn *sso.Provider
+	if cfg.OIDC.Enabled() {
+		// Discovery at start: a provider that is down or misconfigured is
+		// a start-up error naming the setting, not a sign-in page that
+		// fails later.
+		if signOn, err = sso.Discover(ctx, cfg.OIDC, sso.Options{}); err != nil {
+			return err
+		}
+	}
 	// The store's one row decides which start issues the admin token: of
 	// several instances starting at once, or a restart, only one prints
 	// it (formd token makes a new one), so a printed token never stops
@@ -239,6 +252,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		CheckURL: func(raw string) error { return s.Guard.CheckSavedURL(raw, nil) }, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
 		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store})
+	// The MCP tools (internal/admin/agent), for an API token only.
+	tools := &agent.Tools{Admin: adm, Status: intake.NewStatuses(s.Journal, s.Store).Status}
+	adm.MCP = tools.Handler()
 	adm.Register(mux)
 	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
@@ -246,6 +262,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	cons.PublicURL = s.cfg.PublicURL
 	cons.IsHTTPS = func(r *http.Request) bool { return https.IsHTTPS(r, s.cfg.TrustedProxies) }
 	cons.Preview = pages.Preview
+	if signOn != nil {
+		cons.SSO, cons.SSOCreate = signOn, cfg.OIDC.CreateAccounts
+	}
 	cons.Register(mux)
 	pages.Register(mux)
 	// /metrics names every form of every site: it is served on
