@@ -212,3 +212,34 @@ func testPostedRecordedByDecision(t *testing.T, s UploadStore) {
 		t.Fatalf("the refused post sent again under a new key: %+v", o)
 	}
 }
+
+// testDecisionsPruneSpent: a spent solution whose challenge expired is
+// kept through its grace (another key with it is a replay) and then
+// pruned by the decisions that spend others, however they pace it.
+func testDecisionsPruneSpent(t *testing.T, s store.Store, clock *testClock) {
+	if _, ok := s.(store.Challenges); !ok {
+		t.Skip("the driver keeps no proof-of-work replay store")
+	}
+	putForm(t, s, "pp", nil, store.StatusRejected)
+	solved := func(key string, seq uint64, sig string) journal.Entry {
+		e := sub("pp", key, seq)
+		e.ReceivedAt = clock.Now()
+		e.Challenge = &journal.Challenge{Signature: sig, Expires: clock.Now().Add(time.Minute)}
+		return e
+	}
+	decide := func(e journal.Entry, want string) {
+		t.Helper()
+		out, err := s.Apply(ctxT(t), []journal.Entry{e})
+		if err != nil || out[0].Status != want {
+			t.Fatalf("%s with %s: %+v %v, want %s", e.Key, e.Challenge.Signature, out, err, want)
+		}
+	}
+	decide(solved("k1", 1, "old"), store.StatusStored)
+	clock.Advance(30 * time.Second)
+	decide(solved("k2", 2, "old"), store.StatusSpam)
+	clock.Advance(30*time.Second + store.ChallengeGrace - time.Second)
+	decide(solved("k3", 3, "old"), store.StatusSpam) // within the grace
+	clock.Advance(2 * time.Second)
+	decide(solved("k4", 4, "fresh"), store.StatusStored) // prunes "old"
+	decide(solved("k5", 5, "old"), store.StatusStored)
+}
