@@ -160,12 +160,13 @@ func sameFileEntry(t *testing.T, data string, b []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := svc.Put(ctx, fs[0], "cv", "again.pdf", "", 0, bytes.NewReader(b))
+	up, err := svc.Put(ctx, fs[0], "cv", "again.pdf", "", 0, bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := journal.Entry{ID: "e3", Seq: 4, Site: "default", Form: "cv", Key: "k3", ReceivedAt: time.Now(),
-		Data: []byte(fmt.Sprintf(`{"name":"N3","cv":["upload:%s"],"_uploads":["%s"]}`, id, id))}
+		Data:    []byte(fmt.Sprintf(`{"name":"N3","cv":["upload:%s"],"_uploads":["%s"]}`, up.ID, up.ID)),
+		Uploads: []journal.Upload{up}} // the posted file, recorded by the decision
 	if o, err := st.Apply(ctx, []journal.Entry{e}); err != nil || o[0].Status != store.StatusStored {
 		t.Fatalf("apply: %+v %v", o, err)
 	}

@@ -59,13 +59,14 @@ func filesData(t *testing.T, data string, entries, filesEach int) map[string][][
 	sent := map[string][][]byte{}
 	for i := range entries {
 		var ids []string
+		var ups []journal.Upload // the posted files, recorded by the decision
 		for k := range filesEach {
 			b := []byte(fmt.Sprintf("%%PDF-1.4\nentry %d file %d\n%s", i, k, strings.Repeat("x", 1000*(k+1))))
-			id, err := svc.Put(ctx, fs[0], "cv", fmt.Sprintf("../CV %d/%d.pdf", i, k), "", k, bytes.NewReader(b))
+			up, err := svc.Put(ctx, fs[0], "cv", fmt.Sprintf("../CV %d/%d.pdf", i, k), "", k, bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
 			}
-			ids = append(ids, id)
+			ids, ups = append(ids, up.ID), append(ups, up)
 			sent[fmt.Sprintf("e%d", i)] = append(sent[fmt.Sprintf("e%d", i)], b)
 		}
 		refs, _ := json.Marshal(ids)
@@ -74,7 +75,7 @@ func filesData(t *testing.T, data string, entries, filesEach int) map[string][][
 			vals = append(vals, `"upload:`+id+`"`)
 		}
 		e := journal.Entry{ID: fmt.Sprintf("e%d", i), Seq: uint64(i + 1), Site: "default", Form: "cv", Key: fmt.Sprintf("k%d", i), ReceivedAt: time.Now(),
-			Data: []byte(`{"name":"N` + fmt.Sprint(i) + `","cv":[` + strings.Join(vals, ",") + `],"_uploads":` + string(refs) + `}`)}
+			Data: []byte(`{"name":"N` + fmt.Sprint(i) + `","cv":[` + strings.Join(vals, ",") + `],"_uploads":` + string(refs) + `}`), Uploads: ups}
 		if o, err := st.Apply(ctx, []journal.Entry{e}); err != nil || o[0].Status != store.StatusStored {
 			t.Fatalf("apply: %+v %v", o, err)
 		}

@@ -1,6 +1,10 @@
 package backup
 
-import "context"
+import (
+	"context"
+
+	"github.com/formd/formd/internal/journal"
+)
 
 // StoreFiles is what a backup needs of the embedded store's driver, each
 // on a file by its path (sqlitestore.Files): this package knows no table
@@ -31,8 +35,9 @@ type JournalFiles interface {
 	SchemaVersion(ctx context.Context, path string) (int, error)
 	// EntryCount counts a copy's entries.
 	EntryCount(ctx context.Context, path string) (int, error)
-	// NamedUploads is the set of upload ids a copy's entries name.
-	NamedUploads(ctx context.Context, path string) (map[string]bool, error)
+	// NamedUploads is the set of upload ids a copy's entries name, each
+	// with the facts of a plain HTML post's file (nil for the others).
+	NamedUploads(ctx context.Context, path string) (map[string]*journal.Posted, error)
 }
 
 // Drivers are the embedded drivers whose files a backup holds.

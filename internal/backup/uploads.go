@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,9 +42,16 @@ func (u Upload) path(dir string) string {
 // entry names are not copied (a stranger could fill the backups with
 // them, issue 30); after a restore a submission naming one is answered
 // upload-not-found and its client uploads the file again.
+//
+// A file of a plain HTML post has no record before its entry's decision
+// (journal.Posted): one the store's copy does not record is referenced by
+// the facts its entry carries, and the restore's decision of that entry
+// records it. Such a file found gone was an entry's decided since, whose
+// upload expired or was erased: it is left out without a word.
 type referenced struct {
 	id, sum string
 	size    int64
+	posted  bool
 }
 
 // referencedUploads reads the uploads a store copy references.
@@ -53,13 +61,23 @@ func referencedUploads(ctx context.Context, d Drivers, storeCopy, journalCopy st
 		return nil, err
 	}
 	var out []referenced
+	recorded := map[string]bool{}
 	err = d.Store.Uploads(ctx, storeCopy, func(id, sum string, size int64, claimed bool) error {
-		if claimed || named[id] {
+		recorded[id] = true
+		if _, ok := named[id]; claimed || ok {
 			out = append(out, referenced{id: id, sum: sum, size: size})
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range slices.Sorted(maps.Keys(named)) {
+		if p := named[id]; p != nil && !recorded[id] {
+			out = append(out, referenced{id: id, sum: p.SHA256, size: p.Size, posted: true})
+		}
+	}
+	return out, nil
 }
 
 // uploadsReport is what copying the uploads' bytes found.
@@ -81,7 +99,11 @@ type uploadsReport struct {
 func copyUploads(ctx context.Context, data, to string, refs []referenced, linkFrom string, need int64, progress func(Upload)) (uploadsReport, error) {
 	var rep uploadsReport
 	byContent := map[string]*Upload{}
+	posted := map[string]bool{}
 	for _, r := range refs {
+		if r.posted {
+			posted[r.id] = true
+		}
 		u := byContent[r.sum]
 		if u == nil {
 			u = &Upload{SHA256: r.sum, Size: r.size}
@@ -136,7 +158,11 @@ func copyUploads(ctx context.Context, data, to string, refs []referenced, linkFr
 				progress(*u)
 			}
 		case gone:
-			rep.gone = append(rep.gone, u.IDs...)
+			for _, id := range u.IDs {
+				if !posted[id] {
+					rep.gone = append(rep.gone, id)
+				}
+			}
 		case damaged:
 			rep.damaged = append(rep.damaged, u.IDs...)
 		}

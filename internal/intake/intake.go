@@ -203,7 +203,12 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pref := parsePrefer(r.Header.Values("Prefer"))
-	b, err := decodeBodyWith(r, h.cfg.MaxBody, h.filesFor(r.Context(), f))
+	files := h.filesFor(r.Context(), f)
+	var sink fileSink
+	if files != nil {
+		sink = files // a nil *postedFiles is not a nil fileSink
+	}
+	b, err := decodeBodyWith(r, h.cfg.MaxBody, sink)
 	if err != nil {
 		return err
 	}
@@ -226,7 +231,7 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) error {
 	}
 	var uploads []journal.Upload
 	if refusal == nil {
-		uploads, refusal = h.uploadChecks(acc.Uploads)
+		uploads, refusal = h.uploadChecks(acc.Uploads, files)
 	}
 	var spam string
 	var solved *journal.Challenge

@@ -13,7 +13,9 @@ package journal
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -91,6 +93,36 @@ type Challenge struct {
 type Upload struct {
 	ID    string `json:"id"`
 	Field string `json:"field"`
+	// Posted is set for a file of a plain HTML post: intake kept its
+	// bytes and made no record of it (DESIGN invariant 12), and the
+	// decision records the upload with these facts and claims it in one
+	// transaction.
+	Posted *Posted `json:"posted,omitempty"`
+}
+
+// Posted is what intake learned of a posted file while keeping its bytes.
+type Posted struct {
+	Size int64 `json:"size"`
+	// SHA256 is the digest of the bytes kept, in hex.
+	SHA256 string `json:"sha256"`
+	// Type is the MIME type sniffed from the bytes.
+	Type string `json:"type"`
+	// Name is the file name the browser gave, sanitised.
+	Name string `json:"name,omitempty"`
+	// Expires is when the upload expires if no entry claims it (an entry
+	// the decision refuses leaves it unclaimed).
+	Expires time.Time `json:"expires"`
+}
+
+// Sum is p.SHA256 as bytes; an error if it is not a SHA-256 in hex.
+func (p *Posted) Sum() ([32]byte, error) {
+	var sum [32]byte
+	b, err := hex.DecodeString(p.SHA256)
+	if err != nil || len(b) != len(sum) {
+		return sum, fmt.Errorf("posted file: %q is not a SHA-256", p.SHA256)
+	}
+	copy(sum[:], b)
+	return sum, nil
 }
 
 // Checks is how a driver that keeps one column (or member) for them

@@ -8,8 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -113,6 +117,16 @@ func TestStoreOutageProofOfWorkAndFiles(t *testing.T) {
 		}
 	}
 	replayed := sub{in: ins[2], form: "pow", key: "pow-replayed", data: map[string]any{"name": "Bo", "altcha": subs[1].data["altcha"]}}
+	// Plain HTML posts that carry their files (multipart/form-data): the
+	// bytes are kept and the upload recorded by the decision.
+	var plain []sub
+	for i, in := range ins {
+		for n := range each {
+			body := pdf(30<<10+n, byte(100+i*each+n))
+			plain = append(plain, sub{in: in, form: "files", key: fmt.Sprintf("plain-%d-%d", i, n),
+				data: map[string]any{"name": "Wu", "scan": body}, sum: sha256.Sum256(body)})
+		}
+	}
 
 	p.setCut(true)
 	t.Log("database cut off")
@@ -124,28 +138,33 @@ func TestStoreOutageProofOfWorkAndFiles(t *testing.T) {
 		what   string
 		err    error
 	}
-	results := make([]result, len(subs)+1)
+	sent := append(append(append([]sub{}, subs...), replayed), plain...)
+	results := make([]result, len(sent))
 	var wg sync.WaitGroup
-	for i, s := range append(subs, replayed) {
+	for i, s := range sent {
 		wg.Go(func() {
-			st, what, err := postJSON(ctx, s.in.url(), s.form, s.key, s.data)
+			var st int
+			var what string
+			var err error
+			if _, isFile := s.data["scan"].([]byte); isFile {
+				st, what, err = postMultipart(ctx, s.in.url(), s.form, s.key, s.data)
+			} else {
+				st, what, err = postJSON(ctx, s.in.url(), s.form, s.key, s.data)
+			}
 			results[i] = result{st, what, err}
 		})
 	}
 	wg.Wait()
 	answered := time.Since(cutAt)
-	// The outage lasts a few seconds past the answers, so that the
+	// The outage lasts past the answers (storeCut), so that the
 	// processors meet a database that is still gone.
-	sleep(ctx, 3*time.Second)
+	sleep(ctx, time.Until(cutAt.Add(storeCut(t))))
 	p.setCut(false)
 	t.Logf("database back after %v; every submission answered within %v of the cut", time.Since(cutAt).Round(time.Millisecond), answered.Round(time.Millisecond))
 	for i, r := range results {
-		key := replayed.key
-		if i < len(subs) {
-			key = subs[i].key
-		}
-		if r.err != nil || r.status < 200 || r.status > 299 {
-			t.Errorf("%s during the outage: %d %s %v", key, r.status, r.what, r.err)
+		// 2xx, or a plain post's 303 to its page.
+		if r.err != nil || (r.status < 200 || r.status > 299) && r.status != http.StatusSeeOther {
+			t.Errorf("%s during the outage: %d %s %v", sent[i].key, r.status, r.what, r.err)
 		}
 	}
 	if t.Failed() {
@@ -191,8 +210,8 @@ func TestStoreOutageProofOfWorkAndFiles(t *testing.T) {
 		if got, err = read(); err != nil {
 			return err
 		}
-		if len(got) < len(subs)+1 {
-			return fmt.Errorf("%d of %d decided", len(got), len(subs)+1)
+		if len(got) < len(sent) {
+			return fmt.Errorf("%d of %d decided", len(got), len(sent))
 		}
 		return nil
 	})
@@ -207,7 +226,7 @@ func TestStoreOutageProofOfWorkAndFiles(t *testing.T) {
 	if rep.status != "challenge-invalid" || rep.n != 1 {
 		t.Errorf("of a solution sent under two keys: %s %+v and %s %+v, want one stored, one challenge-invalid", subs[1].key, got[subs[1].key], replayed.key, got[replayed.key])
 	}
-	for _, s := range subs {
+	for _, s := range append(subs, plain...) {
 		r := got[s.key]
 		want := row{status: "stored", n: 1}
 		if s.form == "files" {
@@ -222,4 +241,54 @@ func TestStoreOutageProofOfWorkAndFiles(t *testing.T) {
 			t.Logf("%s log tail:\n%s", in.name, in.tail())
 		}
 	}
+}
+
+// storeCut is how long the outage of TestStoreOutageProofOfWorkAndFiles
+// lasts from the cut: FORMD_TEST_STORE_CUT (a Go duration; the issue's
+// Done-when asks for 20s), by default 4s to keep go test ./... short.
+func storeCut(t *testing.T) time.Duration {
+	v := os.Getenv("FORMD_TEST_STORE_CUT")
+	if v == "" {
+		return 4 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("FORMD_TEST_STORE_CUT=%q: %v", v, err)
+	}
+	return d
+}
+
+// postMultipart sends a plain HTML post (multipart/form-data) with its
+// key in _key and the []byte values as files, as a browser does: no
+// Idempotency-Key header, and a redirect is not followed. It returns the
+// status and the problem code, if any.
+func postMultipart(ctx context.Context, base, form, key string, data map[string]any) (int, string, error) {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("_key", key)
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		switch v := data[k].(type) {
+		case []byte:
+			fw, err := mw.CreateFormFile(k, k+".pdf")
+			if err != nil {
+				return 0, "", err
+			}
+			fw.Write(v) //nolint:errcheck // a bytes.Buffer
+		default:
+			_ = mw.WriteField(k, fmt.Sprint(v))
+		}
+	}
+	mw.Close() //nolint:errcheck // a bytes.Buffer
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/forms/"+form+"/submissions", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var doc struct{ Code string }
+	_ = json.Unmarshal(b, &doc)
+	return res.StatusCode, doc.Code, nil
 }

@@ -357,6 +357,9 @@ func AuditFiles(ctx context.Context, st AuditStore, bytes ByteIndex, now time.Ti
 		if strings.HasPrefix(name, ".part-") && now.Sub(mod) < time.Hour {
 			continue // a plain post being written
 		}
+		if pm, ok := bytes.(postedMarks); ok && pm.posted(name) {
+			continue // a plain post's file its decision has not recorded yet (Put)
+		}
 		// Looked at again: deleted since it was listed is not an orphan.
 		if ok, err := bytes.HasBytes(ctx, name); err != nil {
 			return a, fmt.Errorf("audit files: %w", err)
@@ -393,6 +396,18 @@ func AuditFiles(ctx context.Context, st AuditStore, bytes ByteIndex, now time.Ti
 		slices.Sort(a.Unlinked)
 	}
 	return a, nil
+}
+
+// postedMarks is a ByteIndex that tells the bytes of a plain post's file
+// not yet recorded by a decision (Put's mark) from an orphan.
+type postedMarks interface{ posted(id string) bool }
+
+func (d DirBytes) posted(id string) bool {
+	if !idOK(id) {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(string(d), PostedDir, id))
+	return err == nil
 }
 
 // Open reads an upload's bytes, from the objects or, for an upload an

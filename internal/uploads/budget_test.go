@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -278,5 +280,8 @@ func TestPostedFileToAClosedForm(t *testing.T) {
 	}
 	if ids, err := r.st.ExpiredUploads(context.Background(), r.clock.Now().Add(48*time.Hour), 10); err != nil || len(ids) != 0 {
 		t.Fatalf("the closed form's file was recorded: %v %v", ids, err)
+	}
+	if marks, _ := os.ReadDir(filepath.Join(r.dir, PostedDir)); len(marks) != 0 {
+		t.Fatalf("the closed form's file was kept: %v", marks)
 	}
 }

@@ -69,7 +69,11 @@ func (s *Service) runOnce(ctx context.Context) (found, deleted int, err error) {
 		found++
 	}
 	deleted, err = s.deleteQueued(ctx)
-	return found, deleted, err
+	if err != nil {
+		return found, deleted, err
+	}
+	swept, err := s.sweepPosted(ctx, cutoff)
+	return found + swept, deleted, err
 }
 
 // deleteQueued deletes the bytes of the queued deletions, one batch.

@@ -129,9 +129,16 @@ func (b *backlog) Stats(context.Context) (journal.Stats, error) {
 // 12), received now.
 func (r *rig) decide(key, formID, field, id string) store.Outcome {
 	r.t.Helper()
-	e := journal.Entry{ID: "e-" + key, Seq: 1, Site: "default", Form: formID, Key: key, ReceivedAt: r.clock.Now(),
-		Data:    []byte(`{"` + field + `":"upload:` + id + `","_uploads":["` + id + `"]}`),
-		Uploads: []journal.Upload{{ID: id, Field: field}}}
+	return r.decideUpload(key, formID, journal.Upload{ID: id, Field: field}, r.clock.Now())
+}
+
+// decideUpload is decide with the upload as the entry names it (a posted
+// file's with its facts) and the time the entry was received.
+func (r *rig) decideUpload(key, formID string, up journal.Upload, received time.Time) store.Outcome {
+	r.t.Helper()
+	e := journal.Entry{ID: "e-" + key, Seq: 1, Site: "default", Form: formID, Key: key, ReceivedAt: received,
+		Data:    []byte(`{"` + up.Field + `":"upload:` + up.ID + `","_uploads":["` + up.ID + `"]}`),
+		Uploads: []journal.Upload{up}}
 	out, err := r.st.Apply(context.Background(), []journal.Entry{e})
 	if err != nil {
 		r.t.Fatalf("decide %s: %v", key, err)

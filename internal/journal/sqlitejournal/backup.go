@@ -62,7 +62,9 @@ func (Files) EntryCount(ctx context.Context, path string) (int, error) {
 // bytes of an upload a journaled entry names even before its decision
 // claims it. A file of a release before entries carried checks (journal
 // migration 5) names none: those releases held the uploads in the store.
-func (Files) NamedUploads(ctx context.Context, path string) (map[string]bool, error) {
+// A plain HTML post's file comes with the facts its decision records it
+// by (journal.Posted), nil for the others.
+func (Files) NamedUploads(ctx context.Context, path string) (map[string]*journal.Posted, error) {
 	db, err := sqlitedb.OpenImmutable(path)
 	if err != nil {
 		return nil, err
@@ -72,7 +74,7 @@ func (Files) NamedUploads(ctx context.Context, path string) (map[string]bool, er
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('journal_entries') WHERE name = 'checks'`).Scan(&has); err != nil {
 		return nil, fmt.Errorf("list the journal's uploads: %w", err)
 	}
-	named := map[string]bool{}
+	named := map[string]*journal.Posted{}
 	if has == 0 {
 		return named, nil
 	}
@@ -92,7 +94,9 @@ func (Files) NamedUploads(ctx context.Context, path string) (map[string]bool, er
 			return nil, fmt.Errorf("list the journal's uploads: entry %d: %w", seq, err)
 		}
 		for _, u := range e.Uploads {
-			named[u.ID] = true
+			if named[u.ID] == nil {
+				named[u.ID] = u.Posted
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {

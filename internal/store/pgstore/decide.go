@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -37,15 +38,19 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 					ids[k], fields[k] = u.ID, u.Field
 				}
 			}
+			posted, err := postedOf(sub.Uploads)
+			if err != nil {
+				return fmt.Errorf("decide %s/%s: %w", sub.Form, sub.Key, err)
+			}
 			if c := sub.Challenge; c != nil {
 				exp := micro(c.Expires)
 				sig, sigExp, refuse = &c.Signature, &exp, c.Refuse
 			}
 			b.Queue(`SELECT o_id, o_decision, o_status, o_received_at, o_fingerprint, o_replayed,
 				o_same_id, o_same_key, o_same_decision, o_same_received_at, o_detail
-				FROM formd_decide_entry($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+				FROM formd_decide_entry($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 				sub.ID, int64(sub.Seq), sub.Form, sub.Site, sub.Key, sub.Spam, micro(sub.ReceivedAt), now,
-				sub.Fingerprint[:], claims, []byte(sub.Data), ids, fields, sig, sigExp, refuse, sub.SpamReason)
+				sub.Fingerprint[:], claims, []byte(sub.Data), ids, fields, sig, sigExp, refuse, sub.SpamReason, posted)
 		}
 		br := send(b)
 		for i := range subs {
@@ -213,4 +218,23 @@ func (s *Store) NotSpam(ctx context.Context, form, id string) (store.Outcome, er
 		return o, err
 	}
 	return o, refused
+}
+
+// postedOf is formd_decide_entry's p_posted: the facts of the uploads a
+// plain HTML post carried (journal.Posted), a JSON array beside the ids
+// with null for the others; nil when there are none.
+func postedOf(ups []journal.Upload) ([]byte, error) {
+	if !slices.ContainsFunc(ups, func(u journal.Upload) bool { return u.Posted != nil }) {
+		return nil, nil
+	}
+	ps := make([]*journal.Posted, len(ups))
+	for i, u := range ups {
+		if u.Posted != nil {
+			if _, err := u.Posted.Sum(); err != nil {
+				return nil, err
+			}
+		}
+		ps[i] = u.Posted
+	}
+	return json.Marshal(ps)
 }

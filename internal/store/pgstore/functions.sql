@@ -12,7 +12,7 @@
 -- release that defined the bodies; a binary whose version is lower starts
 -- and uses the bodies there rather than putting its older ones back. Raise
 -- it with every change of this file (TestFunctionsVersionRaised).
--- functions-version: 1
+-- functions-version: 2
 
 -- formd_event records an event of an entry: the next occurrence of its
 -- type (1 unless the entry had one before).
@@ -276,6 +276,22 @@ BEGIN
 END;
 $$;
 
+-- formd_record_posted records, in the decision's transaction, the uploads
+-- of the files a plain HTML post carried (p_posted: a JSON array beside
+-- p_ids and p_fields, journal.Posted or null for an upload sent over tus
+-- first): complete from the entry's arrival, of the entry's form and
+-- field. An id recorded already (the same post's retry) is left as it is;
+-- formd_check_uploads then claims them as any other.
+CREATE OR REPLACE FUNCTION formd_record_posted(p_form text, p_ids text[], p_fields text[], p_posted jsonb, p_received_at timestamptz)
+RETURNS void LANGUAGE sql AS $$
+	INSERT INTO uploads(id, form, field, size, name, type, sha256, created_at, expires_at, completed_at)
+	SELECT p_ids[t.i], p_form, p_fields[t.i], (t.p->>'size')::bigint, coalesce(t.p->>'name', ''), coalesce(t.p->>'type', ''),
+		decode(t.p->>'sha256', 'hex'), p_received_at, (t.p->>'expires')::timestamptz, p_received_at
+	FROM jsonb_array_elements(p_posted) WITH ORDINALITY AS t(p, i)
+	WHERE jsonb_typeof(t.p) = 'object'
+	ON CONFLICT (id) DO NOTHING;
+$$;
+
 -- formd_spend_challenge spends a proof-of-work solution for (form, key) in
 -- the decision's transaction: true when this key holds it (now, or
 -- earlier: a retry), false when another key spent it. The row is kept
@@ -301,7 +317,9 @@ $$;
 -- claims its uploads first (upload-used, upload-missing: no claim, no
 -- place, no event), then spends its proof-of-work solution (another key's:
 -- challenge-invalid when p_refuse, else spam with the reason
--- challenge-replayed), then is spam, or is placed by formd_place. Entries
+-- challenge-replayed), then is spam, or is placed by formd_place. The
+-- uploads of a plain HTML post's files (p_posted) are recorded just before
+-- they are claimed. Entries
 -- of releases that checked uploads and spent solutions at intake pass
 -- NULL p_upload_fields and p_sig: their uploads are claimed by the ids in
 -- their data (formd_claim_uploads) and nothing is spent.
@@ -310,6 +328,7 @@ CREATE OR REPLACE FUNCTION formd_decide_entry(
 	p_received_at timestamptz, p_decided_at timestamptz, p_fingerprint bytea,
 	p_claims text[], p_data bytea,
 	p_upload_ids text[], p_upload_fields text[], p_sig text, p_sig_expires timestamptz, p_refuse boolean, p_spam_reason text,
+	p_posted jsonb DEFAULT NULL,
 	OUT o_id text, OUT o_decision text, OUT o_status text, OUT o_received_at timestamptz,
 	OUT o_fingerprint bytea, OUT o_replayed boolean,
 	OUT o_same_id text, OUT o_same_key text, OUT o_same_decision text, OUT o_same_received_at timestamptz,
@@ -344,6 +363,10 @@ BEGIN
 	IF p_upload_fields IS NULL THEN
 		v_uploads := formd_claim_uploads(p_id, p_form, p_data);
 	ELSE
+		-- a plain HTML post's files (0085): recorded here, not at intake.
+		IF p_posted IS NOT NULL THEN
+			PERFORM formd_record_posted(p_form, p_upload_ids, p_upload_fields, p_posted, p_received_at);
+		END IF;
 		SELECT c.o_status, c.o_detail INTO v_uploads, o_detail
 		FROM formd_check_uploads(p_id, p_form, p_upload_ids, p_upload_fields, p_received_at) c;
 	END IF;

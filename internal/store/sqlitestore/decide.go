@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/formd/formd/internal/journal"
@@ -182,14 +183,50 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, subs []journal.Entry) (
 		}
 		out[i] = o
 	}
-	if spent {
+	if spent && s.prune.due(now) {
 		// The spent solutions whose challenges expired go, a bounded few
-		// per batch that spent one.
-		if _, err := st.prune.ExecContext(ctx, time.UnixMicro(now).Add(-store.ChallengeGrace).UnixMicro(), store.ChallengePrune); err != nil {
+		// at a time (challengePrune).
+		res, err := st.prune.ExecContext(ctx, time.UnixMicro(now).Add(-store.ChallengeGrace).UnixMicro(), store.ChallengePrune)
+		if err != nil {
 			return nil, classify("apply: prune spent challenges", err)
 		}
+		n, _ := res.RowsAffected()
+		s.prune.done(now, n >= store.ChallengePrune)
 	}
 	return out, nil
+}
+
+// challengePrune paces the prune of expired spent solutions in the
+// decisions: it was a statement in every batch that spent one, a few
+// per cent of a proof-of-work submission's cost (BENCHMARKS §11) for a
+// table that has rows to prune only as challenges expire. Now a batch
+// prunes when the last prune is a second old, or when the last one
+// deleted a full bound (a backlog: the next batch goes on). An expired
+// row kept a little longer changes no answer: the verifier refuses an
+// expired solution before its spend, and a row still there only makes a
+// spend of it a replay.
+type challengePrune struct {
+	mu   sync.Mutex
+	next int64 // unix µs of the store's clock; 0: now
+}
+
+// pruneEvery is how often the decisions prune when there is no backlog.
+const pruneEvery = time.Second
+
+func (p *challengePrune) due(now int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return now >= p.next
+}
+
+func (p *challengePrune) done(now int64, full bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if full {
+		p.next = 0
+	} else {
+		p.next = now + pruneEvery.Microseconds()
+	}
 }
 
 func (s *Store) decide(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.Entry, now int64) (store.Outcome, error) {

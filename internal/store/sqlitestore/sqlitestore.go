@@ -52,6 +52,8 @@ type Store struct {
 	// hot are the decision statements, prepared once on the write
 	// connection and bound to each transaction.
 	hot *stmts
+	// prune paces the decisions' prune of spent solutions (decide.go).
+	prune challengePrune
 	// shared says wdb is the shared writer of the embedded fast path.
 	shared bool
 	// erasedSinceTruncate says a full chunk of retention was erased and

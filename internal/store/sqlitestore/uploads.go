@@ -41,6 +41,9 @@ func claimUploads(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.Entry
 		if slices.ContainsFunc(ups[:n], func(o journal.Upload) bool { return o.ID == up.ID }) {
 			continue
 		}
+		if err := recordPosted(ctx, tx, sub, up); err != nil {
+			return "", "", err
+		}
 		res, err := st.claimUpload.ExecContext(ctx, up.ID, sub.ID, sub.Form, n+1, checked, up.Field, received)
 		if err != nil {
 			return "", "", fmt.Errorf("claim upload: %w", err)
@@ -74,6 +77,29 @@ func claimUploads(ctx context.Context, tx *sql.Tx, st *stmts, sub *journal.Entry
 		return status, store.UploadDetail(code, up.Field), nil
 	}
 	return "", "", nil
+}
+
+// recordPosted records, in the decision's transaction, the upload of a
+// file a plain HTML post carried (journal.Posted): complete from the
+// entry's arrival, of the entry's form and field. An upload with that id
+// recorded already (the same post's retry, the same entry decided again)
+// is left as it is, and the claim that follows checks it.
+func recordPosted(ctx context.Context, tx *sql.Tx, sub *journal.Entry, up journal.Upload) error {
+	p := up.Posted
+	if p == nil {
+		return nil
+	}
+	sum, err := p.Sum()
+	if err != nil {
+		return err
+	}
+	at := sub.ReceivedAt.UnixMicro()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO uploads(id, form, field, size, name, type, sha256, created_at, expires_at, completed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+		up.ID, sub.Form, up.Field, p.Size, p.Name, p.Type, sum[:], at, p.Expires.UnixMicro(), at); err != nil {
+		return fmt.Errorf("record posted upload: %w", err)
+	}
+	return nil
 }
 
 // CreateUpload records a new, incomplete upload.

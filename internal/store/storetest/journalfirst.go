@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"testing"
 	"time"
 
@@ -151,4 +154,92 @@ func testChallengeSpentByDecision(t *testing.T, s UploadStore) {
 	if r, err := ch.SpamReason(ctxT(t), "f", "k6"); err != nil || r != "honeypot" {
 		t.Fatalf("the honeypot's reason: %q %v", r, err)
 	}
+}
+
+// posted is a submission naming, in field photo, the files of a plain
+// HTML post that intake kept without a record (journal.Posted) and
+// possibly other uploads (ids).
+func posted(form, key string, seq uint64, files map[string]string, ids ...string) journal.Entry {
+	e := withUploads(form, key, seq, ids...)
+	for _, id := range ids {
+		up := journal.Upload{ID: id, Field: "photo"}
+		if content, ok := files[id]; ok {
+			sum := sha256.Sum256([]byte(content))
+			up.Posted = &journal.Posted{Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:]), Type: "image/png",
+				Name: id + ".png", Expires: e.ReceivedAt.Add(24 * time.Hour)}
+		}
+		e.Uploads = append(e.Uploads, up)
+	}
+	return e
+}
+
+// testPostedRecordedByDecision: a plain HTML post's file has no record
+// before its entry's decision, which records it from the entry's facts
+// and claims it in one transaction; another entry naming it finds it
+// used; an entry refused for another of its uploads leaves it recorded,
+// unclaimed, to expire.
+func testPostedRecordedByDecision(t *testing.T, s UploadStore) {
+	putForm(t, s, "pf", nil, store.StatusRejected)
+	files := map[string]string{"posted-1": "one", "posted-2": "two"}
+	if _, err := s.Upload(ctxT(t), "posted-1"); !errors.Is(err, store.ErrUploadNotFound) {
+		t.Fatalf("a posted file before its decision: %v", err)
+	}
+	first := posted("pf", "a", 1, files, "posted-1")
+	if o := mustApply(t, s, first)[0]; o.Status != store.StatusStored {
+		t.Fatalf("the post's decision: %+v", o)
+	}
+	u := mustUpload(t, s, "posted-1")
+	want := sha256.Sum256([]byte("one"))
+	if !u.Complete || u.SHA256 != want || u.Size != 3 || u.Type != "image/png" || u.Name != "posted-1.png" ||
+		u.Field != "photo" || u.Form != "pf" || u.Entry != first.ID || !u.ExpiresAt.Equal(first.Uploads[0].Posted.Expires) {
+		t.Fatalf("the posted file as recorded: %+v", u)
+	}
+	again := first
+	again.ID += "-retry"
+	if o := mustApply(t, s, again)[0]; !o.Replayed || o.Status != store.StatusStored {
+		t.Fatalf("the post sent again: %+v", o)
+	}
+	if o := mustApply(t, s, posted("pf", "b", 2, files, "posted-1"))[0]; o.Status != store.StatusUploadUsed || o.Detail != "upload-already-used:photo" {
+		t.Fatalf("another entry naming the posted file: %+v", o)
+	}
+	if o := mustApply(t, s, posted("pf", "c", 3, files, "posted-2", "no-such-upload"))[0]; o.Status != store.StatusUploadMissing || o.Detail != "upload-not-found:photo" {
+		t.Fatalf("a post refused for its other upload: %+v", o)
+	}
+	if u := mustUpload(t, s, "posted-2"); !u.Complete || u.Entry != "" {
+		t.Fatalf("the refused post's file: %+v, want recorded and unclaimed", u)
+	}
+	if o := mustApply(t, s, posted("pf", "d", 4, files, "posted-2"))[0]; o.Status != store.StatusStored || mustUpload(t, s, "posted-2").Entry == "" {
+		t.Fatalf("the refused post sent again under a new key: %+v", o)
+	}
+}
+
+// testDecisionsPruneSpent: a spent solution whose challenge expired is
+// kept through its grace (another key with it is a replay) and then
+// pruned by the decisions that spend others, however they pace it.
+func testDecisionsPruneSpent(t *testing.T, s store.Store, clock *testClock) {
+	if _, ok := s.(store.Challenges); !ok {
+		t.Skip("the driver keeps no proof-of-work replay store")
+	}
+	putForm(t, s, "pp", nil, store.StatusRejected)
+	solved := func(key string, seq uint64, sig string) journal.Entry {
+		e := sub("pp", key, seq)
+		e.ReceivedAt = clock.Now()
+		e.Challenge = &journal.Challenge{Signature: sig, Expires: clock.Now().Add(time.Minute)}
+		return e
+	}
+	decide := func(e journal.Entry, want string) {
+		t.Helper()
+		out, err := s.Apply(ctxT(t), []journal.Entry{e})
+		if err != nil || out[0].Status != want {
+			t.Fatalf("%s with %s: %+v %v, want %s", e.Key, e.Challenge.Signature, out, err, want)
+		}
+	}
+	decide(solved("k1", 1, "old"), store.StatusStored)
+	clock.Advance(30 * time.Second)
+	decide(solved("k2", 2, "old"), store.StatusSpam)
+	clock.Advance(30*time.Second + store.ChallengeGrace - time.Second)
+	decide(solved("k3", 3, "old"), store.StatusSpam) // within the grace
+	clock.Advance(2 * time.Second)
+	decide(solved("k4", 4, "fresh"), store.StatusStored) // prunes "old"
+	decide(solved("k5", 5, "old"), store.StatusStored)
 }

@@ -83,6 +83,7 @@ func Run(t *testing.T, newStore Opener) {
 	}{
 		{"EventTimesFromTheStoreClock", testEventTimes},
 		{"DeadLettersSameTimeByID", testDeadLettersSameTime},
+		{"DecisionsPruneSpentSolutions", testDecisionsPruneSpent},
 	}
 	for _, tc := range clocked {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,7 @@ func RunUploads(t *testing.T, newStore UploadOpener) {
 		{"HeldUploadsOutliveTheirExpiry", testUploadHold},
 		{"StatesForTheAudit", testUploadStates},
 		{"DecisionChecksEachUpload", testUploadChecked},
+		{"DecisionRecordsPostedFiles", testPostedRecordedByDecision},
 		{"DecisionSpendsTheChallenge", testChallengeSpentByDecision},
 		{"Budgets", testUploadBudgets},
 		{"ErasedFilesNotListedAtOnce", testUploadErasedAtOnce},
