@@ -1060,11 +1060,20 @@ export function enhance(el, o = {}) {
     const more = c ? text('code-' + c, c === 'origin-not-allowed' ? NOT_HERE : '') : '';
     box.textContent = (text('msg-' + ev.state, MSG[ev.state]) + (more && ' ' + more)).replace('{percent}', String(ev.progress));
     if (ev.state === 'invalid') mark(ev.errors || []);
-    if (ev.manage) {
-      const a = doc.createElement('a');
-      a.href = ev.manage;
-      a.textContent = text('msg-manage', 'My registration: see, change or cancel it');
-      box.append(' ', a);
+    // The participant's link, beside the status line (its text stays the
+    // state's), hidden again on any state without one.
+    let ml = /** @type {HTMLElement | null} */ (el.querySelector('[data-formd-manage]'));
+    if (ev.manage && !ml) {
+      ml = doc.createElement('p');
+      ml.setAttribute('data-formd-manage', '');
+      ml.append(doc.createElement('a'));
+      box.after(ml);
+    }
+    if (ml) {
+      ml.hidden = !ev.manage;
+      const a = /** @type {HTMLAnchorElement} */ (ml.firstChild);
+      a.href = ev.manage || '';
+      a.textContent = text('msg-manage', 'My registration');
     }
     for (const t of ['formd:state', 'formd:' + ev.state]) el.dispatchEvent(new CustomEvent(t, { detail: ev, bubbles: true }));
   };

@@ -30,6 +30,8 @@ fields:
 // axe-core is pinned in e2e/package-lock.json, beside playwright-core.
 const axeSource = readFileSync(createRequire(join(repoRoot, 'e2e/package.json')).resolve('axe-core/axe.min.js'), 'utf8');
 const shots = join(docsDir, 'participants');
+/** A screenshot for docs/participants/ (FORMD_SCREENSHOTS=0: none). @param {import('playwright-core').Page} page @param {string} name */
+const shot = (page, name) => (process.env.FORMD_SCREENSHOTS === '0' ? undefined : page.screenshot({ path: join(shots, name), fullPage: true }));
 
 /** @type {{bin: string, cleanup: () => void}} */
 let binary;
@@ -107,7 +109,7 @@ describe('drafts on the hosted page', () => {
     await waitFor(async () => saves.filter((s) => s.status === 200).length >= 1 && (await draftStatus(a.page).getAttribute('data-state')) === 'saved', { what: 'the second save' });
     const link = await resumeLink(a.page);
     assert.match(link, /\/f\/application\?resume=/);
-    await a.page.screenshot({ path: join(shots, 'draft-saved-en.png'), fullPage: true });
+    await shot(a.page, 'draft-saved-en.png');
     await a.ctx.close();
 
     // A crash: nothing shuts down cleanly. The draft was on disk before
@@ -133,7 +135,7 @@ describe('drafts on the hosted page', () => {
     const manage = b.page.getByRole('link', { name: 'My registration: see, change or cancel it' });
     await manage.waitFor();
     assert.match(/** @type {string} */ (await manage.getAttribute('href')), /\/e\//);
-    await b.page.screenshot({ path: join(shots, 'confirmation-en.png'), fullPage: true });
+    await shot(b.page, 'confirmation-en.png');
     assert.equal(posts.length, 1, 'one POST');
 
     const entries = (await server.entries('application')).filter((e) => e.data.name === 'Li Lei');
@@ -192,7 +194,7 @@ describe('drafts on the hosted page', () => {
       await waitFor(async () => (await draftStatus(page).getAttribute('data-state')) === 'saved', { what: `the ${lang} draft saved` });
       assert.ok((await draftStatus(page).textContent()).includes(names[4]));
       await page.getByRole('button', { name: names[3] }).waitFor();
-      if (lang === 'zh') await page.screenshot({ path: join(shots, 'draft-saved-zh.png'), fullPage: true });
+      if (lang === 'zh') await shot(page, 'draft-saved-zh.png');
       await page.addScriptTag({ content: axeSource });
       const result = await page.evaluate(async () => await /** @type {any} */ (window).axe.run(document, { resultTypes: ['violations'] }));
       assert.deepEqual(result.violations.map((v) => `${lang}: ${v.id} ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`), []);
@@ -220,7 +222,7 @@ describe('drafts on the hosted page', () => {
       await page.waitForURL(/\/done\?/);
       const link = page.getByRole('link', { name: lang === 'en' ? 'My registration: see, change or cancel it' : '我的报名：查看、修改或取消' });
       assert.ok((await link.getAttribute('href'))?.startsWith(server.base + '/e/'), 'built from --public-url');
-      await page.screenshot({ path: join(shots, `confirmation-plain-${lang}.png`), fullPage: true });
+      await shot(page, `confirmation-plain-${lang}.png`);
       await link.click();
       assert.equal(await page.getByRole('heading', { name: lang === 'en' ? 'My registration' : '我的报名' }).count(), 1);
       await ctx.close();
