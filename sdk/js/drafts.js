@@ -187,6 +187,8 @@ export function watch(el, o = {}) {
   let timer = 0;
   let fails = 0;
   let filling = false;
+  // Stopped for good (another window's save, a sent or lost draft).
+  let halted = false;
 
   /** @param {string} state @param {string} [more] */
   const show = (state, more) => {
@@ -236,6 +238,7 @@ export function watch(el, o = {}) {
   /** @param {string} state */
   const stop = (state) => {
     mode = 'stopped';
+    halted = true;
     clearTimeout(timer);
     show(state);
   };
@@ -248,11 +251,25 @@ export function watch(el, o = {}) {
   };
   el.addEventListener('input', changed);
   el.addEventListener('change', changed);
-  // Once the submission is on its way, the draft is done with: its
-  // decision consumes it.
-  el.addEventListener('formd:sending', () => {
+  // Once the submission is on its way, the draft is done with (its
+  // decision consumes it): no more saves, and no draft state or link is
+  // shown that is no longer true. A submission refused as invalid was not
+  // kept: the draft goes on.
+  let sent = false;
+  el.addEventListener('formd:state', (ev) => {
+    const s = /** @type {CustomEvent} */ (ev).detail.state;
+    if (s === 'idle') return;
+    if (s === 'invalid') {
+      if (sent && !halted) mode = 'idle';
+      sent = false;
+      return;
+    }
+    sent = true;
     mode = 'stopped';
     clearTimeout(timer);
+    box.textContent = '';
+    box.removeAttribute('data-state');
+    if (link.parentElement) link.parentElement.hidden = true;
   });
 
   const token = new URLSearchParams(location.search).get('resume');

@@ -137,6 +137,8 @@ describe('drafts on the hosted page', () => {
     assert.match(/** @type {string} */ (await manage.getAttribute('href')), /\/e\//);
     await shot(b.page, 'confirmation-en.png');
     assert.equal(posts.length, 1, 'one POST');
+    assert.equal(await draftStatus(b.page).textContent(), '', 'no draft state shown once it is sent');
+    assert.equal(await b.page.locator('[data-formd-draft-link]').isVisible(), false, 'nor its spent resume link');
 
     const entries = (await server.entries('application')).filter((e) => e.data.name === 'Li Lei');
     assert.equal(entries.length, 1, 'stored exactly once');
