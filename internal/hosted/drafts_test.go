@@ -1,13 +1,9 @@
 package hosted
 
 import (
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/formd/formd/internal/form"
 )
 
 // TestDraftsOnThePage: a form with drafts: true loads drafts.js, marks its
@@ -16,24 +12,14 @@ import (
 // draft, where the form has files); a form without drafts has none of it.
 func TestDraftsOnThePage(t *testing.T) {
 	t.Parallel()
-	parsed, err := form.Parse([]byte(`
+	_, mux := muxFor(t, `
 id: long
 drafts: true
 fields: [{name: name, type: text}, {name: cv, type: file}]
 ---
 id: short
 fields: [{name: name, type: text}]
-`), "test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	forms := formMap{}
-	for _, f := range parsed {
-		forms[f.ID()] = f
-	}
-	h := New(forms, nil, fakeStatuses(nil), func() time.Time { return testNow }, slog.New(slog.DiscardHandler))
-	mux := http.NewServeMux()
-	h.Register(mux)
+`)
 	for _, c := range []struct{ lang, saved, nojs, files string }{
 		{"en", `data-draft-saved="Draft saved at {time}."`, "Saving a draft needs JavaScript", "Files are not kept in a draft"},
 		{"zh-CN", `data-draft-saved="草稿已于 {time} 保存。"`, "保存草稿需要 JavaScript", "草稿不保存文件"},
