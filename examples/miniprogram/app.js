@@ -3,14 +3,19 @@
 // earlier run left in the outbox (wx storage) are sent at once, and again
 // whenever the network comes back (onNetworkStatusChange) or the app comes
 // to the foreground (onAppShow).
-import { createClient, miniProgram } from '@formd/sdk';
+// Drafts (a form with drafts: true) are saved and resumed over the same
+// adapter's requests.
+import { createClient, miniProgram, drafts } from '@formd/sdk';
 import { FORMD_ENDPOINT } from './config.js';
 
-/** @typedef {{formd: import('@formd/sdk').Client}} Globals */
+/** @typedef {{formd: import('@formd/sdk').Client, drafts: import('@formd/sdk').Drafts}} Globals */
 
 App({
   formd: /** @type {import('@formd/sdk').Client} */ (/** @type {unknown} */ (null)),
+  drafts: /** @type {import('@formd/sdk').Drafts} */ (/** @type {unknown} */ (null)),
   onLaunch() {
-    this.formd = createClient({ endpoint: FORMD_ENDPOINT, ...miniProgram(wx) });
+    const adapter = miniProgram(wx);
+    this.formd = createClient({ endpoint: FORMD_ENDPOINT, ...adapter });
+    this.drafts = drafts({ endpoint: FORMD_ENDPOINT, transport: adapter.transport });
   },
 });

@@ -111,6 +111,10 @@ type ConfirmationView struct {
 	ReceivedAt time.Time
 	Receipt    string
 	Fields     []FieldValue
+	// ManageURL is the participant's link (an absolute URL built from
+	// --public-url), where they see, change or cancel their entry; ""
+	// without a public URL (a mail cannot carry a relative link).
+	ManageURL string
 }
 
 //go:embed templates
@@ -391,12 +395,13 @@ func digestModel(l lang, v DigestView, loc *time.Location) digestData {
 type confirmationData struct {
 	Title, Status, Sentence, ReceivedAt, Receipt string
 	Fields                                       []field
+	ManageURL                                    string
 }
 
 func confirmationModel(l lang, v ConfirmationView, loc *time.Location) confirmationData {
 	return confirmationData{
 		Title: v.FormTitle, Status: v.Status, Sentence: l.person[v.Status],
-		ReceivedAt: l.when(v.ReceivedAt, loc), Receipt: v.Receipt, Fields: fields(l, v.Fields),
+		ReceivedAt: l.when(v.ReceivedAt, loc), Receipt: v.Receipt, Fields: fields(l, v.Fields), ManageURL: v.ManageURL,
 	}
 }
 

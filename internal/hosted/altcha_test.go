@@ -25,7 +25,15 @@ fields: [{name: name, type: text}]
 
 func powMux(t *testing.T) *http.ServeMux {
 	t.Helper()
-	parsed, err := form.Parse([]byte(powTestForms), "test.yaml")
+	_, mux := muxFor(t, powTestForms)
+	return mux
+}
+
+// muxFor is a handler of the forms in yaml, at testNow, with no places
+// and no statuses, and the mux it serves.
+func muxFor(t *testing.T, yaml string) (*Handler, *http.ServeMux) {
+	t.Helper()
+	parsed, err := form.Parse([]byte(yaml), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +44,7 @@ func powMux(t *testing.T) *http.ServeMux {
 	h := New(forms, nil, fakeStatuses(nil), func() time.Time { return testNow }, slog.New(slog.DiscardHandler))
 	mux := http.NewServeMux()
 	h.Register(mux)
-	return mux
+	return h, mux
 }
 
 // Only a form with the challenge loads the widget; its noscript notice is

@@ -1,13 +1,8 @@
 package hosted
 
 import (
-	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/formd/formd/internal/form"
 )
 
 // A form with show_if gives the page its conditions and the script that
@@ -15,7 +10,7 @@ import (
 // without JavaScript it still works (the server ignores what is not shown).
 func TestPageCarriesConditions(t *testing.T) {
 	t.Parallel()
-	parsed, err := form.Parse([]byte(`
+	h, mux := muxFor(t, `
 id: exam
 fields:
   - {name: age_group, type: select, options: [adult, minor]}
@@ -23,17 +18,7 @@ fields:
 ---
 id: plain
 fields: [{name: name, type: text}]
-`), "exam.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	forms := formMap{}
-	for _, f := range parsed {
-		forms[f.ID()] = f
-	}
-	h := New(forms, nil, nil, func() time.Time { return testNow }, slog.New(slog.DiscardHandler))
-	mux := http.NewServeMux()
-	h.Register(mux)
+`)
 	page := body(t, get(t, mux, "/f/exam", nil))
 	for _, want := range []string{
 		`<script type="module" src="/sdk/conditions.js?v=` + h.sdkFiles["conditions.js"].version + `"></script>`,

@@ -20,9 +20,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/entrylink"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/store"
 	"github.com/google/uuid"
 )
@@ -44,16 +47,28 @@ type Statuses interface {
 	Status(ctx context.Context, form, key string) (status string, found bool, err error)
 }
 
+// Outcomes reads the decision of a key (store.Store), for the result
+// page's participant's link.
+type Outcomes interface {
+	Outcome(ctx context.Context, form, key string) (store.Outcome, bool, error)
+}
+
 // Handler serves the hosted pages and the SDK.
 type Handler struct {
 	// Links, if set, opens participants' links for /e/{token}
 	// (entry.go); without it every link is "not found".
-	Links  EntryLinks
-	forms  Forms
-	places Places
-	status Statuses
-	now    func() time.Time
-	log    *slog.Logger
+	Links EntryLinks
+	// Outcomes and Hasher, if set, let the result page show the
+	// participant's link (done); PublicURL (--public-url) makes it
+	// absolute.
+	Outcomes  Outcomes
+	Hasher    *form.Hasher
+	PublicURL string
+	forms     Forms
+	places    Places
+	status    Statuses
+	now       func() time.Time
+	log       *slog.Logger
 	// sdkFiles are the SDK's modules by file name; sdkVersion is
 	// formd.js's, for the page's script URL.
 	sdkFiles   map[string]sdkFile
@@ -165,6 +180,10 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 		v.ConditionsJS = "/sdk/conditions.js?v=" + h.sdkFiles["conditions.js"].version
 	}
 	v.layout(f, l, r.URL.Query())
+	if f.Def.Drafts {
+		v.DraftsJS = "/sdk/drafts.js?v=" + h.sdkFiles["drafts.js"].version
+		v.DraftMsgs = draftMessages(l)
+	}
 	if len(f.Def.Pages) > 1 {
 		v.StepsJS = "/sdk/steps.js?v=" + h.sdkFiles["steps.js"].version
 	}
@@ -311,7 +330,30 @@ func (h *Handler) done(w http.ResponseWriter, r *http.Request) {
 	h.render(w, f, http.StatusOK, "done", map[string]any{
 		"L": l, "Title": orDefault(f.Def.Title.For(l.Tag), f.ID()), "Status": status, "State": resultState(status),
 		"Message": msg, "Refresh": status == "processing", "Back": "/f/" + url.PathEscape(f.ID()),
+		"Manage": h.manageLink(r, f.ID(), key),
 	})
+}
+
+// manageLink is the participant's link the result page shows: the one
+// the key's first answer carries (intake.ManageLink), and only to a
+// visitor whose address holds its token (manage=, which the plain post's
+// redirect gave the person who sent it), never to one who knows only the
+// key. "" while the entry is undecided, and for every other visitor.
+func (h *Handler) manageLink(r *http.Request, formID, key string) string {
+	token := r.URL.Query().Get("manage")
+	if token == "" || key == "" || h.Outcomes == nil || h.Hasher == nil {
+		return ""
+	}
+	o, ok, err := h.Outcomes.Outcome(r.Context(), formID, key)
+	if err != nil {
+		h.log.Warn("hosted result page: outcome", "form", formID, "err", err)
+		return ""
+	}
+	link := intake.ManageLink(h.Hasher, o)
+	if !ok || link == "" || link != entrylink.PagePath(token) {
+		return ""
+	}
+	return strings.TrimRight(h.PublicURL, "/") + link
 }
 
 // resultState maps a status to the SDK's state names, so the result page

@@ -109,6 +109,24 @@ var enStrings = map[string]string{
 	"cancel-confirm":  "Yes, I give my place back (this cannot be undone).",
 	"cancel-entry":    "Cancel my registration",
 	"unknown":         "There is no record of this submission. Please send the form again.",
+	// The participant's link on the confirmation (the SDK's data-msg-manage
+	// and the result page).
+	"manage":      "My registration: see, change or cancel it",
+	"manage-keep": "Keep this link to yourself: whoever has it can see and change your registration.",
+	// Drafts (drafts.js reads the draft-* texts from data-draft-* attributes).
+	"draft-note":      "This form keeps a draft of your answers as you type: you can finish it later, on any device, with the link shown below.",
+	"draft-nojs":      "Saving a draft needs JavaScript, which is off: this form can still be sent, but what you type is kept only once you send it.",
+	"draft-files":     "Files are not kept in a draft: choose them again before you send.",
+	"draft-link":      "To finish later on any device, keep this link (whoever has it can open your draft):",
+	"draft-saving":    "Saving your draft…",
+	"draft-saved":     "Draft saved at {time}.",
+	"draft-retrying":  "Draft not saved: the server did not answer. Trying again…",
+	"draft-conflict":  "This draft was changed in another window. Nothing here was saved over it: reload the page to continue with the newer version.",
+	"draft-submitted": "This draft was sent already: it cannot be changed here.",
+	"draft-gone":      "This draft link opens nothing: it expired, was sent, or is mistyped. What you type now starts a new draft.",
+	"draft-failed":    "The draft could not be saved.",
+	"draft-opening":   "Opening your draft…",
+	"draft-resumed":   "Your draft is open. Changes are saved as you type.",
 }
 
 var zhStrings = map[string]string{
@@ -156,6 +174,21 @@ var zhStrings = map[string]string{
 	"cancel-confirm":   "是的，我放弃名额（无法撤销）。",
 	"cancel-entry":     "取消我的报名",
 	"unknown":          "没有找到这次提交的记录，请重新提交表单。",
+	"manage":           "我的报名：查看、修改或取消",
+	"manage-keep":      "请勿把此链接告诉他人：拥有此链接的人可以查看和修改您的报名。",
+	"draft-note":       "此表单会在您填写时保存草稿：您可以稍后在任何设备上，用下方显示的链接继续填写。",
+	"draft-nojs":       "保存草稿需要 JavaScript，而它已关闭：表单仍可提交，但填写的内容只在提交后才会保存。",
+	"draft-files":      "草稿不保存文件：提交前请重新选择文件。",
+	"draft-link":       "如需稍后在任何设备上继续填写，请保存此链接（任何拥有此链接的人都能打开您的草稿）：",
+	"draft-saving":     "正在保存草稿…",
+	"draft-saved":      "草稿已于 {time} 保存。",
+	"draft-retrying":   "草稿未保存：服务器没有响应，正在重试…",
+	"draft-conflict":   "此草稿已在另一个窗口中修改。这里的内容没有覆盖它：请刷新页面，继续填写较新的版本。",
+	"draft-submitted":  "此草稿已经提交，不能在这里修改。",
+	"draft-gone":       "此草稿链接无法打开：可能已过期、已提交或有误。现在填写的内容将保存为新的草稿。",
+	"draft-failed":     "草稿无法保存。",
+	"draft-opening":    "正在打开草稿…",
+	"draft-resumed":    "草稿已打开，修改会随时保存。",
 }
 
 // zhErrors are the validation codes of form.Validate in Chinese, the same

@@ -45,6 +45,8 @@ func sdkFiles() map[string]sdkFile {
 		"conditions.js": newSDKFile("conditions.js", sdkjs.Conditions()),
 		// Loaded by a hosted page with pages.
 		"steps.js": newSDKFile("steps.js", sdkjs.Steps()),
+		// Loaded by a hosted page whose form keeps drafts.
+		"drafts.js": newSDKFile("drafts.js", sdkjs.Drafts()),
 	}
 }
 

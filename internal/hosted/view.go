@@ -60,6 +60,23 @@ type pageView struct {
 	// Preview is the console builder's banner: the page is a preview
 	// (Preview), and nothing sent from it is kept.
 	Preview string
+	// DraftsJS is the script that saves and resumes drafts, for a form
+	// with drafts: true; DraftMsgs its texts (data-draft-* attributes).
+	DraftsJS  string
+	DraftMsgs template.HTMLAttr
+}
+
+// draftStates are drafts.js's states that have a text.
+var draftStates = []string{"saving", "saved", "retrying", "conflict", "submitted", "gone", "failed", "opening", "resumed"}
+
+// draftMessages writes the data-draft-* attributes of the drafts' status
+// line, as messages does the SDK's.
+func draftMessages(l lang) template.HTMLAttr {
+	var b strings.Builder
+	for _, s := range draftStates {
+		b.WriteString(" data-draft-" + s + `="` + html.EscapeString(l.T["draft-"+s]) + `"`)
+	}
+	return template.HTMLAttr(b.String()) //nolint:gosec // constant names, escaped values
 }
 
 // stepView is one page of the form.
@@ -294,7 +311,7 @@ func autocompleteFor(name string) string {
 var stateKeys = []struct{ state, key string }{
 	{"sending", "sending"}, {"saved", "saved"}, {"unsaved", "unsaved"}, {"received", "received"}, {"waitlisted", "waitlisted"},
 	{"duplicate", "duplicate"}, {"invalid", "invalid"}, {"closed", "closed"}, {"full", "full-state"}, {"failed", "failed"},
-	{"uploading", "uploading"},
+	{"uploading", "uploading"}, {"manage", "manage"},
 }
 
 // messages writes the attributes from constant names and escaped values

@@ -20,10 +20,12 @@ import (
 	"github.com/formd/formd/internal/store"
 )
 
-// DraftStore is the part of the store drafts use (store.Drafts).
+// DraftStore is the part of the store drafts use (store.Drafts, and
+// store.UploadHolds to keep a draft's files as long as the draft).
 type DraftStore interface {
 	SaveDraft(ctx context.Context, p store.DraftSave) (store.Draft, error)
 	Draft(ctx context.Context, form, key string, tokenHash []byte, now time.Time) (store.Draft, error)
+	HoldUpload(ctx context.Context, id string, until time.Time) (bool, error)
 }
 
 // registerDrafts adds the drafts' routes (DESIGN §4 "Drafts").
@@ -93,6 +95,13 @@ func (h *Handler) saveDraft(w http.ResponseWriter, r *http.Request) error {
 		p.Version = v
 	}
 	p.TokenHash = draftTokenHash(token)
+	// The files the draft names are kept as long as the draft: held
+	// before the save is answered, so a draft that says "saved" never
+	// names a file its upload expiry deleted. (A hold that outlives a
+	// refused save only keeps a file a little longer.)
+	if err := h.holdDraftUploads(r.Context(), f, data, now.Add(p.TTL)); err != nil {
+		return err
+	}
 	d, err := h.cfg.Drafts.SaveDraft(r.Context(), p)
 	if err != nil {
 		return draftProblem(w, err)
@@ -236,6 +245,38 @@ func draftBody(r *http.Request, f *form.Form, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("encode draft: %w", err)
 	}
 	return b, nil
+}
+
+// holdDraftUploads moves the expiry of each upload the draft's file
+// fields name ("upload:<id>", alone or in a list) to until. An upload
+// that is not there (expired, or never made) is left to the submission's
+// decision, which refuses it by name (upload-missing).
+func (h *Handler) holdDraftUploads(ctx context.Context, f *form.Form, data []byte, until time.Time) error {
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return fmt.Errorf("read draft: %w", err)
+	}
+	for name, v := range fields {
+		fd, ok := f.Field(name)
+		if !ok || fd.Type != form.TypeFile {
+			continue
+		}
+		vals, ok := v.([]any)
+		if !ok {
+			vals = []any{v}
+		}
+		for _, x := range vals {
+			s, _ := x.(string)
+			id, ok := strings.CutPrefix(s, "upload:")
+			if !ok || id == "" {
+				continue
+			}
+			if _, err := h.cfg.Drafts.HoldUpload(ctx, id, until); err != nil {
+				return fmt.Errorf("hold the draft's upload %s: %w", id, err)
+			}
+		}
+	}
+	return nil
 }
 
 // newDraftToken is a resume token: 256 random bits.

@@ -27,9 +27,15 @@ func isHTMLPost(r *http.Request) bool {
 
 // redirectHTML sends a browser to the form's thank-you page (for a success,
 // when the form names one) or to the hosted result page, which shows the
-// status of the key.
-func redirectHTML(w http.ResponseWriter, r *http.Request, f *form.Form, key string, success bool) {
+// status of the key. manage, when set, is the link token of the entry
+// journaled under the key (entrylink): the result page shows the
+// participant's link once the entry is decided with one, and only to
+// whoever holds the token, never to whoever knows only the key.
+func redirectHTML(w http.ResponseWriter, r *http.Request, f *form.Form, key, manage string, success bool) {
 	target := "/f/" + url.PathEscape(f.ID()) + "/done?key=" + url.QueryEscape(key)
+	if manage != "" {
+		target += "&manage=" + url.QueryEscape(manage)
+	}
 	if success && f.Def.Redirect != "" {
 		target = f.Def.Redirect
 	}

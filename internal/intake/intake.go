@@ -440,7 +440,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, f *form.Form, 
 	}
 	replayed = replayed || a.replay
 	if isHTMLPost(r) {
-		redirectHTML(w, r, f, o.Key, a.problem == nil && a.status == http.StatusCreated)
+		redirectHTML(w, r, f, o.Key, h.linkToken(o.Form, o.ID), a.problem == nil && a.status == http.StatusCreated)
 		return nil
 	}
 	if a.problem != nil {
@@ -469,7 +469,7 @@ func (h *Handler) accepted(w http.ResponseWriter, r *http.Request, f *form.Form,
 		w.Header().Set("Preference-Applied", applied)
 	}
 	if isHTMLPost(r) {
-		redirectHTML(w, r, f, e.Key, false)
+		redirectHTML(w, r, f, e.Key, h.linkToken(e.Form, e.ID), false)
 		return nil
 	}
 	w.Header().Set("Location", statusURL(e.Form, e.Key))

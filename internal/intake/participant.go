@@ -38,18 +38,41 @@ func (h *Handler) registerParticipant(mux *http.ServeMux) {
 // get that person's link; nor does an entry decided before links were
 // (Outcome.Linked), whose retries keep their first body.
 func (h *Handler) withManage(doc []byte, o store.Outcome) []byte {
-	if h.cfg.Participants == nil || !o.Linked || o.SameAs != nil || len(doc) == 0 || doc[len(doc)-1] != '}' {
-		return doc
+	link := ""
+	if h.cfg.Participants != nil {
+		link = ManageLink(h.cfg.Hasher, o)
 	}
-	switch o.Decision {
-	case store.StatusStored, store.StatusWaitlisted, store.StatusPending, store.StatusSpam:
-	default:
+	if link == "" || len(doc) == 0 || doc[len(doc)-1] != '}' {
 		return doc
 	}
 	b := append([]byte{}, doc[:len(doc)-1]...)
 	b = append(b, `,"manage":`...)
-	b = strconv.AppendQuote(b, entrylink.PagePath(entrylink.Token(h.cfg.Hasher, o.Form, o.ID)))
+	b = strconv.AppendQuote(b, link)
 	return append(b, '}')
+}
+
+// ManageLink is the participant's link (a path, /e/{token}) an outcome's
+// answer carries, "" for one that carries none (see withManage): the
+// first answer and the hosted result page give the same link under the
+// same rule.
+func ManageLink(hasher *form.Hasher, o store.Outcome) string {
+	if hasher == nil || !o.Linked || o.SameAs != nil {
+		return ""
+	}
+	switch o.Decision {
+	case store.StatusStored, store.StatusWaitlisted, store.StatusPending, store.StatusSpam:
+		return entrylink.PagePath(entrylink.Token(hasher, o.Form, o.ID))
+	}
+	return ""
+}
+
+// linkToken is the link token of entry id for a plain post's redirect
+// (redirectHTML), "" where links are not served.
+func (h *Handler) linkToken(formID, id string) string {
+	if h.cfg.Participants == nil || h.cfg.Hasher == nil || id == "" {
+		return ""
+	}
+	return entrylink.Token(h.cfg.Hasher, formID, id)
 }
 
 // EntryView is what the participant's link shows of an entry: never

@@ -11,6 +11,7 @@ import (
 
 	"github.com/formd/formd/internal/attempt"
 	"github.com/formd/formd/internal/email"
+	"github.com/formd/formd/internal/entrylink"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
 )
@@ -104,7 +105,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			return o
 		}
 		v := email.ConfirmationView{FormTitle: title, Status: statusWord(first.Event), ReceivedAt: doc.ReceivedAt,
-			Receipt: hex.EncodeToString(doc.Receipt[:]), Fields: fieldValues(f, lang, doc)}
+			Receipt: hex.EncodeToString(doc.Receipt[:]), Fields: fieldValues(f, lang, doc), ManageURL: d.manageURL(f.ID(), doc.ID)}
 		if msg, o.Err = d.render(email.Confirmation, lang, v); o.Err != nil {
 			o.Outcome = attempt.Refused
 			return o
@@ -194,6 +195,16 @@ func (d *Dispatcher) consoleURL(parts ...string) string {
 		parts[i] = url.PathEscape(p)
 	}
 	return strings.TrimRight(d.opts.ConsoleURL, "/") + "/admin/" + strings.Join(parts, "/")
+}
+
+// manageURL is the participant's link to an entry, as its first answer
+// gives it (entrylink), made absolute with the public URL; "" without
+// one, as a mail cannot carry a relative link.
+func (d *Dispatcher) manageURL(formID, id string) string {
+	if d.opts.ConsoleURL == "" || d.opts.Hasher == nil {
+		return ""
+	}
+	return strings.TrimRight(d.opts.ConsoleURL, "/") + entrylink.PagePath(entrylink.Token(d.opts.Hasher, formID, id))
 }
 
 // fieldValues lists an entry's values in the form's order with their

@@ -129,6 +129,9 @@ type Options struct {
 	// ConsoleURL is the console's base URL for links in e-mail, such as
 	// https://forms.example.org; empty for none.
 	ConsoleURL string
+	// Hasher, with ConsoleURL, puts the participant's link (package
+	// entrylink) in the person's confirmation; nil for none.
+	Hasher *form.Hasher
 	// Location is the time zone of times in e-mail. Default UTC.
 	Location *time.Location
 	Now      func() time.Time

@@ -42,7 +42,7 @@ func (s *Server) openOutbox(ctx context.Context, reg *prometheus.Registry) error
 		// The chat platforms' robots post through the same sender, so
 		// through the same guard (--webhook-allow).
 		Channels: []outbox.Channel{slack.New(sender), wecom.New(sender), dingtalk.New(sender), feishu.New(sender)},
-		Lease:    s.cfg.DeliveryLease, ConsoleURL: s.cfg.PublicURL, Logger: s.log, Metrics: outbox.NewMetrics(reg),
+		Lease:    s.cfg.DeliveryLease, ConsoleURL: s.cfg.PublicURL, Hasher: s.Hasher, Logger: s.log, Metrics: outbox.NewMetrics(reg),
 		// Confirmations go where people say: bounded per address and per
 		// form, counted in the store so that the bound holds across
 		// instances.

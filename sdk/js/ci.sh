@@ -44,7 +44,9 @@ budget() {
 # hooks (issue 22, about 300) and the browser-check messages in the
 # page's language (issue 21, about 150) took it to about 6900 bytes;
 # 7168 leaves a little room, and the next feature should go in a module
-# of its own as uploads.js and challenge.js do.
+# of its own as uploads.js and challenge.js do. Issue 33 added only the
+# participant's link on the result and the draft's key at submit (about
+# 120 bytes, to about 7130): drafts are their own module, drafts.js.
 budget formd.js 7168
 # The tus uploads, loaded by formd.js (import()) only when a submission
 # has a file: pages without file fields never fetch it.
@@ -61,6 +63,9 @@ budget uploads.js 2560
 budget messages.js 2880
 # The proof-of-work solver formd.js imports (issue 22).
 budget challenge.js 3072
+# Drafts (issue 33): the save/resume API and the hosted page's binding,
+# loaded only by pages whose form keeps drafts (about 2100 bytes).
+budget drafts.js 2304
 
 step "the packed package (npm pack, Vite, webpack 5, Node, 构建 npm)"
 bash pack/pack.sh

@@ -23,6 +23,9 @@ var conditionsJS string
 //go:embed steps.js
 var stepsJS string
 
+//go:embed drafts.js
+var draftsJS string
+
 // Source is formd.js, the SDK as shipped.
 func Source() string { return source }
 
@@ -48,3 +51,7 @@ func Conditions() string { return conditionsJS }
 // Steps is steps.js, the hosted page's pages one step at a time, served
 // beside formd.js.
 func Steps() string { return stepsJS }
+
+// Drafts is drafts.js, the drafts API and the hosted page's saving and
+// resuming of drafts, served beside formd.js.
+func Drafts() string { return draftsJS }

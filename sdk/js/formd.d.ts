@@ -103,6 +103,8 @@ export interface StatusDoc {
   received_at: string;
   /** SHA-256 fingerprint of what was received, in hex. */
   receipt: string;
+  /** The participant's link (a path, /e/{token}), on entries decided with one. */
+  manage?: string;
 }
 
 /** An RFC 9457 problem document with formd's stable code. */
@@ -134,6 +136,12 @@ export interface StateEvent {
   retryIn?: number;
   /** On uploading: the share of the files' bytes the server holds, 0–100. */
   progress?: number;
+  /**
+   * On received and waitlisted (an entry decided with a participant's
+   * link): the link's URL (the status document's manage, resolved against
+   * the endpoint), where the person sees, changes or cancels their entry.
+   */
+  manage?: string;
 }
 
 /**
@@ -248,8 +256,8 @@ export interface Storage {
 }
 
 export interface TransportRequest {
-  /** HEAD and PATCH for uploads (tus). */
-  method: 'GET' | 'POST' | 'HEAD' | 'PATCH';
+  /** HEAD and PATCH for uploads (tus); PUT for drafts (drafts.js). */
+  method: 'GET' | 'POST' | 'PUT' | 'HEAD' | 'PATCH';
   url: string;
   headers: Record<string, string>;
   /** A chunk of a file (Blob in browsers, ArrayBuffer in mini-programs) for a PATCH. */
@@ -318,6 +326,8 @@ export interface ClientOptions {
 export interface SubmitOptions {
   /** The submissions URL, if not endpoint + /v1/forms/{form}/submissions. */
   url?: string;
+  /** The idempotency key: a draft's (drafts.js), so that the submission consumes it. Default: a new one. */
+  key?: string;
 }
 
 export interface Client {
@@ -366,7 +376,7 @@ export interface EnhanceOptions {
 export interface MiniProgramAPI {
   request: (o: {
     url: string;
-    method: 'GET' | 'POST' | 'HEAD';
+    method: 'GET' | 'POST' | 'PUT' | 'HEAD';
     header: Record<string, string>;
     data?: string | ArrayBuffer;
     timeout: number;

@@ -477,6 +477,10 @@ export function createClient(o = {}) {
   const emit = (run, e, state, more) => {
     /** @type {StateEvent} */
     const ev = { state, form: e.form, key: e.key, ...more };
+    // The participant's link, where the person sees, changes or cancels
+    // their entry: a path on the server, made a URL.
+    const m = ev.doc && ev.doc.manage;
+    if (m) ev.manage = /^https?:/.test(m) ? m : endpoint + m;
     if (FINAL.includes(state)) {
       if (KEEP.includes(state)) answered.set(run.sig, ev);
       else answered.delete(run.sig);
@@ -858,7 +862,7 @@ export function createClient(o = {}) {
       for (const r of running.values()) if (r.sig === sig) return r.done;
       const had = answered.get(sig);
       if (had) return Promise.resolve(tell(had));
-      const key = newKey();
+      const key = opts.key || newKey();
       const keep = o.keepFile;
       if (files && keep) for (const k in files) files[k] = files[k].map((f) => keep(f, key));
       return start({ key, form, url, data: plain, files, at: now(), tries: files ? 0 : 1 }, false);
@@ -1056,6 +1060,21 @@ export function enhance(el, o = {}) {
     const more = c ? text('code-' + c, c === 'origin-not-allowed' ? NOT_HERE : '') : '';
     box.textContent = (text('msg-' + ev.state, MSG[ev.state]) + (more && ' ' + more)).replace('{percent}', String(ev.progress));
     if (ev.state === 'invalid') mark(ev.errors || []);
+    // The participant's link, beside the status line (its text stays the
+    // state's), hidden again on any state without one.
+    let ml = /** @type {HTMLElement | null} */ (el.querySelector('[data-formd-manage]'));
+    if (ev.manage && !ml) {
+      ml = doc.createElement('p');
+      ml.setAttribute('data-formd-manage', '');
+      ml.append(doc.createElement('a'));
+      box.after(ml);
+    }
+    if (ml) {
+      ml.hidden = !ev.manage;
+      const a = /** @type {HTMLAnchorElement} */ (ml.firstChild);
+      a.href = ev.manage || '';
+      a.textContent = text('msg-manage', 'My registration');
+    }
     for (const t of ['formd:state', 'formd:' + ev.state]) el.dispatchEvent(new CustomEvent(t, { detail: ev, bubbles: true }));
   };
 
@@ -1077,7 +1096,8 @@ export function enhance(el, o = {}) {
       return;
     }
     busy = true;
-    widget().then(() => client.submit(id, collect(el, shown), { url })).then((ev) => {
+    // A draft's page sends under the draft's key (drafts.js sets it).
+    widget().then(() => client.submit(id, collect(el, shown), { url, key: el.dataset.formdKey })).then((ev) => {
       if (busy === true || busy === ev.key) busy = false;
       // The form's thank-you page, as a post without JavaScript gets; the
       // outbox is done with the entry by now.

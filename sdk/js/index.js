@@ -6,3 +6,5 @@
  */
 export * from './formd.js';
 export * from './messages.js';
+// Drafts (save and resume, DESIGN §4), for pages and mini-programs alike.
+export { drafts, DraftError } from './drafts.js';

@@ -1,7 +1,9 @@
 // Types of miniprogram.js: formd.js and messages.js in one entry, and
-// miniProgram() with uploads.
+// miniProgram() with uploads, and the drafts API.
 import type { Adapter, MiniProgramAPI, MiniProgramFiles } from './formd.js';
 export * from './formd.js';
 export * from './messages.js';
 export { miniProgramFiles } from './uploads.js';
+export { drafts, DraftError } from './drafts.js';
+export type { Draft, Drafts, DraftsOptions } from './drafts.js';
 export function miniProgram(api: MiniProgramAPI & Partial<MiniProgramFiles>, storageKey?: string): Adapter;

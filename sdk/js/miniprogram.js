@@ -15,6 +15,11 @@ import * as uploads from './uploads.js';
 export * from './formd.js';
 export * from './messages.js';
 export { miniProgramFiles } from './uploads.js';
+// Drafts: save and resume over the adapter's transport
+// (drafts({endpoint, transport: miniProgram(wx).transport})).
+export { drafts, DraftError } from './drafts.js';
+/** @typedef {import('./drafts.js').Draft} Draft */
+/** @typedef {import('./drafts.js').Drafts} Drafts */
 
 /**
  * formd.js's miniProgram() with uploads: chunks read with the file system

@@ -6,14 +6,15 @@ import assert from 'node:assert/strict';
 import { fakeWx } from './fake-wx.js';
 import { doc, until, created } from './fakes.js';
 import { examplePage } from './miniprogram-sim.js';
+import { draftServer } from './fake-drafts.js';
 
 const FORM = 'https://forms.example.org/v1/forms/spring-fair-2027/submissions';
 
 const open = examplePage('pages/register/index');
 
 /** Opens the registration page, with its form's input and its button. */
-async function launch(wx) {
-  const p = await open(wx);
+async function launch(wx, query) {
+  const p = await open(wx, query);
   const type = (id, value) => p.page.querySelector('#' + id).dispatchEvent('input', { detail: { value } });
   const press = () => p.page.querySelector('#submit').dispatchEvent('tap');
   return { ...p, type, press };
@@ -190,5 +191,42 @@ test('an English phone gets English texts', async () => {
     await until(() => p.text('#status') === 'Received. Thank you!', 'Received');
   } finally {
     p.close();
+  }
+});
+
+test('a draft: saved (草稿已保存 only after the 2xx), resumed from its link on another phone, sent once under its key', async () => {
+  const formd = draftServer();
+  const phone = fakeWx({ answer: formd.answer });
+  const first = await launch(phone);
+  let link = '';
+  try {
+    first.type('name', '李雷');
+    first.page.querySelector('#save-draft').dispatchEvent('tap');
+    await until(() => first.text('#draft-status') === '正在保存草稿…' || first.text('#draft-status')?.startsWith('草稿已保存'), 'the save');
+    await until(() => first.text('#draft-status')?.startsWith('草稿已保存'), '草稿已保存');
+    assert.equal(formd.byKey.size, 1, 'on the server before 草稿已保存 was shown');
+    link = /** @type {string} */ (first.text('#draft-link'));
+    assert.match(link, /^https:\/\/forms\.example\.org\/f\/spring-fair-2027\?resume=tok-1$/);
+  } finally {
+    first.close();
+  }
+
+  // Another phone opens the link's token (the page's query).
+  const other = fakeWx({ answer: formd.answer });
+  const again = await launch(other, { resume: new URL(link).searchParams.get('resume') || '' });
+  try {
+    await until(() => again.text('#draft-status') === '草稿已打开。', '草稿已打开');
+    assert.equal(again.page.instance.data.values.name, '李雷', 'what was typed on the first phone');
+    again.type('phone', '13800138000');
+    again.page.querySelector('#save-draft').dispatchEvent('tap');
+    await until(() => formd.byKey.get([...formd.byKey.keys()][0])?.version === 2, 'the second save');
+    const [key] = [...formd.byKey.keys()];
+    again.press();
+    await until(() => again.text('#status') === '已收到，谢谢！', '已收到');
+    assert.deepEqual([...formd.submitted.keys()], [key], "sent once, under the draft's key");
+    assert.deepEqual(formd.submitted.get(key), { name: '李雷', phone: '13800138000' });
+    assert.equal(formd.byKey.size, 0, 'the draft was consumed');
+  } finally {
+    again.close();
   }
 });

@@ -49,8 +49,11 @@ export function examplePage(pagePath) {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  /** @param {any} wx */
-  return async function launch(wx) {
+  /**
+   * @param {any} wx
+   * @param {Record<string, string>} [query] the page's query (onLoad)
+   */
+  return async function launch(wx, query) {
     globalThis.wx = wx;
     /** @type {any} */
     let app;
@@ -62,7 +65,7 @@ export function examplePage(pagePath) {
     app.onLaunch();
     const page = simulate.render(simulate.load(join(dir, pagePath), { compiler: 'simulate' }));
     page.attach(document.createElement('parent-wrapper'));
-    page.instance.onLoad();
+    page.instance.onLoad(query);
     await page.instance.onShow();
     /** @param {string} sel */
     const text = (sel) => {

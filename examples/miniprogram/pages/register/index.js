@@ -4,17 +4,29 @@
 // 未能保存在本机 / 已收到 / 已在候补名单 / 已报名 / 已满 / 需要修改 / 未开放 /
 // 无法提交, with each field's error next to it. A page built with
 // Component(), as WeChat allows, so that miniprogram-simulate can test it.
-import { messages, fieldText } from '@formd/sdk';
+import { messages, fieldText, newKey, DraftError } from '@formd/sdk';
 import { FORM_ID } from '../../config.js';
 
 /** @typedef {import('@formd/sdk').StateEvent} StateEvent */
 /** @typedef {import('@formd/sdk').Client} Client */
+/** @typedef {import('@formd/sdk').Draft} Draft */
 
 /** The page's own words, beside the SDK's texts. */
 const WORDS = {
-  zh: { title: '春季集市报名', name: '姓名', phone: '手机号', submit: '提交', note: '每个手机号只能报名一次。' },
-  en: { title: 'Spring fair registration', name: 'Name', phone: 'Mobile phone', submit: 'Submit', note: 'One registration per mobile phone.' },
+  zh: {
+    title: '春季集市报名', name: '姓名', phone: '手机号', submit: '提交', note: '每个手机号只能报名一次。', saveDraft: '保存草稿',
+    saving: '正在保存草稿…', saved: '草稿已保存：可在任何设备上用此链接继续填写：', failed: '草稿未保存：请检查网络后重试。',
+    conflict: '此草稿已在其他设备上修改，这里的内容没有覆盖它：请重新打开草稿链接。', resumed: '草稿已打开。', gone: '此草稿链接无法打开：可能已过期或已提交。',
+  },
+  en: {
+    title: 'Spring fair registration', name: 'Name', phone: 'Mobile phone', submit: 'Submit', note: 'One registration per mobile phone.', saveDraft: 'Save draft',
+    saving: 'Saving the draft…', saved: 'Draft saved: finish it on any device with this link:', failed: 'Draft not saved: check the network and try again.',
+    conflict: 'This draft was changed on another device; nothing here was saved over it: open the draft link again.', resumed: 'Your draft is open.', gone: 'This draft link opens nothing: it expired or was sent.',
+  },
 };
+
+/** The draft of each page instance, once saved or resumed. @type {WeakMap<object, Draft>} */
+const kept = new WeakMap();
 
 /** Listener removers, by page instance. @type {WeakMap<object, () => void>} */
 const offs = new WeakMap();
@@ -30,12 +42,39 @@ Component({
     message: '',
     /** @type {Record<string, string>} */
     errors: {},
+    draftMessage: '',
+    draftLink: '',
   },
   methods: {
-    onLoad() {
+    /** @param {{resume?: string}} [query] a draft's resume token (the link the hosted page or another device gave) */
+    onLoad(query) {
       const c = client();
       this.setData({ words: c.lang === 'zh' ? WORDS.zh : WORDS.en });
       offs.set(this, c.on((ev) => ev.form === FORM_ID && this.show(ev)));
+      if (query && query.resume) {
+        getApp().drafts.resume(FORM_ID, decodeURIComponent(query.resume)).then(
+          /** @param {Draft} d */
+          (d) => {
+            kept.set(this, d);
+            const v = d.data || {};
+            this.setData({ values: { name: String(v.name || ''), phone: String(v.phone || '') }, draftMessage: this.data.words.resumed, draftLink: d.resumeURL || '' });
+          },
+          () => this.setData({ draftMessage: this.data.words.gone }),
+        );
+      }
+    },
+    // Saved on the server: said only once the server answered 2xx.
+    async onSaveDraft() {
+      const w = this.data.words;
+      const d = kept.get(this) || { form: FORM_ID, key: newKey(), token: '', version: 0 };
+      this.setData({ draftMessage: w.saving });
+      try {
+        const saved = await getApp().drafts.save(d, { ...this.data.values });
+        kept.set(this, saved);
+        this.setData({ draftMessage: w.saved, draftLink: saved.resumeURL || '' });
+      } catch (err) {
+        this.setData({ draftMessage: err instanceof DraftError && err.code === 'draft-version-mismatch' ? w.conflict : w.failed });
+      }
     },
     // Back on the page (from another page, or the app from the
     // background): send what is waiting now, and say that it is waiting.
@@ -57,7 +96,9 @@ Component({
     onSubmit() {
       // A second press while it is on its way, or after the answer with
       // nothing changed, is the same submission: the SDK shows its result.
-      client().submit(FORM_ID, { ...this.data.values });
+      // A saved draft is sent under its key: the submission consumes it.
+      const d = kept.get(this);
+      client().submit(FORM_ID, { ...this.data.values }, { key: d && d.key });
     },
     /** @param {StateEvent} ev */
     show(ev) {

@@ -1,0 +1,115 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/mail"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formd/formd/internal/email"
+	"github.com/formd/formd/internal/entrylink"
+	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/outbox"
+	"github.com/formd/formd/internal/poll"
+)
+
+// mailText is every text part of a message, decoded (quoted-printable or
+// base64), so that a test finds a link the encoding may have wrapped.
+func mailText(t *testing.T, m *mail.Message) string {
+	t.Helper()
+	raw, _ := io.ReadAll(m.Body)
+	mt, params, err := mime.ParseMediaType(m.Header.Get("Content-Type"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(enc string, r io.Reader) string {
+		var b []byte
+		switch strings.ToLower(enc) {
+		case "quoted-printable":
+			b, _ = io.ReadAll(quotedprintable.NewReader(r))
+		case "base64":
+			b, _ = io.ReadAll(base64.NewDecoder(base64.StdEncoding, r))
+		default:
+			b, _ = io.ReadAll(r)
+		}
+		return string(b)
+	}
+	if !strings.HasPrefix(mt, "multipart/") {
+		return decode(m.Header.Get("Content-Transfer-Encoding"), strings.NewReader(string(raw)))
+	}
+	var out strings.Builder
+	mr := multipart.NewReader(strings.NewReader(string(raw)), params["boundary"])
+	for {
+		p, err := mr.NextRawPart()
+		if err != nil {
+			break
+		}
+		out.WriteString(decode(p.Header.Get("Content-Transfer-Encoding"), p))
+		out.WriteString("\n")
+	}
+	return out.String()
+}
+
+// TestConfirmationCarriesTheParticipantsLink: the person's confirmation
+// holds their link (the one the first answer gives, made absolute with
+// the public URL), in the form's language, in the text and HTML parts;
+// without a public URL it holds none (a mail cannot carry a relative
+// link).
+func TestConfirmationCarriesTheParticipantsLink(t *testing.T) {
+	t.Parallel()
+	hasher := form.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
+	for _, c := range []struct {
+		lang, public, words string
+	}{
+		{"en", "https://forms.example.org", "My registration"},
+		{"zh", "https://forms.example.org/", "我的报名"},
+		{"en", "", ""},
+	} {
+		t.Run(c.lang+"-"+c.public, func(t *testing.T) {
+			t.Parallel()
+			srv := startSMTP(t)
+			mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Address: "fair@example.org"}, email.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newFixture(t, `
+id: fair
+title: Fair
+fields:
+  - {name: email, type: email}
+notify:
+  email: {confirm: email, lang: `+c.lang+`}
+`, mailer, outbox.Options{ConsoleURL: c.public, Hasher: hasher})
+			ctx := context.Background()
+			outs := f.submit("fair", `{"email":"ann@example.org"}`)
+			if _, err := f.d.FanOutOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.d.SendOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			poll.Until(t, "the confirmation", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 1 })
+			msgs, _ := srv.messages()
+			body := mailText(t, msgs[0])
+			link := "https://forms.example.org" + entrylink.PagePath(entrylink.Token(hasher, "fair", outs[0].ID))
+			if c.public == "" {
+				if strings.Contains(body, "/e/") {
+					t.Fatalf("a link without a public URL:\n%s", body)
+				}
+				return
+			}
+			if n := strings.Count(body, link); n < 2 {
+				t.Fatalf("the link %s is in %d parts of the mail, want text and HTML:\n%s", link, n, body)
+			}
+			if !strings.Contains(body, c.words) {
+				t.Fatalf("no %q in the mail:\n%s", c.words, body)
+			}
+		})
+	}
+}
