@@ -44,6 +44,7 @@ type Store interface {
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
 	ConsoleReads
 	store.FormHistory
+	ParticipantReads
 }
 
 // Forms is the server's form registry.
@@ -76,8 +77,11 @@ type Deps struct {
 	Auth    Auth
 	Redrive Redrive
 	Forget  Forget
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Erase erases entries by id (a participant's erasure request
+	// granted); nil refuses.
+	Erase EraseEntries
+	Log   *slog.Logger
+	Now   func() time.Time
 	// CheckURL checks webhook addresses of applied forms (the server's
 	// guard); nil checks their syntax only.
 	CheckURL func(string) error
