@@ -287,4 +287,3 @@ func writeEntry(w http.ResponseWriter, v EntryView) error {
 	writeJSON(w, http.StatusOK, body)
 	return nil
 }
-
