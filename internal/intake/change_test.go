@@ -193,3 +193,84 @@ type httpResponse struct {
 	etag, changed, replayed string
 	body                    []byte
 }
+
+// TestParticipantPageWithoutJavaScript: every action of /e/{token} is a
+// plain form: the change form shows the answers and the version, saves
+// a change, shows what needs a fix and a full session on the page (the
+// place kept), and the erasure form, once confirmed, records the request
+// (or, with self_erase, says the data is erased); in both languages.
+func TestParticipantPageWithoutJavaScript(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, changeForms, servertest.Options{})
+	c := servertest.Client()
+	submit := func(formID, key, body string) string {
+		t.Helper()
+		resp, b := send(t, c, h.URL, jsonReq(formID, key, body))
+		var a struct{ Manage string }
+		if resp.StatusCode != 201 || json.Unmarshal(b, &a) != nil || a.Manage == "" {
+			t.Fatalf("submit %s: %d %s", key, resp.StatusCode, b)
+		}
+		return strings.TrimPrefix(a.Manage, "/e/")
+	}
+	ann := submit("fair", "k-ann", `{"name":"Ann","email":"ann@example.org","session":"morning"}`)
+	submit("fair", "k-bo", `{"name":"Bo","email":"bo@example.org","session":"afternoon"}`)
+	page := func(query string) string {
+		t.Helper()
+		resp, b := send(t, c, h.URL, req{method: "GET", path: "/e/" + ann + query})
+		if resp.StatusCode != 200 || bytes.Contains(b, []byte("<script")) {
+			t.Fatalf("page: %d %s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	p := page("?lang=en")
+	for _, want := range []string{`action="/e/` + ann + `/change"`, `name="_version" value="1"`, `value="Ann"`, `<option value="morning" selected>`,
+		"Change my answers", "Changes are possible until 2099-01-01", `action="/e/` + ann + `/erasure"`, "Ask for my data to be erased"} {
+		if !strings.Contains(p, want) {
+			t.Fatalf("the page lacks %q:\n%s", want, p)
+		}
+	}
+	if p := page("?lang=zh"); !strings.Contains(p, "修改我的答案") || !strings.Contains(p, "申请删除我的数据") {
+		t.Fatalf("the zh page:\n%s", p)
+	}
+	post := func(path, body string) (int, string, string) {
+		t.Helper()
+		resp, b := send(t, c, h.URL, req{method: "POST", path: path + "?lang=en", ctype: "application/x-www-form-urlencoded", body: body})
+		return resp.StatusCode, resp.Header.Get("Location"), string(b)
+	}
+	// What needs a fix: 422, the page again with the error and what was typed.
+	if st, _, b := post("/e/"+ann+"/change", "_version=1&name=&email=ann%40example.org&session=evening"); st != 422 ||
+		!strings.Contains(b, `aria-invalid="true"`) || !strings.Contains(b, `<option value="evening" selected>`) {
+		t.Fatalf("invalid change: %d %s", st, b)
+	}
+	// A full session: 409, said on the page; the place is kept.
+	if st, _, b := post("/e/"+ann+"/change", "_version=1&name=Ann&email=ann%40example.org&session=afternoon"); st != 409 ||
+		!strings.Contains(b, "afternoon has no place left: nothing was changed, and your place is kept.") {
+		t.Fatalf("full session: %d %s", st, b)
+	}
+	// A change: saved, and the page says so.
+	if st, loc, b := post("/e/"+ann+"/change", "_version=1&name=Ann+B&email=ann%40example.org&session=evening"); st != 303 || loc != "/e/"+ann+"?changed=1" {
+		t.Fatalf("change: %d %q %s", st, loc, b)
+	}
+	if p := page("?changed=1&lang=en"); !strings.Contains(p, "Your changes are saved.") || !strings.Contains(p, "<dd>Ann B</dd>") ||
+		!strings.Contains(p, `name="_version" value="2"`) {
+		t.Fatalf("after the change:\n%s", p)
+	}
+	// The same form posted again (a reload): the change is not made twice.
+	if st, loc, _ := post("/e/"+ann+"/change", "_version=1&name=Ann+B&email=ann%40example.org&session=evening"); st != 303 || loc != "/e/"+ann+"?changed=0" {
+		t.Fatalf("the change posted again: %d %q", st, loc)
+	}
+	// Erasure: unconfirmed, nothing; confirmed, the request is on the page.
+	if st, _, _ := post("/e/"+ann+"/erasure", ""); st != 303 || strings.Contains(page(""), "You asked for your data to be erased") {
+		t.Fatalf("an unconfirmed erasure request: %d", st)
+	}
+	if st, _, _ := post("/e/"+ann+"/erasure", "confirm=yes"); st != 303 || !strings.Contains(page("?lang=en"), "You asked for your data to be erased") {
+		t.Fatalf("a confirmed erasure request: %d", st)
+	}
+	x := submit("erasable", "k-x", `{"name":"X"}`)
+	if st, _, b := post("/e/"+x+"/erasure", "confirm=yes"); st != 200 || !strings.Contains(b, "Your data has been erased.") {
+		t.Fatalf("self_erase from the page: %d %s", st, b)
+	}
+	if resp, _ := send(t, c, h.URL, req{method: "GET", path: "/e/" + x}); resp.StatusCode != 404 {
+		t.Fatalf("the page after self_erase: %d", resp.StatusCode)
+	}
+}

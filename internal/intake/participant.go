@@ -26,6 +26,7 @@ type ParticipantStore interface {
 	Change(ctx context.Context, c store.Change) (store.Changed, error)
 	EntryVersion(ctx context.Context, form, id string) (int, error)
 	RequestErasure(ctx context.Context, form, id string, at time.Time) (store.ErasureRequest, bool, error)
+	ErasureRequest(ctx context.Context, form, id string) (store.ErasureRequest, bool, error)
 }
 
 func (h *Handler) registerParticipant(mux *http.ServeMux) {
@@ -76,6 +77,9 @@ type EntryView struct {
 	Version int `json:"version"`
 	// EditUntil is when changes close; absent when the form allows none.
 	EditUntil *time.Time `json:"edit_until,omitempty"`
+	// Erasure is the participant's erasure request, while it waits for
+	// the organizer.
+	Erasure *Erasure `json:"erasure,omitempty"`
 }
 
 // ViewEntry reads what a link token opens. A token this installation did
@@ -106,6 +110,12 @@ func ViewEntry(ctx context.Context, ps ParticipantStore, hasher *form.Hasher, to
 	}
 	if v.Version, err = ps.EntryVersion(ctx, formID, id); err != nil {
 		return EntryView{}, fmt.Errorf("read the version of a link's entry: %w", err)
+	}
+	switch req, ok, err := ps.ErasureRequest(ctx, formID, id); {
+	case err != nil:
+		return EntryView{}, fmt.Errorf("read the erasure request of a link's entry: %w", err)
+	case ok:
+		v.Erasure = &Erasure{State: "requested", RequestedAt: req.RequestedAt.UTC()}
 	}
 	return v, nil
 }
