@@ -314,6 +314,13 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, c call) error {
 	}
 	q := r.URL.Query()
 	opts := export.Options{Labels: q.Get("header") == "labels", Lang: q.Get("lang"), Files: h.Files, People: q.Get("for") == "people"}
+	if q.Get("history") == "1" {
+		// The participants' changes: each entry's earlier versions.
+		if format != "jsonl" {
+			return problem.New(problem.CodeInvalidRequest, "history=1 is exported with format=jsonl (each row's member history)")
+		}
+		opts.History = h.Store.Versions
+	}
 	if opts.People {
 		// For people (issue 34): times in the organizer's zone (the
 		// console sends the browser's), file links absolute and valid as

@@ -117,6 +117,17 @@ func TestParticipantChange(t *testing.T) {
 	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"morning"`)) || !bytes.Contains(b, []byte(`"version":1`)) {
 		t.Fatalf("versions: %d %s", resp.StatusCode, b)
 	}
+	// Exports carry the history when asked (JSON Lines), not otherwise.
+	resp, b = send(t, c, h.URL, req{method: "GET", path: "/v1/admin/forms/fair/export?format=jsonl&history=1",
+		headers: map[string]string{"Authorization": "Bearer " + h.Token}})
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"history":[{"version":1,"data":{"name":"Ann","email":"ann@example.org","session":"morning"},"place":"morning"`)) {
+		t.Fatalf("export with history: %d %s", resp.StatusCode, b)
+	}
+	resp, b = send(t, c, h.URL, req{method: "GET", path: "/v1/admin/forms/fair/export?format=jsonl",
+		headers: map[string]string{"Authorization": "Bearer " + h.Token}})
+	if resp.StatusCode != 200 || bytes.Contains(b, []byte(`"history"`)) {
+		t.Fatalf("export without history: %d %s", resp.StatusCode, b)
+	}
 	// A closed window.
 	closed := submit("closed", "k-x", `{"name":"X"}`)
 	if r, m := patch(closed, `"1"`, `{"name":"Y"}`); r.status != 409 || m["code"] != "edit-closed" {
