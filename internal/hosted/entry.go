@@ -177,14 +177,8 @@ func answerText(v any) string {
 // back" form (a plain post, confirmed by a required checkbox): the entry
 // is cancelled once, then the page is shown again.
 func (h *Handler) cancelEntry(w http.ResponseWriter, r *http.Request) {
-	l := pickLang(r)
-	if h.Links == nil {
-		h.notFound(w, l)
-		return
-	}
-	token := r.PathValue("token")
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("confirm") != "yes" {
-		http.Redirect(w, r, "/e/"+token, http.StatusSeeOther)
+	l, token, ok := h.confirmed(w, r)
+	if !ok {
 		return
 	}
 	if _, _, err := h.Links.Cancel(r.Context(), token); err != nil {
@@ -271,14 +265,8 @@ func optionLabel(f *form.Form, l lang, value string) string {
 // form erases at once (self_erase), the page says the data is erased —
 // the link opens nothing any more.
 func (h *Handler) eraseEntry(w http.ResponseWriter, r *http.Request) {
-	l := pickLang(r)
-	if h.Links == nil {
-		h.notFound(w, l)
-		return
-	}
-	token := r.PathValue("token")
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("confirm") != "yes" {
-		http.Redirect(w, r, "/e/"+token, http.StatusSeeOther)
+	l, token, ok := h.confirmed(w, r)
+	if !ok {
 		return
 	}
 	e, err := h.Links.RequestErasure(r.Context(), token)
@@ -294,4 +282,21 @@ func (h *Handler) eraseEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.render(w, nil, http.StatusOK, "erased", map[string]any{"L": l})
+}
+
+// confirmed reads a confirmed form of the page (its required checkbox
+// confirm=yes): false when it answered already — the link opens nothing
+// here, or the box was not ticked (the page again, nothing done).
+func (h *Handler) confirmed(w http.ResponseWriter, r *http.Request) (lang, string, bool) {
+	l := pickLang(r)
+	if h.Links == nil {
+		h.notFound(w, l)
+		return l, "", false
+	}
+	token := r.PathValue("token")
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("confirm") != "yes" {
+		http.Redirect(w, r, "/e/"+token, http.StatusSeeOther)
+		return l, token, false
+	}
+	return l, token, true
 }

@@ -3,6 +3,7 @@ package intake_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -47,15 +48,7 @@ func TestParticipantChange(t *testing.T) {
 	t.Parallel()
 	h := servertest.Start(t, changeForms, servertest.Options{})
 	c := servertest.Client()
-	submit := func(formID, key, body string) string {
-		t.Helper()
-		resp, b := send(t, c, h.URL, jsonReq(formID, key, body))
-		var a struct{ Manage string }
-		if resp.StatusCode != 201 || json.Unmarshal(b, &a) != nil || a.Manage == "" {
-			t.Fatalf("submit %s: %d %s", key, resp.StatusCode, b)
-		}
-		return strings.TrimPrefix(a.Manage, "/e/")
-	}
+	submit := func(formID, key, body string) string { return linkOf(t, c, h.URL, formID, key, body) }
 	ann := submit("fair", "k-ann", `{"name":"Ann","email":"ann@example.org","session":"morning"}`)
 	submit("fair", "k-bo", `{"name":"Bo","email":"bo@example.org","session":"afternoon"}`)
 	patch := func(token, ifMatch, body string) (*httpResponse, map[string]any) {
@@ -147,15 +140,7 @@ func TestParticipantErasure(t *testing.T) {
 	t.Parallel()
 	h := servertest.Start(t, changeForms, servertest.Options{})
 	c := servertest.Client()
-	submit := func(formID, key, body string) string {
-		t.Helper()
-		resp, b := send(t, c, h.URL, jsonReq(formID, key, body))
-		var a struct{ Manage string }
-		if resp.StatusCode != 201 || json.Unmarshal(b, &a) != nil || a.Manage == "" {
-			t.Fatalf("submit %s: %d %s", key, resp.StatusCode, b)
-		}
-		return strings.TrimPrefix(a.Manage, "/e/")
-	}
+	submit := func(formID, key, body string) string { return linkOf(t, c, h.URL, formID, key, body) }
 	auth := map[string]string{"Authorization": "Bearer " + h.Token}
 	ann := submit("fair", "k-ann", `{"name":"Ann","email":"ann@example.org","session":"morning"}`)
 	var first []byte
@@ -214,15 +199,7 @@ func TestParticipantPageWithoutJavaScript(t *testing.T) {
 	t.Parallel()
 	h := servertest.Start(t, changeForms, servertest.Options{})
 	c := servertest.Client()
-	submit := func(formID, key, body string) string {
-		t.Helper()
-		resp, b := send(t, c, h.URL, jsonReq(formID, key, body))
-		var a struct{ Manage string }
-		if resp.StatusCode != 201 || json.Unmarshal(b, &a) != nil || a.Manage == "" {
-			t.Fatalf("submit %s: %d %s", key, resp.StatusCode, b)
-		}
-		return strings.TrimPrefix(a.Manage, "/e/")
-	}
+	submit := func(formID, key, body string) string { return linkOf(t, c, h.URL, formID, key, body) }
 	ann := submit("fair", "k-ann", `{"name":"Ann","email":"ann@example.org","session":"morning"}`)
 	submit("fair", "k-bo", `{"name":"Bo","email":"bo@example.org","session":"afternoon"}`)
 	page := func(query string) string {
@@ -284,4 +261,15 @@ func TestParticipantPageWithoutJavaScript(t *testing.T) {
 	if resp, _ := send(t, c, h.URL, req{method: "GET", path: "/e/" + x}); resp.StatusCode != 404 {
 		t.Fatalf("the page after self_erase: %d", resp.StatusCode)
 	}
+}
+
+// linkOf submits to a form and returns the token of the entry's link.
+func linkOf(t *testing.T, c *http.Client, base, formID, key, body string) string {
+	t.Helper()
+	resp, b := send(t, c, base, jsonReq(formID, key, body))
+	var a struct{ Manage string }
+	if resp.StatusCode != 201 || json.Unmarshal(b, &a) != nil || a.Manage == "" {
+		t.Fatalf("submit %s: %d %s", key, resp.StatusCode, b)
+	}
+	return strings.TrimPrefix(a.Manage, "/e/")
 }
