@@ -66,7 +66,7 @@ func (h *Handler) renderEntry(w http.ResponseWriter, r *http.Request, l lang, v 
 		title = orDefault(f.Def.Title.For(l.Tag), f.ID())
 		for _, fd := range f.Fields() {
 			if val, ok := stored[fd.Name]; ok {
-				answers = append(answers, answerView{Label: orDefault(fd.Label.For(l.Tag), fd.Name), Value: answerText(val)})
+				answers = append(answers, answerView{Label: orDefault(fd.Label.For(l.Tag), fd.Name), Value: answerText(chosenLabels(fd, l, val))})
 				delete(stored, fd.Name)
 			}
 		}
@@ -299,4 +299,32 @@ func (h *Handler) confirmed(w http.ResponseWriter, r *http.Request) (lang, strin
 		return l, token, false
 	}
 	return l, token, true
+}
+
+// chosenLabels are a choice field's answers as their options' labels in
+// the page's language (the value where an option has none).
+func chosenLabels(fd form.Field, l lang, val any) any {
+	if len(fd.Options) == 0 {
+		return val
+	}
+	label := func(v any) any {
+		s, ok := v.(string)
+		if !ok {
+			return v
+		}
+		for _, o := range fd.Options {
+			if o.Value == s {
+				return orDefault(o.Label.For(l.Tag), s)
+			}
+		}
+		return s
+	}
+	if list, ok := val.([]any); ok {
+		out := make([]any, len(list))
+		for i, v := range list {
+			out[i] = label(v)
+		}
+		return out
+	}
+	return label(val)
 }
