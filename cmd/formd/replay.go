@@ -134,6 +134,10 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		more = " (and more)"
 	}
 	fmt.Fprintf(stdout, "entries without their first event: %d%s\n", len(r.WithoutEvent), more)
+	if err := auditParticipants(ctx, st, stdout); err != nil {
+		fmt.Fprintf(stderr, "formd audit: %v\n", err)
+		return 1
+	}
 	if r.Missing > 0 {
 		fmt.Fprintln(stdout, "entries without an outcome are decided when a server runs, or now with 'formd replay'")
 	}
@@ -146,4 +150,31 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// auditParticipants counts what participants left with the organizer:
+// drafts saved and not sent (per form, with the oldest's last save —
+// never their values) and erasure requests waiting.
+func auditParticipants(ctx context.Context, st interface {
+	store.DraftStats
+	store.ErasureRequests
+}, out io.Writer) error {
+	counts, err := st.DraftCounts(ctx)
+	if err != nil {
+		return fmt.Errorf("count drafts: %w", err)
+	}
+	total := 0
+	for _, d := range counts {
+		total += d.Count
+	}
+	fmt.Fprintf(out, "drafts saved and not sent: %d\n", total)
+	for _, d := range counts {
+		fmt.Fprintf(out, "  %-28s %d (oldest saved %s)\n", d.Form, d.Count, d.Oldest.UTC().Format(time.RFC3339))
+	}
+	pending, err := st.ErasureRequests(ctx, "", 1000)
+	if err != nil {
+		return fmt.Errorf("list erasure requests: %w", err)
+	}
+	fmt.Fprintf(out, "erasure requests waiting for the organizer: %d\n", len(pending))
+	return nil
 }

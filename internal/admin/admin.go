@@ -44,6 +44,7 @@ type Store interface {
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
 	ConsoleReads
 	store.FormHistory
+	ParticipantReads
 }
 
 // Forms is the server's form registry.
@@ -76,8 +77,11 @@ type Deps struct {
 	Auth    Auth
 	Redrive Redrive
 	Forget  Forget
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Erase erases entries by id (a participant's erasure request
+	// granted); nil refuses.
+	Erase EraseEntries
+	Log   *slog.Logger
+	Now   func() time.Time
 	// CheckURL checks webhook addresses of applied forms (the server's
 	// guard); nil checks their syntax only.
 	CheckURL func(string) error
@@ -320,6 +324,13 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request, c call) error {
 	}
 	q := r.URL.Query()
 	opts := export.Options{Labels: q.Get("header") == "labels", Lang: q.Get("lang"), Files: h.Files, People: q.Get("for") == "people"}
+	if q.Get("history") == "1" {
+		// The participants' changes: each entry's earlier versions.
+		if format != "jsonl" {
+			return problem.New(problem.CodeInvalidRequest, "history=1 is exported with format=jsonl (each row's member history)")
+		}
+		opts.History = h.Store.Versions
+	}
 	if opts.People {
 		// For people (issue 34): times in the organizer's zone (the
 		// console sends the browser's), file links absolute and valid as

@@ -31,6 +31,7 @@ func (h *Handler) registerConsole(mux Mux) {
 	mux.Handle("GET /v1/admin/tokens", h.route(accounts.Read, false, h.listTokens))
 	mux.Handle("POST /v1/admin/tokens/{id}/revoke", h.route(accounts.Read, false, h.revokeToken))
 	mux.Handle("GET /v1/admin/audit-log", h.route(accounts.Read, false, h.auditLog))
+	h.registerParticipants(mux)
 	mux.Handle("POST /v1/admin/me/password", h.route(accounts.Read, false, h.changePassword))
 	mux.Handle("POST /v1/admin/me/sign-out-everywhere", h.route(accounts.Read, false, h.signOutEverywhere))
 	mux.Handle("POST /v1/admin/accounts/{id}/reset-link", h.route(accounts.ManageAccounts, false, h.resetLink))

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/formd/formd/internal/accounts"
 	"github.com/formd/formd/internal/admin"
@@ -26,6 +27,18 @@ type entryView struct {
 	Promote        bool
 	// Files are the entry's files (files.go).
 	Files []entryFile
+	// Versions are the answers the participant's changes replaced,
+	// oldest first; Erasure is their pending erasure request.
+	Versions []entryVersion
+	Erasure  *store.ErasureRequest
+}
+
+// entryVersion is one earlier version of the answers, as the page shows
+// it.
+type entryVersion struct {
+	Version    int
+	ReplacedAt time.Time
+	Fields     []fieldValue
 }
 
 type fieldValue struct{ Label, Value string }
@@ -63,6 +76,9 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request, p page) error {
 		return err
 	}
 	withFileNames(f, v.Fields, v.Files)
+	if err := h.participantSide(r, f, p, &v); err != nil {
+		return err
+	}
 	p.Nav, p.Title, p.Data = "forms", title(f, p.L), v
 	h.render(w, http.StatusOK, "entry", p)
 	return nil
@@ -93,6 +109,14 @@ func (h *Handler) entryAction(w http.ResponseWriter, r *http.Request, p page) er
 		var o store.Outcome
 		o, err = h.adm.NotSpam(r.Context(), p.P, f, id)
 		done = "not-spam-" + o.Status
+	case "erase":
+		// A participant's erasure request granted: the path formd forget
+		// takes, for one entry.
+		if !p.P.Can(accounts.Forget, f.Def.Site) {
+			return problem.New(problem.CodeForbidden, "erasing needs the forget permission on this site")
+		}
+		_, err = h.adm.EraseEntry(r.Context(), p.P, f, id)
+		done = "erased"
 	case "redeliver":
 		seq, perr := strconv.ParseUint(r.PostFormValue("event"), 10, 64)
 		if perr != nil {
@@ -121,4 +145,41 @@ func (h *Handler) retry(w http.ResponseWriter, r *http.Request, p page) error {
 		return err
 	}
 	return back(w, r, "/admin/forms/"+url.PathEscape(f.ID())+"/proof", "retried")
+}
+
+// participantSide adds what the participant did to the entry page: the
+// versions their changes replaced, and their pending erasure request.
+func (h *Handler) participantSide(r *http.Request, f *form.Form, p page, v *entryView) error {
+	vs, err := h.adm.Store.Versions(r.Context(), f.ID(), v.Entry.ID)
+	if err != nil {
+		return err
+	}
+	for i := len(vs) - 1; i >= 0; i-- { // newest first, as the history reads
+		ver := vs[i]
+		vals := rowValues(store.Row{Data: ver.Data})
+		ev := entryVersion{Version: ver.Version, ReplacedAt: ver.ReplacedAt}
+		for _, fd := range f.Fields() {
+			if val, ok := vals[fd.Name]; ok {
+				ev.Fields = append(ev.Fields, fieldValue{orLabel(fd.Label.For(p.L.Tag), fd.Name), val})
+			}
+		}
+		v.Versions = append(v.Versions, ev)
+	}
+	reqs, err := h.adm.PendingErasures(r.Context(), p.P, f.ID())
+	if err != nil {
+		return err
+	}
+	for _, e := range reqs {
+		if e.EntryID == v.Entry.ID {
+			v.Erasure = &e
+		}
+	}
+	return nil
+}
+
+func orLabel(label, name string) string {
+	if label == "" {
+		return name
+	}
+	return label
 }

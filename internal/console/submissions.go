@@ -38,6 +38,10 @@ type submissionsView struct {
 	Export    map[string]string
 	Searched  bool
 	ShownCols int
+	// Drafts counts the form's saved drafts (never their values);
+	// Erasures are participants' pending erasure requests.
+	Drafts   store.DraftCounts
+	Erasures []store.ErasureRequest
 }
 
 func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) error {
@@ -115,6 +119,18 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) er
 			ex.Set("link_ttl", "7d")
 		}
 		v.Export[format] = "/v1/admin/forms/" + url.PathEscape(f.ID()) + "/export?" + ex.Encode()
+	}
+	counts, err := h.adm.Store.DraftCounts(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, d := range counts {
+		if d.Form == f.ID() {
+			v.Drafts = d
+		}
+	}
+	if v.Erasures, err = h.adm.PendingErasures(r.Context(), p.P, f.ID()); err != nil {
+		return err
 	}
 	p.Nav, p.Title, p.Data = "forms", title(f, p.L), v
 	h.render(w, http.StatusOK, "submissions", p)

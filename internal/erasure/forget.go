@@ -167,8 +167,24 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allo
 	if r.Drafts, err = st.EraseDrafts(ctx, drafts); err != nil {
 		return r, fmt.Errorf("erase the person's drafts: %w", err)
 	}
+	err = eraseFound(ctx, st, fg, found, &r)
+	return r, err
+}
+
+// ForgetEntries erases the entries named — a participant's request,
+// granted by the organizer or at once by self_erase — as Forget erases
+// a person's: the journal's copies first, then the store's data, claims,
+// history and files; r.Pending lists those still being decided.
+func ForgetEntries(ctx context.Context, st Finder, fg journal.Forgetter, entries []store.EntryRef) (Report, error) {
+	r := Report{What: "a participant's request", JournalKept: fg == nil, Entries: entries}
+	err := eraseFound(ctx, st, fg, entries, &r)
+	return r, err
+}
+
+// eraseFound erases the entries found, recording what it did in r.
+func eraseFound(ctx context.Context, st Finder, fg journal.Forgetter, found []store.EntryRef, r *Report) error {
 	if len(found) == 0 {
-		return r, nil
+		return nil
 	}
 	// The journal's copies go first: an entry whose copy stays while the
 	// store forgets it would only be replayed as a replay (the store keeps
@@ -180,7 +196,7 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allo
 			case errors.Is(err, journal.ErrPending):
 				r.Pending = append(r.Pending, e)
 			case err != nil:
-				return r, fmt.Errorf("delete the journal's copy of %s/%s: %w", e.Form, e.ID, err)
+				return fmt.Errorf("delete the journal's copy of %s/%s: %w", e.Form, e.ID, err)
 			}
 		}
 	}
@@ -195,15 +211,15 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allo
 	// Counted before: an erased entry lists no files.
 	files, err := countFiles(ctx, st, erasing)
 	if err != nil {
-		return r, err
+		return err
 	}
 	if r.Erased, err = st.EraseEntries(ctx, ids); err != nil {
-		return r, fmt.Errorf("erase the person's entries: %w", err)
+		return fmt.Errorf("erase the person's entries: %w", err)
 	}
 	if r.Erased > 0 {
 		r.Files = files
 	}
-	return r, nil
+	return nil
 }
 
 // countFiles counts the files of the entries.

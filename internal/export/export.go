@@ -54,6 +54,10 @@ type Options struct {
 	People bool
 	// Zone is the time zone of an export for people (nil: UTC).
 	Zone *time.Location
+	// History, when set, adds to each JSON Lines row the versions the
+	// participant's changes replaced (member history, oldest first);
+	// the table formats do not carry it.
+	History func(ctx context.Context, form, id string) ([]store.EntryVersion, error)
 }
 
 // ContentType is the media type of a format.
@@ -81,7 +85,7 @@ func Write(ctx context.Context, src Source, f *form.Form, format string, w io.Wr
 	case "csv":
 		err = writeCSV(ctx, rows, f, w, opts)
 	case "jsonl":
-		err = writeJSONL(ctx, rows, w)
+		err = writeJSONL(ctx, rows, w, opts.History)
 	case "xlsx":
 		err = writeXLSX(ctx, rows, f, w, opts)
 	default:
@@ -288,9 +292,21 @@ type jsonlRow struct {
 	Data       json.RawMessage `json:"data"`
 	// Extra holds the fields the form does not define.
 	Extra json.RawMessage `json:"extra,omitempty"`
+	// History holds the versions the participant's changes replaced
+	// (Options.History).
+	History []jsonlVersion `json:"history,omitempty"`
 }
 
-func writeJSONL(ctx context.Context, rows func(context.Context, func(store.Row) error) error, w io.Writer) error {
+// jsonlVersion is one earlier version of an entry's answers.
+type jsonlVersion struct {
+	Version    int             `json:"version"`
+	Data       json.RawMessage `json:"data"`
+	Place      string          `json:"place,omitempty"`
+	ReplacedAt string          `json:"replaced_at"`
+}
+
+func writeJSONL(ctx context.Context, rows func(context.Context, func(store.Row) error) error, w io.Writer,
+	history func(ctx context.Context, form, id string) ([]store.EntryVersion, error)) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	err := rows(ctx, func(r store.Row) error {
@@ -298,8 +314,19 @@ func writeJSONL(ctx context.Context, rows func(context.Context, func(store.Row) 
 		if len(data) == 0 {
 			data = json.RawMessage("{}")
 		}
-		return enc.Encode(jsonlRow{ID: r.ID, Form: r.Form, Key: r.Key, Status: r.Status,
-			ReceivedAt: r.ReceivedAt.UTC().Format(timeFormat), Data: data, Extra: extra})
+		row := jsonlRow{ID: r.ID, Form: r.Form, Key: r.Key, Status: r.Status,
+			ReceivedAt: r.ReceivedAt.UTC().Format(timeFormat), Data: data, Extra: extra}
+		if history != nil {
+			vs, err := history(ctx, r.Form, r.ID)
+			if err != nil {
+				return fmt.Errorf("read the history of %s: %w", r.ID, err)
+			}
+			for _, v := range vs {
+				row.History = append(row.History, jsonlVersion{Version: v.Version, Data: v.Data, Place: v.Place,
+					ReplacedAt: v.ReplacedAt.UTC().Format(timeFormat)})
+			}
+		}
+		return enc.Encode(row)
 	})
 	if err != nil {
 		return err

@@ -172,6 +172,7 @@ func CompileChecked(d Definition, checkURL func(string) error) (*Form, error) {
 			c.add("", fmt.Sprintf("origins: %q is not an origin; write scheme://host[:port] such as https://fair.example.org, or *", o))
 		}
 	}
+	c.checkEditUntil(&d)
 	if d.DraftTTL != nil && *d.DraftTTL <= 0 {
 		c.add("", "draft_ttl must be positive, such as 30d")
 	}
@@ -439,4 +440,26 @@ func (f *Form) OpenAt(t time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// checkEditUntil: edit_until is a time or closes_at, and a time the
+// form's answers can be changed in.
+func (c *compiler) checkEditUntil(d *Definition) {
+	switch d.EditUntil {
+	case "":
+		return
+	case EditUntilClosesAt:
+		if d.ClosesAt == nil {
+			c.add("", "edit_until is closes_at but the form has no closes_at: set closes_at, or give edit_until a time such as 2030-05-01T18:00:00+08:00")
+		}
+		return
+	}
+	t, err := time.Parse(time.RFC3339, d.EditUntil)
+	if err != nil {
+		c.add("", fmt.Sprintf("edit_until %q is not a time: write a time with its zone such as 2030-05-01T18:00:00+08:00, or closes_at (changes close with the form)", d.EditUntil))
+		return
+	}
+	if d.OpensAt != nil && !t.After(*d.OpensAt) {
+		c.add("", fmt.Sprintf("edit_until %s is not after opens_at %s: nobody could change an answer", t.Format(time.RFC3339), d.OpensAt.Format(time.RFC3339)))
+	}
 }

@@ -115,6 +115,13 @@ type Definition struct {
 	// is kept after its last save (DraftTTLDefault when unset).
 	Drafts   bool      `yaml:"drafts" json:"drafts,omitempty"`
 	DraftTTL *Duration `yaml:"draft_ttl" json:"draft_ttl,omitempty"`
+	// EditUntil lets a participant change their answers from their link
+	// until this time: an RFC 3339 time, or "closes_at" for the form's
+	// closes_at (EditDeadline). Unset, answers cannot be changed.
+	EditUntil string `yaml:"edit_until" json:"edit_until,omitempty"`
+	// SelfErase erases a participant's data as soon as they ask from
+	// their link; without it the request waits for the organizer.
+	SelfErase bool `yaml:"self_erase" json:"self_erase,omitempty"`
 
 	// source is this form\'s definition as YAML, kept so the store can hold
 	// exactly what the owner wrote.
@@ -352,6 +359,31 @@ const (
 	KeyField  = "_key"
 	TimeField = "_ts"
 )
+
+// EditUntilClosesAt is the edit_until that follows the form's closes_at.
+const EditUntilClosesAt = "closes_at"
+
+// EditDeadline is when changes close; false when the form allows none
+// (no edit_until, or one that does not parse, which check refuses).
+func (d *Definition) EditDeadline() (time.Time, bool) {
+	switch d.EditUntil {
+	case "":
+		return time.Time{}, false
+	case EditUntilClosesAt:
+		if d.ClosesAt == nil {
+			return time.Time{}, false
+		}
+		return *d.ClosesAt, true
+	}
+	t, err := time.Parse(time.RFC3339, d.EditUntil)
+	return t, err == nil
+}
+
+// EditableAt says whether a participant may change their answers at t.
+func (d *Definition) EditableAt(t time.Time) bool {
+	until, ok := d.EditDeadline()
+	return ok && t.Before(until)
+}
 
 // DraftTTLDefault is how long a draft is kept after its last save when
 // the form sets no draft_ttl: 30 days.

@@ -92,6 +92,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /f/{form}/done", h.done)
 	mux.HandleFunc("GET /e/{token}", h.entry)
 	mux.HandleFunc("POST /e/{token}/cancel", h.cancelEntry)
+	mux.HandleFunc("POST /e/{token}/change", h.changeEntry)
+	mux.HandleFunc("POST /e/{token}/erasure", h.eraseEntry)
 	mux.HandleFunc("GET /sdk/{file}", h.serveSDK)
 	mux.HandleFunc("GET "+altchaPrefix+"{file}", h.serveAltcha)
 }

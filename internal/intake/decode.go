@@ -266,6 +266,17 @@ func decodeMultipart(rd *capReader, boundary string, files fileSink, key string)
 	return b, b.takeReserved()
 }
 
+// FormValues are a plain HTML form's values as a submission's decoder
+// reads them (one value, or a list for several), for the hosted page's
+// own forms.
+func FormValues(q url.Values) map[string]any {
+	out := make(map[string]any, len(q))
+	for k, vs := range q {
+		out[k] = listOrOne(vs)
+	}
+	return out
+}
+
 func listOrOne(vs []string) any {
 	if len(vs) == 1 {
 		return vs[0]

@@ -99,6 +99,11 @@ type Config struct {
 	// Participants, if set, serves the participant's link
 	// (participant.go); without it GET /v1/entries/{token} is 404.
 	Participants ParticipantStore
+	// Erase, if set, erases a participant's entry at once when the form
+	// has self_erase (erasure.ForgetEntries); Audit, if set, records
+	// participants' erasure requests in the audit log.
+	Erase Eraser
+	Audit Auditor
 	// Drafts, if set, keeps the drafts of forms with drafts: true
 	// (drafts.go); without it their routes answer drafts-disabled.
 	Drafts DraftStore

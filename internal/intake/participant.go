@@ -16,17 +16,24 @@ import (
 	"github.com/formd/formd/internal/store"
 )
 
-// ParticipantStore is what the participant's link reads (store.Store's
-// Entry and store.Participants).
+// ParticipantStore is what the participant's link reads and writes
+// (store.Store's Entry, Cancel, store.Participants, store.Changes and
+// store.ErasureRequests).
 type ParticipantStore interface {
 	Entry(ctx context.Context, form, id string) (store.EntryDetail, error)
 	WaitlistPosition(ctx context.Context, form, id string) (int, error)
 	Cancel(ctx context.Context, form, id string) (promoted []string, err error)
+	Change(ctx context.Context, c store.Change) (store.Changed, error)
+	EntryVersion(ctx context.Context, form, id string) (int, error)
+	RequestErasure(ctx context.Context, form, id string, at time.Time) (store.ErasureRequest, bool, error)
+	ErasureRequest(ctx context.Context, form, id string) (store.ErasureRequest, bool, error)
 }
 
 func (h *Handler) registerParticipant(mux *http.ServeMux) {
 	mux.Handle("GET /v1/entries/{token}", h.wrap("entry", h.participantEntry))
 	mux.Handle("POST /v1/entries/{token}/cancel", h.wrap("entry-cancel", h.participantCancel))
+	mux.Handle("PATCH /v1/entries/{token}", h.wrap("entry-change", h.participantChange))
+	mux.Handle("POST /v1/entries/{token}/erasure", h.wrap("entry-erasure", h.participantErasure))
 }
 
 // withManage adds the participant's link (member manage) to the status
@@ -88,6 +95,14 @@ type EntryView struct {
 	// unless waitlisted.
 	Position int             `json:"position,omitempty"`
 	Data     json.RawMessage `json:"data"`
+	// Version is the entry's version (its ETag), which a change names in
+	// If-Match.
+	Version int `json:"version"`
+	// EditUntil is when changes close; absent when the form allows none.
+	EditUntil *time.Time `json:"edit_until,omitempty"`
+	// Erasure is the participant's erasure request, while it waits for
+	// the organizer.
+	Erasure *Erasure `json:"erasure,omitempty"`
 }
 
 // ViewEntry reads what a link token opens. A token this installation did
@@ -116,6 +131,15 @@ func ViewEntry(ctx context.Context, ps ParticipantStore, hasher *form.Hasher, to
 			return EntryView{}, fmt.Errorf("read the waitlist position of a link's entry: %w", err)
 		}
 	}
+	if v.Version, err = ps.EntryVersion(ctx, formID, id); err != nil {
+		return EntryView{}, fmt.Errorf("read the version of a link's entry: %w", err)
+	}
+	switch req, ok, err := ps.ErasureRequest(ctx, formID, id); {
+	case err != nil:
+		return EntryView{}, fmt.Errorf("read the erasure request of a link's entry: %w", err)
+	case ok:
+		v.Erasure = &Erasure{State: "requested", RequestedAt: req.RequestedAt.UTC()}
+	}
 	return v, nil
 }
 
@@ -128,30 +152,42 @@ func (h *Handler) participantEntry(w http.ResponseWriter, r *http.Request) error
 	if h.cfg.Participants == nil {
 		return linkNotFound()
 	}
-	v, err := ViewEntry(r.Context(), h.cfg.Participants, h.cfg.Hasher, r.PathValue("token"))
+	v, err := h.links().View(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode the entry of a link: %w", err)
-	}
-	// The link is a capability: no referrer leaks it, no cache keeps it.
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	writeJSON(w, http.StatusOK, body)
-	return nil
+	return writeEntry(w, v)
 }
 
-// Links opens participants' links for the hosted page (/e/{token}), as
-// GET /v1/entries/{token} does.
+// Links opens participants' links, for the API (GET, PATCH, cancel,
+// erasure of /v1/entries/{token}) and the hosted page (/e/{token}) alike.
 type Links struct {
 	Store  ParticipantStore
 	Hasher *form.Hasher
+	// Forms finds the entry's form (edit_until, self_erase, validation);
+	// Now is the clock.
+	Forms Forms
+	Now   func() time.Time
+	// Erase, if set, erases at once on forms with self_erase; Audit, if
+	// set, records erasure requests for the organizer.
+	Erase Eraser
+	Audit Auditor
 }
 
-// View reads what a link token opens (ViewEntry).
+// View reads what a link token opens (ViewEntry), with when changes
+// close.
 func (l Links) View(ctx context.Context, token string) (EntryView, error) {
-	return ViewEntry(ctx, l.Store, l.Hasher, token)
+	v, err := ViewEntry(ctx, l.Store, l.Hasher, token)
+	if err != nil || l.Forms == nil {
+		return v, err
+	}
+	if f := l.Forms.Get(v.Form); f != nil {
+		if until, ok := f.Def.EditDeadline(); ok {
+			until = until.UTC()
+			v.EditUntil = &until
+		}
+	}
+	return v, nil
 }
 
 // CancelEntry cancels the entry a link opens, once: as an organizer's

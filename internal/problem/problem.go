@@ -90,6 +90,10 @@ const (
 	CodeDraftSubmitted    = "draft-submitted"
 	CodeDraftsDisabled    = "drafts-disabled"
 	CodeEntryLinkNotFound = "entry-link-not-found"
+	// A participant's change (issue 33 item 3).
+	CodeEntryStale      = "entry-version-mismatch"
+	CodeIfMatchRequired = "if-match-required"
+	CodeEditClosed      = "edit-closed"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -167,6 +171,9 @@ var Codes = map[string]Info{
 	CodeDraftStale:           {Status: 412, Title: "Draft changed elsewhere", Explain: "This draft was saved again since the version this save names (If-Match), perhaps in another tab or on another device: nothing was changed. The answer's ETag is the current version; read the draft again (GET), merge, and save with that version."},
 	CodeDraftSubmitted:       {Status: 409, Title: "Already submitted", Explain: "The submission under this draft's key was sent and decided already (the answer's status says how): the draft was consumed by it and cannot be saved or read again."},
 	CodeDraftsDisabled:       {Status: 404, Title: "Drafts not enabled", Explain: "This form does not save drafts (its definition has no drafts: true). Submit the answers instead."},
+	CodeEntryStale:           {Status: 412, Title: "Registration changed elsewhere", Explain: "This registration was changed since the version this change names (If-Match), perhaps in another tab: nothing was changed. The answer's version (and ETag) is the current one; read the registration again (GET /v1/entries/{token}) and change that version."},
+	CodeIfMatchRequired:      {Status: 428, Title: "Version required", Explain: "A change of a registration must name the version it was made from, in If-Match (the ETag of GET /v1/entries/{token}), so that a retried or older change is never applied twice or over a newer one. Nothing was changed."},
+	CodeEditClosed:           {Status: 409, Title: "Changes closed", Explain: "This form's answers can no longer be changed: its edit_until has passed. Nothing was changed; ask the organizer if something must be corrected."},
 	CodeEntryLinkNotFound:    {Status: 404, Title: "Registration link not valid", Explain: "This registration link does not open any entry: it is mistyped, it was revoked, or the entry's data was erased. Unknown and revoked links get the same answer."},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }

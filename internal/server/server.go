@@ -231,7 +231,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
 	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
-	pages.Links = intake.Links{Store: s.Store, Hasher: s.Hasher}
+	pages.Links = intake.Links{Store: s.Store, Hasher: s.Hasher, Forms: s.Forms, Now: time.Now, Erase: s.ForgetEntries, Audit: s.Accounts}
 	pages.Outcomes, pages.Hasher, pages.PublicURL = s.Store, s.Hasher, s.cfg.PublicURL
 	s.refusals = intake.NewRefusalTally(s.Store, time.Now, log)
 	// Beacons are written in batches (intake.ArrivalBatcher: a crash loses
@@ -241,7 +241,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		Refusals:    s.refusals,
 		DefaultWait: cfg.DefaultWait, MaxWait: cfg.MaxWait, MaxBody: cfg.MaxBody, RateLimit: cfg.RateLimit,
 		TrustedProxies: cfg.TrustedProxies, Instance: s.waitingInstance(), Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.arrivals,
-		Uploads: s.Uploads, Drafts: s.Store, Participants: s.Store, Logger: log, Metrics: intake.NewMetrics(reg),
+		Uploads: s.Uploads, Drafts: s.Store, Participants: s.Store, Erase: s.ForgetEntries, Audit: s.Accounts, Logger: log, Metrics: intake.NewMetrics(reg),
 		Proof: intake.Proof{Signer: challenge.NewSigner(secret), Adaptive: challenge.NewAdaptive()},
 	})
 	mux := http.NewServeMux()
@@ -249,7 +249,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	s.Uploads.Register(mux)
 	s.Uploads.RegisterDownloads(mux, s.Links)
 	counter, _ := s.Journal.(journal.FormCounter)
-	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
+	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget, Erase: s.ForgetEntries,
 		CheckURL: func(raw string) error { return s.Guard.CheckSavedURL(raw, nil) }, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
 		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store})
@@ -505,6 +505,13 @@ func (s *Server) redrive(ctx context.Context, formID, key string) error {
 func (s *Server) Forget(ctx context.Context, p erasure.Person, allow func(site string) bool, dryRun bool) (erasure.Report, error) {
 	fg, _ := s.Journal.(journal.Forgetter)
 	return erasure.Forget(ctx, s.Store, fg, p, allow, dryRun)
+}
+
+// ForgetEntries erases entries named by id (a participant's erasure
+// request) from the store and the journal, as Forget erases a person's.
+func (s *Server) ForgetEntries(ctx context.Context, entries []store.EntryRef) (erasure.Report, error) {
+	fg, _ := s.Journal.(journal.Forgetter)
+	return erasure.ForgetEntries(ctx, s.Store, fg, entries)
 }
 
 // replayProcessor is a processor for one replay, whose outcomes observe

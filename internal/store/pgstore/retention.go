@@ -29,7 +29,9 @@ func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (i
 	err := s.inTx(ctx, op, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `WITH target AS (`+selectIDs+`),
 			released AS (DELETE FROM claims WHERE entry_id IN (SELECT id FROM target)),
-			erased AS (UPDATE entries SET data = NULL, claims = '{}' WHERE id IN (SELECT id FROM target) RETURNING 1)
+			erased AS (UPDATE entries SET data = NULL, claims = '{}' WHERE id IN (SELECT id FROM target) RETURNING 1),
+			versions AS (DELETE FROM entry_versions WHERE entry_id IN (SELECT id FROM target)),
+			requests AS (UPDATE erasure_requests SET done_at = now() WHERE done_at IS NULL AND entry_id IN (SELECT id FROM target))
 			SELECT count(*) FROM erased`, args...).Scan(&n)
 	})
 	return n, err

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -102,6 +103,10 @@ func (s *Store) erase(ctx context.Context, op, selectIDs string, args ...any) (i
 			SELECT e.form, ` + claimKey("j.value") + `, e.id FROM erasing x JOIN entries e ON e.id = x.id,
 				json_each('["' || replace(e.claims, ',', '","') || '"]') j WHERE e.claims != '')`,
 		`UPDATE entries SET data = NULL, claims = '' WHERE id IN (SELECT id FROM erasing)`,
+		// The versions its changes replaced go with it (changes.go), and a
+		// participant's request is done (erasure.go).
+		`DELETE FROM entry_versions WHERE entry_id IN (SELECT id FROM erasing)`,
+		`UPDATE erasure_requests SET done_at = ` + fmt.Sprint(s.now().UnixMicro()) + ` WHERE done_at IS NULL AND entry_id IN (SELECT id FROM erasing)`,
 		`DELETE FROM erasing`,
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
