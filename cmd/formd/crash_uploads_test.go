@@ -27,7 +27,8 @@ import (
 
 	"github.com/formd/formd/internal/loadtest"
 	"github.com/formd/formd/internal/poll"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/dirobjects"
+	"github.com/formd/formd/internal/uploads/s3objects"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -225,7 +226,7 @@ func TestUploadsOnS3ThroughFaultsAndKill9(t *testing.T) {
 		t.Skip("FORMD_TEST_S3_URL is not set")
 	}
 	t.Parallel()
-	loc, err := uploads.ParseS3URL(raw)
+	loc, err := s3objects.ParseURL(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestUploadsOnS3ThroughFaultsAndKill9(t *testing.T) {
 // crashBucket is the bucket of the S3 variant.
 type crashBucket struct {
 	url string
-	loc uploads.S3Location
+	loc s3objects.Location
 	c   *minio.Client
 }
 
@@ -444,7 +445,7 @@ func uploadsThroughFaults(t *testing.T, bucket *crashBucket) {
 		// The parts of uploads being received and the ids of complete
 		// ones (uploads/objects/ids).
 		var left []string
-		err := uploads.DirBytes(filepath.Join(data, "uploads")).ListBytes(context.Background(), func(name string, _ time.Time) error {
+		err := dirobjects.DirBytes(filepath.Join(data, "uploads")).ListBytes(context.Background(), func(name string, _ time.Time) error {
 			if id := strings.TrimSuffix(name, ".info"); !claimed[id] {
 				left = append(left, name)
 			}
@@ -467,7 +468,7 @@ func uploadsThroughFaults(t *testing.T, bucket *crashBucket) {
 
 // readUpload reads a complete upload's bytes from --data.
 func readUpload(data, id string) ([]byte, error) {
-	f, err := uploads.DirBytes(filepath.Join(data, "uploads")).Open(id)
+	f, err := dirobjects.DirBytes(filepath.Join(data, "uploads")).Open(id)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 	"go.uber.org/goleak"
 )
 
@@ -215,6 +216,28 @@ func problemCode(t *testing.T, res *http.Response) string {
 	return p.Code + ": " + p.Detail
 }
 
+// kept is the path of upload id's bytes in the objects directory under
+// the uploads directory dir, by the layout dirobjects documents (a path
+// that does not exist when it has none).
+func kept(dir, id string) string {
+	ld := filepath.Join(dir, dirobjects.ObjectsDir, "ids", id[:2], id)
+	sum := "none"
+	if ents, _ := os.ReadDir(ld); len(ents) == 1 {
+		sum = ents[0].Name()
+	}
+	return filepath.Join(ld, sum)
+}
+
+// bytesGone says upload id has neither parts nor an object under dir.
+func bytesGone(dir, id string) bool {
+	for _, p := range []string{filepath.Join(dir, id), filepath.Join(dir, id+".info"), filepath.Dir(kept(dir, id))} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			return false
+		}
+	}
+	return true
+}
+
 // png is n bytes that sniff as a PNG image.
 func png(n int) []byte {
 	b := bytes.Repeat([]byte{0xab}, n)
@@ -268,8 +291,8 @@ func TestResumeAtTheOffset(t *testing.T) {
 		}
 	}
 	sum := sha256.Sum256(body)
-	for _, p := range []string{r.dir, kept(r.dir, id), filepath.Dir(kept(r.dir, id)), DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:])),
-		filepath.Join(r.dir, ObjectsDir, "sha256")} {
+	for _, p := range []string{r.dir, kept(r.dir, id), filepath.Dir(kept(r.dir, id)), dirobjects.DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:])),
+		filepath.Join(r.dir, dirobjects.ObjectsDir, "sha256")} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
