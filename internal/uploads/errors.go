@@ -5,9 +5,10 @@ import (
 	"github.com/formd/formd/internal/uploads/tier"
 )
 
-// The service's sentinel errors. Each that reaches a client carries its
-// problem code (ProblemCode), so that problem.From maps it in one place
-// whichever tier or lock produced it. Those a tier returns are tier's.
+// The service's sentinel errors. Each that reaches a client is a
+// problem.Sentinel: its code is given once, where it is made, and
+// problem.From (or tier.TusError, on tusd's side) maps it whichever tier
+// or lock produced it. Those a tier returns are tier's, named here too.
 
 // errNoObject is an upload whose bytes are not in the store.
 var errNoObject = tier.ErrNoObject
@@ -20,11 +21,6 @@ var ErrStorageFull = tier.ErrStorageFull
 // be reached or refused to store: 503 with Retry-After, nothing claimed.
 var ErrStorageUnavailable = tier.ErrStorageUnavailable
 
-type storageError struct{ code, msg string }
-
-func (e storageError) Error() string       { return e.msg }
-func (e storageError) ProblemCode() string { return e.code }
-
 // storageErr classifies an error of writing bytes: a full disk (ENOSPC,
 // EDQUOT) is ErrStorageFull, wrapped with its cause.
 var storageErr = tier.StorageErr
@@ -32,4 +28,4 @@ var storageErr = tier.StorageErr
 // ErrLocksUnavailable is a store whose upload locks could not be had:
 // the request is answered 503 with Retry-After and nothing of it was
 // written.
-var ErrLocksUnavailable = storageError{code: problem.CodeUploadUnavailable, msg: "the store that locks uploads could not be reached"}
+var ErrLocksUnavailable = problem.Sentinel("the store that locks uploads could not be reached", problem.CodeUploadUnavailable)

@@ -37,6 +37,7 @@ import (
 	"github.com/formd/formd/internal/uploads/dirobjects"
 	"github.com/formd/formd/internal/uploads/links"
 	"github.com/formd/formd/internal/uploads/s3objects"
+	"github.com/formd/formd/internal/uploads/tier"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
@@ -446,7 +447,7 @@ func (s *Service) preCreate(ev handler.HookEvent) (handler.HTTPResponse, handler
 		return handler.HTTPResponse{}, none, tusProblem(p, 0)
 	}
 	if err := s.create(ev.Context, u, now); err != nil {
-		return handler.HTTPResponse{}, none, tusProblem(problem.From(err), 0)
+		return handler.HTTPResponse{}, none, tier.TusError(err)
 	}
 	resp := handler.HTTPResponse{Header: handler.HTTPHeader{"Upload-Expires": u.ExpiresAt.Format(http.TimeFormat)}}
 	// The metadata kept is the field and the name: not the spent

@@ -194,18 +194,24 @@ func (s *Bucket) Delete(ctx context.Context, id string) error {
 	return s.err("delete upload bytes from the bucket", err)
 }
 
-// err classifies the bucket's errors: a bucket over its quota or out of
-// room is tier.ErrStorageFull (507), anything else that kept the bytes from
-// being stored or read is tier.ErrStorageUnavailable (503).
+// err classifies the bucket's errors (bucketErr).
 func (s *Bucket) err(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	switch minio.ToErrorResponse(err).Code {
+	return bucketErr(op, s.loc.Bucket, minio.ToErrorResponse(err).Code, err)
+}
+
+// bucketErr classifies an error of the bucket by its S3 error code: a
+// bucket over its quota or out of room is tier.ErrStorageFull (507),
+// anything else that kept the bytes from being stored or read is
+// tier.ErrStorageUnavailable (503).
+func bucketErr(op, bucket, code string, err error) error {
+	switch code {
 	case "QuotaExceeded", "XMinioStorageFull", "XMinioAdminBucketQuotaExceeded", "InsufficientStorage":
-		return fmt.Errorf("%s (bucket %s): %w: %w", op, s.loc.Bucket, tier.ErrStorageFull, err)
+		return fmt.Errorf("%s (bucket %s): %w: %w", op, bucket, tier.ErrStorageFull, err)
 	}
-	return fmt.Errorf("%s (bucket %s): %w: %w", op, s.loc.Bucket, tier.ErrStorageUnavailable, err)
+	return fmt.Errorf("%s (bucket %s): %w: %w", op, bucket, tier.ErrStorageUnavailable, err)
 }
 
 // CloseIdleConnections closes the client's idle keep-alive connections

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
-	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/uploads/tier"
 	"github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/s3store"
@@ -187,15 +186,9 @@ func (p *Parts) Remove(ctx context.Context, id string) error {
 	return errors.Join(errs...)
 }
 
-// storageErr classifies the bucket's errors as Bucket.err does: a
-// bucket over quota or out of room is ErrStorageFull (507), anything
-// else tier.ErrStorageUnavailable (503).
+// storageErr classifies the bucket's errors (bucketErr).
 func (p *Parts) storageErr(op string, err error) error {
-	switch apiCode(err) {
-	case "QuotaExceeded", "XMinioStorageFull", "XMinioAdminBucketQuotaExceeded", "InsufficientStorage":
-		return fmt.Errorf("%s (bucket %s): %w: %w", op, p.bucket, tier.ErrStorageFull, err)
-	}
-	return fmt.Errorf("%s (bucket %s): %w: %w", op, p.bucket, tier.ErrStorageUnavailable, err)
+	return bucketErr(op, p.bucket, apiCode(err), err)
 }
 
 // tusErr is an error of s3store as tusd's handler answers it: its own
@@ -207,7 +200,7 @@ func (p *Parts) tusErr(op string, err error) error {
 		return err
 	}
 	se := p.storageErr(op, err)
-	return bucketError{tus: tier.TusProblem(problem.From(se), 0), err: se}
+	return bucketError{tus: tier.TusError(se), err: se}
 }
 
 // bucketError is a failure of the bucket both as tusd answers it (the

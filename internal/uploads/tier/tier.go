@@ -1,7 +1,8 @@
 // Package tier is what the uploads service and its object tiers
 // (dirobjects, the directory under --data; s3objects, a bucket) share:
-// the errors a tier returns, which the service answers through problem,
-// and the form of such an answer that tusd writes. The interface a tier
+// the errors a tier returns, each mapped to its problem code once
+// (problem.Sentinel), and the form of such an answer that tusd writes
+// (TusError). The interface a tier
 // meets is the service's own (uploads.Objects); a tier does not import
 // the service.
 package tier
@@ -19,18 +20,14 @@ import (
 // ErrNoObject is an upload whose bytes are not in the tier.
 var ErrNoObject = errors.New("the upload's bytes are missing")
 
-// ErrStorageFull is a disk with no room for an upload's bytes: the
-// request is answered 507 with Retry-After and nothing of it is kept.
-var ErrStorageFull = storageError{code: problem.CodeUploadStorageFull, msg: "the server's disk has no room for the upload's bytes"}
+// ErrStorageFull is a disk (or a bucket's quota) with no room for an
+// upload's bytes: the request is answered 507 with Retry-After and
+// nothing of it is kept.
+var ErrStorageFull = problem.Sentinel("the server's disk has no room for the upload's bytes", problem.CodeUploadStorageFull)
 
 // ErrStorageUnavailable is an object store (the S3 bucket) that could not
 // be reached or refused to store: 503 with Retry-After, nothing claimed.
-var ErrStorageUnavailable = storageError{code: problem.CodeUploadUnavailable, msg: "the upload storage could not be reached"}
-
-type storageError struct{ code, msg string }
-
-func (e storageError) Error() string       { return e.msg }
-func (e storageError) ProblemCode() string { return e.code }
+var ErrStorageUnavailable = problem.Sentinel("the upload storage could not be reached", problem.CodeUploadUnavailable)
 
 // StorageErr classifies an error of writing bytes: a full disk (ENOSPC,
 // EDQUOT) is ErrStorageFull, wrapped with its cause.
@@ -46,6 +43,12 @@ func StorageErr(op string, err error) error {
 
 // problemType is the media type of every error answer.
 const problemType = "application/problem+json"
+
+// TusError is err as a tusd hook or store returns it: the problem
+// problem.From maps it to (a sentinel's code, status and Retry-After),
+// which tusd writes as it is. The one way the uploads' sentinels reach a
+// tus client.
+func TusError(err error) error { return TusProblem(problem.From(err), 0) }
 
 // TusProblem is p as the error a tusd hook or store returns, so that
 // tusd answers with the problem document (at status when it is not 0).
