@@ -28,6 +28,7 @@ import (
 	"github.com/formd/formd/internal/loadtest"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/uploads/dirobjects"
+	"github.com/formd/formd/internal/uploads/objectstest"
 	"github.com/formd/formd/internal/uploads/s3objects"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -218,21 +219,12 @@ func TestUploadsOnS3ThroughFaultsAndKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a server; skipped with -short")
 	}
-	raw := os.Getenv("FORMD_TEST_S3_URL")
-	if raw == "" {
-		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
-			t.Fatal("FORMD_TEST_S3_URL is not set (FORMD_REQUIRE_SERVICES=1): start scripts/s3server.sh")
-		}
-		t.Skip("FORMD_TEST_S3_URL is not set")
-	}
+	raw := objectstest.S3URL(t)
 	t.Parallel()
 	loc, err := s3objects.ParseURL(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	loc.Prefix += "crash-" + hex.EncodeToString(b[:]) + "/"
 	u, _ := url.Parse(raw)
 	u.Path = "/" + strings.TrimSuffix(loc.Prefix, "/")
 	lookup := minio.BucketLookupDNS

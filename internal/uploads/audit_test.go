@@ -21,9 +21,8 @@ func TestAuditFiles(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	upload := func() string {
-		loc := r.create("photo", 64)
-		r.patch(loc, 0, png(64), false)
-		return strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+		_, id := r.photo(64)
+		return id
 	}
 	claim := func(seq uint64, id string) string {
 		e := journal.Entry{ID: "e-" + id, Seq: seq, Site: "default", Form: "exam", Key: "k-" + id, ReceivedAt: r.clock.Now(),
@@ -86,9 +85,7 @@ func TestAuditContents(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
-	loc := r.create("photo", 64)
-	r.patch(loc, 0, png(64), false)
-	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	_, id := r.photo(64)
 	if a, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
 		t.Fatalf("audit of a whole directory: %+v %v", a, err)
 	}

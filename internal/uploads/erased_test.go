@@ -27,9 +27,7 @@ import (
 // it; it returns the upload's and the entry's ids.
 func (r *rig) uploadClaimed(seq uint64) (string, string) {
 	r.t.Helper()
-	loc := r.create("photo", 64)
-	r.patch(loc, 0, png(64), false)
-	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	_, id := r.photo(64)
 	e := journal.Entry{ID: "e-" + id, Seq: seq, Site: "default", Form: "exam", Key: "k-" + id, ReceivedAt: r.clock.Now(),
 		Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
 	if out, err := r.st.Apply(context.Background(), []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
@@ -190,9 +188,7 @@ func TestExpirySurvivesAStopBetweenRecordAndBytes(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
-	loc := r.create("photo", 64)
-	r.patch(loc, 0, png(64), false)
-	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	_, id := r.photo(64)
 	r.clock.add(24*time.Hour + time.Second)
 	if ok, err := r.st.ExpireUpload(ctx, id, r.clock.Now()); err != nil || !ok {
 		t.Fatalf("expire the record: %v %v", ok, err)

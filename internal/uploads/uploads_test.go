@@ -167,6 +167,17 @@ func metadata(kv ...string) string {
 }
 
 // create makes an upload of n bytes for the field and returns its path.
+// photo uploads a PNG of n bytes whole to field photo: its address
+// and id.
+func (r *rig) photo(n int) (loc, id string) {
+	r.t.Helper()
+	loc = r.create("photo", n)
+	if res := r.patch(loc, 0, png(n), false); res.StatusCode != 204 {
+		r.t.Fatalf("PATCH: %d %s", res.StatusCode, problemCode(r.t, res))
+	}
+	return loc, strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+}
+
 func (r *rig) create(field string, n int) string {
 	r.t.Helper()
 	res := r.do("POST", "/v1/forms/exam/uploads", map[string]string{

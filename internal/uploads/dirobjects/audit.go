@@ -28,7 +28,7 @@ type DirBytes string
 // ListBytes lists the parts directory's files and the ids that have
 // objects.
 func (d DirBytes) ListBytes(ctx context.Context, fn func(string, time.Time) error) error {
-	if err := listFiles(ctx, string(d), fn); err != nil {
+	if err := listNames(ctx, string(d), true, fn); err != nil {
 		return err
 	}
 	ids := filepath.Join(string(d), ObjectsDir, "ids")
@@ -43,32 +43,16 @@ func (d DirBytes) ListBytes(ctx context.Context, fn func(string, time.Time) erro
 		if !sh.IsDir() {
 			continue
 		}
-		ents, err := os.ReadDir(filepath.Join(ids, sh.Name()))
-		if err != nil {
-			return fmt.Errorf("list upload bytes: %w", err)
-		}
-		for _, e := range ents {
-			info, err := e.Info()
-			if errors.Is(err, os.ErrNotExist) {
-				continue // deleted meanwhile
-			}
-			if err != nil {
-				return fmt.Errorf("list upload bytes: %w", err)
-			}
-			if err := fn(e.Name(), info.ModTime()); err != nil {
-				return err
-			}
-		}
-		if err := ctx.Err(); err != nil {
+		if err := listNames(ctx, filepath.Join(ids, sh.Name()), false, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// listFiles calls fn with the name and time of each file (not
-// directory) in dir.
-func listFiles(ctx context.Context, dir string, fn func(string, time.Time) error) error {
+// listNames calls fn with the name and time of each entry of dir (of
+// each file, not directory, with filesOnly), stopping with ctx.
+func listNames(ctx context.Context, dir string, filesOnly bool, fn func(string, time.Time) error) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -77,7 +61,7 @@ func listFiles(ctx context.Context, dir string, fn func(string, time.Time) error
 		return fmt.Errorf("list upload bytes: %w", err)
 	}
 	for _, e := range ents {
-		if e.IsDir() {
+		if filesOnly && e.IsDir() {
 			continue
 		}
 		info, err := e.Info()
