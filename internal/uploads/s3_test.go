@@ -76,6 +76,22 @@ func (p *cutProxy) setCut(cut bool) {
 	}
 }
 
+// proxiedBucket is a client of the test's bucket through a cutProxy
+// (whose cleanup closes the client's connections), and the bucket's
+// location as --uploads names it.
+func proxiedBucket(t *testing.T) (*s3objects.Bucket, *cutProxy, s3objects.Location) {
+	t.Helper()
+	loc := objectstest.S3Location(t)
+	proxy := newCutProxy(t, loc.Endpoint)
+	named := loc
+	loc.Endpoint = proxy.ln.Addr().String()
+	objs, err := s3objects.New(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs, proxy, named
+}
+
 // With --uploads s3 a complete upload's bytes are in the bucket (no
 // parts here), read back whole by Open; when the bucket cannot be
 // reached the last PATCH is 503 with Retry-After, nothing is completed
@@ -83,14 +99,8 @@ func (p *cutProxy) setCut(cut bool) {
 // offset HEAD gives. Expiry and erasure delete the objects.
 func TestS3Objects(t *testing.T) {
 	t.Parallel()
-	loc := objectstest.S3Location(t)
-	proxy := newCutProxy(t, loc.Endpoint)
-	loc.Endpoint = proxy.ln.Addr().String()
 	ctx := context.Background()
-	objs, err := s3objects.New(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs, proxy, _ := proxiedBucket(t)
 	r := newRig(t)
 	r.restart(objs)
 
@@ -194,16 +204,9 @@ func problemOf(err error) string {
 // missing, an object no record names is an orphan, named by its place.
 func TestAuditFilesOnS3(t *testing.T) {
 	t.Parallel()
-	loc := objectstest.S3Location(t)
-	// Through the proxy, whose cleanup closes the client's connections.
-	proxy := newCutProxy(t, loc.Endpoint)
-	loc.Endpoint = proxy.ln.Addr().String()
 	ctx := context.Background()
-	objs, err := s3objects.New(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := objs
+	idx, _, loc := proxiedBucket(t)
+	objs := idx
 	r := newRig(t)
 	r.restart(objs)
 	upload := func() string {
