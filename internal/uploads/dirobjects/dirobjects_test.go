@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -48,20 +47,6 @@ func writeFile(t *testing.T, dir, name string, b []byte) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func readObject(t *testing.T, d *Dir, id string) []byte {
-	t.Helper()
-	o, err := d.Open(context.Background(), id)
-	if err != nil {
-		t.Fatalf("open %s: %v", id, err)
-	}
-	defer o.Close()
-	b, err := io.ReadAll(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // someBytes is n bytes, alike for one n.
@@ -133,7 +118,7 @@ func TestDirKeepsContentOnce(t *testing.T) {
 	if err := d.Delete(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if got := readObject(t, d, b); !bytes.Equal(got, body) {
+	if got := objectstest.Read(t, d, b); !bytes.Equal(got, body) {
 		t.Fatal("the other upload's bytes went with the first one's deletion")
 	}
 	if _, err := d.Open(ctx, a); !errors.Is(err, tier.ErrNoObject) {
@@ -197,7 +182,7 @@ func TestDirKeepAndDeleteOfTheSameContent(t *testing.T) {
 			t.Fatal(kerr, derr)
 		}
 		os.Remove(parts)
-		if got := readObject(t, d2, other); !bytes.Equal(got, body) {
+		if got := objectstest.Read(t, d2, other); !bytes.Equal(got, body) {
 			t.Fatalf("round %d: the kept upload's bytes are gone or wrong", i)
 		}
 		if err := d2.Delete(ctx, other); err != nil {
@@ -245,7 +230,7 @@ func TestMigrateUploadsOfEarlierReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id := range complete {
-		if got := readObject(t, d, id); !bytes.Equal(got, files[id]) {
+		if got := objectstest.Read(t, d, id); !bytes.Equal(got, files[id]) {
 			t.Fatalf("upload %s unreadable mid-migration", id)
 		}
 	}
@@ -257,7 +242,7 @@ func TestMigrateUploadsOfEarlierReleases(t *testing.T) {
 		t.Fatalf("a second migration moved %d, %v", n, err)
 	}
 	for id := range complete {
-		if got := readObject(t, d, id); !bytes.Equal(got, files[id]) {
+		if got := objectstest.Read(t, d, id); !bytes.Equal(got, files[id]) {
 			t.Fatalf("upload %s differs after the migration", id)
 		}
 		for _, p := range []string{filepath.Join(dir, id), filepath.Join(dir, id+".info")} {
