@@ -47,7 +47,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/bench/proc"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/s3objects"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -57,11 +57,11 @@ import (
 // would), the baseline of the runs with a bucket.
 type putBaseline struct {
 	c   *minio.Client
-	loc uploads.S3Location
+	loc s3objects.Location
 }
 
 func newPutBaseline(raw string) (*putBaseline, error) {
-	loc, err := uploads.ParseS3URL(raw)
+	loc, err := s3objects.ParseURL(raw)
 	if err != nil {
 		return nil, err
 	}

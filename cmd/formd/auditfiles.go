@@ -9,6 +9,8 @@ import (
 
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/dirobjects"
+	"github.com/formd/formd/internal/uploads/s3objects"
 )
 
 // maxAuditListed bounds how many missing or orphaned files audit names.
@@ -18,23 +20,16 @@ const maxAuditListed = 20
 // bytes stored, and no stored bytes that nothing references. It says
 // whether all is well.
 func auditFiles(ctx context.Context, cfg config.Config, st uploads.AuditStore, stdout io.Writer) (bool, error) {
-	dir := uploads.DirBytes(filepath.Join(cfg.Data, "uploads"))
+	dir := dirobjects.DirBytes(filepath.Join(cfg.Data, "uploads"))
 	var bytes uploads.ByteIndex = dir
 	where := dir.Where
 	if loc := cfg.UploadsS3; loc != nil {
 		// The bucket every instance keeps complete uploads in.
-		objs, err := uploads.NewS3Objects(ctx, *loc)
+		objs, err := s3objects.New(ctx, *loc)
 		if err != nil {
 			return false, err
 		}
-		idx, ok := objs.(interface {
-			uploads.ByteIndex
-			Where(string) string
-		})
-		if !ok {
-			return false, fmt.Errorf("audit files: the --uploads store cannot list its objects")
-		}
-		bytes, where = idx, idx.Where
+		bytes, where = objs, objs.Where
 	}
 	a, err := uploads.AuditFiles(ctx, st, bytes, time.Now())
 	if err != nil {

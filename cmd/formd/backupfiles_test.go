@@ -17,11 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
-	"github.com/formd/formd/internal/store/sqlitestore"
-	"github.com/formd/formd/internal/uploads"
 	"github.com/formd/formd/internal/uploads/links"
 )
 
@@ -147,20 +144,9 @@ func TestBackupRestoresFiles(t *testing.T) {
 func sameFileEntry(t *testing.T, data string, b []byte) []byte {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(data, "store.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, svc, f := filesService(t, data)
 	defer st.Close()
-	fs, err := form.Parse([]byte(filesForm), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := uploads.New(st, formsByID{"cv": fs[0]}, uploads.Config{Dir: filepath.Join(data, "uploads"), Expiry: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := svc.Put(ctx, fs[0], "cv", "again.pdf", "", 0, bytes.NewReader(b))
+	up, err := svc.Put(ctx, f, "cv", "again.pdf", "", 0, bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}

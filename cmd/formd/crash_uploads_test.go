@@ -27,7 +27,9 @@ import (
 
 	"github.com/formd/formd/internal/loadtest"
 	"github.com/formd/formd/internal/poll"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/dirobjects"
+	"github.com/formd/formd/internal/uploads/objectstest"
+	"github.com/formd/formd/internal/uploads/s3objects"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
@@ -217,21 +219,12 @@ func TestUploadsOnS3ThroughFaultsAndKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a server; skipped with -short")
 	}
-	raw := os.Getenv("FORMD_TEST_S3_URL")
-	if raw == "" {
-		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
-			t.Fatal("FORMD_TEST_S3_URL is not set (FORMD_REQUIRE_SERVICES=1): start scripts/s3server.sh")
-		}
-		t.Skip("FORMD_TEST_S3_URL is not set")
-	}
+	raw := objectstest.S3URL(t)
 	t.Parallel()
-	loc, err := uploads.ParseS3URL(raw)
+	loc, err := s3objects.ParseURL(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	loc.Prefix += "crash-" + hex.EncodeToString(b[:]) + "/"
 	u, _ := url.Parse(raw)
 	u.Path = "/" + strings.TrimSuffix(loc.Prefix, "/")
 	lookup := minio.BucketLookupDNS
@@ -253,7 +246,7 @@ func TestUploadsOnS3ThroughFaultsAndKill9(t *testing.T) {
 // crashBucket is the bucket of the S3 variant.
 type crashBucket struct {
 	url string
-	loc uploads.S3Location
+	loc s3objects.Location
 	c   *minio.Client
 }
 
@@ -444,7 +437,7 @@ func uploadsThroughFaults(t *testing.T, bucket *crashBucket) {
 		// The parts of uploads being received and the ids of complete
 		// ones (uploads/objects/ids).
 		var left []string
-		err := uploads.DirBytes(filepath.Join(data, "uploads")).ListBytes(context.Background(), func(name string, _ time.Time) error {
+		err := dirobjects.DirBytes(filepath.Join(data, "uploads")).ListBytes(context.Background(), func(name string, _ time.Time) error {
 			if id := strings.TrimSuffix(name, ".info"); !claimed[id] {
 				left = append(left, name)
 			}
@@ -467,7 +460,7 @@ func uploadsThroughFaults(t *testing.T, bucket *crashBucket) {
 
 // readUpload reads a complete upload's bytes from --data.
 func readUpload(data, id string) ([]byte, error) {
-	f, err := uploads.DirBytes(filepath.Join(data, "uploads")).Open(id)
+	f, err := dirobjects.DirBytes(filepath.Join(data, "uploads")).Open(id)
 	if err != nil {
 		return nil, err
 	}

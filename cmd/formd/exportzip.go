@@ -10,7 +10,8 @@ import (
 	"github.com/formd/formd/internal/export"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/server"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/dirobjects"
+	"github.com/formd/formd/internal/uploads/s3objects"
 )
 
 // zipExport is formd export --with-files: the export and the files'
@@ -18,11 +19,11 @@ import (
 // streamed.
 func zipExport(ctx context.Context, cfg config.Config, st server.Store, f *form.Form, format string, opts export.Options) func(io.Writer) error {
 	open := func(_ context.Context, id string) (io.ReadCloser, error) {
-		return uploads.DirBytes(filepath.Join(cfg.Data, "uploads")).Open(id)
+		return dirobjects.DirBytes(filepath.Join(cfg.Data, "uploads")).Open(id)
 	}
 	return func(w io.Writer) error {
 		if loc := cfg.UploadsS3; loc != nil {
-			objs, err := uploads.NewS3Objects(ctx, *loc)
+			objs, err := s3objects.New(ctx, *loc)
 			if err != nil {
 				return err
 			}

@@ -31,6 +31,25 @@ fields:
   - {name: cv,    type: file, max_files: 2}
 `
 
+// filesService opens the store under data and an uploads service on it
+// with filesForm's form cv; the caller closes the store.
+func filesService(t *testing.T, data string) (*sqlitestore.Store, *uploads.Service, *form.Form) {
+	t.Helper()
+	st, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: filepath.Join(data, "store.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := form.Parse([]byte(filesForm), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := uploads.New(st, formsByID{"cv": fs[0]}, uploads.Config{Dir: filepath.Join(data, "uploads"), Expiry: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, svc, fs[0]
+}
+
 // filesData makes a data directory with a form whose entries have files
 // (sent as plain posts are, through uploads.Service.Put) and returns the
 // bytes of each entry's files by entry id.
@@ -43,26 +62,15 @@ func filesData(t *testing.T, data string, entries, filesEach int) map[string][][
 		t.Fatalf("forms apply: %d %s", code, out.String())
 	}
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: filepath.Join(data, "store.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, svc, f := filesService(t, data)
 	defer st.Close()
-	fs, err := form.Parse([]byte(filesForm), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := uploads.New(st, formsByID{"cv": fs[0]}, uploads.Config{Dir: filepath.Join(data, "uploads"), Expiry: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sent := map[string][][]byte{}
 	for i := range entries {
 		var ids []string
 		var ups []journal.Upload // the posted files, recorded by the decision
 		for k := range filesEach {
 			b := []byte(fmt.Sprintf("%%PDF-1.4\nentry %d file %d\n%s", i, k, strings.Repeat("x", 1000*(k+1))))
-			up, err := svc.Put(ctx, fs[0], "cv", fmt.Sprintf("../CV %d/%d.pdf", i, k), "", k, bytes.NewReader(b))
+			up, err := svc.Put(ctx, f, "cv", fmt.Sprintf("../CV %d/%d.pdf", i, k), "", k, bytes.NewReader(b))
 			if err != nil {
 				t.Fatal(err)
 			}

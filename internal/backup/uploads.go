@@ -15,7 +15,7 @@ import (
 	"sort"
 
 	"github.com/formd/formd/internal/atomicfile"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 )
 
 // UploadsDir is the directory of a backup that holds the uploads' bytes,
@@ -116,7 +116,7 @@ func copyUploads(ctx context.Context, data, to string, refs []referenced, linkFr
 		sums = append(sums, s)
 	}
 	sort.Strings(sums)
-	live := uploads.DirAt(filepath.Join(data, "uploads"))
+	live := dirobjects.DirAt(filepath.Join(data, "uploads"))
 	dirs := map[string]bool{}
 	for _, s := range sums {
 		if err := ctx.Err(); err != nil {
@@ -289,7 +289,7 @@ func restoreUploads(from, data string, m Manifest) error {
 	if len(m.Uploads) == 0 {
 		return nil
 	}
-	d, err := uploads.OpenDir(filepath.Join(data, "uploads"))
+	d, err := dirobjects.OpenDir(filepath.Join(data, "uploads"))
 	if err != nil {
 		return fmt.Errorf("restore the uploads: %w", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 )
 
 const fileForms = `
@@ -169,7 +170,7 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
-	objs := uploads.DirAt(filepath.Join(restored, "uploads"))
+	objs := dirobjects.DirAt(filepath.Join(restored, "uploads"))
 	for id, want := range sent {
 		o, err := objs.Open(ctx, id)
 		if err != nil {
@@ -186,7 +187,7 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if a, err := uploads.AuditFiles(ctx, st, uploads.DirBytes(filepath.Join(restored, "uploads")), time.Now()); err != nil || !a.OK() || a.Claimed != 3 {
+	if a, err := uploads.AuditFiles(ctx, st, dirobjects.DirBytes(filepath.Join(restored, "uploads")), time.Now()); err != nil || !a.OK() || a.Claimed != 3 {
 		t.Fatalf("file audit of the restored data: %+v %v", a, err)
 	}
 	// The upload the backup left out lost its record too: no later
@@ -273,7 +274,7 @@ func TestBackupHoldsTheFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	if a, err := uploads.AuditFiles(ctx, st2, uploads.DirBytes(filepath.Join(restored, "uploads")), time.Now()); err != nil || !a.OK() {
+	if a, err := uploads.AuditFiles(ctx, st2, dirobjects.DirBytes(filepath.Join(restored, "uploads")), time.Now()); err != nil || !a.OK() {
 		t.Fatalf("file audit after a --force restore: %+v %v", a, err)
 	}
 }
@@ -292,7 +293,7 @@ func TestBackupFilesGoneOrElsewhere(t *testing.T) {
 			cv = id
 		}
 	}
-	objs := uploads.DirAt(filepath.Join(data, "uploads"))
+	objs := dirobjects.DirAt(filepath.Join(data, "uploads"))
 	if err := os.Remove(objs.ContentPath(sumOf(sent[cv]))); err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,8 @@ import (
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/processor"
 	"github.com/formd/formd/internal/store"
-	"github.com/formd/formd/internal/uploads"
 	"github.com/formd/formd/internal/uploads/clamd"
+	"github.com/formd/formd/internal/uploads/s3objects"
 	"github.com/formd/formd/internal/webhooks"
 	"go.yaml.in/yaml/v3"
 )
@@ -127,7 +127,7 @@ type Config struct {
 	Clamd string
 	// UploadsS3 is the bucket complete uploads' bytes live in (--uploads
 	// s3://…), shared by every instance; nil keeps them under --data.
-	UploadsS3 *uploads.S3Location
+	UploadsS3 *s3objects.Location
 
 	LogLevel  slog.Level
 	LogFormat string
@@ -495,7 +495,7 @@ var settings = []setting{
 		if v == "" || v == "data" {
 			return nil
 		}
-		loc, err := uploads.ParseS3URL(v)
+		loc, err := s3objects.ParseURL(v)
 		if err != nil {
 			return err
 		}

@@ -8,9 +8,10 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	_ "github.com/formd/formd/internal/store"
+	_ "github.com/formd/formd/internal/uploads" // and its tiers'
 )
 
-// Every sentinel of the journal, the store and the accounts names a code
+// Every sentinel of the journal, the store, the accounts and the uploads names a code
 // of Codes, and From answers a wrapped one with that code and its message.
 func TestSentinelsHaveCodes(t *testing.T) {
 	all := problem.Sentinels()

@@ -3,7 +3,6 @@ package scaleout
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
+	"github.com/formd/formd/internal/uploads/objectstest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -31,28 +30,6 @@ fields:
   - {name: name,  type: text, required: true}
   - {name: scan,  type: file, required: true, max_size: 8MiB, accept: [application/pdf]}
 `
-
-// s3URL is FORMD_TEST_S3_URL (a real S3-compatible server, see
-// scripts/s3server.sh) with a prefix of the test's own; skipped without
-// it, failed under FORMD_REQUIRE_SERVICES=1.
-func s3URL(t *testing.T) string {
-	t.Helper()
-	raw := os.Getenv("FORMD_TEST_S3_URL")
-	if raw == "" {
-		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
-			t.Fatal("FORMD_TEST_S3_URL is not set (FORMD_REQUIRE_SERVICES=1): start scripts/s3server.sh")
-		}
-		t.Skip("FORMD_TEST_S3_URL is not set")
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/scaleout-" + hex.EncodeToString(b[:])
-	return u.String()
-}
 
 // pdf is n bytes that sniff as a PDF, different for each seed.
 func pdf(n int, seed byte) []byte {
@@ -200,7 +177,7 @@ func download(t *testing.T, base, link string) [32]byte {
 func TestUploadsAcrossInstancesOnS3(t *testing.T) {
 	storeURL := pgtest.URL(t)
 	nurl := natsURL(t)
-	bucket := s3URL(t)
+	bucket := objectstest.S3URL(t)
 	d := newDeploymentOf(t, nurl, storeURL, filesForm, "--uploads", bucket)
 	a, b, c := d.start(t, "formd-a"), d.start(t, "formd-b"), d.start(t, "formd-c")
 
@@ -300,7 +277,7 @@ func tusCreate(t *testing.T, base string, n int) string {
 func TestUploadResumesOnAnyInstance(t *testing.T) {
 	storeURL := pgtest.URL(t)
 	nurl := natsURL(t)
-	bucket := s3URL(t)
+	bucket := objectstest.S3URL(t)
 	d := newDeploymentOf(t, nurl, storeURL, filesForm, "--uploads", bucket)
 	a, b, c := d.start(t, "formd-a"), d.start(t, "formd-b"), d.start(t, "formd-c")
 	token := adminToken(t, storeURL)

@@ -15,7 +15,7 @@ import (
 	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/s3objects"
 )
 
 // driverSetting is a --journal or --store value that names each driver
@@ -103,7 +103,7 @@ func TestUploadLocksAskedForAndMissing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
-	loc, err := uploads.ParseS3URL("s3://formd-test?endpoint=http://127.0.0.1:1")
+	loc, err := s3objects.ParseURL("s3://formd-test?endpoint=http://127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/formd/formd/internal/config"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/s3objects"
 )
 
 // Several instances on one store with uploads in their own data
@@ -20,7 +20,7 @@ func TestLocalUploadsWarning(t *testing.T) {
 	}{
 		{"embedded sqlite store", config.Config{Store: "sqlite"}, false},
 		{"postgres, uploads in --data", config.Config{Store: "postgres://db/formd"}, true},
-		{"postgres, uploads in a bucket", config.Config{Store: "postgres://db/formd", UploadsS3: &uploads.S3Location{}}, false},
+		{"postgres, uploads in a bucket", config.Config{Store: "postgres://db/formd", UploadsS3: &s3objects.Location{}}, false},
 	}
 	for _, tc := range tests {
 		if got := localUploadsWarning(tc.cfg); (got != "") != tc.warn || (tc.warn && !strings.Contains(got, "--uploads s3://")) {

@@ -31,6 +31,7 @@ import (
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -333,11 +334,11 @@ func checkUpgradedFiles(t *testing.T, h *servertest.Harness, st server.Store, da
 			t.Errorf("retry of %s: %d %s, want 200 with %s", f.Key, resp.StatusCode, again, f.First.Body)
 		}
 	}
-	stored, _ := filepath.Glob(filepath.Join(data, "uploads", uploads.ObjectsDir, "sha256", "*", "*"))
+	stored, _ := filepath.Glob(filepath.Join(data, "uploads", dirobjects.ObjectsDir, "sha256", "*", "*"))
 	if len(stored) != len(contents) {
 		t.Errorf("content files %v, want one per content (%d)", stored, len(contents))
 	}
-	a, err := uploads.AuditFiles(ctx, st, uploads.DirBytes(filepath.Join(data, "uploads")), time.Now())
+	a, err := uploads.AuditFiles(ctx, st, dirobjects.DirBytes(filepath.Join(data, "uploads")), time.Now())
 	if err != nil || !a.OK() || a.Claimed != len(fx.Files) {
 		t.Errorf("file audit after the upgrade: %+v %v", a, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/formd/formd/internal/uploads"
 	"github.com/formd/formd/internal/uploads/clamd"
 	"github.com/formd/formd/internal/uploads/links"
+	"github.com/formd/formd/internal/uploads/s3objects"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) openUploads(ctx context.Context, secret []byte, reg prometheus.
 		if locks, err = uploadLocks(s.cfg, s.Store); err != nil {
 			return err
 		}
-		o, err := uploads.NewS3Objects(ctx, *loc)
+		o, err := s3objects.New(ctx, *loc)
 		if err != nil {
 			return err
 		}

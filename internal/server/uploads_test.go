@@ -22,7 +22,7 @@ import (
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
-	"github.com/formd/formd/internal/uploads"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 )
 
 const uploadForms = `
@@ -487,7 +487,7 @@ func TestForgottenPhotoIsNotServed(t *testing.T) {
 	goneEntry, goneUpload := send("k-forget", "han.meimei@example.org")
 	onDisk := func() bool {
 		t.Helper()
-		ok, err := uploads.DirBytes(filepath.Join(h.Data, "uploads")).HasBytes(context.Background(), goneUpload)
+		ok, err := dirobjects.DirBytes(filepath.Join(h.Data, "uploads")).HasBytes(context.Background(), goneUpload)
 		if err != nil {
 			t.Fatal(err)
 		}

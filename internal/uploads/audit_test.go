@@ -13,6 +13,7 @@ import (
 
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 )
 
 func TestAuditFiles(t *testing.T) {
@@ -20,9 +21,8 @@ func TestAuditFiles(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	upload := func() string {
-		loc := r.create("photo", 64)
-		r.patch(loc, 0, png(64), false)
-		return strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+		_, id := r.photo(64)
+		return id
 	}
 	claim := func(seq uint64, id string) string {
 		e := journal.Entry{ID: "e-" + id, Seq: seq, Site: "default", Form: "exam", Key: "k-" + id, ReceivedAt: r.clock.Now(),
@@ -39,7 +39,7 @@ func TestAuditFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = live // unclaimed, within its expiry: referenced
-	clean, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now())
+	clean, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestAuditFiles(t *testing.T) {
 	}
 	old := time.Now().Add(-2 * time.Hour)
 	os.Chtimes(filepath.Join(r.dir, ".part-old"), old, old)
-	a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now())
+	a, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestAuditFiles(t *testing.T) {
 	for _, name := range a.Orphans {
 		os.Remove(filepath.Join(r.dir, name))
 	}
-	if a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
+	if a, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
 		t.Fatalf("audit after the erasure: %+v %v", a, err)
 	}
 }
@@ -85,10 +85,8 @@ func TestAuditContents(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
-	loc := r.create("photo", 64)
-	r.patch(loc, 0, png(64), false)
-	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
-	if a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
+	_, id := r.photo(64)
+	if a, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
 		t.Fatalf("audit of a whole directory: %+v %v", a, err)
 	}
 	// One byte of the photo changes on the disk.
@@ -103,7 +101,7 @@ func TestAuditContents(t *testing.T) {
 	}
 	// A content file whose id link a deletion cut short removed, and a
 	// write in progress.
-	d, err := OpenDir(r.dir)
+	d, err := dirobjects.OpenDir(r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,18 +110,22 @@ func TestAuditContents(t *testing.T) {
 	name := hex.EncodeToString(sum[:])
 	src := filepath.Join(t.TempDir(), "cv")
 	os.WriteFile(src, cv, 0o600)
-	if err := d.putContent(src, d.ContentPath(name), int64(len(cv))); err != nil {
+	cut := strings.Repeat("c", 32)
+	if err := d.Keep(ctx, cut, src, int64(len(cv)), sum); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(src)
+	if err := os.RemoveAll(filepath.Dir(kept(r.dir, cut))); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(filepath.Join(filepath.Dir(d.ContentPath(name)), ".tmp-now"), cv, 0o600)
-	a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now())
+	a, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps := sha256.Sum256(png(64))
-	damaged := filepath.Join(ObjectsDir, "sha256", hex.EncodeToString(ps[:1]), hex.EncodeToString(ps[:]))
-	unlinked := filepath.Join(ObjectsDir, "sha256", name[:2], name)
+	damaged := filepath.Join(dirobjects.ObjectsDir, "sha256", hex.EncodeToString(ps[:1]), hex.EncodeToString(ps[:]))
+	unlinked := filepath.Join(dirobjects.ObjectsDir, "sha256", name[:2], name)
 	if a.OK() || !slices.Equal(a.Damaged, []string{damaged}) || !slices.Equal(a.Unlinked, []string{unlinked}) || len(a.Missing) != 0 || len(a.Orphans) != 0 {
 		t.Fatalf("audit %+v, want %s damaged and %s unlinked", a, damaged, unlinked)
 	}

@@ -1,11 +1,16 @@
 package uploads
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +19,7 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 	"github.com/formd/formd/internal/uploads/links"
 )
 
@@ -21,9 +27,7 @@ import (
 // it; it returns the upload's and the entry's ids.
 func (r *rig) uploadClaimed(seq uint64) (string, string) {
 	r.t.Helper()
-	loc := r.create("photo", 64)
-	r.patch(loc, 0, png(64), false)
-	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	_, id := r.photo(64)
 	e := journal.Entry{ID: "e-" + id, Seq: seq, Site: "default", Form: "exam", Key: "k-" + id, ReceivedAt: r.clock.Now(),
 		Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
 	if out, err := r.st.Apply(context.Background(), []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
@@ -147,7 +151,7 @@ func TestFailedDeletionIsRecordedAndRetried(t *testing.T) {
 	if err != nil || len(ds) != 1 || ds[0].ID != stuck || ds[0].Attempts != 1 || !strings.Contains(ds[0].LastError, "the disk refused") || !ds[0].TriedAt.Equal(r.clock.Now()) {
 		t.Fatalf("the failed deletion as recorded: %+v %v", ds, err)
 	}
-	a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now())
+	a, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now())
 	if err != nil || a.OK() || len(a.FailedDeletions) != 1 || a.FailedDeletions[0].ID != stuck || a.Deleting != 1 || len(a.Orphans) != 0 {
 		t.Fatalf("audit with a failed deletion: %+v %v", a, err)
 	}
@@ -170,7 +174,7 @@ func TestFailedDeletionIsRecordedAndRetried(t *testing.T) {
 	if ds, _ := r.st.PendingDeletions(ctx, 10); len(ds) != 0 {
 		t.Fatalf("deletions left: %+v", ds)
 	}
-	if a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now()); err != nil || !a.OK() || a.Deleting != 0 {
+	if a, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now()); err != nil || !a.OK() || a.Deleting != 0 {
 		t.Fatalf("audit after the retry: %+v %v", a, err)
 	}
 }
@@ -184,9 +188,7 @@ func TestExpirySurvivesAStopBetweenRecordAndBytes(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
-	loc := r.create("photo", 64)
-	r.patch(loc, 0, png(64), false)
-	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	_, id := r.photo(64)
 	r.clock.add(24*time.Hour + time.Second)
 	if ok, err := r.st.ExpireUpload(ctx, id, r.clock.Now()); err != nil || !ok {
 		t.Fatalf("expire the record: %v %v", ok, err)
@@ -194,7 +196,7 @@ func TestExpirySurvivesAStopBetweenRecordAndBytes(t *testing.T) {
 	if bytesGone(r.dir, id) {
 		t.Fatal("the test needs the bytes left behind")
 	}
-	a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now())
+	a, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now())
 	if err != nil || len(a.Orphans) != 0 || a.Deleting != 1 || !a.OK() {
 		t.Fatalf("audit after the stop: %+v %v", a, err)
 	}
@@ -208,5 +210,51 @@ func TestExpirySurvivesAStopBetweenRecordAndBytes(t *testing.T) {
 	}
 	if !bytesGone(r.dir, id) {
 		t.Fatal("the bytes stay after the next pass")
+	}
+}
+
+// The same through the service: two entries claim uploads of one photo,
+// one entry is forgotten; the other's file still downloads.
+func TestForgetOneOfTwoEntriesWithTheSamePhoto(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	ctx := context.Background()
+	body := png(3000)
+	var ids []string
+	for i := range 2 {
+		loc := r.create("photo", len(body))
+		if res := r.patch(loc, 0, body, false); res.StatusCode != 204 {
+			t.Fatalf("PATCH: %d", res.StatusCode)
+		}
+		id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+		ids = append(ids, id)
+		e := journal.Entry{ID: fmt.Sprintf("e-%d", i), Seq: uint64(i + 1), Site: "default", Form: "exam", Key: "k-" + id, ReceivedAt: r.clock.Now(),
+			Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
+		if out, err := r.st.Apply(ctx, []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
+			t.Fatalf("apply: %+v %v", out, err)
+		}
+	}
+	sum := sha256.Sum256(body)
+	fi, err := os.Stat(dirobjects.DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := dirobjects.LinkCount(fi); n != 3 {
+		t.Fatalf("the photo's content file has %d links, want 3", n)
+	}
+	if _, err := r.st.EraseEntries(ctx, []string{"e-0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !bytesGone(r.dir, ids[0]) {
+		t.Fatal("the forgotten entry's upload stays")
+	}
+	if got := readAll(t, r.svc, ids[1]); !bytes.Equal(got, body) {
+		t.Fatal("the other entry's photo went with the forgotten one")
+	}
+	if a, err := AuditFiles(ctx, r.st, dirobjects.DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
+		t.Fatalf("audit: %+v %v", a, err)
 	}
 }

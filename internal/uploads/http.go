@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/formd/formd/internal/problem"
-	"github.com/tus/tusd/v2/pkg/handler"
+	"github.com/formd/formd/internal/uploads/tier"
 )
 
 // problemType is the media type of every error answer.
@@ -32,18 +32,8 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *problem.Problem, st
 	}
 }
 
-// tusProblem is p as the error a tusd hook returns, so that tusd answers
-// with the problem document.
-func tusProblem(p *problem.Problem, status int) error {
-	if status != 0 {
-		p.Status = status
-	}
-	hdr := handler.HTTPHeader{"Content-Type": problemType}
-	if p.RetryAfter > 0 {
-		hdr["Retry-After"] = strconv.Itoa(p.RetryAfter)
-	}
-	return handler.Error{ErrorCode: p.Code, Message: p.Detail, HTTPResponse: handler.HTTPResponse{StatusCode: p.Status, Body: string(p.Body()), Header: hdr}}
-}
+// tusProblem is p as the error a tusd hook returns (tier.TusProblem).
+var tusProblem = tier.TusProblem
 
 // tusCodes maps tusd's own error answers to problem codes.
 func tusCode(status int) string {

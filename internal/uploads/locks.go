@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/formd/formd/internal/problem"
+	"github.com/formd/formd/internal/uploads/tier"
 	"github.com/tus/tusd/v2/pkg/handler"
 )
 
@@ -137,7 +137,7 @@ func (k *crossLock) Lock(ctx context.Context, requestRelease func()) error {
 			if ctx.Err() != nil {
 				return handler.ErrFileLocked
 			}
-			return tusProblem(problem.From(fmt.Errorf("lock upload %s: %w: %w", k.id, ErrLocksUnavailable, err)), 0)
+			return tier.TusError(fmt.Errorf("lock upload %s: %w: %w", k.id, ErrLocksUnavailable, err))
 		}
 		select {
 		case <-time.After(crossLockRetry):

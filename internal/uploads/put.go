@@ -13,10 +13,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 )
 
 // Put keeps one file of a plain HTML post (a multipart/form-data part)
@@ -116,13 +118,14 @@ func (s *Service) Put(ctx context.Context, f *form.Form, field, name, key string
 
 // PostedDir is the directory, under the uploads directory, of the marks
 // of posted files (Put) that no sweep has found recorded yet: one empty
-// file per upload id, its time the post's.
-const PostedDir = "posted"
+// file per upload id, its time the post's. The directory tier owns the
+// name, as its audit reads the marks.
+const PostedDir = dirobjects.PostedDir
 
 // markPosted writes, durably, the mark of posted upload id.
 func (s *Service) markPosted(id string, now time.Time) error {
 	dir := filepath.Join(s.cfg.Dir, PostedDir)
-	if err := mkdirSynced(dir); err != nil {
+	if err := atomicfile.MkdirAll(dir, 0o700); err != nil {
 		return storageErr("mark a posted file", err)
 	}
 	p := filepath.Join(dir, id)
@@ -137,7 +140,7 @@ func (s *Service) markPosted(id string, now time.Time) error {
 	if err := os.Chtimes(p, now, now); err != nil {
 		return storageErr("mark a posted file", err)
 	}
-	return storageErr("mark a posted file", syncPath(dir))
+	return storageErr("mark a posted file", atomicfile.SyncDir(dir))
 }
 
 // sweepPosted goes through the marks of posted files. A file whose

@@ -2,9 +2,7 @@ package uploads
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -19,31 +17,8 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads/objectstest"
+	"github.com/formd/formd/internal/uploads/s3objects"
 )
-
-// s3Location is the test's own prefix in the bucket of
-// FORMD_TEST_S3_URL (a real S3-compatible server, such as the SeaweedFS
-// that scripts/s3server.sh starts; credentials in AWS_ACCESS_KEY_ID and
-// AWS_SECRET_ACCESS_KEY). Skipped without it, failed under
-// FORMD_REQUIRE_SERVICES=1.
-func s3Location(t *testing.T) S3Location {
-	t.Helper()
-	raw := os.Getenv("FORMD_TEST_S3_URL")
-	if raw == "" {
-		if os.Getenv("FORMD_REQUIRE_SERVICES") == "1" {
-			t.Fatal("FORMD_TEST_S3_URL is not set (FORMD_REQUIRE_SERVICES=1): start scripts/s3server.sh")
-		}
-		t.Skip("FORMD_TEST_S3_URL is not set")
-	}
-	loc, err := ParseS3URL(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	loc.Prefix += strings.ReplaceAll(t.Name(), "/", "-") + "-" + hex.EncodeToString(b[:]) + "/"
-	return loc
-}
 
 // cutProxy forwards TCP to target until cut, when it refuses and drops
 // every connection: a bucket that cannot be reached.
@@ -101,6 +76,22 @@ func (p *cutProxy) setCut(cut bool) {
 	}
 }
 
+// proxiedBucket is a client of the test's bucket through a cutProxy
+// (whose cleanup closes the client's connections), and the bucket's
+// location as --uploads names it.
+func proxiedBucket(t *testing.T) (*s3objects.Bucket, *cutProxy, s3objects.Location) {
+	t.Helper()
+	loc := objectstest.S3Location(t)
+	proxy := newCutProxy(t, loc.Endpoint)
+	named := loc
+	loc.Endpoint = proxy.ln.Addr().String()
+	objs, err := s3objects.New(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs, proxy, named
+}
+
 // With --uploads s3 a complete upload's bytes are in the bucket (no
 // parts here), read back whole by Open; when the bucket cannot be
 // reached the last PATCH is 503 with Retry-After, nothing is completed
@@ -108,14 +99,8 @@ func (p *cutProxy) setCut(cut bool) {
 // offset HEAD gives. Expiry and erasure delete the objects.
 func TestS3Objects(t *testing.T) {
 	t.Parallel()
-	loc := s3Location(t)
-	proxy := newCutProxy(t, loc.Endpoint)
-	loc.Endpoint = proxy.ln.Addr().String()
 	ctx := context.Background()
-	objs, err := NewS3Objects(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs, proxy, _ := proxiedBucket(t)
 	r := newRig(t)
 	r.restart(objs)
 
@@ -215,45 +200,13 @@ func problemOf(err error) string {
 	return ""
 }
 
-func TestParseS3URL(t *testing.T) {
-	t.Parallel()
-	good := map[string]S3Location{
-		"s3://files":                            {Bucket: "files", Endpoint: "s3.amazonaws.com", Secure: true},
-		"s3://files/formd/?region=eu-west-1":    {Bucket: "files", Prefix: "formd/", Endpoint: "s3.amazonaws.com", Secure: true, Region: "eu-west-1"},
-		"s3://b?endpoint=http://127.0.0.1:8333": {Bucket: "b", Endpoint: "127.0.0.1:8333", PathStyle: true},
-		"s3://b?endpoint=https://oss-cn-hangzhou.aliyuncs.com&style=virtual": {Bucket: "b", Endpoint: "oss-cn-hangzhou.aliyuncs.com", Secure: true},
-	}
-	for in, want := range good {
-		got, err := ParseS3URL(in)
-		if err != nil || got != want {
-			t.Errorf("%s: %+v %v, want %+v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"files", "http://b", "s3://", "s3://key:secret@b", "s3://b?endpoint=127.0.0.1:8333",
-		"s3://b?endpoint=ftp://h", "s3://b?style=odd", "s3://b?access_key=x", "s3://b?endpoint=http://h/path"} {
-		if _, err := ParseS3URL(bad); err == nil {
-			t.Errorf("%s: no error", bad)
-		}
-	}
-}
-
 // The audit on a bucket: a claimed upload whose object is gone is
 // missing, an object no record names is an orphan, named by its place.
 func TestAuditFilesOnS3(t *testing.T) {
 	t.Parallel()
-	loc := s3Location(t)
-	// Through the proxy, whose cleanup closes the client's connections.
-	proxy := newCutProxy(t, loc.Endpoint)
-	loc.Endpoint = proxy.ln.Addr().String()
 	ctx := context.Background()
-	objs, err := NewS3Objects(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := objs.(interface {
-		ByteIndex
-		Where(string) string
-	})
+	idx, _, loc := proxiedBucket(t)
+	objs := idx
 	r := newRig(t)
 	r.restart(objs)
 	upload := func() string {
@@ -296,30 +249,4 @@ func TestAuditFilesOnS3(t *testing.T) {
 	if w := idx.Where("stray0123"); w != "s3://"+loc.Bucket+"/"+loc.Prefix+"stray0123" {
 		t.Fatalf("orphan named %q", w)
 	}
-}
-
-// A bucket passes the objects' conformance suite (skipped without
-// FORMD_TEST_S3_URL, as the other S3 tests are); its two instances are
-// two clients of one bucket and prefix, as two servers are.
-func TestS3Conformance(t *testing.T) {
-	t.Parallel()
-	objectstest.Run(t, objectstest.Tier{
-		Open: func(t *testing.T) (objectstest.Objects, objectstest.Objects) {
-			loc := s3Location(t)
-			a, err := NewS3Objects(context.Background(), loc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := NewS3Objects(context.Background(), loc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Their idle keep-alive connections would outlive the test
-			// (goleak in TestMain).
-			t.Cleanup(a.(*s3Objects).tr.CloseIdleConnections)
-			t.Cleanup(b.(*s3Objects).tr.CloseIdleConnections)
-			return a, b
-		},
-		NotFound: errNoObject,
-	})
 }

@@ -13,30 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/formd/formd/internal/uploads/objectstest"
+	"github.com/formd/formd/internal/uploads/s3objects"
 )
 
 // bucketLeft lists the objects and the multipart uploads under the
 // service's prefix in the bucket.
 func bucketLeft(t *testing.T, svc *Service) []string {
 	t.Helper()
-	ctx := context.Background()
-	p := svc.parts
-	var left []string
-	objs, err := p.c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(p.bucket), Prefix: aws.String(p.prefix)})
+	left, err := svc.parts.Left(context.Background())
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, o := range objs.Contents {
-		left = append(left, strings.TrimPrefix(aws.ToString(o.Key), p.prefix))
-	}
-	mus, err := p.c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(p.bucket), Prefix: aws.String(p.prefix)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mu := range mus.Uploads {
-		left = append(left, "multipart "+strings.TrimPrefix(aws.ToString(mu.Key), p.prefix))
 	}
 	return left
 }
@@ -50,13 +37,13 @@ func bucketLeft(t *testing.T, svc *Service) []string {
 // upload.
 func TestS3PartsContinueOnAnotherInstance(t *testing.T) {
 	t.Parallel()
-	loc := s3Location(t)
+	loc := objectstest.S3Location(t)
 	ctx := context.Background()
-	objs, err := NewS3Objects(ctx, loc)
+	objs, err := s3objects.New(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(objs.(*s3Objects).tr.CloseIdleConnections)
+	t.Cleanup(objs.CloseIdleConnections)
 	r := newRig(t)
 	r.restart(objs)
 	other, err := New(r.st, r.forms, Config{Dir: filepath.Join(t.TempDir(), "uploads"), Objects: objs, Expiry: 24 * time.Hour, Now: r.clock.Now})

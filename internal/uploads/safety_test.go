@@ -73,9 +73,7 @@ func TestCheckedUploadOutlivesItsExpiry(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
-	loc := r.create("photo", 64)
-	r.patch(loc, 0, png(64), false)
-	id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+	_, id := r.photo(64)
 	r.clock.add(23 * time.Hour)
 	received := r.clock.Now()
 	r.backlog.set(received) // journaled, not decided

@@ -6,20 +6,14 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
-	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/uploads/clamd"
 	"github.com/formd/formd/internal/uploads/clamd/clamdtest"
 )
@@ -51,28 +45,9 @@ func (w *switchScanner) Scan(ctx context.Context, r io.Reader) (string, error) {
 
 func newScanRig(t *testing.T, sc Scanner) *rig {
 	t.Helper()
-	fs, err := form.Parse([]byte(scanForm), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: filepath.Join(t.TempDir(), "store.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	c := &clock{now: time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)}
-	dir := filepath.Join(t.TempDir(), "uploads")
-	f := forms{"exam": fs[0]}
-	svc, err := New(st, f, Config{Dir: dir, Expiry: 24 * time.Hour, Now: c.Now, Scanner: sc,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	svc.Register(mux)
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return &rig{t: t, svc: svc, st: st, srv: srv, clock: c, dir: dir, forms: f}
+	return newRigWith(t, scanForm, func(c *Config) {
+		c.Scanner, c.Logger = sc, slog.New(slog.NewTextHandler(io.Discard, nil))
+	})
 }
 
 // While clamd is down an upload's bytes stay but it is not complete, so

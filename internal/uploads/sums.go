@@ -10,7 +10,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/formd/formd/internal/problem"
+	"github.com/formd/formd/internal/uploads/tier"
 	"github.com/tus/tusd/v2/pkg/handler"
 )
 
@@ -117,7 +117,7 @@ func isFull(err error) bool {
 // which the rewriter makes a problem document).
 func tusStorageErr(op string, err error) error {
 	if isFull(err) {
-		return tusProblem(problem.From(storageErr(op, err)), 0)
+		return tier.TusError(storageErr(op, err))
 	}
 	var he handler.Error
 	if errors.As(err, &he) {

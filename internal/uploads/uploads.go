@@ -34,7 +34,10 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 	"github.com/formd/formd/internal/uploads/links"
+	"github.com/formd/formd/internal/uploads/s3objects"
+	"github.com/formd/formd/internal/uploads/tier"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
@@ -66,10 +69,11 @@ type Forms interface {
 type Config struct {
 	// Dir holds the bytes of the uploads being received (--data/uploads),
 	// and those of complete uploads under Dir/objects unless Objects is
-	// set (dirobjects.go); made 0700 if missing.
+	// set (dirobjects); made 0700 if missing.
 	Dir string
 	// Objects is where complete uploads' bytes live: nil for Dir itself
-	// (the embedded tier), or an S3-compatible bucket (NewS3Objects).
+	// (the embedded tier, dirobjects), or an S3-compatible bucket
+	// (s3objects.New).
 	Objects Objects
 	// Expiry is how long an upload no entry claimed is kept
 	// (--upload-expiry).
@@ -126,9 +130,12 @@ type Service struct {
 	// core is the store of the parts tusd writes: files (the parts in
 	// Dir), or, with --uploads s3, parts in the bucket (s3parts.go),
 	// which every instance continues.
-	core    handler.DataStore
-	parts   *s3Parts
-	bucket  *s3Objects
+	core   handler.DataStore
+	parts  *s3objects.Parts
+	bucket *s3objects.Bucket
+	// staging is where the parts in the bucket are staged on their way
+	// there, and an object being checked (Dir/s3-staging).
+	staging string
 	tus     *handler.UnroutedHandler
 	metrics *metrics
 }
@@ -147,7 +154,7 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 		return nil, errors.New("uploads: the expiry must be positive")
 	}
 	if cfg.FreeSpace == nil {
-		cfg.FreeSpace = freeSpace
+		cfg.FreeSpace = dirobjects.FreeSpace
 	}
 	if err := atomicfile.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the uploads directory: %w", err)
@@ -164,7 +171,7 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 		s.objs = d
 	}
 	composer := handler.NewStoreComposer()
-	if so, ok := s.objs.(*s3Objects); ok {
+	if so, ok := s.objs.(*s3objects.Bucket); ok {
 		// The parts are in the bucket; Dir only stages each part on its
 		// way there (and an object being checked), so what a killed
 		// process left of that goes at the start.
@@ -175,12 +182,12 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 		if err := os.Mkdir(tmp, 0o700); err != nil {
 			return nil, fmt.Errorf("create the uploads staging directory: %w", err)
 		}
-		p, err := so.parts(context.Background(), tmp)
+		p, err := so.Parts(context.Background(), tmp)
 		if err != nil {
 			return nil, err
 		}
 		p.UseIn(composer)
-		s.core, s.parts, s.bucket = p, p, so
+		s.core, s.parts, s.bucket, s.staging = p, p, so, tmp
 	} else {
 		s.files.UseIn(composer)
 		s.core = s.files
@@ -189,7 +196,7 @@ func New(st Store, forms Forms, cfg Config) (*Service, error) {
 		cl := newCrossLocker(cfg.Locks)
 		cl.UseIn(composer)
 		if s.parts != nil {
-			s.parts.asked = cl.asked
+			s.parts.Asked = cl.asked
 		}
 	} else {
 		memorylocker.New().UseIn(composer)
@@ -440,7 +447,7 @@ func (s *Service) preCreate(ev handler.HookEvent) (handler.HTTPResponse, handler
 		return handler.HTTPResponse{}, none, tusProblem(p, 0)
 	}
 	if err := s.create(ev.Context, u, now); err != nil {
-		return handler.HTTPResponse{}, none, tusProblem(problem.From(err), 0)
+		return handler.HTTPResponse{}, none, tier.TusError(err)
 	}
 	resp := handler.HTTPResponse{Header: handler.HTTPHeader{"Upload-Expires": u.ExpiresAt.Format(http.TimeFormat)}}
 	// The metadata kept is the field and the name: not the spent
@@ -579,7 +586,7 @@ func (s *Service) completeInBucket(ctx context.Context, u store.Upload) (store.U
 		}
 	}
 	rs := &runningSum{h: sha256.New()}
-	f, err := s.bucket.fetch(kctx, id, s.parts.store.TemporaryDirectory, u.Size, rs)
+	f, err := s.bucket.Fetch(kctx, id, s.staging, u.Size, rs)
 	if err != nil {
 		return u, fmt.Errorf("upload %s: %w", id, err)
 	}
@@ -599,7 +606,7 @@ func (s *Service) completeInBucket(ctx context.Context, u store.Upload) (store.U
 	if err := s.st.CompleteUpload(kctx, id, sum, typ); err != nil {
 		return u, err
 	}
-	if err := s.parts.remove(kctx, id); err != nil {
+	if err := s.parts.Remove(kctx, id); err != nil {
 		s.cfg.Logger.Warn("remove an upload's parts after completing it", "upload", id, "err", err)
 	}
 	u.SHA256, u.Type, u.Complete = sum, typ, true
@@ -693,7 +700,7 @@ func (s *Service) removeBytes(ctx context.Context, id string) error {
 // multipart upload aborted, the .part and .info objects deleted).
 func (s *Service) removeParts(ctx context.Context, id string) error {
 	if s.parts != nil {
-		if err := s.parts.remove(ctx, id); err != nil {
+		if err := s.parts.Remove(ctx, id); err != nil {
 			return err
 		}
 		// Parts a release before the parts were in the bucket left here.

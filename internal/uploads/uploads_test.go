@@ -22,6 +22,7 @@ import (
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
+	"github.com/formd/formd/internal/uploads/dirobjects"
 	"go.uber.org/goleak"
 )
 
@@ -173,6 +174,17 @@ func metadata(kv ...string) string {
 }
 
 // create makes an upload of n bytes for the field and returns its path.
+// photo uploads a PNG of n bytes whole to field photo: its address
+// and id.
+func (r *rig) photo(n int) (loc, id string) {
+	r.t.Helper()
+	loc = r.create("photo", n)
+	if res := r.patch(loc, 0, png(n), false); res.StatusCode != 204 {
+		r.t.Fatalf("PATCH: %d %s", res.StatusCode, problemCode(r.t, res))
+	}
+	return loc, strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
+}
+
 func (r *rig) create(field string, n int) string {
 	r.t.Helper()
 	res := r.do("POST", "/v1/forms/exam/uploads", map[string]string{
@@ -220,6 +232,28 @@ func problemCode(t *testing.T, res *http.Response) string {
 		t.Fatalf("problem status %d on an answer of %d", p.Status, res.StatusCode)
 	}
 	return p.Code + ": " + p.Detail
+}
+
+// kept is the path of upload id's bytes in the objects directory under
+// the uploads directory dir, by the layout dirobjects documents (a path
+// that does not exist when it has none).
+func kept(dir, id string) string {
+	ld := filepath.Join(dir, dirobjects.ObjectsDir, "ids", id[:2], id)
+	sum := "none"
+	if ents, _ := os.ReadDir(ld); len(ents) == 1 {
+		sum = ents[0].Name()
+	}
+	return filepath.Join(ld, sum)
+}
+
+// bytesGone says upload id has neither parts nor an object under dir.
+func bytesGone(dir, id string) bool {
+	for _, p := range []string{filepath.Join(dir, id), filepath.Join(dir, id+".info"), filepath.Dir(kept(dir, id))} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			return false
+		}
+	}
+	return true
 }
 
 // png is n bytes that sniff as a PNG image.
@@ -275,8 +309,8 @@ func TestResumeAtTheOffset(t *testing.T) {
 		}
 	}
 	sum := sha256.Sum256(body)
-	for _, p := range []string{r.dir, kept(r.dir, id), filepath.Dir(kept(r.dir, id)), DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:])),
-		filepath.Join(r.dir, ObjectsDir, "sha256")} {
+	for _, p := range []string{r.dir, kept(r.dir, id), filepath.Dir(kept(r.dir, id)), dirobjects.DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:])),
+		filepath.Join(r.dir, dirobjects.ObjectsDir, "sha256")} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)

@@ -89,8 +89,9 @@ func tempFile(t *testing.T, name string, body []byte) string {
 	return p
 }
 
-// read is the object id's bytes.
-func read(t *testing.T, o Objects, id string) []byte {
+// Read is the object id's bytes, failing the test when it cannot be
+// read whole.
+func Read(t *testing.T, o Objects, id string) []byte {
 	t.Helper()
 	f, err := o.Open(context.Background(), id)
 	if err != nil {
@@ -128,7 +129,7 @@ func keepThenOpen(t *testing.T, tier Tier) {
 	b := body(70 << 10)
 	id := newID()
 	keep(t, o, id, b)
-	if got := read(t, o, id); !bytes.Equal(got, b) {
+	if got := Read(t, o, id); !bytes.Equal(got, b) {
 		t.Fatalf("read %d bytes, kept %d", len(got), len(b))
 	}
 	f, err := o.Open(context.Background(), id)
@@ -153,7 +154,7 @@ func keepTwice(t *testing.T, tier Tier) {
 	id := newID()
 	keep(t, o, id, b)
 	keep(t, o, id, b)
-	if got := read(t, o, id); !bytes.Equal(got, b) {
+	if got := Read(t, o, id); !bytes.Equal(got, b) {
 		t.Fatal("the object changed on a second Keep")
 	}
 }
@@ -189,7 +190,7 @@ func sameContentTwoIDs(t *testing.T, tier Tier) {
 		t.Fatal(err)
 	}
 	wantMissing(t, tier, o, one)
-	if got := read(t, o, two); !bytes.Equal(got, b) {
+	if got := Read(t, o, two); !bytes.Equal(got, b) {
 		t.Fatal("deleting one upload of a content took the other's bytes")
 	}
 }
@@ -200,7 +201,7 @@ func acrossInstances(t *testing.T, tier Tier) {
 	data := body(16 << 10)
 	id := newID()
 	keep(t, a, id, data)
-	if got := read(t, b, id); !bytes.Equal(got, data) {
+	if got := Read(t, b, id); !bytes.Equal(got, data) {
 		t.Fatal("the other instance reads other bytes")
 	}
 	if err := b.Delete(context.Background(), id); err != nil {
@@ -233,7 +234,7 @@ func keepAndDeleteAcross(t *testing.T, tier Tier) {
 			t.Fatalf("Delete: %v; Keep: %v", delErr, keepErr)
 		}
 		wantMissing(t, tier, a, old)
-		if got := read(t, a, fresh); !bytes.Equal(got, data) {
+		if got := Read(t, a, fresh); !bytes.Equal(got, data) {
 			t.Fatal("a Delete of the same content on the other instance took the new upload's bytes")
 		}
 	}

@@ -1,4 +1,4 @@
-package uploads
+package dirobjects
 
 import (
 	"bytes"
@@ -7,18 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/formd/formd/internal/journal"
-	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/uploads/objectstest"
+	"github.com/formd/formd/internal/uploads/tier"
 )
 
 // kept is the path of upload id's bytes in the objects directory under
@@ -52,16 +49,11 @@ func writeFile(t *testing.T, dir, name string, b []byte) string {
 	return p
 }
 
-func readObject(t *testing.T, d *Dir, id string) []byte {
-	t.Helper()
-	o, err := d.Open(context.Background(), id)
-	if err != nil {
-		t.Fatalf("open %s: %v", id, err)
-	}
-	defer o.Close()
-	b, err := io.ReadAll(o)
-	if err != nil {
-		t.Fatal(err)
+// someBytes is n bytes, alike for one n.
+func someBytes(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i * 7)
 	}
 	return b
 }
@@ -72,7 +64,7 @@ func nlink(t *testing.T, p string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return linkCount(fi)
+	return LinkCount(fi)
 }
 
 // The same bytes kept for two uploads are one file whose link count
@@ -86,7 +78,7 @@ func TestDirKeepsContentOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := png(5000)
+	body := someBytes(5000)
 	sum := sha256.Sum256(body)
 	a, b := strings.Repeat("a", 32), strings.Repeat("b", 32)
 	for _, id := range []string{a, b} {
@@ -120,16 +112,16 @@ func TestDirKeepsContentOnce(t *testing.T) {
 			t.Errorf("%s has mode %v, want %v", p, fi.Mode().Perm(), want)
 		}
 	}
-	if err := d.Keep(ctx, a, writeFile(t, dir, "other", png(10)), 10, sha256.Sum256(png(10))); err == nil {
+	if err := d.Keep(ctx, a, writeFile(t, dir, "other", someBytes(10)), 10, sha256.Sum256(someBytes(10))); err == nil {
 		t.Fatal("an id kept again with other bytes is no error")
 	}
 	if err := d.Delete(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if got := readObject(t, d, b); !bytes.Equal(got, body) {
+	if got := objectstest.Read(t, d, b); !bytes.Equal(got, body) {
 		t.Fatal("the other upload's bytes went with the first one's deletion")
 	}
-	if _, err := d.Open(ctx, a); !errors.Is(err, errNoObject) {
+	if _, err := d.Open(ctx, a); !errors.Is(err, tier.ErrNoObject) {
 		t.Fatalf("open a deleted upload: %v", err)
 	}
 	if err := d.Delete(ctx, b); err != nil {
@@ -167,7 +159,7 @@ func TestDirKeepAndDeleteOfTheSameContent(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
-	body := png(20000)
+	body := someBytes(20000)
 	sum := sha256.Sum256(body)
 	for i := range 200 {
 		forgotten, other := fmt.Sprintf("%032x", 2*i), fmt.Sprintf("%032x", 2*i+1)
@@ -190,7 +182,7 @@ func TestDirKeepAndDeleteOfTheSameContent(t *testing.T) {
 			t.Fatal(kerr, derr)
 		}
 		os.Remove(parts)
-		if got := readObject(t, d2, other); !bytes.Equal(got, body) {
+		if got := objectstest.Read(t, d2, other); !bytes.Equal(got, body) {
 			t.Fatalf("round %d: the kept upload's bytes are gone or wrong", i)
 		}
 		if err := d2.Delete(ctx, other); err != nil {
@@ -199,48 +191,6 @@ func TestDirKeepAndDeleteOfTheSameContent(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(dir, ObjectsDir, "sha256", "*", "*")); len(files) != 0 {
 		t.Fatalf("content files left after every upload was deleted: %v", files)
-	}
-}
-
-// The same through the service: two entries claim uploads of one photo,
-// one entry is forgotten; the other's file still downloads.
-func TestForgetOneOfTwoEntriesWithTheSamePhoto(t *testing.T) {
-	t.Parallel()
-	r := newRig(t)
-	ctx := context.Background()
-	body := png(3000)
-	var ids []string
-	for i := range 2 {
-		loc := r.create("photo", len(body))
-		if res := r.patch(loc, 0, body, false); res.StatusCode != 204 {
-			t.Fatalf("PATCH: %d", res.StatusCode)
-		}
-		id := strings.TrimPrefix(loc, "/v1/forms/exam/uploads/")
-		ids = append(ids, id)
-		e := journal.Entry{ID: fmt.Sprintf("e-%d", i), Seq: uint64(i + 1), Site: "default", Form: "exam", Key: "k-" + id, ReceivedAt: r.clock.Now(),
-			Data: []byte(`{"photo":"upload:` + id + `","_uploads":["` + id + `"]}`)}
-		if out, err := r.st.Apply(ctx, []journal.Entry{e}); err != nil || out[0].Status != store.StatusStored {
-			t.Fatalf("apply: %+v %v", out, err)
-		}
-	}
-	sum := sha256.Sum256(body)
-	if n := nlink(t, DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:]))); n != 3 {
-		t.Fatalf("the photo's content file has %d links, want 3", n)
-	}
-	if _, err := r.st.EraseEntries(ctx, []string{"e-0"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.svc.RunOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if !bytesGone(r.dir, ids[0]) {
-		t.Fatal("the forgotten entry's upload stays")
-	}
-	if got := readAll(t, r.svc, ids[1]); !bytes.Equal(got, body) {
-		t.Fatal("the other entry's photo went with the forgotten one")
-	}
-	if a, err := AuditFiles(ctx, r.st, DirBytes(r.dir), time.Now()); err != nil || !a.OK() {
-		t.Fatalf("audit: %+v %v", a, err)
 	}
 }
 
@@ -255,7 +205,7 @@ func TestMigrateUploadsOfEarlierReleases(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	photo, cv := png(4000), []byte("%PDF-1.4 a CV")
+	photo, cv := someBytes(4000), []byte("%PDF-1.4 a CV")
 	files := map[string][]byte{
 		strings.Repeat("1", 32): photo, strings.Repeat("2", 32): photo, // one photo in two entries
 		strings.Repeat("3", 32): cv,
@@ -280,7 +230,7 @@ func TestMigrateUploadsOfEarlierReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id := range complete {
-		if got := readObject(t, d, id); !bytes.Equal(got, files[id]) {
+		if got := objectstest.Read(t, d, id); !bytes.Equal(got, files[id]) {
 			t.Fatalf("upload %s unreadable mid-migration", id)
 		}
 	}
@@ -292,7 +242,7 @@ func TestMigrateUploadsOfEarlierReleases(t *testing.T) {
 		t.Fatalf("a second migration moved %d, %v", n, err)
 	}
 	for id := range complete {
-		if got := readObject(t, d, id); !bytes.Equal(got, files[id]) {
+		if got := objectstest.Read(t, d, id); !bytes.Equal(got, files[id]) {
 			t.Fatalf("upload %s differs after the migration", id)
 		}
 		for _, p := range []string{filepath.Join(dir, id), filepath.Join(dir, id+".info")} {
@@ -321,7 +271,7 @@ func BenchmarkDirKeep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	body := png(10 << 20)
+	body := someBytes(10 << 20)
 	sum := sha256.Sum256(body)
 	b.SetBytes(int64(len(body)))
 	for i := 0; b.Loop(); i++ {
@@ -365,6 +315,6 @@ func TestDirConformance(t *testing.T) {
 			}
 			return a, b
 		},
-		NotFound: errNoObject,
+		NotFound: tier.ErrNoObject,
 	})
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package uploads
+package dirobjects
 
 import (
 	"io/fs"
@@ -20,17 +20,17 @@ func flock(f *os.File) error {
 
 func funlock(f *os.File) { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) } //nolint:errcheck // closing would release it too
 
-// linkCount is a file's link count.
-func linkCount(fi fs.FileInfo) uint64 {
+// LinkCount is a file's link count.
+func LinkCount(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Nlink)
 	}
 	return 2 // unknown: never taken for the last link
 }
 
-// freeSpace is the bytes an unprivileged writer may still use on the
+// FreeSpace is the bytes an unprivileged writer may still use on the
 // disk of dir.
-func freeSpace(dir string) (int64, error) {
+func FreeSpace(dir string) (int64, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, err

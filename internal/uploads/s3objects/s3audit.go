@@ -1,4 +1,4 @@
-package uploads
+package s3objects
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // ListBytes lists the objects under the bucket's prefix, for the audit
 // (ByteIndex): their names are the upload ids.
-func (s *s3Objects) ListBytes(ctx context.Context, fn func(string, time.Time) error) error {
+func (s *Bucket) ListBytes(ctx context.Context, fn func(string, time.Time) error) error {
 	for o := range s.c.ListObjects(ctx, s.loc.Bucket, minio.ListObjectsOptions{Prefix: s.loc.Prefix, Recursive: true}) {
 		if o.Err != nil {
 			return s.err("list the bucket", o.Err)
@@ -28,7 +28,7 @@ func (s *s3Objects) ListBytes(ctx context.Context, fn func(string, time.Time) er
 }
 
 // HasBytes says whether the upload's object is in the bucket.
-func (s *s3Objects) HasBytes(ctx context.Context, id string) (bool, error) {
+func (s *Bucket) HasBytes(ctx context.Context, id string) (bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, s3Timeout)
 	defer cancel()
 	_, err := s.c.StatObject(cctx, s.loc.Bucket, s.key(id), minio.StatObjectOptions{})
@@ -42,6 +42,6 @@ func (s *s3Objects) HasBytes(ctx context.Context, id string) (bool, error) {
 }
 
 // Where names the bucket and prefix an orphan of the audit is in.
-func (s *s3Objects) Where(name string) string {
+func (s *Bucket) Where(name string) string {
 	return "s3://" + s.loc.Bucket + "/" + s.key(name)
 }

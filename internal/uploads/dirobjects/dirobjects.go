@@ -1,4 +1,7 @@
-package uploads
+// Package dirobjects is the uploads' embedded tier: the bytes of
+// complete uploads in a content-addressed directory under --data
+// (uploads.Objects), one content file per SHA-256, linked by upload id.
+package dirobjects
 
 import (
 	"context"
@@ -8,13 +11,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
-	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/atomicfile"
+	"github.com/formd/formd/internal/uploads/tier"
 )
 
 // Dir is the embedded tier's store of complete uploads' bytes, under
@@ -62,12 +65,12 @@ func OpenDir(uploadsDir string) (*Dir, error) {
 	d := &Dir{root: filepath.Join(uploadsDir, ObjectsDir), parts: uploadsDir}
 	for _, p := range []string{uploadsDir, d.root, filepath.Join(d.root, "sha256"), filepath.Join(d.root, "ids")} {
 		if err := mkdirSynced(p); err != nil {
-			return nil, storageErr("make the uploads directory", err)
+			return nil, tier.StorageErr("make the uploads directory", err)
 		}
 	}
 	f, err := os.OpenFile(filepath.Join(d.root, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, storageErr("open the uploads lock", err)
+		return nil, tier.StorageErr("open the uploads lock", err)
 	}
 	d.writable = true
 	return d, f.Close()
@@ -111,7 +114,7 @@ func (d *Dir) locked(fn func() error) error {
 	defer d.mu.Unlock()
 	f, err := os.OpenFile(filepath.Join(d.root, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return storageErr("open the uploads lock", err)
+		return tier.StorageErr("open the uploads lock", err)
 	}
 	defer f.Close()
 	if err := flock(f); err != nil {
@@ -155,7 +158,7 @@ func (d *Dir) keep(id, sum, path string, size int64) error {
 			return fmt.Errorf("link upload %s: no content file %s", id, c)
 		}
 		if err := d.putContent(path, c, size); err != nil {
-			return storageErr("keep upload bytes", err)
+			return tier.StorageErr("keep upload bytes", err)
 		}
 	} else if err != nil {
 		return fmt.Errorf("keep upload bytes: %w", err)
@@ -164,15 +167,15 @@ func (d *Dir) keep(id, sum, path string, size int64) error {
 	}
 	ld := d.idDir(id)
 	if err := mkdirSynced(filepath.Dir(ld)); err != nil {
-		return storageErr("keep upload bytes", err)
+		return tier.StorageErr("keep upload bytes", err)
 	}
 	if err := mkdirSynced(ld); err != nil {
-		return storageErr("keep upload bytes", err)
+		return tier.StorageErr("keep upload bytes", err)
 	}
 	if err := os.Link(c, filepath.Join(ld, sum)); err != nil && !errors.Is(err, fs.ErrExist) {
-		return storageErr("keep upload bytes", err)
+		return tier.StorageErr("keep upload bytes", err)
 	}
-	return storageErr("keep upload bytes", syncPath(ld))
+	return tier.StorageErr("keep upload bytes", syncPath(ld))
 }
 
 // putContent writes the file at src as the content file c: a temporary
@@ -252,9 +255,9 @@ func (d *Dir) linked(id string) (string, error) {
 // Open reads upload id's bytes: from its link, or, for an upload an
 // earlier release completed and Migrate has not moved yet, from its file
 // in the parts directory.
-func (d *Dir) Open(ctx context.Context, id string) (Object, error) {
+func (d *Dir) Open(ctx context.Context, id string) (io.ReadSeekCloser, error) {
 	if !idOK(id) {
-		return nil, errNoObject
+		return nil, tier.ErrNoObject
 	}
 	sum, err := d.linked(id)
 	if err != nil {
@@ -266,7 +269,7 @@ func (d *Dir) Open(ctx context.Context, id string) (Object, error) {
 	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errNoObject
+		return nil, tier.ErrNoObject
 	}
 	return f, err
 }
@@ -302,7 +305,7 @@ func (d *Dir) Delete(ctx context.Context, id string) error {
 				return err
 			}
 			// Only the content's own name is left: no other id links to it.
-			if linkCount(fi) == 1 {
+			if LinkCount(fi) == 1 {
 				if err := os.Remove(c); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
 				}
@@ -395,26 +398,10 @@ func mkdirSynced(p string) error {
 	return syncPath(filepath.Dir(p))
 }
 
-// openDirMigrated opens the embedded tier's objects under dir and moves
-// in the uploads earlier releases completed (Migrate), before the
-// service answers anything.
-func openDirMigrated(st Store, dir string, log *slog.Logger) (*Dir, error) {
-	d, err := OpenDir(dir)
-	if err != nil {
-		return nil, err
+// syncPath fsyncs a file or a directory.
+func syncPath(p string) error {
+	if err := atomicfile.SyncDir(p); err != nil {
+		return fmt.Errorf("sync %s: %w", filepath.Base(p), err)
 	}
-	n, err := d.Migrate(context.Background(), func(ctx context.Context, id string) ([32]byte, bool, error) {
-		u, err := st.Upload(ctx, id)
-		if errors.Is(err, store.ErrUploadNotFound) {
-			return [32]byte{}, false, nil
-		}
-		return u.SHA256, err == nil && u.Complete, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if n > 0 {
-		log.Info("moved uploads completed by an earlier release into the content-addressed directory", "uploads", n, "dir", d.root)
-	}
-	return d, nil
+	return nil
 }

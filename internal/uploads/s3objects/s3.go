@@ -1,9 +1,15 @@
-package uploads
+// Package s3objects is the uploads' bucket tier (--uploads s3://…): the
+// bytes of complete uploads as objects of an S3-compatible bucket that
+// every instance of a deployment shares (Bucket, uploads.Objects), and
+// the parts of uploads being received in the same bucket (Parts, a tusd
+// store), so that any instance continues an upload.
+package s3objects
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -11,13 +17,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formd/formd/internal/uploads/tier"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// S3Location is a parsed --uploads s3://bucket[/prefix]?endpoint=…
+// Location is a parsed --uploads s3://bucket[/prefix]?endpoint=…
 // setting.
-type S3Location struct {
+type Location struct {
 	Bucket string
 	// Prefix starts every object's key ("" or ending in "/").
 	Prefix string
@@ -31,7 +38,7 @@ type S3Location struct {
 	PathStyle bool
 }
 
-// ParseS3URL reads an --uploads setting of the form
+// ParseURL reads an --uploads setting of the form
 //
 //	s3://BUCKET[/PREFIX]?endpoint=https://HOST[:PORT]&region=R&style=path|virtual
 //
@@ -40,8 +47,8 @@ type S3Location struct {
 // in the URL (it is printed in logs and process lists): they come from
 // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), the
 // AWS shared credentials file, or the machine's IAM role.
-func ParseS3URL(v string) (S3Location, error) {
-	var loc S3Location
+func ParseURL(v string) (Location, error) {
+	var loc Location
 	u, err := url.Parse(v)
 	if err != nil || u.Scheme != "s3" || u.Host == "" {
 		return loc, fmt.Errorf("%q is not s3://BUCKET[/PREFIX]?endpoint=https://HOST:PORT", v)
@@ -82,10 +89,10 @@ func ParseS3URL(v string) (S3Location, error) {
 	return loc, nil
 }
 
-// s3Objects keeps objects in an S3-compatible bucket, key Prefix+id.
-type s3Objects struct {
+// Bucket keeps objects in an S3-compatible bucket, key Prefix+id.
+type Bucket struct {
 	c   *minio.Client
-	loc S3Location
+	loc Location
 	tr  *http.Transport
 }
 
@@ -94,8 +101,8 @@ type s3Objects struct {
 // is a 503 rather than a hung request.
 const s3Timeout = 15 * time.Second
 
-// NewS3Objects connects to the bucket and checks that it is there.
-func NewS3Objects(ctx context.Context, loc S3Location) (Objects, error) {
+// New connects to the bucket and checks that it is there.
+func New(ctx context.Context, loc Location) (*Bucket, error) {
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -132,22 +139,22 @@ func NewS3Objects(ctx context.Context, loc S3Location) (Objects, error) {
 	if !ok {
 		return nil, fmt.Errorf("--uploads: bucket %s does not exist at %s: create it (such as: aws s3 mb s3://%s), or name another", loc.Bucket, loc.Endpoint, loc.Bucket)
 	}
-	return &s3Objects{c: c, loc: loc, tr: tr}, nil
+	return &Bucket{c: c, loc: loc, tr: tr}, nil
 }
 
-// parts is the store of the parts of uploads being received, in the
+// Parts is the store of the parts of uploads being received, in the
 // same bucket (s3parts.go), staging each part in tmp.
-func (s *s3Objects) parts(ctx context.Context, tmp string) (*s3Parts, error) {
-	return newS3Parts(ctx, s.loc, s.tr, tmp)
+func (s *Bucket) Parts(ctx context.Context, tmp string) (*Parts, error) {
+	return newParts(ctx, s.loc, s.tr, tmp)
 }
 
-func (s *s3Objects) key(id string) string { return s.loc.Prefix + id }
+func (s *Bucket) key(id string) string { return s.loc.Prefix + id }
 
 // Keep puts the file as the object. S3 makes an object visible only once
 // the whole PUT (or every part of a multipart upload) is stored, so a
 // failure leaves nothing readable behind; a part upload left by a failed
 // multipart PUT is aborted by the client.
-func (s *s3Objects) Keep(ctx context.Context, id, path string, size int64, sum [32]byte) error {
+func (s *Bucket) Keep(ctx context.Context, id, path string, size int64, sum [32]byte) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("keep upload bytes: %w", err)
@@ -162,7 +169,7 @@ func (s *s3Objects) Keep(ctx context.Context, id, path string, size int64, sum [
 	return s.err("store upload bytes in the bucket", err)
 }
 
-func (s *s3Objects) Open(ctx context.Context, id string) (Object, error) {
+func (s *Bucket) Open(ctx context.Context, id string) (io.ReadSeekCloser, error) {
 	o, err := s.c.GetObject(ctx, s.loc.Bucket, s.key(id), minio.GetObjectOptions{})
 	if err != nil {
 		return nil, s.err("read upload bytes from the bucket", err)
@@ -170,14 +177,14 @@ func (s *s3Objects) Open(ctx context.Context, id string) (Object, error) {
 	if _, err := o.Stat(); err != nil {
 		o.Close()
 		if minio.ToErrorResponse(err).Code == minio.NoSuchKey {
-			return nil, errNoObject
+			return nil, tier.ErrNoObject
 		}
 		return nil, s.err("read upload bytes from the bucket", err)
 	}
 	return o, nil
 }
 
-func (s *s3Objects) Delete(ctx context.Context, id string) error {
+func (s *Bucket) Delete(ctx context.Context, id string) error {
 	cctx, cancel := context.WithTimeout(ctx, s3Timeout)
 	defer cancel()
 	err := s.c.RemoveObject(cctx, s.loc.Bucket, s.key(id), minio.RemoveObjectOptions{})
@@ -187,16 +194,26 @@ func (s *s3Objects) Delete(ctx context.Context, id string) error {
 	return s.err("delete upload bytes from the bucket", err)
 }
 
-// err classifies the bucket's errors: a bucket over its quota or out of
-// room is ErrStorageFull (507), anything else that kept the bytes from
-// being stored or read is ErrStorageUnavailable (503).
-func (s *s3Objects) err(op string, err error) error {
+// err classifies the bucket's errors (bucketErr).
+func (s *Bucket) err(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	switch minio.ToErrorResponse(err).Code {
-	case "QuotaExceeded", "XMinioStorageFull", "XMinioAdminBucketQuotaExceeded", "InsufficientStorage":
-		return fmt.Errorf("%s (bucket %s): %w: %w", op, s.loc.Bucket, ErrStorageFull, err)
-	}
-	return fmt.Errorf("%s (bucket %s): %w: %w", op, s.loc.Bucket, ErrStorageUnavailable, err)
+	return bucketErr(op, s.loc.Bucket, minio.ToErrorResponse(err).Code, err)
 }
+
+// bucketErr classifies an error of the bucket by its S3 error code: a
+// bucket over its quota or out of room is tier.ErrStorageFull (507),
+// anything else that kept the bytes from being stored or read is
+// tier.ErrStorageUnavailable (503).
+func bucketErr(op, bucket, code string, err error) error {
+	switch code {
+	case "QuotaExceeded", "XMinioStorageFull", "XMinioAdminBucketQuotaExceeded", "InsufficientStorage":
+		return fmt.Errorf("%s (bucket %s): %w: %w", op, bucket, tier.ErrStorageFull, err)
+	}
+	return fmt.Errorf("%s (bucket %s): %w: %w", op, bucket, tier.ErrStorageUnavailable, err)
+}
+
+// CloseIdleConnections closes the client's idle keep-alive connections
+// (a test's, which would outlive it).
+func (s *Bucket) CloseIdleConnections() { s.tr.CloseIdleConnections() }

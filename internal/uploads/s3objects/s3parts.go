@@ -1,4 +1,4 @@
-package uploads
+package s3objects
 
 import (
 	"context"
@@ -8,18 +8,19 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
-	"github.com/formd/formd/internal/problem"
+	"github.com/formd/formd/internal/uploads/tier"
 	"github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/s3store"
 )
 
-// s3Parts keeps the parts of the uploads being received in the bucket
+// Parts keeps the parts of the uploads being received in the bucket
 // itself (tusd's s3store), so that every instance of a deployment
 // continues an upload whichever one received its first bytes: the
 // bytes of an upload are an S3 multipart upload on the object's own key
@@ -29,33 +30,33 @@ import (
 // once its bytes are stored parts or that object, so the offset any
 // instance's HEAD gives (the parts listed, plus the .part's size) is
 // bytes in the bucket. The last byte completes the multipart upload,
-// which makes the object (Prefix+id) where s3Objects reads it.
+// which makes the object (Prefix+id) where Bucket reads it.
 //
 // tusd names an s3store upload id+"+"+multipart id; formd's addresses
 // and records keep the plain id, and the multipart id is read from the
 // .info object (GetUpload).
-type s3Parts struct {
+type Parts struct {
 	store  s3store.S3Store
 	c      *s3.Client
 	bucket string
 	prefix string // the objects' prefix: an upload's key is prefix+id
 	meta   string // prefix+"parts/"
-	// asked, when set, says the request holding an upload's lock was
-	// asked to let go (crossLocker.asked).
-	asked func(id string) bool
+	// Asked, when set, says the request holding an upload's lock was
+	// asked to let go (the service's cross-instance locker).
+	Asked func(id string) bool
 }
 
 var (
-	_ handler.DataStore           = (*s3Parts)(nil)
-	_ handler.TerminaterDataStore = (*s3Parts)(nil)
+	_ handler.DataStore           = (*Parts)(nil)
+	_ handler.TerminaterDataStore = (*Parts)(nil)
 )
 
-// newS3Parts makes the parts store of the bucket at loc, with the
+// newParts makes the parts store of the bucket at loc, with the
 // credentials of the AWS default chain (AWS_ACCESS_KEY_ID /
 // AWS_SECRET_ACCESS_KEY, the shared credentials file, the machine's
 // role), the same formd reads the objects with. tmp is a local
 // directory where s3store stages each part on its way to the bucket.
-func newS3Parts(ctx context.Context, loc S3Location, tr *http.Transport, tmp string) (*s3Parts, error) {
+func newParts(ctx context.Context, loc Location, tr *http.Transport, tmp string) (*Parts, error) {
 	region := loc.Region
 	if region == "" {
 		region = "us-east-1" // SeaweedFS, MinIO and the like take any
@@ -93,16 +94,16 @@ func newS3Parts(ctx context.Context, loc S3Location, tr *http.Transport, tmp str
 	st.PreferredPartSize = 8 << 20
 	st.MaxBufferedParts = 2
 	st.SetConcurrentPartUploads(16)
-	return &s3Parts{store: st, c: c, bucket: loc.Bucket, prefix: loc.Prefix, meta: loc.Prefix + "parts/"}, nil
+	return &Parts{store: st, c: c, bucket: loc.Bucket, prefix: loc.Prefix, meta: loc.Prefix + "parts/"}, nil
 }
 
 // UseIn makes the parts store the composer's core and terminater.
-func (p *s3Parts) UseIn(c *handler.StoreComposer) {
+func (p *Parts) UseIn(c *handler.StoreComposer) {
 	c.UseCore(p)
 	c.UseTerminater(p)
 }
 
-func (p *s3Parts) NewUpload(ctx context.Context, info handler.FileInfo) (handler.Upload, error) {
+func (p *Parts) NewUpload(ctx context.Context, info handler.FileInfo) (handler.Upload, error) {
 	id := info.ID
 	up, err := p.store.NewUpload(ctx, info)
 	if err != nil {
@@ -110,10 +111,10 @@ func (p *s3Parts) NewUpload(ctx context.Context, info handler.FileInfo) (handler
 		// by the removal of the upload (expiry), which lists them.
 		return nil, p.tusErr("create upload", err)
 	}
-	return &s3PartUpload{up: up, id: id, p: p}, nil
+	return &partUpload{up: up, id: id, p: p}, nil
 }
 
-func (p *s3Parts) GetUpload(ctx context.Context, id string) (handler.Upload, error) {
+func (p *Parts) GetUpload(ctx context.Context, id string) (handler.Upload, error) {
 	full, err := p.tusID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -122,17 +123,17 @@ func (p *s3Parts) GetUpload(ctx context.Context, id string) (handler.Upload, err
 	if err != nil {
 		return nil, p.tusErr("find upload", err)
 	}
-	return &s3PartUpload{up: up, id: id, p: p}, nil
+	return &partUpload{up: up, id: id, p: p}, nil
 }
 
-func (p *s3Parts) AsTerminatableUpload(up handler.Upload) handler.TerminatableUpload {
-	return up.(*s3PartUpload)
+func (p *Parts) AsTerminatableUpload(up handler.Upload) handler.TerminatableUpload {
+	return up.(*partUpload)
 }
 
 // tusID is s3store's name of the upload id (id+"+"+multipart id), from
 // its .info object; handler.ErrNotFound when there is none (never
 // created, or completed and cleaned up).
-func (p *s3Parts) tusID(ctx context.Context, id string) (string, error) {
+func (p *Parts) tusID(ctx context.Context, id string) (string, error) {
 	res, err := p.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.bucket), Key: aws.String(p.meta + id + ".info")})
 	if err != nil {
 		var nsk *types.NoSuchKey
@@ -149,11 +150,11 @@ func (p *s3Parts) tusID(ctx context.Context, id string) (string, error) {
 	return info.ID, nil
 }
 
-// remove deletes every trace of an upload's parts: each multipart upload
+// Remove deletes every trace of an upload's parts: each multipart upload
 // on its key is aborted (s3store's own, and one left by a creation that
 // stopped before its .info was written), the .part and .info objects
-// deleted. The object itself is s3Objects' to delete.
-func (p *s3Parts) remove(ctx context.Context, id string) error {
+// deleted. The object itself is Bucket' to delete.
+func (p *Parts) Remove(ctx context.Context, id string) error {
 	key := p.prefix + id
 	var errs []error
 	in := &s3.ListMultipartUploadsInput{Bucket: aws.String(p.bucket), Prefix: aws.String(key)}
@@ -185,32 +186,26 @@ func (p *s3Parts) remove(ctx context.Context, id string) error {
 	return errors.Join(errs...)
 }
 
-// storageErr classifies the bucket's errors as s3Objects.err does: a
-// bucket over quota or out of room is ErrStorageFull (507), anything
-// else ErrStorageUnavailable (503).
-func (p *s3Parts) storageErr(op string, err error) error {
-	switch apiCode(err) {
-	case "QuotaExceeded", "XMinioStorageFull", "XMinioAdminBucketQuotaExceeded", "InsufficientStorage":
-		return fmt.Errorf("%s (bucket %s): %w: %w", op, p.bucket, ErrStorageFull, err)
-	}
-	return fmt.Errorf("%s (bucket %s): %w: %w", op, p.bucket, ErrStorageUnavailable, err)
+// storageErr classifies the bucket's errors (bucketErr).
+func (p *Parts) storageErr(op string, err error) error {
+	return bucketErr(op, p.bucket, apiCode(err), err)
 }
 
 // tusErr is an error of s3store as tusd's handler answers it: its own
 // errors (not found, offsets) as they are, a bucket that failed as the
 // 503 or 507 problem with Retry-After.
-func (p *s3Parts) tusErr(op string, err error) error {
+func (p *Parts) tusErr(op string, err error) error {
 	var he handler.Error
 	if errors.As(err, &he) || errors.Is(err, context.Canceled) || errors.Is(err, handler.ErrUploadInterrupted) {
 		return err
 	}
 	se := p.storageErr(op, err)
-	return bucketError{tus: tusProblem(problem.From(se), 0), err: se}
+	return bucketError{tus: tier.TusError(se), err: se}
 }
 
 // bucketError is a failure of the bucket both as tusd answers it (the
 // problem document, 503 or 507 with Retry-After) and as formd
-// classifies it (ErrStorageUnavailable, ErrStorageFull).
+// classifies it (tier.ErrStorageUnavailable, tier.ErrStorageFull).
 type bucketError struct{ tus, err error }
 
 func (e bucketError) Error() string   { return e.err.Error() }
@@ -224,14 +219,14 @@ func apiCode(err error) string {
 	return ""
 }
 
-// s3PartUpload is one upload of s3Parts, named by formd's id.
-type s3PartUpload struct {
+// partUpload is one upload of Parts, named by formd's id.
+type partUpload struct {
 	up handler.Upload
 	id string
-	p  *s3Parts
+	p  *Parts
 }
 
-func (u *s3PartUpload) GetInfo(ctx context.Context) (handler.FileInfo, error) {
+func (u *partUpload) GetInfo(ctx context.Context) (handler.FileInfo, error) {
 	info, err := u.up.GetInfo(ctx)
 	if err != nil {
 		return info, u.p.tusErr("read upload", err)
@@ -242,8 +237,8 @@ func (u *s3PartUpload) GetInfo(ctx context.Context) (handler.FileInfo, error) {
 
 // WriteChunk stores the chunk's bytes as parts (or the .part object)
 // before it returns: the offset it adds is bytes in the bucket.
-func (u *s3PartUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
-	if u.p.asked != nil && u.p.asked(u.id) {
+func (u *partUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
+	if u.p.Asked != nil && u.p.Asked(u.id) {
 		// Another request wants the upload before this one read a byte:
 		// it goes first (the client of this one asks HEAD and goes on).
 		return 0, handler.ErrUploadInterrupted
@@ -255,12 +250,12 @@ func (u *s3PartUpload) WriteChunk(ctx context.Context, offset int64, src io.Read
 	return n, nil
 }
 
-func (u *s3PartUpload) GetReader(ctx context.Context) (io.ReadCloser, error) {
+func (u *partUpload) GetReader(ctx context.Context) (io.ReadCloser, error) {
 	return u.up.GetReader(ctx)
 }
 
 // FinishUpload completes the multipart upload: the object is made.
-func (u *s3PartUpload) FinishUpload(ctx context.Context) error {
+func (u *partUpload) FinishUpload(ctx context.Context) error {
 	if err := u.up.FinishUpload(ctx); err != nil {
 		return u.p.tusErr("finish upload", err)
 	}
@@ -269,8 +264,8 @@ func (u *s3PartUpload) FinishUpload(ctx context.Context) error {
 
 // Terminate removes the parts, and the object if the last byte had made
 // it.
-func (u *s3PartUpload) Terminate(ctx context.Context) error {
-	if err := u.p.remove(ctx, u.id); err != nil {
+func (u *partUpload) Terminate(ctx context.Context) error {
+	if err := u.p.Remove(ctx, u.id); err != nil {
 		return u.p.tusErr("terminate upload", err)
 	}
 	_, err := u.p.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(u.p.bucket), Key: aws.String(u.p.prefix + u.id)})
@@ -280,11 +275,11 @@ func (u *s3PartUpload) Terminate(ctx context.Context) error {
 	return nil
 }
 
-// fetch copies a complete upload's object into a new file in dir,
+// Fetch copies a complete upload's object into a new file in dir,
 // feeding every byte to w as well (the running digest and the head that
 // is sniffed): streamed, the memory it takes is a copy buffer. The file
 // is the caller's to close and remove.
-func (s *s3Objects) fetch(ctx context.Context, id, dir string, size int64, w io.Writer) (*os.File, error) {
+func (s *Bucket) Fetch(ctx context.Context, id, dir string, size int64, w io.Writer) (*os.File, error) {
 	o, err := s.Open(ctx, id)
 	if err != nil {
 		return nil, err
@@ -292,7 +287,7 @@ func (s *s3Objects) fetch(ctx context.Context, id, dir string, size int64, w io.
 	defer o.Close()
 	f, err := os.CreateTemp(dir, ".fetch-*")
 	if err != nil {
-		return nil, storageErr("copy an upload to check it", err)
+		return nil, tier.StorageErr("copy an upload to check it", err)
 	}
 	n, err := io.Copy(io.MultiWriter(f, w), o)
 	if err == nil && n != size {
@@ -304,4 +299,26 @@ func (s *s3Objects) fetch(ctx context.Context, id, dir string, size int64, w io.
 		return nil, s.err("read upload bytes from the bucket", err)
 	}
 	return f, nil
+}
+
+// Left lists the objects and the multipart uploads under the prefix
+// (multipart ones as "multipart KEY"), keys without the prefix: what a
+// test checks is gone.
+func (p *Parts) Left(ctx context.Context) ([]string, error) {
+	var left []string
+	objs, err := p.c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(p.bucket), Prefix: aws.String(p.prefix)})
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs.Contents {
+		left = append(left, strings.TrimPrefix(aws.ToString(o.Key), p.prefix))
+	}
+	mus, err := p.c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(p.bucket), Prefix: aws.String(p.prefix)})
+	if err != nil {
+		return nil, err
+	}
+	for _, mu := range mus.Uploads {
+		left = append(left, "multipart "+strings.TrimPrefix(aws.ToString(mu.Key), p.prefix))
+	}
+	return left, nil
 }
