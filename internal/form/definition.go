@@ -115,6 +115,9 @@ type Definition struct {
 	// is kept after its last save (DraftTTLDefault when unset).
 	Drafts   bool      `yaml:"drafts" json:"drafts,omitempty"`
 	DraftTTL *Duration `yaml:"draft_ttl" json:"draft_ttl,omitempty"`
+	// Checkin gives every stored entry a ticket (package ticket) and
+	// lets the door check it in, once (DESIGN §4 "Check-in").
+	Checkin bool `yaml:"checkin" json:"checkin,omitempty"`
 
 	// source is this form\'s definition as YAML, kept so the store can hold
 	// exactly what the owner wrote.

@@ -303,6 +303,7 @@ type Store interface {
 	FormHistory
 	Drafts
 	Participants
+	Checkins
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

@@ -208,6 +208,7 @@ var texts = map[string]text{
 		store.EventApproved:   "entry approved",
 		store.EventDeclined:   "entry declined",
 		store.EventSpam:       "entry held as spam",
+		store.EventCheckedIn:  "checked in at the door",
 	}},
 	"zh": {colon: "：", entry: "编号：", received: "提交时间：", open: "查看：", events: map[string]string{
 		store.EventStored:     "新提交",
@@ -218,5 +219,6 @@ var texts = map[string]text{
 		store.EventApproved:   "提交已通过审核",
 		store.EventDeclined:   "提交未通过审核",
 		store.EventSpam:       "提交被判为垃圾信息",
+		store.EventCheckedIn:  "已签到入场",
 	}},
 }
