@@ -49,6 +49,10 @@ const (
 	// which one could sign events to the owner's systems. Editors may
 	// replace a secret but never read it back.
 	ReadSecrets
+	// CheckIn is letting people in at the door: checking in a ticket of
+	// a form with checkin: true and reading the form's roster of valid
+	// tickets (undoing a check-in is Act).
+	CheckIn
 )
 
 func (a Action) String() string {
@@ -65,14 +69,16 @@ func (a Action) String() string {
 		return "manage-accounts"
 	case ReadSecrets:
 		return "read-secrets"
+	case CheckIn:
+		return "check-in"
 	}
 	return fmt.Sprintf("action(%d)", int(a))
 }
 
 // allows is the one table of what each role may do.
 var allows = map[Role][]Action{
-	Owner:  {Read, Act, EditForms, Forget, ManageAccounts, ReadSecrets},
-	Editor: {Read, Act, EditForms},
+	Owner:  {Read, Act, EditForms, Forget, ManageAccounts, ReadSecrets, CheckIn},
+	Editor: {Read, Act, EditForms, CheckIn},
 	Viewer: {Read},
 }
 

@@ -72,6 +72,7 @@ func (h *Handler) entry(w http.ResponseWriter, r *http.Request) {
 		"L": l, "Title": title, "Status": v.Status, "StatusText": status, "Position": position,
 		"CanCancel": canCancel, "Token": r.PathValue("token"),
 		"Answers": answers, "Receipt": v.Receipt, "ReceivedAt": v.ReceivedAt.Format("2006-01-02 15:04 MST"),
+		"Ticket": ticketView(v, l),
 	})
 }
 

@@ -109,6 +109,9 @@ var enStrings = map[string]string{
 	"cancel-confirm":  "Yes, I give my place back (this cannot be undone).",
 	"cancel-entry":    "Cancel my registration",
 	"unknown":         "There is no record of this submission. Please send the form again.",
+	"your-ticket":     "Your ticket",
+	"ticket-help":     "Show this code at the door, or read out the short code.",
+	"ticket-code":     "Short code:",
 }
 
 var zhStrings = map[string]string{
@@ -156,6 +159,9 @@ var zhStrings = map[string]string{
 	"cancel-confirm":   "是的，我放弃名额（无法撤销）。",
 	"cancel-entry":     "取消我的报名",
 	"unknown":          "没有找到这次提交的记录，请重新提交表单。",
+	"your-ticket":      "您的入场券",
+	"ticket-help":      "入场时出示此二维码，或报出短码。",
+	"ticket-code":      "短码：",
 }
 
 // zhErrors are the validation codes of form.Validate in Chinese, the same

@@ -65,6 +65,10 @@ type EntryView struct {
 	// unless waitlisted.
 	Position int             `json:"position,omitempty"`
 	Data     json.RawMessage `json:"data"`
+	// Ticket and TicketCode are the entry's ticket for the door and its
+	// short code (withTicket); absent unless it may come in.
+	Ticket     string `json:"ticket,omitempty"`
+	TicketCode string `json:"ticket_code,omitempty"`
 }
 
 // ViewEntry reads what a link token opens. A token this installation did
@@ -109,6 +113,7 @@ func (h *Handler) participantEntry(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	v = withTicket(v, h.forms.Get(v.Form), h.cfg.Hasher)
 	body, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode the entry of a link: %w", err)
@@ -124,11 +129,17 @@ func (h *Handler) participantEntry(w http.ResponseWriter, r *http.Request) error
 type Links struct {
 	Store  ParticipantStore
 	Hasher *form.Hasher
+	// Forms, if set, gives the entry its ticket on forms with check-in.
+	Forms Forms
 }
 
-// View reads what a link token opens (ViewEntry).
+// View reads what a link token opens (ViewEntry), with its ticket.
 func (l Links) View(ctx context.Context, token string) (EntryView, error) {
-	return ViewEntry(ctx, l.Store, l.Hasher, token)
+	v, err := ViewEntry(ctx, l.Store, l.Hasher, token)
+	if err != nil || l.Forms == nil {
+		return v, err
+	}
+	return withTicket(v, l.Forms.Get(v.Form), l.Hasher), nil
 }
 
 // CancelEntry cancels the entry a link opens, once: as an organizer's

@@ -218,7 +218,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	}
 	places := store.NewPlacesCache(s.Store, time.Now, cfg.PlacesTTL)
 	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
-	pages.Links = intake.Links{Store: s.Store, Hasher: s.Hasher}
+	pages.Links = intake.Links{Store: s.Store, Hasher: s.Hasher, Forms: s.Forms}
 	s.refusals = intake.NewRefusalTally(s.Store, time.Now, log)
 	// Beacons are written in batches (intake.ArrivalBatcher: a crash loses
 	// the last 100 ms of them); the submissions' own path is unchanged.
@@ -238,7 +238,8 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget,
 		CheckURL: func(raw string) error { return s.Guard.CheckSavedURL(raw, nil) }, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
-		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store})
+		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store,
+		Hasher: s.Hasher, TicketsRefused: admin.NewTicketsRefused(reg)})
 	adm.Register(mux)
 	s.admin = adm
 	cons := console.New(adm, s.Accounts, s.cfg.TrustedProxies, log)
