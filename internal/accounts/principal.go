@@ -82,6 +82,11 @@ var allows = map[Role][]Action{
 	Viewer: {Read},
 }
 
+// ScopeDoor is the scope of a door token (CreateDoorToken): it may only
+// check people in (CheckIn), for volunteers at the door who must not read
+// or change anything else.
+const ScopeDoor = "door"
+
 // AllSites in an account's site list means every site, present and future.
 const AllSites = "*"
 
@@ -111,6 +116,9 @@ type Principal struct {
 	TokenID string
 	// TokenBy is who made the token, when not the account itself.
 	TokenBy string
+	// Scope is the token's (Token.Scope): ScopeDoor narrows the role to
+	// CheckIn.
+	Scope string
 	// CSRFToken is the session's token that state-changing forms carry as
 	// _csrf (or the X-CSRF-Token header); empty unless Via == ViaSession.
 	// It is not a credential alone, but never log it.
@@ -128,6 +136,9 @@ func (p Principal) Can(action Action, site string) bool {
 
 // roleAllows says whether the principal's role allows action somewhere.
 func (p Principal) roleAllows(action Action) bool {
+	if p.Scope == ScopeDoor && action != CheckIn {
+		return false
+	}
 	return slices.Contains(allows[p.Role], action)
 }
 

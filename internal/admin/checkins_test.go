@@ -228,3 +228,46 @@ func TestCheckInAtTheDoor(t *testing.T) {
 		}
 	}
 }
+
+// TestDoorToken: a door token checks people in and reads the roster on
+// its account's sites, and gets 403 for everything else.
+func TestDoorToken(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, checkinForms, servertest.Options{})
+	owner := door{t: t, h: h, token: h.Token}
+	ann := owner.register("fair", "k-ann", `{"name":"Ann","email":"ann@example.org","session":"morning"}`)
+	annTicket, _ := owner.ticketOf(ann)
+	st, acct := owner.call("POST", "/v1/admin/accounts", "", `{"email":"vol@example.org","name":"Vol","role":"editor","sites":["town"],"password":"correct horse battery"}`)
+	if st != 201 {
+		t.Fatalf("account: %d %v", st, acct)
+	}
+	st, tok := owner.call("POST", "/v1/admin/accounts/"+acct["id"].(string)+"/tokens", "", `{"name":"door A","scope":"door"}`)
+	if st != 201 || tok["scope"] != "door" {
+		t.Fatalf("door token: %d %v", st, tok)
+	}
+	if st, doc := owner.call("POST", "/v1/admin/accounts/"+acct["id"].(string)+"/tokens", "", `{"name":"x","scope":"root"}`); st != 400 {
+		t.Fatalf("an unknown scope: %d %v", st, doc)
+	}
+	vol := door{t: t, h: h, token: tok["token"].(string)}
+	if st, doc := vol.scan("fair", "v-1", annTicket, "A"); st != 201 {
+		t.Fatalf("the door token's scan: %d %v", st, doc)
+	}
+	if st, doc := vol.call("GET", "/v1/admin/forms/fair/checkins", "", ""); st != 200 || doc["checked_in"] != 1.0 {
+		t.Fatalf("the door token's roster: %d %v", st, doc)
+	}
+	annID := strings.TrimPrefix(annTicket, "FT1.fair.")
+	annID = annID[:strings.LastIndexByte(annID, '.')]
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/v1/admin/forms"},
+		{"GET", "/v1/admin/forms/fair/entries"},
+		{"GET", "/v1/admin/forms/fair/export"},
+		{"POST", "/v1/admin/forms/fair/entries/" + annID + "/cancel"},
+		{"DELETE", "/v1/admin/forms/fair/checkins/" + annID},
+		{"PUT", "/v1/admin/forms"},
+		{"GET", "/v1/admin/accounts"},
+	} {
+		if st, doc := vol.call(c.method, c.path, "", ""); st != 403 || doc["code"] != problem.CodeForbidden {
+			t.Errorf("door token %s %s: %d %v, want 403 forbidden", c.method, c.path, st, doc)
+		}
+	}
+}
