@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -115,4 +118,47 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestDoorScreenshots writes the screenshots of docs/checkin/ when
+// FORMD_SCREENSHOTS names a directory (Chromium at /usr/bin/chromium): a
+// participant's ticket and the door page after a scan, at a phone's 390
+// px width.
+func TestDoorScreenshots(t *testing.T) {
+	dir := os.Getenv("FORMD_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("FORMD_SCREENSHOTS is not set")
+	}
+	h := servertest.Start(t, doorForms, servertest.Options{})
+	resp, err := http.Post(h.URL+"/v1/forms/gala/submissions", "application/json", strings.NewReader(`{"name":"Ann","session":"morning"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	manage := regexp.MustCompile(`"manage":"(/e/[^"]+)"`).FindStringSubmatch(string(raw))[1]
+	shoot := func(name, target string) {
+		out, err := exec.Command("/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+			"--window-size=390,900", "--screenshot="+filepath.Join(dir, name), target).CombinedOutput()
+		if err != nil {
+			t.Fatalf("chromium: %v %s", err, out)
+		}
+	}
+	shoot("ticket.png", h.URL+manage)
+	resp, _ = http.Get(h.URL + strings.Replace(manage, "/e/", "/v1/entries/", 1))
+	var v struct {
+		TicketCode string `json:"ticket_code"`
+	}
+	json.NewDecoder(resp.Body).Decode(&v) //nolint:errcheck // checked by the page below
+	resp.Body.Close()
+	b := signIn(t, h, "ed@example.org", accounts.Editor, "a")
+	b.do("POST", "/admin/forms/gala/door", url.Values{"door": {"B"}, "ticket": {v.TicketCode}})
+	_, page := b.do("POST", "/admin/forms/gala/door", url.Values{"door": {"B"}, "ticket": {v.TicketCode}})
+	static, _ := filepath.Abs("static")
+	page = strings.ReplaceAll(page, `"/admin/static/`, `"file://`+static+`/`)
+	file := filepath.Join(t.TempDir(), "door.html")
+	if err := os.WriteFile(file, []byte(page), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shoot("door.png", "file://"+file)
 }
