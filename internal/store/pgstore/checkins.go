@@ -48,13 +48,18 @@ func (s *Store) CheckIn(ctx context.Context, sc store.Scan) (store.ScanResult, e
 		}
 		now := micro(s.now())
 		if r.Status == store.StatusStored {
-			var inserted bool
-			err := tx.QueryRow(ctx, `WITH ins AS (
-					INSERT INTO checkins(entry_id, form, door, scanned_at, at, scan_key) VALUES ($1, $2, $3, $4, $5, $6)
-					ON CONFLICT (entry_id) DO NOTHING RETURNING door, at)
-				SELECT true, door, at FROM ins
-				UNION ALL SELECT false, door, at FROM checkins WHERE entry_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
-				sc.EntryID, sc.Form, sc.Door, micro(sc.ScannedAt), now, sc.Key).Scan(&inserted, &r.Door, &r.At)
+			// Two statements, not one with a CTE: the row another
+			// transaction committed while this insert waited is visible
+			// only to a statement that starts after it (READ COMMITTED
+			// takes a snapshot per statement).
+			inserted := true
+			err := tx.QueryRow(ctx, `INSERT INTO checkins(entry_id, form, door, scanned_at, at, scan_key) VALUES ($1, $2, $3, $4, $5, $6)
+				ON CONFLICT (entry_id) DO NOTHING RETURNING door, at`,
+				sc.EntryID, sc.Form, sc.Door, micro(sc.ScannedAt), now, sc.Key).Scan(&r.Door, &r.At)
+			if errors.Is(err, pgx.ErrNoRows) {
+				inserted = false
+				err = tx.QueryRow(ctx, `SELECT door, at FROM checkins WHERE entry_id = $1`, sc.EntryID).Scan(&r.Door, &r.At)
+			}
 			if err != nil {
 				return fmt.Errorf("check in: %w", err)
 			}

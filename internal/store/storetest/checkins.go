@@ -125,10 +125,9 @@ func testCheckInRace(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			sc := scan("f", id, fmt.Sprint("key-", i%doors), fmt.Sprint("door-", i%doors))
+			// No retry on ErrUnavailable: a scan that loses the race
+			// must read the first check-in, not fail.
 			results[i], errs[i] = s.CheckIn(ctxT(t), sc)
-			for errors.Is(errs[i], store.ErrUnavailable) {
-				results[i], errs[i] = s.CheckIn(ctxT(t), sc)
-			}
 		}()
 	}
 	wg.Wait()
