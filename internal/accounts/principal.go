@@ -49,6 +49,10 @@ const (
 	// which one could sign events to the owner's systems. Editors may
 	// replace a secret but never read it back.
 	ReadSecrets
+	// CheckIn is letting people in at the door: checking in a ticket of
+	// a form with checkin: true and reading the form's roster of valid
+	// tickets (undoing a check-in is Act).
+	CheckIn
 )
 
 func (a Action) String() string {
@@ -65,16 +69,23 @@ func (a Action) String() string {
 		return "manage-accounts"
 	case ReadSecrets:
 		return "read-secrets"
+	case CheckIn:
+		return "check-in"
 	}
 	return fmt.Sprintf("action(%d)", int(a))
 }
 
 // allows is the one table of what each role may do.
 var allows = map[Role][]Action{
-	Owner:  {Read, Act, EditForms, Forget, ManageAccounts, ReadSecrets},
-	Editor: {Read, Act, EditForms},
+	Owner:  {Read, Act, EditForms, Forget, ManageAccounts, ReadSecrets, CheckIn},
+	Editor: {Read, Act, EditForms, CheckIn},
 	Viewer: {Read},
 }
+
+// ScopeDoor is the scope of a door token (CreateDoorToken): it may only
+// check people in (CheckIn), for volunteers at the door who must not read
+// or change anything else.
+const ScopeDoor = "door"
 
 // AllSites in an account's site list means every site, present and future.
 const AllSites = "*"
@@ -105,6 +116,9 @@ type Principal struct {
 	TokenID string
 	// TokenBy is who made the token, when not the account itself.
 	TokenBy string
+	// Scope is the token's (Token.Scope): ScopeDoor narrows the role to
+	// CheckIn.
+	Scope string
 	// CSRFToken is the session's token that state-changing forms carry as
 	// _csrf (or the X-CSRF-Token header); empty unless Via == ViaSession.
 	// It is not a credential alone, but never log it.
@@ -122,6 +136,9 @@ func (p Principal) Can(action Action, site string) bool {
 
 // roleAllows says whether the principal's role allows action somewhere.
 func (p Principal) roleAllows(action Action) bool {
+	if p.Scope == ScopeDoor && action != CheckIn {
+		return false
+	}
 	return slices.Contains(allows[p.Role], action)
 }
 

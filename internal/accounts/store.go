@@ -62,6 +62,9 @@ type Token struct {
 	CreatedAt  time.Time
 	LastUsedAt time.Time // zero: never used
 	RevokedAt  time.Time // zero: live
+	// Scope narrows what the token may do: ScopeDoor, or "" for
+	// everything its account's role allows.
+	Scope string
 }
 
 // Session is a signed-in browser, found by the hash of its cookie.

@@ -59,6 +59,17 @@ func newID(prefix string) string {
 // (as they are when it is used) and is returned once; only its hash is
 // kept.
 func (s *Service) CreateToken(ctx context.Context, by Principal, accountID, name string) (string, Token, error) {
+	return s.createToken(ctx, by, accountID, name, "")
+}
+
+// CreateDoorToken makes a door token for an account (ScopeDoor): it checks
+// people in on the account's sites and can do nothing else, so a
+// volunteer's phone that is lost exposes no more than the door's roster.
+func (s *Service) CreateDoorToken(ctx context.Context, by Principal, accountID, name string) (string, Token, error) {
+	return s.createToken(ctx, by, accountID, name, ScopeDoor)
+}
+
+func (s *Service) createToken(ctx context.Context, by Principal, accountID, name, scope string) (string, Token, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > MaxTokenName {
 		return "", Token{}, fmt.Errorf("create token: %w", ErrInvalidTokenName)
@@ -75,11 +86,14 @@ func (s *Service) CreateToken(ctx context.Context, by Principal, accountID, name
 	}
 	token, hash := NewToken()
 	now := s.now()
-	t := Token{ID: newID("tok_"), AccountID: a.ID, AccountEmail: a.Email, Name: name, CreatedAt: now}
+	t := Token{ID: newID("tok_"), AccountID: a.ID, AccountEmail: a.Email, Name: name, CreatedAt: now, Scope: scope}
 	if by.AccountID != a.ID {
 		t.CreatedBy = by.String()
 	}
 	e := Entry{At: now, Actor: by.String(), Action: "token.create", Target: t.ID, Detail: fmt.Sprintf("account=%s name=%q", a.Email, name)}
+	if scope != "" {
+		e.Detail += " scope=" + scope
+	}
 	if err := s.st.CreateAPIToken(ctx, t, hash, e); err != nil {
 		return "", Token{}, fmt.Errorf("create token: %w", err)
 	}
@@ -223,6 +237,7 @@ func (s *Service) authenticateToken(ctx context.Context, token string) (Principa
 	p := a.principal(ViaToken)
 	p.TokenID = t.ID
 	p.TokenBy = t.CreatedBy
+	p.Scope = t.Scope
 	return p, nil
 }
 

@@ -19,6 +19,7 @@ type AccountAdmin interface {
 	ChangeRole(ctx context.Context, by accounts.Principal, id string, role accounts.Role, sites []string) (accounts.Account, error)
 	SetDisabled(ctx context.Context, by accounts.Principal, id string, disabled bool) (accounts.Account, error)
 	CreateToken(ctx context.Context, by accounts.Principal, accountID, name string) (string, accounts.Token, error)
+	CreateDoorToken(ctx context.Context, by accounts.Principal, accountID, name string) (string, accounts.Token, error)
 	Tokens(ctx context.Context, by accounts.Principal, accountID string) ([]accounts.Token, error)
 	RevokeToken(ctx context.Context, by accounts.Principal, id string) error
 	Audit(ctx context.Context, by accounts.Principal, f accounts.AuditFilter) ([]accounts.Entry, error)
@@ -139,16 +140,24 @@ func (h *Handler) listTokens(w http.ResponseWriter, r *http.Request, c call) err
 
 func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c call) error {
 	var req struct {
-		Name string `json:"name"`
+		Name  string `json:"name"`
+		Scope string `json:"scope"`
 	}
-	if err := decodeJSON(w, r, &req); err != nil {
-		return problem.New(problem.CodeInvalidRequest, `send {"name": "where the token is used"}`)
+	if err := decodeJSON(w, r, &req); err != nil || (req.Scope != "" && req.Scope != accounts.ScopeDoor) {
+		return problem.New(problem.CodeInvalidRequest, `send {"name": "where the token is used"}, with "scope": "door" for a token that only checks people in`)
 	}
-	token, t, err := h.Accounts.CreateToken(r.Context(), c.p, r.PathValue("id"), req.Name)
+	create := h.Accounts.CreateToken
+	if req.Scope == accounts.ScopeDoor {
+		create = h.Accounts.CreateDoorToken
+	}
+	token, t, err := create(r.Context(), c.p, r.PathValue("id"), req.Name)
 	if err != nil {
 		return err
 	}
 	out := map[string]any{"token": token, "id": t.ID, "account_id": t.AccountID, "name": t.Name, "created_at": t.CreatedAt.UTC()}
+	if t.Scope != "" {
+		out["scope"] = t.Scope
+	}
 	return writeJSON(w, http.StatusCreated, out)
 }
 

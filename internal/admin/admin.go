@@ -29,6 +29,7 @@ import (
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/replay"
 	"github.com/formd/formd/internal/store"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Store is the part of the store the admin API uses.
@@ -39,6 +40,7 @@ type Store interface {
 	MarkSpam(ctx context.Context, form, id string) ([]string, error)
 	NotSpam(ctx context.Context, form, id string) (store.Outcome, error)
 	store.Reviewer
+	store.Checkins
 	Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error)
 	DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error)
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
@@ -117,6 +119,11 @@ type Deps struct {
 	// Refusals counts what intake turned away before keeping anything
 	// (a closed form, values to fix); nil shows none.
 	Refusals RefusalCounts
+	// Hasher signs tickets (package ticket) with the installation's
+	// secret; TicketsRefused counts the tickets the door refused
+	// (NewTicketsRefused), nil for none.
+	Hasher         *form.Hasher
+	TicketsRefused *prometheus.CounterVec
 }
 
 // RefusalCounts reads a form's refusals at intake by reason (the store's
@@ -187,6 +194,7 @@ func (h *Handler) Register(mux Mux) {
 	h.registerConsole(mux)
 	h.registerDeliveries(mux)
 	h.registerBuild(mux)
+	h.registerCheckins(mux)
 }
 
 // call is one admin request: who makes it and, for a form's route, the

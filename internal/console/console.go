@@ -128,6 +128,8 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		{"POST /admin/forms/{form}/entries/{id}/{action}", h.entryAction},
 		{"POST /admin/forms/{form}/dead-letters/{key}/retry", h.retry},
 		{"GET /admin/forms/{form}/proof", h.proof},
+		{"GET /admin/forms/{form}/door", h.doorPage},
+		{"POST /admin/forms/{form}/door", h.doorScan},
 		{"POST /admin/forms/{form}/audit", h.startAudit},
 		{"GET /admin/replay", h.replayPage},
 		{"POST /admin/replay", h.startReplay},

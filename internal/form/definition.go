@@ -122,6 +122,9 @@ type Definition struct {
 	// SelfErase erases a participant's data as soon as they ask from
 	// their link; without it the request waits for the organizer.
 	SelfErase bool `yaml:"self_erase" json:"self_erase,omitempty"`
+	// Checkin gives every stored entry a ticket (package ticket) and
+	// lets the door check it in, once (DESIGN §4 "Check-in").
+	Checkin bool `yaml:"checkin" json:"checkin,omitempty"`
 
 	// source is this form\'s definition as YAML, kept so the store can hold
 	// exactly what the owner wrote.

@@ -50,13 +50,15 @@ type EmailSetup struct {
 
 // Event types a webhook may ask for (package store names them too).
 var webhookEvents = []string{"submission.stored", "submission.waitlisted", "submission.promoted", "submission.cancelled", "submission.spam",
-	"submission.pending", "submission.approved", "submission.declined", "submission.updated"}
+	"submission.pending", "submission.approved", "submission.declined", "submission.updated",
+	"submission.checked_in"}
 
 // DefaultWebhookEvents are the events a webhook gets when it names none:
 // everything that happens to an entry, but spam (submission.updated is a
 // participant's change of their answers).
 var DefaultWebhookEvents = []string{"submission.stored", "submission.waitlisted", "submission.promoted", "submission.cancelled",
-	"submission.pending", "submission.approved", "submission.declined", "submission.updated"}
+	"submission.pending", "submission.approved", "submission.declined", "submission.updated",
+	"submission.checked_in"}
 
 // DefaultDigestOver is how many new entries in a minute an owner gets one
 // mail each for; beyond, one digest a minute (a peak of 3,000 must not

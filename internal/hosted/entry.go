@@ -132,6 +132,7 @@ func (h *Handler) renderEntry(w http.ResponseWriter, r *http.Request, l lang, v 
 		"CanCancel": canCancel, "Token": r.PathValue("token"), "Notice": notice, "Summary": summary,
 		"Fields": fields, "Version": v.Version, "EditUntil": editUntil, "Erasure": erasure,
 		"Answers": answers, "Receipt": v.Receipt, "ReceivedAt": v.ReceivedAt.Format("2006-01-02 15:04 MST"),
+		"Ticket": ticketView(v, l),
 	})
 }
 

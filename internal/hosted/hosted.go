@@ -98,10 +98,10 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+altchaPrefix+"{file}", h.serveAltcha)
 }
 
-//go:embed templates/page.html
+//go:embed templates/page.html templates/ticket.html
 var templateFS embed.FS
 
-var templates = template.Must(template.New("").ParseFS(templateFS, "templates/page.html"))
+var templates = template.Must(template.New("").ParseFS(templateFS, "templates/page.html", "templates/ticket.html"))
 
 // pageHeaders are set on every HTML page. The CSP allows only formd's own
 // script (the SDK) and inline styles; it leaves form-action open because

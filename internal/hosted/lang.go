@@ -142,6 +142,9 @@ var enStrings = map[string]string{
 	"erasure-ask":      "Ask for my data to be erased",
 	"erasure-pending":  "You asked for your data to be erased on %s. The organizer will erase it; this link then stops working.",
 	"erasure-done":     "Your data has been erased. This link no longer opens anything.",
+	"your-ticket":     "Your ticket",
+	"ticket-help":     "Show this code at the door, or read out the short code.",
+	"ticket-code":     "Short code:",
 }
 
 var zhStrings = map[string]string{
@@ -219,6 +222,9 @@ var zhStrings = map[string]string{
 	"draft-failed":     "草稿无法保存。",
 	"draft-opening":    "正在打开草稿…",
 	"draft-resumed":    "草稿已打开，修改会随时保存。",
+	"your-ticket":      "您的入场券",
+	"ticket-help":      "入场时出示此二维码，或报出短码。",
+	"ticket-code":      "短码：",
 }
 
 // zhErrors are the validation codes of form.Validate in Chinese, the same

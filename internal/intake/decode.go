@@ -406,3 +406,7 @@ func parsePrefer(h []string) preference {
 	}
 	return p
 }
+
+// ParseKey reads an Idempotency-Key header as submissions do, for the
+// other writes that take one (the door's check-ins).
+func ParseKey(h string) (string, error) { return parseKey(h) }

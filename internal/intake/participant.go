@@ -103,6 +103,10 @@ type EntryView struct {
 	// Erasure is the participant's erasure request, while it waits for
 	// the organizer.
 	Erasure *Erasure `json:"erasure,omitempty"`
+	// Ticket and TicketCode are the entry's ticket for the door and its
+	// short code (withTicket); absent unless it may come in.
+	Ticket     string `json:"ticket,omitempty"`
+	TicketCode string `json:"ticket_code,omitempty"`
 }
 
 // ViewEntry reads what a link token opens. A token this installation did
@@ -175,7 +179,7 @@ type Links struct {
 }
 
 // View reads what a link token opens (ViewEntry), with when changes
-// close.
+// close and, on forms with check-in, its ticket.
 func (l Links) View(ctx context.Context, token string) (EntryView, error) {
 	v, err := ViewEntry(ctx, l.Store, l.Hasher, token)
 	if err != nil || l.Forms == nil {
@@ -187,7 +191,7 @@ func (l Links) View(ctx context.Context, token string) (EntryView, error) {
 			v.EditUntil = &until
 		}
 	}
-	return v, nil
+	return withTicket(v, l.Forms.Get(v.Form), l.Hasher), nil
 }
 
 // CancelEntry cancels the entry a link opens, once: as an organizer's

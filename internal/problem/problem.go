@@ -94,6 +94,9 @@ const (
 	CodeEntryStale      = "entry-version-mismatch"
 	CodeIfMatchRequired = "if-match-required"
 	CodeEditClosed      = "edit-closed"
+
+	CodeTicketInvalid     = "ticket-invalid"
+	CodeTicketNotValidNow = "ticket-not-valid-now"
 )
 
 // Info describes a code for people: the title that goes in every
@@ -175,6 +178,8 @@ var Codes = map[string]Info{
 	CodeIfMatchRequired:      {Status: 428, Title: "Version required", Explain: "A change of a registration must name the version it was made from, in If-Match (the ETag of GET /v1/entries/{token}), so that a retried or older change is never applied twice or over a newer one. Nothing was changed."},
 	CodeEditClosed:           {Status: 409, Title: "Changes closed", Explain: "This form's answers can no longer be changed: its edit_until has passed. Nothing was changed; ask the organizer if something must be corrected."},
 	CodeEntryLinkNotFound:    {Status: 404, Title: "Registration link not valid", Explain: "This registration link does not open any entry: it is mistyped, it was revoked, or the entry's data was erased. Unknown and revoked links get the same answer."},
+	CodeTicketInvalid:        {Status: 422, Title: "Ticket not valid", Explain: "This is not a ticket of this form: it is forged or altered, a typed code no ticket of the form has, or a ticket of another form (the member reason says which: forged, unknown-code, another-form). The answer names no one. Nothing was checked in."},
+	CodeTicketNotValidNow:    {Status: 409, Title: "Ticket not valid now", Explain: "This ticket is this form's, but its entry may not come in now: it is not stored (entry_status says what it is: waitlisted, pending, cancelled, declined). Nothing was checked in; a waitlisted entry that is promoted can come in."},
 	CodeInternal:             {Status: 500, Title: "Internal error", Explain: "Something failed inside formd. If you were submitting, send the submission again with the same key: it is safe to retry."},
 }
 
@@ -198,6 +203,9 @@ type Problem struct {
 	// EntryStatus is the status of the entry under a draft's key
 	// (draft-submitted).
 	EntryStatus string `json:"entry_status,omitempty"`
+	// Reason says why a ticket is not valid (ticket-invalid): forged,
+	// unknown-code or another-form.
+	Reason string `json:"reason,omitempty"`
 	// RetryAfter, in seconds, is sent as the Retry-After header.
 	RetryAfter int `json:"-"`
 }

@@ -252,7 +252,8 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget, Erase: s.ForgetEntries,
 		CheckURL: func(raw string) error { return s.Guard.CheckSavedURL(raw, nil) }, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
 		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
-		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store})
+		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store,
+		Hasher: s.Hasher, TicketsRefused: admin.NewTicketsRefused(reg)})
 	// The MCP tools (internal/admin/agent), for an API token only.
 	tools := &agent.Tools{Admin: adm, Status: intake.NewStatuses(s.Journal, s.Store).Status}
 	adm.MCP = tools.Handler()

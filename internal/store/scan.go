@@ -182,11 +182,11 @@ func ScanAccount(sc Scanner, sites SitesDest, extra ...any) (accounts.Account, e
 
 // TokenColumns are the columns of api_tokens t joined with accounts a that
 // TokenDest receives.
-const TokenColumns = `t.id, t.account_id, a.email, t.name, t.created_by, t.created_at, t.last_used_at, t.revoked_at`
+const TokenColumns = `t.id, t.account_id, a.email, t.name, t.created_by, t.created_at, t.last_used_at, t.revoked_at, t.scope`
 
 // TokenDest are the Scan destinations of TokenColumns, into t.
 func TokenDest(t *accounts.Token) []any {
-	return []any{&t.ID, &t.AccountID, &t.AccountEmail, &t.Name, &t.CreatedBy, TimeDest(&t.CreatedAt), TimeDest(&t.LastUsedAt), TimeDest(&t.RevokedAt)}
+	return []any{&t.ID, &t.AccountID, &t.AccountEmail, &t.Name, &t.CreatedBy, TimeDest(&t.CreatedAt), TimeDest(&t.LastUsedAt), TimeDest(&t.RevokedAt), &t.Scope}
 }
 
 // ScanToken reads TokenColumns.

@@ -306,6 +306,7 @@ type Store interface {
 	Changes
 	ErasureRequests
 	DraftStats
+	Checkins
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

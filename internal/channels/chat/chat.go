@@ -209,6 +209,7 @@ var texts = map[string]text{
 		store.EventDeclined:   "entry declined",
 		store.EventSpam:       "entry held as spam",
 		store.EventUpdated:    "answers changed by the participant",
+		store.EventCheckedIn:  "checked in at the door",
 	}},
 	"zh": {colon: "：", entry: "编号：", received: "提交时间：", open: "查看：", events: map[string]string{
 		store.EventStored:     "新提交",
@@ -220,5 +221,6 @@ var texts = map[string]text{
 		store.EventDeclined:   "提交未通过审核",
 		store.EventSpam:       "提交被判为垃圾信息",
 		store.EventUpdated:    "参与者修改了答案",
+		store.EventCheckedIn:  "已签到入场",
 	}},
 }

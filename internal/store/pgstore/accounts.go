@@ -195,8 +195,8 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, c accounts.Change,
 // CreateAPIToken stores a token's hash.
 func (s *Store) CreateAPIToken(ctx context.Context, t accounts.Token, hash []byte, e accounts.Entry) error {
 	return s.accountsTx(ctx, "create token", func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO api_tokens(id, account_id, name, created_by, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			t.ID, t.AccountID, t.Name, t.CreatedBy, hash, micro(t.CreatedAt)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO api_tokens(id, account_id, name, created_by, hash, created_at, scope) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			t.ID, t.AccountID, t.Name, t.CreatedBy, hash, micro(t.CreatedAt), t.Scope); err != nil {
 			return err
 		}
 		return appendAudit(ctx, tx, e)

@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore Opener) {
 	tests = append(tests, reviewCases...)
 	tests = append(tests, draftCases...)
 	tests = append(tests, changeCases...)
+	tests = append(tests, checkinCases...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
