@@ -292,7 +292,7 @@ func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request, c call) err
 	if err != nil {
 		return err
 	}
-	ids, err := h.ApplyForms(r.Context(), c.p, raw)
+	ids, err := h.ApplyForms(r.Context(), c.p, raw, r.URL.Query().Get("confirm"))
 	if err != nil {
 		return err
 	}
