@@ -45,6 +45,8 @@ func sdkFiles() map[string]sdkFile {
 		"conditions.js": newSDKFile("conditions.js", sdkjs.Conditions()),
 		// Loaded by a hosted page with pages.
 		"steps.js": newSDKFile("steps.js", sdkjs.Steps()),
+		// For custom front-ends: which options of a session are full.
+		"places.js": newSDKFile("places.js", sdkjs.Places()),
 	}
 }
 

@@ -48,3 +48,10 @@ func Conditions() string { return conditionsJS }
 // Steps is steps.js, the hosted page's pages one step at a time, served
 // beside formd.js.
 func Steps() string { return stepsJS }
+
+//go:embed places.js
+var placesJS string
+
+// Places is places.js, which options of a session field are full (from
+// the public definition's places), served beside formd.js.
+func Places() string { return placesJS }

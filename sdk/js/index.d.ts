@@ -1,3 +1,4 @@
 // Types of index.js, the package's main entry: formd.js and messages.js.
 export * from './formd.js';
 export * from './messages.js';
+export * from './places.js';

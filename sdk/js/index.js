@@ -6,3 +6,5 @@
  */
 export * from './formd.js';
 export * from './messages.js';
+// Options with places of their own: which are full (issue 32).
+export * from './places.js';

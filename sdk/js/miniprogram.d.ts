@@ -3,5 +3,7 @@
 import type { Adapter, MiniProgramAPI, MiniProgramFiles } from './formd.js';
 export * from './formd.js';
 export * from './messages.js';
+// Options with places of their own: which are full (issue 32).
+export * from './places.js';
 export { miniProgramFiles } from './uploads.js';
 export function miniProgram(api: MiniProgramAPI & Partial<MiniProgramFiles>, storageKey?: string): Adapter;
