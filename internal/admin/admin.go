@@ -42,6 +42,9 @@ type Store interface {
 	Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error)
 	DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error)
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
+	// CountPlaces counts entries option by option: the proof page and
+	// the audit.
+	CountPlaces(ctx context.Context, form string) ([]store.PlaceCount, error)
 	ConsoleReads
 	store.FormHistory
 }

@@ -362,6 +362,13 @@ type PlaceCount struct {
 // Counted is the entries holding the option's place: what Taken must be.
 func (c PlaceCount) Counted() int64 { return c.Stored + c.Pending }
 
+// Drifted says the option's counter is not the entries counted one by one.
+func (c PlaceCount) Drifted() bool { return c.Taken != c.Counted() }
+
+// Over says more entries hold the option's place than it has: oversold,
+// or its places lowered below the entries already holding them.
+func (c PlaceCount) Over() bool { return c.Capacity != nil && c.Counted() > int64(*c.Capacity) }
+
 // PlaceCountsQuery reads a form's PlaceCounts (ScanPlaceCount), in the
 // options' value order; one statement for both drivers.
 func PlaceCountsQuery(ph func(n int) string) string {
