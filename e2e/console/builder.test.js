@@ -255,6 +255,17 @@ test('a fair with two sessions, each its own places and waitlist, made in the bu
   assert.match(await page.locator('.confirm').textContent(), /am 1, pm 1.*am 2, pm 1/s);
   await page.getByRole('button', { name: 'Publish these changes' }).click();
   await page.getByRole('status').filter({ hasText: 'Published' }).waitFor();
+  if (process.env.FORMD_SCREENSHOTS !== '0') {
+    // docs/builder/: the sessions in the builder and on the proof page.
+    mkdirSync(join(docsDir, 'builder'), { recursive: true });
+    for (const lang of ['en', 'zh']) {
+      await page.goto(`${srv.base}/admin/forms/spring-fair/build?lang=${lang}`);
+      await page.screenshot({ path: join(docsDir, 'builder', `sessions-${lang}.png`), fullPage: true });
+      await page.goto(`${srv.base}/admin/forms/spring-fair/proof?lang=${lang}`);
+      await page.screenshot({ path: join(docsDir, 'builder', `proof-places-${lang}.png`), fullPage: true });
+    }
+    await page.goto(`${srv.base}/admin/forms/spring-fair/build?lang=en`);
+  }
 });
 
 test('axe finds nothing on the builder\'s pages, in English and in Chinese', async () => {
