@@ -293,7 +293,10 @@ func (rc remote) apply(ctx context.Context, stdout, stderr io.Writer, file strin
 		refuseRisks(stderr, plan.Risks)
 		return 1
 	}
-	if b, err = rc.do(ctx, http.MethodPut, "/v1/admin/forms", raw); err != nil {
+	// --yes (or no risk): the plan's token lets the server apply what
+	// reaches entries; a change made meanwhile has another token, and
+	// the server refuses it.
+	if b, err = rc.do(ctx, http.MethodPut, "/v1/admin/forms?confirm="+url.QueryEscape(plan.Confirm), raw); err != nil {
 		fmt.Fprintf(stderr, "formd forms apply: apply forms from %s: %v\n", file, err)
 		return 1
 	}

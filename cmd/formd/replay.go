@@ -138,6 +138,22 @@ func auditCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "formd audit: %v\n", err)
 		return 1
 	}
+	for _, fp := range r.Places {
+		for _, c := range fp.Options {
+			places := "no limit of its own"
+			if c.Capacity != nil {
+				places = fmt.Sprintf("%d places", *c.Capacity)
+			}
+			fmt.Fprintf(stdout, "places: form %s option %s: %d stored, %d pending review, %d waitlisted, %s", fp.Form, c.Value, c.Stored, c.Pending, c.Waitlisted, places)
+			if c.Over() {
+				fmt.Fprintf(stdout, " — ABOVE ITS PLACES (oversold, or its places were lowered below the entries holding them)")
+			}
+			if c.Drifted() {
+				fmt.Fprintf(stdout, " — its counter says %d taken", c.Taken)
+			}
+			fmt.Fprintln(stdout)
+		}
+	}
 	if r.Missing > 0 {
 		fmt.Fprintln(stdout, "entries without an outcome are decided when a server runs, or now with 'formd replay'")
 	}

@@ -164,6 +164,110 @@ test('an editor of another site cannot see or build on this form', async () => {
   await other.close();
 });
 
+// Issue 32's session features made in the builder: a fair with two
+// sessions of one place each and a waitlist each, a question asked only
+// for the morning, a hidden field the link fills, two steps. The hosted
+// page marks the full session; a change of a session's places on the
+// form with entries asks for the confirmation.
+async function joinFair(name, session, { lunch = false, expect }) {
+  const p = await ctx.newPage();
+  await p.goto(srv.base + '/f/spring-fair?utm_source=poster');
+  await p.getByRole('textbox', { name: 'Name' }).fill(name);
+  await p.getByLabel('Session').selectOption(session);
+  await p.getByRole('button', { name: 'Next' }).click();
+  if (lunch) await p.getByRole('checkbox', { name: 'Lunch' }).check();
+  await p.getByRole('button', { name: 'Submit' }).click();
+  await p.getByRole('status').filter({ hasText: expect }).waitFor();
+  await p.close();
+}
+
+test('a fair with two sessions, each its own places and waitlist, made in the builder', async () => {
+  await page.goto(srv.base + '/admin/forms/new?lang=en');
+  await page.getByRole('radio', { name: 'A blank form' }).check();
+  await page.getByRole('radio', { name: 'English and Chinese' }).check();
+  await page.getByLabel('Title (English)').fill('Spring fair');
+  await page.getByLabel('Title (Chinese)').fill('春季招聘会');
+  await page.getByLabel('Site', { exact: true }).fill('school');
+  await waitFor(async () => (await page.getByLabel('Address of the form').inputValue()) === 'spring-fair', { what: 'the suggested address' });
+  await page.getByRole('button', { name: 'Create the draft' }).click();
+  await page.getByRole('heading', { name: 'Build: Spring fair' }).waitFor();
+
+  await page.getByLabel('New field').selectOption({ label: 'One choice' });
+  await page.getByRole('button', { name: 'Add the field' }).click();
+  const session = field(2, 'select');
+  await session.getByLabel('Name in exports').fill('session');
+  await session.getByLabel('Question (English)').fill('Session');
+  await session.getByLabel('Question (Chinese)').fill('场次');
+  await session.getByLabel('Required').check();
+  await session.getByLabel('Choices').fill('am | Morning | 上午\npm | Afternoon | 下午');
+  await page.getByRole('button', { name: 'Save the draft' }).click();
+  // The choices' places boxes come with the saved draft.
+  const places = field(2, 'Session').getByRole('group', { name: 'Places per choice' });
+  await places.getByLabel('Places: Morning').fill('1');
+  await places.getByLabel('Places: Afternoon').fill('1');
+  await page.getByLabel('When every place is taken').selectOption({ label: 'Put people on a waitlist' });
+
+  await page.getByLabel('New field').selectOption({ label: 'Tick box' });
+  await page.getByRole('button', { name: 'Add the field' }).click();
+  const lunch = field(3, 'checkbox');
+  await lunch.getByLabel('Name in exports').fill('lunch');
+  await lunch.getByLabel('Question (English)').fill('Lunch');
+  await lunch.getByLabel('Question (Chinese)').fill('午餐');
+  const when = lunch.getByRole('group', { name: 'When to ask this question' });
+  await when.getByLabel('Ask only depending on').selectOption({ label: 'Session' });
+  await when.getByLabel('Whose answer').selectOption({ label: 'is' });
+  await when.getByLabel('Answer', { exact: true }).fill('am');
+
+  await page.getByLabel('New field').selectOption({ label: 'Hidden (where the sign-up came from)' });
+  await page.getByRole('button', { name: 'Add the field' }).click();
+  await field(4, 'hidden').getByLabel('Name in exports').fill('utm_source');
+
+  const steps = page.getByRole('group', { name: 'Steps' });
+  await steps.getByRole('button', { name: 'Add a step' }).click();
+  await page.getByRole('group', { name: 'Steps' }).getByRole('button', { name: 'Add a step' }).click();
+  await page.getByLabel('Title of step 1 (English)').fill('You');
+  await page.getByLabel('Title of step 1 (Chinese)').fill('您');
+  await page.getByLabel('Title of step 2 (English)').fill('Lunch');
+  await page.getByLabel('Title of step 2 (Chinese)').fill('午餐');
+  await field(3, 'Lunch').getByLabel('Step', { exact: true }).selectOption({ label: 'Step 2' });
+  await page.getByRole('button', { name: 'Publish', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: 'Published: participants see this version now.' }).waitFor();
+
+  await joinFair('Li Lei', 'am', { lunch: true, expect: 'Received. Thank you!' });
+  await joinFair('Han Meimei', 'am', { expect: 'Received: you are on the waitlist.' });
+  await joinFair('Wei Hua', 'pm', { expect: 'Received. Thank you!' });
+  const entries = await srv.entries('spring-fair');
+  assert.deepEqual(entries.map((e) => `${e.data.name} ${e.data.session} ${e.status} ${e.data.lunch ?? '-'} ${e.data.utm_source}`).sort(), [
+    'Han Meimei am waitlisted false poster', 'Li Lei am stored true poster', 'Wei Hua pm stored - poster']);
+  // The hosted page marks both full sessions, in each language.
+  const p = await ctx.newPage();
+  await p.goto(srv.base + '/f/spring-fair?lang=en');
+  assert.equal((await p.getByLabel('Session').locator('option[value=am]').textContent()).trim(), 'Morning — full, waitlist');
+  await p.goto(srv.base + '/f/spring-fair?lang=zh');
+  assert.equal((await p.getByLabel('场次').locator('option[value=pm]').textContent()).trim(), '下午（已满，可候补）');
+  await p.close();
+
+  // A session's places changed on a form with entries: the confirmation.
+  await page.goto(srv.base + '/admin/forms/spring-fair/build');
+  await field(2, 'Session').getByLabel('Places: Morning').fill('2');
+  await page.getByRole('button', { name: 'Publish', exact: true }).click();
+  await page.getByRole('heading', { name: 'Check the changes before they are saved' }).waitFor();
+  assert.match(await page.locator('.confirm').textContent(), /am 1, pm 1.*am 2, pm 1/s);
+  await page.getByRole('button', { name: 'Publish these changes' }).click();
+  await page.getByRole('status').filter({ hasText: 'Published' }).waitFor();
+  if (process.env.FORMD_SCREENSHOTS !== '0') {
+    // docs/builder/: the sessions in the builder and on the proof page.
+    mkdirSync(join(docsDir, 'builder'), { recursive: true });
+    for (const lang of ['en', 'zh']) {
+      await page.goto(`${srv.base}/admin/forms/spring-fair/build?lang=${lang}`);
+      await page.screenshot({ path: join(docsDir, 'builder', `sessions-${lang}.png`), fullPage: true });
+      await page.goto(`${srv.base}/admin/forms/spring-fair/proof?lang=${lang}`);
+      await page.screenshot({ path: join(docsDir, 'builder', `proof-places-${lang}.png`), fullPage: true });
+    }
+    await page.goto(`${srv.base}/admin/forms/spring-fair/build?lang=en`);
+  }
+});
+
 test('axe finds nothing on the builder\'s pages, in English and in Chinese', async () => {
   const state = await ctx.storageState();
   // The console's CSP allows only its own scripts: axe comes in with the
@@ -172,7 +276,8 @@ test('axe finds nothing on the builder\'s pages, in English and in Chinese', asy
   const p = await c.newPage();
   const found = [];
   for (const lang of ['en', 'zh']) {
-    for (const path of ['/admin/forms/new', '/admin/forms/new?import=1', '/admin/forms/spring-exam-2027/build', '/admin/forms/spring-exam-2027/versions', '/admin/forms/spring-exam-2027/preview?in=' + lang]) {
+    for (const path of ['/admin/forms/new', '/admin/forms/new?import=1', '/admin/forms/spring-exam-2027/build', '/admin/forms/spring-exam-2027/versions',
+      '/admin/forms/spring-exam-2027/preview?in=' + lang, '/admin/forms/spring-fair/build', '/admin/forms/spring-fair/preview?in=' + lang]) {
       await p.goto(`${srv.base}${path}${path.includes('?') ? '&' : '?'}lang=${lang}`);
       await p.addScriptTag({ content: axeSource });
       const result = await p.evaluate(async () => await window.axe.run(document, { resultTypes: ['violations'] }));

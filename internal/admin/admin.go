@@ -44,6 +44,9 @@ type Store interface {
 	Entries(ctx context.Context, q store.EntryQuery) ([]store.Row, error)
 	DeadLetters(ctx context.Context, limit int) ([]store.DeadLetter, error)
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
+	// CountPlaces counts entries option by option: the proof page and
+	// the audit.
+	CountPlaces(ctx context.Context, form string) ([]store.PlaceCount, error)
 	ConsoleReads
 	store.FormHistory
 	ParticipantReads
@@ -314,7 +317,7 @@ func (h *Handler) applyForms(w http.ResponseWriter, r *http.Request, c call) err
 	if err != nil {
 		return err
 	}
-	ids, err := h.ApplyForms(r.Context(), c.p, raw)
+	ids, err := h.ApplyForms(r.Context(), c.p, raw, r.URL.Query().Get("confirm"))
 	if err != nil {
 		return err
 	}

@@ -121,6 +121,43 @@ func TestApplyForms(t *testing.T) {
 	}
 }
 
+// TestApplyFormsAsksConfirmation: PUT /v1/admin/forms does not apply a
+// change that reaches entries already collected (places of a form with
+// entries) without the plan's token: 409 confirmation-required naming
+// the risk and the fix, nothing changed; with ?confirm= it applies; a
+// change that reaches no entry needs none.
+func TestApplyFormsAsksConfirmation(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, forms, servertest.Options{})
+	c := client{t: t, base: h.URL, token: h.Token}
+	c.submit("a", "Ann", "ann@example.org")
+	two := strings.Replace(forms, "capacity: 1", "capacity: 2", 1)
+	code, body, _ := c.do("PUT", "/v1/admin/forms", two, true)
+	if code != 409 || problemCode(body) != "confirmation-required" || !strings.Contains(string(body), "changes capacity (1 → 2) of a form with 1 entries") {
+		t.Fatalf("apply without confirm: %d %s", code, body)
+	}
+	token := regexp.MustCompile(`confirm=([0-9a-f]+)`).FindStringSubmatch(string(body))
+	if token == nil {
+		t.Fatalf("no token in %s", body)
+	}
+	if _, def, _ := c.do("GET", "/v1/admin/forms/club/definition", "", true); !strings.Contains(string(def), "capacity: 1") {
+		t.Fatalf("changed without confirmation: %s", def)
+	}
+	if code, body, _ := c.do("PUT", "/v1/admin/forms?confirm=0123", two, true); code != 409 || problemCode(body) != "confirmation-required" {
+		t.Fatalf("a wrong token: %d %s", code, body)
+	}
+	if code, body, _ := c.do("PUT", "/v1/admin/forms?confirm="+token[1], two, true); code != 200 {
+		t.Fatalf("apply with the token: %d %s", code, body)
+	}
+	if _, def, _ := c.do("GET", "/v1/admin/forms/club/definition", "", true); !strings.Contains(string(def), "capacity: 2") {
+		t.Fatalf("not applied: %s", def)
+	}
+	// A label changed reaches no entry: applied at once.
+	if code, body, _ := c.do("PUT", "/v1/admin/forms", strings.Replace(two, "type: text,", "type: text, label: Name,", 1), true); code != 200 {
+		t.Fatalf("a label: %d %s", code, body)
+	}
+}
+
 // TestExportForPeople: ?for=people gives the organizer's table (issue
 // 34): a BOM, headings and statuses in the language's words, times in
 // the zone asked for to the second; a zone or a link validity that is

@@ -202,7 +202,7 @@ func (h *Handler) Rollback(ctx context.Context, p accounts.Principal, f *form.Fo
 }
 
 func confirmationRequired(pj PlanJSON) error {
-	return problem.New(problem.CodeConfirmationRequired, strings.Join(pj.Risks, "; ")+"; to apply, send again with confirm="+pj.Confirm)
+	return problem.New(problem.CodeConfirmationRequired, strings.Join(pj.Risks, "; ")+"; nothing was changed: to apply, send the same request again with confirm="+pj.Confirm+" (a query parameter)")
 }
 
 // Duplicate publishes a copy of a form under a new id (next year's fair):

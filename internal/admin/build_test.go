@@ -88,7 +88,8 @@ func TestBuildFormsThroughTheAPI(t *testing.T) {
 	if code != 200 || json.Unmarshal(b, &plan) != nil || len(plan.Changes) != 1 || !strings.Contains(strings.Join(plan.Changes[0].Lines, "|"), "capacity: 3 → 10") || len(plan.Risks) != 1 {
 		t.Fatalf("plan: %d %s", code, b)
 	}
-	if code, b, _ := ed.do("PUT", "/v1/admin/forms", v2, true); code != 200 {
+	// The plan's token applies what it said (PUT asks for it too).
+	if code, b, _ := ed.do("PUT", "/v1/admin/forms?confirm="+plan.Confirm, v2, true); code != 200 {
 		t.Fatalf("apply v2: %d %s", code, b)
 	}
 	code, b, _ = viewer.do("GET", "/v1/admin/forms/fair/versions", "", true)

@@ -34,10 +34,20 @@ type Proof struct {
 	Since, Until time.Time
 	Arrivals     []store.ArrivalHour
 	Unreceived   []Unreceived
+	// Places are the options with places of their own, each counted
+	// entry by entry beside its counter and capacity (none for a form
+	// without them).
+	Places []PlaceRow
 	// Refused counts the arrival reports refused in the window (an origin
 	// the form does not list, a key unlike the SDK's, a key the store has
 	// no entry for from a client without an Origin, over a budget).
 	Refused int64
+}
+
+// PlaceRow is one option's count on the proof page, with its label.
+type PlaceRow struct {
+	store.PlaceCount
+	Label form.Text
 }
 
 // Unreceived is a key started on a device that has no entry.
@@ -85,6 +95,23 @@ func (h *Handler) ProofOf(ctx context.Context, f *form.Form, since, until time.T
 	}
 	if p.Backlog, err = h.Journal.Stats(ctx); err != nil {
 		return p, err
+	}
+	counts, err := h.Store.CountPlaces(ctx, f.ID())
+	if err != nil {
+		return p, err
+	}
+	labels := map[string]form.Text{}
+	if field, _ := f.PlaceField(); field != "" {
+		for _, fd := range f.Def.Fields {
+			if fd.Name == field {
+				for _, o := range fd.Options {
+					labels[o.Value] = o.Label
+				}
+			}
+		}
+	}
+	for _, c := range counts {
+		p.Places = append(p.Places, PlaceRow{PlaceCount: c, Label: labels[c.Value]})
 	}
 	dls, err := h.Store.DeadLetters(ctx, 1000)
 	if err != nil {

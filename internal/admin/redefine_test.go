@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/xuri/excelize/v2"
 )
@@ -43,7 +44,8 @@ func TestExportsKeepRemovedFields(t *testing.T) {
 	c := client{t: t, base: h.URL, token: h.Token}
 	for i, body := range bodies {
 		if i > 0 {
-			if code, b, _ := c.do("PUT", "/v1/admin/forms", defs[i], true); code != 200 {
+			// Each removes or reshapes what entries hold: confirmed.
+			if code, b, _ := c.do("PUT", "/v1/admin/forms?confirm="+admin.ConfirmToken([]byte(defs[i])), defs[i], true); code != 200 {
 				t.Fatalf("apply definition %d: %d %s", i+1, code, b)
 			}
 		}

@@ -50,10 +50,22 @@ func (h *Handler) VisibleForms(p accounts.Principal) []*form.Form {
 // change reaches every instance within the forms refresh interval. A
 // definition that does not check is refused whole with every problem
 // named (invalid-form-definition).
-func (h *Handler) ApplyForms(ctx context.Context, p accounts.Principal, raw []byte) ([]string, error) {
-	_, set, err := h.CheckDefinitions(p, raw)
+//
+// A change that reaches entries already collected (the plan's risks) is
+// applied only when confirm is the plan's token, as forms apply --yes and
+// the console's confirmation give it; otherwise nothing changes and the
+// answer is confirmation-required, naming the risks and the token.
+func (h *Handler) ApplyForms(ctx context.Context, p accounts.Principal, raw []byte, confirm string) ([]string, error) {
+	restored, set, err := h.CheckDefinitions(p, raw)
 	if err != nil {
 		return nil, err
+	}
+	plan, err := h.PlanAgainst(ctx, set)
+	if err != nil {
+		return nil, err
+	}
+	if pj := planJSON(plan, restored); len(plan.Risks) > 0 && confirm != pj.Confirm {
+		return nil, confirmationRequired(pj)
 	}
 	return h.putForms(ctx, call{p: p}, set, "forms.apply")
 }

@@ -42,7 +42,7 @@ func templateSource(name string) ([]byte, bool) {
 
 // builderTypes are the field types the editor offers (form's own list).
 var builderTypes = []string{form.TypeText, form.TypeTextarea, form.TypeEmail, form.TypePhone, form.TypeNumber, form.TypeSelect,
-	form.TypeMultiselect, form.TypeCheckbox, form.TypeDate, form.TypeFile}
+	form.TypeMultiselect, form.TypeCheckbox, form.TypeDate, form.TypeFile, form.TypeHidden}
 
 // draftForm is what the builder edits.
 type draftForm struct {
@@ -55,7 +55,10 @@ type draftForm struct {
 	// OpensAt and ClosesAt are local times (datetime-local) in TZ.
 	OpensAt, ClosesAt, TZ string
 	Challenge             bool
-	Origins, Retention    string
+	// Review decides new entries as pending until an editor approves
+	// or declines each (review: true).
+	Review             bool
+	Origins, Retention string
 	// OwnerEmails get each new entry (notify.email.to); ConfirmField is
 	// the e-mail field whose address gets a confirmation
 	// (notify.email.confirm).
@@ -63,6 +66,14 @@ type draftForm struct {
 	// Webhooks are the webhooks' addresses, shown (their secrets never).
 	Webhooks []string
 	Fields   []draftField
+	// Pages are the form's steps, in order; each field names its step
+	// (draftField.Page). None: the form is one page.
+	Pages []draftPage
+}
+
+// draftPage is one step of a form in the builder: its titles.
+type draftPage struct {
+	TitleEN, TitleZH string
 }
 
 // EmailFields are the names of the form's e-mail fields, for the
@@ -91,6 +102,20 @@ type draftField struct {
 	MaxFiles         string
 	// Options are one a line: value | English | 中文.
 	Options string
+	// Places are the places of a select field's options, by value ("" or
+	// absent for none): an option's capacity.
+	Places map[string]string
+	// Prefill lets the hosted page's link fill the field in (prefill).
+	Prefill bool
+	// Page is the field's step, from 1 ("" when the form has no steps).
+	Page string
+	// ShowField, ShowOp and ShowValue are a show_if of one test: the
+	// earlier field, equals / in / not / answered / unanswered, and the
+	// value (values separated by commas for in). ShowKept is a show_if
+	// that combines tests (all, any): the builder shows it and keeps it
+	// as written.
+	ShowField, ShowOp, ShowValue string
+	ShowKept                     string
 	// Problems are what validation said about this field.
 	Problems []string
 }
@@ -100,11 +125,65 @@ func (f draftField) HasOptions() bool {
 	return f.Type == form.TypeSelect || f.Type == form.TypeMultiselect
 }
 
+// HasPlaces says the field's options may have places of their own (only a
+// select's may).
+func (f draftField) HasPlaces() bool { return f.Type == form.TypeSelect }
+
+// IsHidden says the field is never shown: no question to require, no
+// condition, no step.
+func (f draftField) IsHidden() bool { return f.Type == form.TypeHidden }
+
+// CanPrefill says the link may fill the field in (a file cannot be; a
+// hidden field always takes its value from the link).
+func (f draftField) CanPrefill() bool { return f.Type != form.TypeFile && f.Type != form.TypeHidden }
+
+// draftOption is one option as the places editor lists it.
+type draftOption struct {
+	Value, Label, Places string
+}
+
+// OptionList is the field's options with their places, for the places
+// editor: the label in the page's language where it has one.
+func (f draftField) OptionList(zh bool) []draftOption {
+	var out []draftOption
+	for _, line := range strings.Split(f.Options, "\n") {
+		parts := optionParts(line)
+		if parts == nil {
+			continue
+		}
+		label := parts[1]
+		if (zh && parts[2] != "") || label == "" {
+			label = parts[2]
+		}
+		if label == "" {
+			label = parts[0]
+		}
+		out = append(out, draftOption{Value: parts[0], Label: label, Places: f.Places[parts[0]]})
+	}
+	return out
+}
+
+// optionParts splits one line of the options text into value, English
+// and Chinese; nil for an empty line.
+func optionParts(line string) []string {
+	if strings.TrimSpace(line) == "" {
+		return nil
+	}
+	parts := strings.Split(line, "|")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	for len(parts) < 3 {
+		parts = append(parts, "")
+	}
+	return parts
+}
+
 // HasRange says min and max apply: a number's value, a date's, a text's
 // length, a multiselect's count.
 func (f draftField) HasRange() bool {
 	switch f.Type {
-	case form.TypeText, form.TypeTextarea, form.TypeNumber, form.TypeDate, form.TypeMultiselect:
+	case form.TypeText, form.TypeTextarea, form.TypeNumber, form.TypeDate, form.TypeMultiselect, form.TypeHidden:
 		return true
 	}
 	return false
@@ -238,6 +317,18 @@ func readDraft(src []byte, tz *time.Location) (draftForm, *yaml.Node, error) {
 	d.DescEN, d.DescZH = texts(get(m, "description"), d.Langs)
 	d.Origins = strings.Join(seqScalars(get(m, "origins")), "\n")
 	d.Challenge = scalar(get(m, "spam"), "challenge") == "pow"
+	d.Review = scalar(m, "review") == "true"
+	pageOf := map[string]string{}
+	if ps := get(m, "pages"); ps != nil {
+		for i, pn := range ps.Content {
+			var p draftPage
+			p.TitleEN, p.TitleZH = texts(get(pn, "title"), d.Langs)
+			d.Pages = append(d.Pages, p)
+			for _, name := range seqScalars(get(pn, "fields")) {
+				pageOf[name] = strconv.Itoa(i + 1)
+			}
+		}
+	}
 	if email := get(get(m, "notify"), "email"); email != nil {
 		d.OwnerEmails = strings.Join(seqScalars(get(email, "to")), "\n")
 		d.ConfirmField = scalar(email, "confirm")
@@ -273,6 +364,9 @@ func readDraft(src []byte, tz *time.Location) (draftForm, *yaml.Node, error) {
 			f.LabelEN, f.LabelZH = texts(get(fn, "label"), d.Langs)
 			f.HelpEN, f.HelpZH = texts(get(fn, "help"), d.Langs)
 			f.Unique = slices.Contains(unique, f.Name)
+			f.Prefill = scalar(fn, "prefill") == "true"
+			f.Page = pageOf[f.Name]
+			f.ShowField, f.ShowOp, f.ShowValue, f.ShowKept = readShow(get(fn, "show_if"))
 			var opts []string
 			if os := get(fn, "options"); os != nil {
 				for _, o := range os.Content {
@@ -282,6 +376,12 @@ func readDraft(src []byte, tz *time.Location) (draftForm, *yaml.Node, error) {
 					}
 					en, zh := texts(get(o, "label"), d.Langs)
 					line := scalar(o, "value")
+					if c := scalar(o, "capacity"); c != "" {
+						if f.Places == nil {
+							f.Places = map[string]string{}
+						}
+						f.Places[line] = c
+					}
 					if en != "" || zh != "" {
 						line += " | " + en
 					}
@@ -298,6 +398,83 @@ func readDraft(src []byte, tz *time.Location) (draftForm, *yaml.Node, error) {
 	return d, &doc, nil
 }
 
+// readShow reads a show_if of one test into the builder's three
+// choices; one that combines tests (all, any) comes back as its YAML, kept.
+func readShow(n *yaml.Node) (field, op, value, kept string) {
+	if n == nil {
+		return "", "", "", ""
+	}
+	if get(n, "all") != nil || get(n, "any") != nil || n.Kind != yaml.MappingNode {
+		out, _ := yaml.Marshal(n)
+		return "", "", "", strings.TrimSpace(string(out))
+	}
+	field = scalar(n, "field")
+	switch {
+	case get(n, "equals") != nil:
+		return field, "equals", scalar(n, "equals"), ""
+	case get(n, "in") != nil:
+		return field, "in", strings.Join(seqScalars(get(n, "in")), ", "), ""
+	case get(n, "not") != nil:
+		return field, "not", scalar(n, "not"), ""
+	case scalar(n, "answered") == "false":
+		return field, "unanswered", "", ""
+	}
+	return field, "answered", "", ""
+}
+
+// showNode writes the builder's one-test condition as a show_if; nil for
+// none.
+func (f draftField) showNode() *yaml.Node {
+	if f.ShowField == "" || f.IsHidden() {
+		return nil
+	}
+	n := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{str("field"), str(f.ShowField)}}
+	switch f.ShowOp {
+	case "in":
+		in := seq(splitList(f.ShowValue))
+		if in == nil {
+			in = &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		}
+		n.Content = append(n.Content, str("in"), in)
+	case "not":
+		n.Content = append(n.Content, str("not"), str(f.ShowValue))
+	case "answered":
+		n.Content = append(n.Content, str("answered"), plain("true"))
+	case "unanswered":
+		n.Content = append(n.Content, str("answered"), plain("false"))
+	default:
+		n.Content = append(n.Content, str("equals"), str(f.ShowValue))
+	}
+	return n
+}
+
+// ShowOps are the tests the condition editor offers.
+var showOps = []string{"equals", "in", "not", "answered", "unanswered"}
+
+// ShowOps is showOps, for the page.
+func (f draftField) ShowOps() []string { return showOps }
+
+// Earlier are the names of the fields before field i that a condition
+// may test (a condition names only earlier fields).
+func (d draftForm) Earlier(i int) []draftField {
+	var out []draftField
+	for _, f := range d.Fields[:min(i, len(d.Fields))] {
+		if f.Name != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// PageChoices are the step numbers a field may be on, from 1.
+func (d draftForm) PageChoices() []string {
+	out := make([]string, len(d.Pages))
+	for i := range d.Pages {
+		out[i] = strconv.Itoa(i + 1)
+	}
+	return out
+}
+
 // ---- the page's form ----
 
 // draftFromForm reads the builder's model from its posted page.
@@ -306,11 +483,16 @@ func draftFromForm(v url.Values) draftForm {
 		TitleEN: strings.TrimSpace(v.Get("title_en")), TitleZH: strings.TrimSpace(v.Get("title_zh")),
 		DescEN: strings.TrimSpace(v.Get("desc_en")), DescZH: strings.TrimSpace(v.Get("desc_zh")),
 		Capacity: strings.TrimSpace(v.Get("capacity")), WhenFull: v.Get("when_full"), OpensAt: v.Get("opens_at"),
-		ClosesAt: v.Get("closes_at"), TZ: v.Get("tz"), Challenge: v.Get("challenge") == "on",
+		ClosesAt: v.Get("closes_at"), TZ: v.Get("tz"), Challenge: v.Get("challenge") == "on", Review: v.Get("review") == "on",
 		Origins: strings.TrimSpace(v.Get("origins")), Retention: strings.TrimSpace(v.Get("retention")),
 		OwnerEmails: strings.TrimSpace(v.Get("owner_emails")), ConfirmField: v.Get("confirm_field")}
 	if d.Langs != "en" && d.Langs != "zh" {
 		d.Langs = "both"
+	}
+	np, _ := strconv.Atoi(v.Get("pages"))
+	for i := range min(np, 50) {
+		p := "p" + strconv.Itoa(i) + "."
+		d.Pages = append(d.Pages, draftPage{TitleEN: strings.TrimSpace(v.Get(p + "title_en")), TitleZH: strings.TrimSpace(v.Get(p + "title_zh"))})
 	}
 	n, _ := strconv.Atoi(v.Get("fields"))
 	for i := range min(n, 200) {
@@ -321,7 +503,19 @@ func draftFromForm(v url.Values) draftForm {
 			Required: v.Get(p+"required") == "on", Unique: v.Get(p+"unique") == "on",
 			Min: strings.TrimSpace(v.Get(p + "min")), Max: strings.TrimSpace(v.Get(p + "max")), Region: strings.TrimSpace(v.Get(p + "region")),
 			MaxSize: strings.TrimSpace(v.Get(p + "max_size")), Accept: strings.TrimSpace(v.Get(p + "accept")),
-			MaxFiles: strings.TrimSpace(v.Get(p + "max_files")), Options: strings.TrimSpace(v.Get(p + "options"))}
+			MaxFiles: strings.TrimSpace(v.Get(p + "max_files")), Options: strings.TrimSpace(v.Get(p + "options")),
+			Prefill: v.Get(p+"prefill") == "on", Page: v.Get(p + "page"), ShowField: v.Get(p + "show_field"),
+			ShowOp: v.Get(p + "show_op"), ShowValue: strings.TrimSpace(v.Get(p + "show_value")), ShowKept: v.Get(p + "show_kept")}
+		for j := range 200 {
+			js := strconv.Itoa(j)
+			if !v.Has(p + "placesv." + js) {
+				break
+			}
+			if f.Places == nil {
+				f.Places = map[string]string{}
+			}
+			f.Places[v.Get(p+"placesv."+js)] = strings.TrimSpace(v.Get(p + "places." + js))
+		}
 		d.Fields = append(d.Fields, f)
 	}
 	return d
@@ -333,6 +527,24 @@ func draftFromForm(v url.Values) draftForm {
 func (d *draftForm) apply(op, addType string) int {
 	verb, arg, _ := strings.Cut(op, ":")
 	i, err := strconv.Atoi(arg)
+	switch verb {
+	case "addpage":
+		d.Pages = append(d.Pages, draftPage{})
+		if len(d.Pages) == 1 {
+			// The form's first step holds every field people see.
+			for j := range d.Fields {
+				if !d.Fields[j].IsHidden() {
+					d.Fields[j].Page = "1"
+				}
+			}
+		}
+		return -1
+	case "removepage":
+		if err == nil && i >= 0 && i < len(d.Pages) {
+			d.removePage(i)
+		}
+		return -1
+	}
 	if verb != "add" && (err != nil || i < 0 || i >= len(d.Fields)) {
 		return -1
 	}
@@ -360,6 +572,21 @@ func (d *draftForm) apply(op, addType string) int {
 		return min(i, len(d.Fields)-1)
 	}
 	return -1
+}
+
+// removePage takes step i out: its fields go to the step before it (the
+// next one for the first), and no step at all when it was the last.
+func (d *draftForm) removePage(i int) {
+	d.Pages = slices.Delete(d.Pages, i, i+1)
+	for j := range d.Fields {
+		n, err := strconv.Atoi(d.Fields[j].Page)
+		switch {
+		case len(d.Pages) == 0 || err != nil:
+			d.Fields[j].Page = ""
+		case n > i+1 || (n == i+1 && n > 1):
+			d.Fields[j].Page = strconv.Itoa(n - 1)
+		}
+	}
 }
 
 // freeName is a field name no field has: the type, then type_2, …
@@ -513,9 +740,19 @@ func (d draftForm) yaml(base *yaml.Node, tz *time.Location) ([]byte, error) {
 			}
 		}
 		if f.HasOptions() {
-			set(fn, "options", d.options(f.Options))
+			set(fn, "options", d.options(f))
 		} else {
 			del(fn, "options")
+		}
+		if f.Prefill && f.CanPrefill() {
+			set(fn, "prefill", plain("true"))
+		} else {
+			del(fn, "prefill")
+		}
+		if f.ShowKept == "" || f.IsHidden() {
+			if was := get(fn, "show_if"); was == nil || !sameShow(was, f) {
+				set(fn, "show_if", f.showNode())
+			}
 		}
 		if f.Unique {
 			unique = append(unique, f.Name)
@@ -544,8 +781,9 @@ func (d draftForm) yaml(base *yaml.Node, tz *time.Location) ([]byte, error) {
 		u = nil
 	}
 	set(m, "unique", u)
+	d.writePages(m)
 	set(m, "capacity", orNil(d.Capacity, plain))
-	if d.Capacity == "" {
+	if d.Capacity == "" && !d.optionPlaces() {
 		del(m, "when_full")
 	} else {
 		set(m, "when_full", orNil(d.WhenFull, str))
@@ -566,6 +804,11 @@ func (d draftForm) yaml(base *yaml.Node, tz *time.Location) ([]byte, error) {
 	}
 	set(m, "origins", seq(splitList(d.Origins)))
 	set(m, "retention", orNil(d.Retention, str))
+	if d.Review {
+		set(m, "review", plain("true"))
+	} else {
+		del(m, "review")
+	}
 	d.writeEmail(m)
 	spam := get(m, "spam")
 	if spam == nil && d.Challenge {
@@ -618,27 +861,93 @@ func (d draftForm) writeEmail(m *yaml.Node) {
 	}
 }
 
-// options reads the options text, one a line: value | English | 中文
-// (a line of only a value is its own label).
-func (d draftForm) options(text string) *yaml.Node {
+// sameShow says a written show_if reads as the builder's condition, so
+// it stays as it was written.
+func sameShow(was *yaml.Node, f draftField) bool {
+	field, op, value, kept := readShow(was)
+	return kept == "" && field == f.ShowField && op == f.ShowOp && (value == f.ShowValue || op == "answered" || op == "unanswered")
+}
+
+// optionPlaces says an option of some select field has places.
+func (d draftForm) optionPlaces() bool {
+	for _, f := range d.Fields {
+		if f.HasPlaces() {
+			for _, p := range f.Places {
+				if p != "" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// writePages sets the form's pages from the steps and each field's step:
+// a step's fields in the form's order, unless the step names the same
+// fields as before, whose order stays as written.
+func (d draftForm) writePages(m *yaml.Node) {
+	if len(d.Pages) == 0 {
+		del(m, "pages")
+		return
+	}
+	var old []*yaml.Node
+	if ps := get(m, "pages"); ps != nil {
+		old = ps.Content
+	}
+	out := &yaml.Node{Kind: yaml.SequenceNode}
+	for i, p := range d.Pages {
+		var names []string
+		for _, f := range d.Fields {
+			if f.Page == strconv.Itoa(i+1) && !f.IsHidden() {
+				names = append(names, f.Name)
+			}
+		}
+		pn := &yaml.Node{Kind: yaml.MappingNode}
+		if i < len(old) && old[i].Kind == yaml.MappingNode {
+			pn = old[i]
+			was := seqScalars(get(pn, "fields"))
+			if len(was) == len(names) && !slices.ContainsFunc(was, func(n string) bool { return !slices.Contains(names, n) }) {
+				names = was
+			}
+		}
+		set(pn, "title", d.text(p.TitleEN, p.TitleZH))
+		fs := seq(names)
+		if fs == nil {
+			fs = &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		}
+		set(pn, "fields", fs)
+		out.Content = append(out.Content, pn)
+	}
+	set(m, "pages", out)
+}
+
+// options reads a field's options text, one a line: value | English |
+// 中文 (a line of only a value is its own label), with each option's
+// places.
+func (d draftForm) options(f draftField) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.SequenceNode}
-	for _, line := range strings.Split(text, "\n") {
-		if strings.TrimSpace(line) == "" {
+	for _, line := range strings.Split(f.Options, "\n") {
+		parts := optionParts(line)
+		if parts == nil {
 			continue
 		}
-		parts := strings.Split(line, "|")
-		for i := range parts {
-			parts[i] = strings.TrimSpace(parts[i])
-		}
-		for len(parts) < 3 {
-			parts = append(parts, "")
-		}
 		label := d.text(parts[1], parts[2])
-		if label == nil {
+		places := ""
+		if f.HasPlaces() {
+			places = f.Places[parts[0]]
+		}
+		if label == nil && places == "" {
 			n.Content = append(n.Content, str(parts[0]))
 			continue
 		}
-		n.Content = append(n.Content, &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{str("value"), str(parts[0]), str("label"), label}})
+		o := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{str("value"), str(parts[0])}}
+		if label != nil {
+			o.Content = append(o.Content, str("label"), label)
+		}
+		if places != "" {
+			o.Content = append(o.Content, str("capacity"), plain(places))
+		}
+		n.Content = append(n.Content, o)
 	}
 	if len(n.Content) == 0 {
 		return nil

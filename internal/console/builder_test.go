@@ -3,11 +3,16 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/formd/formd/internal/form"
 )
@@ -128,4 +133,141 @@ notify:
 			}
 		}
 	}
+}
+
+// TestBuilderRoundTripsSessions: the session features (options with their
+// own places, show_if of one test and of several, pages with their order,
+// hidden and prefill fields, review) read into the builder and written
+// back are the same form; and what the builder's page posts, changed,
+// writes what the organizer chose.
+func TestBuilderRoundTripsSessions(t *testing.T) {
+	t.Parallel()
+	const def = `id: fair
+title: {en: Fair, zh: 招聘会}
+fields:
+  - {name: name, type: text, required: true, prefill: true, label: {en: Name, zh: 姓名}}
+  - {name: age, type: number, label: {en: Age, zh: 年龄}}
+  - {name: guardian, type: phone, required: true, label: {en: Guardian's phone, zh: 监护人电话}, show_if: {field: age, in: ["16", "17"]}}
+  - name: session
+    type: select
+    required: true
+    label: {en: Session, zh: 场次}
+    options:
+      - {value: am, label: {en: Morning, zh: 上午}, capacity: 40}
+      - {value: pm, label: {en: Afternoon, zh: 下午}, capacity: 2}
+      - {value: eve, label: {en: Evening, zh: 晚上}}
+  - {name: lunch, type: checkbox, label: {en: Lunch, zh: 午餐}, show_if: {field: session, equals: am}}
+  - {name: bus, type: checkbox, label: {en: Bus, zh: 班车}, show_if: {all: [{field: session, not: eve}, {field: lunch, answered: true}]}}
+  - {name: note, type: textarea, label: {en: Note, zh: 备注}, show_if: {field: age, answered: false}}
+  - {name: utm_source, type: hidden, max: 64}
+pages:
+  - {title: {en: You, zh: 您}, fields: [age, name, guardian]}
+  - {title: {en: Session, zh: 场次}, fields: [session, lunch, bus, note]}
+when_full: waitlist
+review: true
+`
+	roundTrip := func(t *testing.T, d draftForm, base *yaml.Node) []*form.Form {
+		t.Helper()
+		out, err := d.yaml(base, time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := form.Parse(out, "")
+		if err != nil {
+			t.Fatalf("the builder's YAML does not check: %v\n%s", err, out)
+		}
+		return b
+	}
+	d, base, err := readDraft([]byte(def), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := form.Parse([]byte(def), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := roundTrip(t, d, base)
+	ja, _ := json.Marshal(a[0].Def)
+	jb, _ := json.Marshal(b[0].Def)
+	if !bytes.Equal(ja, jb) {
+		t.Fatalf("the round trip changed the form:\n before %s\n after  %s", ja, jb)
+	}
+	if c := form.Compare(a[0], b[0]); !c.Empty() {
+		t.Fatalf("forms apply would change: %v", c.Lines())
+	}
+	session := d.Fields[3]
+	if session.Places["am"] != "40" || session.Places["pm"] != "2" || session.Places["eve"] != "" || !d.Review || len(d.Pages) != 2 ||
+		d.Fields[0].Page != "1" || d.Fields[4].Page != "2" || !d.Fields[0].Prefill || d.Fields[5].ShowKept == "" ||
+		d.Fields[2].ShowOp != "in" || d.Fields[2].ShowValue != "16, 17" || d.Fields[6].ShowOp != "unanswered" {
+		t.Fatalf("the builder read: %+v", d)
+	}
+
+	// The page's form, as the browser posts it, with changes: the
+	// afternoon's places raised, the evening given some, the lunch asked
+	// when the session is not the evening, the kept condition dropped, a
+	// third step, review off.
+	v := url.Values{"fields": {strconv.Itoa(len(d.Fields))}, "pages": {"3"}, "langs": {"both"}, "title_en": {"Fair"}, "title_zh": {"招聘会"},
+		"when_full": {"waitlist"}, "p0.title_en": {"You"}, "p0.title_zh": {"您"}, "p1.title_en": {"Session"}, "p1.title_zh": {"场次"},
+		"p2.title_en": {"More"}, "p2.title_zh": {"更多"}}
+	for i, f := range d.Fields {
+		p := "f" + strconv.Itoa(i) + "."
+		v.Set(p+"orig", f.Orig)
+		v.Set(p+"name", f.Name)
+		v.Set(p+"type", f.Type)
+		v.Set(p+"label_en", f.LabelEN)
+		v.Set(p+"label_zh", f.LabelZH)
+		v.Set(p+"options", f.Options)
+		v.Set(p+"page", f.Page)
+		v.Set(p+"show_field", f.ShowField)
+		v.Set(p+"show_op", f.ShowOp)
+		v.Set(p+"show_value", f.ShowValue)
+		v.Set(p+"max", f.Max)
+		if f.Required {
+			v.Set(p+"required", "on")
+		}
+		if f.Prefill {
+			v.Set(p+"prefill", "on")
+		}
+		for j, o := range f.OptionList(false) {
+			v.Set(p+"placesv."+strconv.Itoa(j), o.Value)
+			v.Set(p+"places."+strconv.Itoa(j), o.Places)
+		}
+	}
+	v.Set("f3.places.1", "30")
+	v.Set("f3.places.2", "5")
+	v.Set("f4.show_op", "not")
+	v.Set("f4.show_value", "eve")
+	v.Set("f6.page", "3")
+	posted := draftFromForm(v)
+	posted.ID = "fair"
+	_, base2, _ := readDraft([]byte(def), time.UTC)
+	c := roundTrip(t, posted, base2)[0]
+	opts := c.Def.Fields[3].Options
+	if *opts[0].Capacity != 40 || *opts[1].Capacity != 30 || opts[2].Capacity == nil || *opts[2].Capacity != 5 {
+		t.Errorf("places: %+v", opts)
+	}
+	if sh := c.Def.Fields[4].ShowIf; sh == nil || sh.Not == nil || *sh.Not != "eve" {
+		t.Errorf("lunch's condition: %+v", sh)
+	}
+	if c.Def.Fields[5].ShowIf != nil || c.Def.Review || !c.Def.Fields[0].Prefill {
+		t.Errorf("bus's condition %+v, review %v, prefill %v", c.Def.Fields[5].ShowIf, c.Def.Review, c.Def.Fields[0].Prefill)
+	}
+	if len(c.Def.Pages) != 3 || !slices.Equal(c.Def.Pages[0].Fields, []string{"age", "name", "guardian"}) ||
+		!slices.Equal(c.Def.Pages[1].Fields, []string{"session", "lunch", "bus"}) || !slices.Equal(c.Def.Pages[2].Fields, []string{"note"}) ||
+		c.Def.Pages[2].Title["zh"] != "更多" {
+		t.Errorf("pages: %+v", c.Def.Pages)
+	}
+	// A step removed: its fields go to the step before it.
+	posted.apply("removepage:2", "")
+	if len(posted.Pages) != 2 || posted.Fields[6].Page != "2" {
+		t.Errorf("after removing step 3: %d steps, note on %q", len(posted.Pages), posted.Fields[6].Page)
+	}
+	// No steps at all, then one added: every field people see is on it.
+	posted.apply("removepage:0", "")
+	posted.apply("removepage:0", "")
+	posted.apply("addpage", "")
+	if len(posted.Pages) != 1 || posted.Fields[0].Page != "1" || posted.Fields[7].Page != "" {
+		t.Errorf("one step: %d, name on %q, the hidden field on %q", len(posted.Pages), posted.Fields[0].Page, posted.Fields[7].Page)
+	}
+	roundTrip(t, posted, nil)
 }

@@ -175,7 +175,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, p page) error {
 		if shown, err := h.confirmChange(w, r, p, f, restored, src); shown || err != nil {
 			return err
 		}
-		if _, err := h.adm.ApplyForms(r.Context(), p.P, restored); err != nil {
+		// The organizer has confirmed the change on this page (or it
+		// needs none): the admin path's token says so.
+		if _, err := h.adm.ApplyForms(r.Context(), p.P, restored, admin.ConfirmToken(restored)); err != nil {
 			return err
 		}
 		return back(w, r, "/admin/forms/"+url.PathEscape(f.ID()), "saved")

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/formd/formd/internal/accounts"
@@ -47,6 +48,31 @@ func TestCardShowsOptionPlaces(t *testing.T) {
 	for option, want := range map[string]string{"morning": "Morning 2 1 2", "afternoon": "Afternoon 1 0 2", "evening": "evening 1 0 —"} {
 		if got := row(option); got != want {
 			t.Errorf("%s: %q, want %q (label, stored, waitlisted, places)", option, got, want)
+		}
+	}
+}
+
+// The proof page counts each session's entries one by one beside its
+// places, and says none holds more than its places.
+func TestProofCountsEachOption(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, sessionsForm, servertest.Options{})
+	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
+	for _, body := range []string{`{"name":"A","session":"morning"}`, `{"name":"B","session":"morning"}`, `{"name":"C","session":"morning"}`, `{"name":"E","session":"evening"}`} {
+		submit(t, h, "fair-s", body)
+	}
+	code, page := b.do("GET", "/admin/forms/fair-s/proof", nil)
+	if code != 200 {
+		t.Fatalf("proof: %d", code)
+	}
+	cells := regexp.MustCompile(`<[^>]+>`)
+	for option, want := range map[string]string{"morning": "Morning 2 0 1 2 Within its places", "afternoon": "Afternoon 0 0 0 2 Within its places", "evening": "evening 1 0 0 — Within its places"} {
+		m := regexp.MustCompile(`(?s)<tr data-option="` + option + `">(.*?)</tr>`).FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no row for %s on the proof page", option)
+		}
+		if got := strings.Join(strings.Fields(cells.ReplaceAllString(strings.ReplaceAll(m[1], "</td>", " "), " ")), " "); got != want {
+			t.Errorf("%s: %q, want %q", option, got, want)
 		}
 	}
 }

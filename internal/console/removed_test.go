@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/admin"
 	"github.com/formd/formd/internal/server/servertest"
 )
 
@@ -17,7 +18,9 @@ func TestTableAndEntryShowRemovedFields(t *testing.T) {
 	h := servertest.Start(t, "id: club\nsite: a\nfields:\n  - {name: name, type: text}\n  - {name: phone, type: phone, region: CN}\n", servertest.Options{})
 	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
 	id := submit(t, h, "club", `{"name":"Ann","phone":"13800138000"}`)
-	req, _ := http.NewRequest("PUT", h.URL+"/v1/admin/forms", strings.NewReader("id: club\nsite: a\nfields:\n  - {name: name, type: text}\n  - {name: city, type: text}\n"))
+	// The phone removed from a form with entries: confirmed.
+	def := "id: club\nsite: a\nfields:\n  - {name: name, type: text}\n  - {name: city, type: text}\n"
+	req, _ := http.NewRequest("PUT", h.URL+"/v1/admin/forms?confirm="+admin.ConfirmToken([]byte(def)), strings.NewReader(def))
 	req.Header.Set("Authorization", "Bearer "+h.Token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

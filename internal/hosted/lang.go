@@ -142,9 +142,9 @@ var enStrings = map[string]string{
 	"erasure-ask":      "Ask for my data to be erased",
 	"erasure-pending":  "You asked for your data to be erased on %s. The organizer will erase it; this link then stops working.",
 	"erasure-done":     "Your data has been erased. This link no longer opens anything.",
-	"your-ticket":     "Your ticket",
-	"ticket-help":     "Show this code at the door, or read out the short code.",
-	"ticket-code":     "Short code:",
+	"your-ticket":      "Your ticket",
+	"ticket-help":      "Show this code at the door, or read out the short code.",
+	"ticket-code":      "Short code:",
 }
 
 var zhStrings = map[string]string{

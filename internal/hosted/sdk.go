@@ -47,6 +47,8 @@ func sdkFiles() map[string]sdkFile {
 		"steps.js": newSDKFile("steps.js", sdkjs.Steps()),
 		// Loaded by a hosted page whose form keeps drafts.
 		"drafts.js": newSDKFile("drafts.js", sdkjs.Drafts()),
+		// For custom front-ends: which options of a session are full.
+		"places.js": newSDKFile("places.js", sdkjs.Places()),
 	}
 }
 

@@ -30,7 +30,31 @@ type AuditReport struct {
 	// listed.
 	WithoutEvent     []store.EntryRef
 	WithoutEventMore bool
-	Done             bool
+	// Places are, for each form of the window whose options have places
+	// of their own, every option's entries counted one by one beside its
+	// counter and capacity (a counter not the count, or more entries
+	// holding an option's place than it has, is not OK).
+	Places []FormPlaces
+	Done   bool
+}
+
+// FormPlaces is one form's options as the audit counted them.
+type FormPlaces struct {
+	Form    string
+	Options []store.PlaceCount
+}
+
+// PlacesOK says every option's counter is its entries and none holds more
+// entries than its places.
+func (r AuditReport) PlacesOK() bool {
+	for _, f := range r.Places {
+		for _, c := range f.Options {
+			if c.Drifted() || c.Over() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Keys lists the statuses counted, by name.
@@ -39,7 +63,7 @@ func (r AuditReport) Keys() []string { return slices.Sorted(maps.Keys(r.Statuses
 // OK says nothing is missing: every journal entry has its outcome and
 // every entry its first event.
 func (r AuditReport) OK() bool {
-	return r.Done && r.Missing == 0 && len(r.WithoutEvent) == 0 && r.IDMismatch == 0
+	return r.Done && r.Missing == 0 && len(r.WithoutEvent) == 0 && r.IDMismatch == 0 && r.PlacesOK()
 }
 
 // Samples bound what an audit lists.
@@ -53,6 +77,7 @@ const (
 // set, sees the report as it grows (every few hundred entries).
 func Audit(ctx context.Context, j Journal, st Store, f journal.Filter, progress func(AuditReport)) (AuditReport, error) {
 	r := AuditReport{Statuses: map[string]int{}}
+	forms := map[string]bool{}
 	report := func() {
 		if progress != nil {
 			c := r
@@ -63,6 +88,7 @@ func Audit(ctx context.Context, j Journal, st Store, f journal.Filter, progress 
 	}
 	err := j.Read(ctx, f, func(e journal.Entry) error {
 		r.Journaled++
+		forms[e.Form] = true
 		o, ok, err := st.Outcome(ctx, e.Form, e.Key)
 		if err != nil {
 			return fmt.Errorf("read outcome of %s/%s: %w", e.Form, e.Key, err)
@@ -107,6 +133,18 @@ func Audit(ctx context.Context, j Journal, st Store, f journal.Filter, progress 
 			break
 		}
 		r.WithoutEvent = append(r.WithoutEvent, ref)
+	}
+	if f.Form != "" {
+		forms[f.Form] = true
+	}
+	for _, form := range slices.Sorted(maps.Keys(forms)) {
+		cs, err := st.CountPlaces(ctx, form)
+		if err != nil {
+			return r, fmt.Errorf("audit: %w", err)
+		}
+		if len(cs) > 0 {
+			r.Places = append(r.Places, FormPlaces{Form: form, Options: cs})
+		}
 	}
 	r.Done = true
 	report()

@@ -32,6 +32,7 @@ type Store interface {
 	Outcome(ctx context.Context, form, key string) (store.Outcome, bool, error)
 	ForgetDeadLetter(ctx context.Context, form, key string) (bool, error)
 	EntriesWithoutEvent(ctx context.Context, form string, limit int) ([]store.EntryRef, error)
+	CountPlaces(ctx context.Context, form string) ([]store.PlaceCount, error)
 }
 
 // Processor decides a batch of entries (processor.Processor).

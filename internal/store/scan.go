@@ -347,3 +347,46 @@ func intOrNil(n sql.NullInt64) *int {
 	v := int(n.Int64)
 	return &v
 }
+
+// PlaceCount is one option's places as an audit sees them: its capacity
+// (nil: no limit of its own) and counter (Taken, what decisions guard),
+// and the entries counted one by one that hold its place (stored, and
+// pending under review) or wait for it.
+type PlaceCount struct {
+	Value                       string
+	Capacity                    *int
+	Taken                       int64
+	Stored, Pending, Waitlisted int64
+}
+
+// Counted is the entries holding the option's place: what Taken must be.
+func (c PlaceCount) Counted() int64 { return c.Stored + c.Pending }
+
+// Drifted says the option's counter is not the entries counted one by one.
+func (c PlaceCount) Drifted() bool { return c.Taken != c.Counted() }
+
+// Over says more entries hold the option's place than it has: oversold,
+// or its places lowered below the entries already holding them.
+func (c PlaceCount) Over() bool { return c.Capacity != nil && c.Counted() > int64(*c.Capacity) }
+
+// PlaceCountsQuery reads a form's PlaceCounts (ScanPlaceCount), in the
+// options' value order; one statement for both drivers.
+func PlaceCountsQuery(ph func(n int) string) string {
+	count := func(status string) string {
+		return `(SELECT COUNT(*) FROM entries e WHERE e.form = op.form AND e.place = op.value AND e.status = '` + status + `')`
+	}
+	return `SELECT op.value, op.capacity, op.taken, ` + count(StatusStored) + `, ` + count(StatusPending) + `, ` + count(StatusWaitlisted) +
+		` FROM option_places op WHERE op.form = ` + ph(1) + ` ORDER BY op.value`
+}
+
+// ScanPlaceCount reads one row of PlaceCountsQuery.
+func ScanPlaceCount(sc Scanner) (PlaceCount, error) {
+	var c PlaceCount
+	var capacity *int64
+	err := sc.Scan(&c.Value, &capacity, &c.Taken, &c.Stored, &c.Pending, &c.Waitlisted)
+	if capacity != nil {
+		n := int(*capacity)
+		c.Capacity = &n
+	}
+	return c, err
+}

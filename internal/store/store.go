@@ -347,6 +347,10 @@ type Store interface {
 	Forms(ctx context.Context, after int64) ([]form.Record, int64, error)
 	// Capacities reports places per form.
 	Capacities(ctx context.Context) (map[string]Capacity, error)
+	// CountPlaces counts, option by option, the entries of a form holding
+	// or waiting for the option's place, from the entries themselves, beside
+	// the option's counter and capacity: what an audit compares (PlaceCount).
+	CountPlaces(ctx context.Context, form string) ([]PlaceCount, error)
 	// Export calls fn for each entry of a form in arrival order, reading
 	// ExportPage entries at a time so memory stays constant. The order is
 	// that of a Cursor: by journal position, then by id, so that entries

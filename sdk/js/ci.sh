@@ -66,6 +66,10 @@ budget challenge.js 3072
 # Drafts (issue 33): the save/resume API and the hosted page's binding,
 # loaded only by pages whose form keeps drafts (about 2100 bytes).
 budget drafts.js 2304
+# Options with places of their own (issue 32): which sessions are full,
+# for custom front-ends and mini-programs; a module of its own, as the
+# note on formd.js asks (about 880 bytes).
+budget places.js 1024
 
 step "the packed package (npm pack, Vite, webpack 5, Node, 构建 npm)"
 bash pack/pack.sh

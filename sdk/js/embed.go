@@ -55,3 +55,10 @@ func Steps() string { return stepsJS }
 // Drafts is drafts.js, the drafts API and the hosted page's saving and
 // resuming of drafts, served beside formd.js.
 func Drafts() string { return draftsJS }
+
+//go:embed places.js
+var placesJS string
+
+// Places is places.js, which options of a session field are full (from
+// the public definition's places), served beside formd.js.
+func Places() string { return placesJS }

@@ -3,3 +3,4 @@ export * from './formd.js';
 export * from './messages.js';
 export { drafts, DraftError } from './drafts.js';
 export type { Draft, Drafts, DraftsOptions } from './drafts.js';
+export * from './places.js';

@@ -3,6 +3,8 @@
 import type { Adapter, MiniProgramAPI, MiniProgramFiles } from './formd.js';
 export * from './formd.js';
 export * from './messages.js';
+// Options with places of their own: which are full (issue 32).
+export * from './places.js';
 export { miniProgramFiles } from './uploads.js';
 export { drafts, DraftError } from './drafts.js';
 export type { Draft, Drafts, DraftsOptions } from './drafts.js';

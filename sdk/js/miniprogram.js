@@ -14,6 +14,8 @@ import * as uploads from './uploads.js';
 
 export * from './formd.js';
 export * from './messages.js';
+// Options with places of their own: which are full (issue 32).
+export * from './places.js';
 export { miniProgramFiles } from './uploads.js';
 // Drafts: save and resume over the adapter's transport
 // (drafts({endpoint, transport: miniProgram(wx).transport})).

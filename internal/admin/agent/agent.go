@@ -239,7 +239,9 @@ func (c caller) applyDefinition(ctx context.Context, in applyArg) (applyResult, 
 		}
 		return applyResult{Plan: pj, Confirm: token}, nil
 	}
-	ids, err := c.t.Admin.ApplyForms(ctx, c.p, raw)
+	// The caller confirmed this very plan (its token above): the admin
+	// API's own confirmation of a plan with risks is that plan's.
+	ids, err := c.t.Admin.ApplyForms(ctx, c.p, raw, pj.Confirm)
 	if err != nil {
 		return applyResult{}, err
 	}

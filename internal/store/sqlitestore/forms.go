@@ -122,3 +122,24 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 	}
 	return out, nil
 }
+
+// CountPlaces counts a form's entries option by option (store.PlaceCount).
+func (s *Store) CountPlaces(ctx context.Context, form string) ([]store.PlaceCount, error) {
+	rows, err := s.rdb.QueryContext(ctx, store.PlaceCountsQuery(func(n int) string { return "?" + strconv.Itoa(n) }), form)
+	if err != nil {
+		return nil, classify("count places of "+form, err)
+	}
+	defer rows.Close()
+	var out []store.PlaceCount
+	for rows.Next() {
+		c, err := store.ScanPlaceCount(rows)
+		if err != nil {
+			return nil, classify("count places of "+form, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("count places of "+form, err)
+	}
+	return out, nil
+}

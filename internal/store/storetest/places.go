@@ -27,6 +27,7 @@ var placeCases = []struct {
 	{"OptionCapacityGrowthPromotes", testOptionGrowth},
 	{"ConcurrentOptionsNoOversellPromotedOnce", testOptionConcurrent},
 	{"UniqueAnswerOnAFullOption", testOptionUniqueAnswer},
+	{"PlacesCountedEntryByEntry", testPlacesCounted},
 }
 
 // putSessions declares form id with a select field "session" whose
@@ -384,5 +385,44 @@ func testOptionUniqueAnswer(t *testing.T, s store.Store) {
 		if o := mustApply(t, s, other)[0]; o.Status != store.StatusDuplicate {
 			t.Fatalf("%s: the registered participant for a session with places: %+v, want duplicate", tc.answer, o)
 		}
+	}
+}
+
+// testPlacesCounted: CountPlaces counts each option's entries one by one
+// (stored, waitlisted) beside its counter and capacity, and the counts
+// follow a cancellation's promotion; an option without a limit is counted
+// too.
+func testPlacesCounted(t *testing.T, s store.Store) {
+	putSessions(t, s, "f", nil, form.WhenFullWaitlist,
+		form.OptionPlaces{Value: "morning", Capacity: intp(1)}, form.OptionPlaces{Value: "evening"})
+	m1 := mustApply(t, s, sessionSub("f", "m1", 1, "morning"), sessionSub("f", "m2", 2, "morning"), sessionSub("f", "m3", 3, "morning"),
+		sessionSub("f", "e1", 4, "evening"))[0]
+	count := func() map[string]store.PlaceCount {
+		t.Helper()
+		cs, err := s.CountPlaces(ctxT(t), "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]store.PlaceCount{}
+		for _, c := range cs {
+			out[c.Value] = c
+		}
+		return out
+	}
+	c := count()
+	if m := c["morning"]; m.Capacity == nil || *m.Capacity != 1 || m.Taken != 1 || m.Stored != 1 || m.Waitlisted != 2 || m.Counted() != 1 {
+		t.Fatalf("morning %+v: want capacity 1, taken 1, 1 stored, 2 waiting", m)
+	}
+	if e := c["evening"]; e.Capacity != nil || e.Taken != 1 || e.Stored != 1 || e.Waitlisted != 0 {
+		t.Fatalf("evening %+v: want no limit, 1 stored", e)
+	}
+	if _, err := s.Cancel(ctxT(t), "f", m1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m := count()["morning"]; m.Taken != 1 || m.Stored != 1 || m.Waitlisted != 1 {
+		t.Fatalf("after a cancellation, morning %+v: want 1 stored (promoted), 1 waiting", m)
+	}
+	if cs, err := s.CountPlaces(ctxT(t), "nosuchform"); err != nil || len(cs) != 0 {
+		t.Fatalf("a form without places: %v %v", cs, err)
 	}
 }
