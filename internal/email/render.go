@@ -115,6 +115,11 @@ type ConfirmationView struct {
 	// --public-url), where they see, change or cancel their entry; ""
 	// without a public URL (a mail cannot carry a relative link).
 	ManageURL string
+	// TicketCode is the short code of the entry's ticket for the door
+	// (package ticket), on a form with check-in and for an entry that
+	// holds its place; "" shows no ticket. The QR code is on the page of
+	// ManageURL, not in the mail: mail programs often block images.
+	TicketCode string
 }
 
 //go:embed templates
@@ -395,13 +400,14 @@ func digestModel(l lang, v DigestView, loc *time.Location) digestData {
 type confirmationData struct {
 	Title, Status, Sentence, ReceivedAt, Receipt string
 	Fields                                       []field
-	ManageURL                                    string
+	ManageURL, TicketCode                        string
 }
 
 func confirmationModel(l lang, v ConfirmationView, loc *time.Location) confirmationData {
 	return confirmationData{
 		Title: v.FormTitle, Status: v.Status, Sentence: l.person[v.Status],
 		ReceivedAt: l.when(v.ReceivedAt, loc), Receipt: v.Receipt, Fields: fields(l, v.Fields), ManageURL: v.ManageURL,
+		TicketCode: v.TicketCode,
 	}
 }
 

@@ -46,6 +46,13 @@ func digestView(count, rows int) DigestView {
 	return v
 }
 
+// ticketView is a stored entry's confirmation on a form with check-in.
+func ticketView(manage string) ConfirmationView {
+	v := confirmationView("stored")
+	v.ManageURL, v.TicketCode = manage, "R5ZCW-A0ZCT"
+	return v
+}
+
 func confirmationView(status string) ConfirmationView {
 	return ConfirmationView{FormTitle: "Spring fair", Status: status, ReceivedAt: receivedAt, Receipt: receipt, Fields: fieldsIn}
 }
@@ -139,6 +146,28 @@ func TestRender(t *testing.T) {
 			text:    []string{"我们已收到您的提交。\n收到时间：2027年3月1日 09:05:03 UTC+08:00\n", "您提交的内容：\nName：Li <b>Lei</b>\n", "您的回执码：" + receipt + "\n请保存此回执码：它可以证明 formd 收到的内容。"},
 			html:    []string{`<html lang="zh-CN">`, "请保存此回执码：它可以证明 formd 收到的内容。", "您提交的内容"},
 		},
+		{
+			name: "confirmation en with a ticket", kind: Confirmation, lang: "en", view: ticketView("https://forms.example.org/e/tok"),
+			text: []string{"Your ticket for the door: R5ZCW-A0ZCT\nAt the entrance, show the QR code on your registration page (https://forms.example.org/e/tok), or read out this code.\n"},
+			html: []string{`Your ticket for the door: <strong style="font-family:monospace;font-size:20px;letter-spacing:2px;">R5ZCW-A0ZCT</strong>`,
+				`show the QR code on <a href="https://forms.example.org/e/tok">your registration page</a>, or read out this code.`},
+			notHTML: []string{"<img"}, subject: "Spring fair: we have received your entry",
+		},
+		{
+			name: "confirmation en with a ticket, no public URL", kind: Confirmation, lang: "en", view: ticketView(""),
+			text:    []string{"Your ticket for the door: R5ZCW-A0ZCT\nAt the entrance, show the QR code on your registration page, or read out this code.\n"},
+			html:    []string{"show the QR code on your registration page, or read out this code."},
+			subject: "Spring fair: we have received your entry",
+		},
+		{
+			name: "confirmation zh with a ticket", kind: Confirmation, lang: "zh", view: ticketView("https://forms.example.org/e/tok"),
+			text: []string{"您的入场签到码：R5ZCW-A0ZCT\n入场时请出示报名页面上的二维码（https://forms.example.org/e/tok），或报出此签到码。\n"},
+			html: []string{`您的入场签到码：<strong style="font-family:monospace;font-size:20px;letter-spacing:2px;">R5ZCW-A0ZCT</strong>`,
+				`入场时请出示<a href="https://forms.example.org/e/tok">报名页面</a>上的二维码，或报出此签到码。`},
+			subject: "Spring fair：我们已收到您的提交",
+		},
+		{name: "confirmation en without a ticket", kind: Confirmation, lang: "en", view: confirmationView("stored"), subject: "Spring fair: we have received your entry",
+			notText: []string{"ticket", "QR"}, notHTML: []string{"ticket", "QR"}},
 		{name: "confirmation zh waitlisted", kind: Confirmation, lang: "zh", view: confirmationView("waitlisted"), subject: "Spring fair：您在候补名单中", text: []string{"您在候补名单中。"}},
 		{name: "confirmation zh promoted", kind: Confirmation, lang: "ZH-cn", view: confirmationView("promoted"), subject: "Spring fair：您已获得名额", text: []string{"您已从候补名单转为正式名额。"}},
 	}

@@ -85,7 +85,7 @@ func Write(ctx context.Context, src Source, f *form.Form, format string, w io.Wr
 	case "csv":
 		err = writeCSV(ctx, rows, f, w, opts)
 	case "jsonl":
-		err = writeJSONL(ctx, rows, w, opts.History)
+		err = writeJSONL(ctx, rows, f.Def.Checkin, w, opts.History)
 	case "xlsx":
 		err = writeXLSX(ctx, rows, f, w, opts)
 	default:
@@ -107,6 +107,13 @@ func header(f *form.Form, removed []string, opts Options) []string {
 	if opts.People {
 		h = []string{word(opts.Lang, "id"), word(opts.Lang, "status"), receivedHeading(opts)}
 	}
+	if f.Def.Checkin {
+		if opts.People {
+			h = append(h, word(opts.Lang, "checked_in_at")+" ("+opts.zone().String()+")", word(opts.Lang, "door"))
+		} else {
+			h = append(h, "checked_in_at", "door")
+		}
+	}
 	for _, fd := range f.Fields() {
 		name := fd.Name
 		if opts.Labels || opts.People {
@@ -125,12 +132,26 @@ func header(f *form.Form, removed []string, opts Options) []string {
 	return append(h, "extra")
 }
 
-// own is an entry's own cells (before the fields') as text.
-func own(r store.Row, opts Options) []string {
+// own is an entry's own cells (before the fields') as text: on a form
+// with check-in, its check-in's time and door follow (empty when it is
+// not checked in).
+func own(f *form.Form, r store.Row, opts Options) []string {
+	var cells []string
 	if opts.People {
-		return []string{r.ID, word(opts.Lang, r.Status), r.ReceivedAt.In(opts.zone()).Format(peopleTime)}
+		cells = []string{r.ID, word(opts.Lang, r.Status), r.ReceivedAt.In(opts.zone()).Format(peopleTime)}
+	} else {
+		cells = []string{r.ID, r.Key, r.Status, r.ReceivedAt.UTC().Format(timeFormat)}
 	}
-	return []string{r.ID, r.Key, r.Status, r.ReceivedAt.UTC().Format(timeFormat)}
+	if !f.Def.Checkin {
+		return cells
+	}
+	switch {
+	case r.CheckedInAt.IsZero():
+		return append(cells, "", "")
+	case opts.People:
+		return append(cells, r.CheckedInAt.In(opts.zone()).Format(peopleTime), r.Door)
+	}
+	return append(cells, r.CheckedInAt.UTC().Format(timeFormat), r.Door)
 }
 
 // cellText is a field's value as one cell of text.
@@ -265,7 +286,7 @@ func writeCSV(ctx context.Context, rows func(context.Context, func(store.Row) er
 		if err != nil {
 			return err
 		}
-		cells := own(r, opts)
+		cells := own(f, r, opts)
 		for _, fd := range fields {
 			cells = append(cells, cellText(fd, m[fd.Name], opts))
 		}
@@ -292,6 +313,10 @@ type jsonlRow struct {
 	Data       json.RawMessage `json:"data"`
 	// Extra holds the fields the form does not define.
 	Extra json.RawMessage `json:"extra,omitempty"`
+	// CheckedInAt and Door are the entry's check-in, on a form with
+	// check-in only (absent when it is not checked in).
+	CheckedInAt *string `json:"checked_in_at,omitempty"`
+	Door        *string `json:"door,omitempty"`
 	// History holds the versions the participant's changes replaced
 	// (Options.History).
 	History []jsonlVersion `json:"history,omitempty"`
@@ -305,7 +330,7 @@ type jsonlVersion struct {
 	ReplacedAt string          `json:"replaced_at"`
 }
 
-func writeJSONL(ctx context.Context, rows func(context.Context, func(store.Row) error) error, w io.Writer,
+func writeJSONL(ctx context.Context, rows func(context.Context, func(store.Row) error) error, checkin bool, w io.Writer,
 	history func(ctx context.Context, form, id string) ([]store.EntryVersion, error)) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -316,6 +341,10 @@ func writeJSONL(ctx context.Context, rows func(context.Context, func(store.Row) 
 		}
 		row := jsonlRow{ID: r.ID, Form: r.Form, Key: r.Key, Status: r.Status,
 			ReceivedAt: r.ReceivedAt.UTC().Format(timeFormat), Data: data, Extra: extra}
+		if checkin && !r.CheckedInAt.IsZero() {
+			at := r.CheckedInAt.UTC().Format(timeFormat)
+			row.CheckedInAt, row.Door = &at, &r.Door
+		}
 		if history != nil {
 			vs, err := history(ctx, r.Form, r.ID)
 			if err != nil {
@@ -380,11 +409,10 @@ func writeXLSX(ctx context.Context, rows func(context.Context, func(store.Row) e
 		}
 		cells := []any{r.ID, r.Key, r.Status, excelize.Cell{StyleID: timeStyle, Value: r.ReceivedAt.UTC()}}
 		if opts.People {
-			// The wall-clock time of the zone: a spreadsheet's times
-			// have none of their own.
-			at := r.ReceivedAt.In(opts.zone())
-			wall := time.Date(at.Year(), at.Month(), at.Day(), at.Hour(), at.Minute(), at.Second(), 0, time.UTC)
-			cells = []any{r.ID, word(opts.Lang, r.Status), excelize.Cell{StyleID: timeStyle, Value: wall}}
+			cells = []any{r.ID, word(opts.Lang, r.Status), excelize.Cell{StyleID: timeStyle, Value: opts.wall(r.ReceivedAt)}}
+		}
+		if f.Def.Checkin {
+			cells = append(cells, checkinCells(r, opts, timeStyle)...)
 		}
 		for _, fd := range fields {
 			if opts.People && fd.Type == form.TypeFile {
@@ -418,6 +446,28 @@ func writeXLSX(ctx context.Context, rows func(context.Context, func(store.Row) e
 	}
 	_, err = x.WriteTo(w)
 	return err
+}
+
+// checkinCells are an entry's check-in time (typed, a wall-clock time in
+// the zone for people) and door as XLSX cells, empty when it is not
+// checked in.
+func checkinCells(r store.Row, opts Options, timeStyle int) []any {
+	if r.CheckedInAt.IsZero() {
+		return []any{nil, nil}
+	}
+	at := r.CheckedInAt.UTC()
+	if opts.People {
+		at = opts.wall(r.CheckedInAt)
+	}
+	return []any{excelize.Cell{StyleID: timeStyle, Value: at}, r.Door}
+}
+
+// wall is t as the wall-clock time of the options' zone, to the second,
+// for an XLSX export for people: a spreadsheet's times have no zone of
+// their own.
+func (o Options) wall(t time.Time) time.Time {
+	at := t.In(o.zone())
+	return time.Date(at.Year(), at.Month(), at.Day(), at.Hour(), at.Minute(), at.Second(), 0, time.UTC)
 }
 
 // typed is a value as an XLSX cell of its field's type: a number a

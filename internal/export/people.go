@@ -36,11 +36,13 @@ func isZh(lang string) bool {
 var peopleWords = map[bool]map[string]string{
 	false: {
 		"id": "Entry", "status": "Status", "received_at": "Received", "extra": "Other fields",
+		"checked_in_at": "Checked in", "door": "Door",
 		"stored": "Received", "waitlisted": "Waitlisted", "duplicate": "Duplicate", "rejected": "Refused (full)",
 		"spam": "Spam", "dead-lettered": "Could not be processed", "cancelled": "Cancelled",
 	},
 	true: {
 		"id": "编号", "status": "状态", "received_at": "提交时间", "extra": "其他内容",
+		"checked_in_at": "签到时间", "door": "签到入口",
 		"stored": "已收到", "waitlisted": "候补", "duplicate": "重复提交", "rejected": "名额已满，未收",
 		"spam": "垃圾提交", "dead-lettered": "无法处理", "cancelled": "已取消",
 	},

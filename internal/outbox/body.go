@@ -15,7 +15,11 @@ import (
 // depend on:
 // {"type","timestamp","data":{"id","form","site","key","status",
 // "received_at","receipt","data":{…}}}, with the fields the form does not
-// define under "extra". The same event always has the same body, so a
+// define under "extra"; a submission.checked_in event's data adds
+// "checked_in_at" (the event's own time: the check-in and its event are
+// written by one transaction at one instant) and "door" (the door of the
+// entry's check-in of that instant; absent if it was undone before the
+// event was rendered). The same event always has the same body, so a
 // retry is the same message — but for the links to an entry's files
 // (each file field is {name, type, size, sha256, url}), which are signed
 // afresh at each attempt so that they work when it arrives.
@@ -35,6 +39,9 @@ type entryJSON struct {
 	Receipt    string          `json:"receipt"`
 	Data       json.RawMessage `json:"data"`
 	Extra      json.RawMessage `json:"extra,omitempty"`
+	// CheckedInAt and Door: submission.checked_in only.
+	CheckedInAt string `json:"checked_in_at,omitempty"`
+	Door        string `json:"door,omitempty"`
 }
 
 const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
@@ -54,12 +61,19 @@ func (d *Dispatcher) eventBody(ctx context.Context, e store.Event, docs entryDoc
 	if len(data) == 0 {
 		data = json.RawMessage("{}")
 	}
-	return json.Marshal(eventJSON{
+	body := eventJSON{
 		Type:      e.Type,
 		Timestamp: e.At.UTC().Format(timeFormat),
 		Data: entryJSON{ID: doc.ID, Form: doc.Form, Site: doc.Site, Key: doc.Key, Status: e.Status,
 			ReceivedAt: doc.ReceivedAt.UTC().Format(timeFormat), Receipt: hex.EncodeToString(doc.Receipt[:]), Data: data, Extra: extra},
-	})
+	}
+	if e.Type == store.EventCheckedIn {
+		body.Data.CheckedInAt = body.Timestamp
+		if doc.CheckedInAt.Equal(e.At) {
+			body.Data.Door = doc.Door
+		}
+	}
+	return json.Marshal(body)
 }
 
 // entryDocs are the entries of a job's events, read at once.

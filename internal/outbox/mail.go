@@ -14,6 +14,7 @@ import (
 	"github.com/formd/formd/internal/entrylink"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/ticket"
 )
 
 // errNoSMTP keeps e-mail deliveries waiting while no SMTP server is set.
@@ -105,7 +106,8 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			return o
 		}
 		v := email.ConfirmationView{FormTitle: title, Status: statusWord(first.Event), ReceivedAt: doc.ReceivedAt,
-			Receipt: hex.EncodeToString(doc.Receipt[:]), Fields: fieldValues(f, lang, doc), ManageURL: d.manageURL(f.ID(), doc.ID)}
+			Receipt: hex.EncodeToString(doc.Receipt[:]), Fields: fieldValues(f, lang, doc), ManageURL: d.manageURL(f.ID(), doc.ID),
+			TicketCode: d.ticketCode(f, doc.ID, first.Event.Status)}
 		if msg, o.Err = d.render(email.Confirmation, lang, v); o.Err != nil {
 			o.Outcome = attempt.Refused
 			return o
@@ -205,6 +207,17 @@ func (d *Dispatcher) manageURL(formID, id string) string {
 		return ""
 	}
 	return strings.TrimRight(d.opts.ConsoleURL, "/") + entrylink.PagePath(entrylink.Token(d.opts.Hasher, formID, id))
+}
+
+// ticketCode is the short code of an entry's ticket for its confirmation:
+// on a form with check-in, for an event that left the entry stored (a
+// new entry, a promotion, an approval); "" otherwise, or without the
+// installation's secret.
+func (d *Dispatcher) ticketCode(f *form.Form, id, status string) string {
+	if !f.Def.Checkin || d.opts.Hasher == nil || !ticket.Valid(status) {
+		return ""
+	}
+	return ticket.Code(d.opts.Hasher, f.ID(), id)
 }
 
 // fieldValues lists an entry's values in the form's order with their

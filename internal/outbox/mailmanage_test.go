@@ -17,6 +17,7 @@ import (
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
+	"github.com/formd/formd/internal/ticket"
 )
 
 // mailText is every text part of a message, decoded (quoted-printable or
@@ -109,6 +110,65 @@ notify:
 			}
 			if !strings.Contains(body, c.words) {
 				t.Fatalf("no %q in the mail:\n%s", c.words, body)
+			}
+		})
+	}
+}
+
+// TestConfirmationCarriesTheTicket: on a form with check-in, a stored
+// entry's confirmation holds its ticket's short code and the link to the
+// page with its QR code, in the form's language, in the text and HTML
+// parts; a waitlisted entry's holds no ticket.
+func TestConfirmationCarriesTheTicket(t *testing.T) {
+	t.Parallel()
+	hasher := form.NewHasher([]byte("0123456789abcdef0123456789abcdef"))
+	for _, c := range []struct{ lang, words string }{{"en", "Your ticket for the door: "}, {"zh", "您的入场签到码："}} {
+		t.Run(c.lang, func(t *testing.T) {
+			t.Parallel()
+			srv := startSMTP(t)
+			mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Address: "fair@example.org"}, email.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newFixture(t, `
+id: fair
+title: Fair
+checkin: true
+capacity: 1
+when_full: waitlist
+fields:
+  - {name: email, type: email}
+notify:
+  email: {confirm: email, lang: `+c.lang+`}
+`, mailer, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
+			ctx := context.Background()
+			outs := f.submit("fair", `{"email":"ann@example.org"}`, `{"email":"bo@example.org"}`)
+			if _, err := f.d.FanOutOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.d.SendOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			poll.Until(t, "two confirmations", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 2 })
+			msgs, _ := srv.messages()
+			bodies := map[string]string{}
+			for _, m := range msgs {
+				bodies[m.Header.Get("To")] = mailText(t, m)
+			}
+			stored, waitlisted := bodies["<ann@example.org>"], bodies["<bo@example.org>"]
+			code := ticket.Code(hasher, "fair", outs[0].ID)
+			link := "https://forms.example.org" + entrylink.PagePath(entrylink.Token(hasher, "fair", outs[0].ID))
+			if n := strings.Count(stored, c.words+code); n != 1 {
+				t.Errorf("%q with the code %s is in %d parts, want the text's:\n%s", c.words, code, n, stored)
+			}
+			if n := strings.Count(stored, code); n < 2 {
+				t.Errorf("the code %s is in %d parts, want text and HTML:\n%s", code, n, stored)
+			}
+			if n := strings.Count(stored, link); n < 4 {
+				t.Errorf("the link to the QR code's page is %d times in the mail, want the participant's link and the ticket's in text and HTML:\n%s", n, stored)
+			}
+			if waitlisted == "" || strings.Contains(waitlisted, c.words) || strings.Contains(waitlisted, ticket.Code(hasher, "fair", outs[1].ID)) {
+				t.Errorf("a waitlisted entry's confirmation has a ticket (or is missing):\n%s", waitlisted)
 			}
 		})
 	}

@@ -79,8 +79,12 @@ func ScanEntryRef(sc Scanner) (EntryRef, error) {
 	return e, err
 }
 
-// RowColumns are the columns of entries that ScanRow reads.
-const RowColumns = `seq, id, form, key, status, received_at, data`
+// RowColumns are the columns of entries that ScanRow reads, the entry's
+// check-in with them (read from checkins by the entry's id: the queries
+// select FROM entries, not aliased).
+const RowColumns = `seq, id, form, key, status, received_at, data, ` +
+	`(SELECT c.at FROM checkins c WHERE c.entry_id = entries.id), ` +
+	`coalesce((SELECT c.door FROM checkins c WHERE c.entry_id = entries.id), '')`
 
 // ScanRow reads RowColumns.
 func ScanRow(sc Scanner) (Row, error) {
@@ -90,7 +94,8 @@ func ScanRow(sc Scanner) (Row, error) {
 }
 
 func rowDest(r *Row) []any {
-	return []any{uint64Dest{&r.Seq}, &r.ID, &r.Form, &r.Key, &r.Status, TimeDest(&r.ReceivedAt), bytesDest{(*[]byte)(&r.Data)}}
+	return []any{uint64Dest{&r.Seq}, &r.ID, &r.Form, &r.Key, &r.Status, TimeDest(&r.ReceivedAt), bytesDest{(*[]byte)(&r.Data)},
+		TimeDest(&r.CheckedInAt), &r.Door}
 }
 
 // DocColumns are the columns of entries that ScanDoc reads.

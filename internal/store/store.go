@@ -246,6 +246,10 @@ type Row struct {
 	Status     string
 	ReceivedAt time.Time
 	Data       json.RawMessage // nil once erased
+	// CheckedInAt and Door are the entry's check-in at the door (issue
+	// 35); zero and empty when it is not checked in.
+	CheckedInAt time.Time
+	Door        string
 }
 
 // Arrival is what a device reports about one key: that the person pressed

@@ -78,6 +78,21 @@ func testCheckInOnce(t *testing.T, s store.Store) {
 		t.Fatalf("roster %+v (%v)", roster, err)
 	}
 
+	// Exports and the webhook's entries carry the check-in: a's time and
+	// door, nothing for b.
+	var exported []store.Row
+	if err := s.Export(ctxT(t), "f", func(r store.Row) error { exported = append(exported, r); return nil }); err != nil || len(exported) != 2 {
+		t.Fatalf("export: %d rows, %v", len(exported), err)
+	}
+	if exported[0].ID != a || !exported[0].CheckedInAt.Equal(first.At) || exported[0].Door != "A" ||
+		!exported[1].CheckedInAt.IsZero() || exported[1].Door != "" {
+		t.Fatalf("exported check-ins %+v", exported)
+	}
+	docs, err := s.EntryDocs(ctxT(t), []string{a, b})
+	if err != nil || !docs[a].CheckedInAt.Equal(first.At) || docs[a].Door != "A" || !docs[b].CheckedInAt.IsZero() || docs[b].Door != "" {
+		t.Fatalf("entry docs' check-ins %+v (%v)", docs, err)
+	}
+
 	// Undo: the next scan lets the entry in again, with a new event; the
 	// earlier scans keep their answers.
 	if undone, err := s.UndoCheckIn(ctxT(t), "f", a); err != nil || !undone {
