@@ -47,7 +47,7 @@ var enStrings = map[string]string{
 	"sub.received": "Received", "sub.open": "Open", "sub.open-entry": "Open the submission received %s", "sub.none": "No submissions.",
 	"sub.no-match": "No submission matches in the entries searched.", "sub.older": "Older submissions", "sub.search-older": "Search older submissions",
 	"sub.searched-bound": "A search reads 20,000 entries at a time.", "sub.erased": "(data erased)",
-	"sub.select-entry": "Select the submission received %s", "sub.select-all": "Select all pending entries on this page", "sub.review-help": "Each entry is decided once: one that someone else decided meanwhile is left as it is and counted below the result.",
+	"sub.select-entry": "Select the submission received %s", "sub.select-all": "Select all pending entries on this page", "sub.review-help": "Each entry is decided once: one that someone else decided meanwhile is left as it is and counted apart on the result page.",
 	"sub.review": "Review the selected entries", "sub.approve-selected": "Approve selected", "sub.decline-selected": "Decline selected",
 	"reviewed.approved": "Approved: %d.", "reviewed.title": "Review of %s", "reviewed.declined": "Declined: %d; their places are free.",
 	"reviewed.already": "Already decided by someone else, left as they were: %d.", "reviewed.missing": "Not found (erased or never there): %d.",
