@@ -1,11 +1,14 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 
+	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
 )
@@ -29,18 +32,19 @@ func (h *Handler) reviewOne(approve bool) func(http.ResponseWriter, *http.Reques
 }
 
 // reviewRequest is the body of POST …/review: the entries to approve and
-// to decline, at most maxReview in all.
+// to decline, at most MaxReview in all (the console's bulk review too).
 type reviewRequest struct {
 	Approve []string `json:"approve"`
 	Decline []string `json:"decline"`
 }
 
-const maxReview = 500
+// MaxReview is the most entries one bulk review decides.
+const MaxReview = 500
 
-// reviewResult is one entry's outcome in a bulk review: "approved",
+// ReviewResult is one entry's outcome in a bulk review: "approved",
 // "declined", or the problem code it got (entry-not-pending,
 // entry-not-found).
-type reviewResult struct {
+type ReviewResult struct {
 	ID       string   `json:"id"`
 	Result   string   `json:"result"`
 	Promoted []string `json:"promoted,omitempty"`
@@ -59,28 +63,40 @@ func (h *Handler) reviewMany(w http.ResponseWriter, r *http.Request, c call) err
 	if err := json.Unmarshal(body, &req); err != nil {
 		return problem.New(problem.CodeInvalidRequest, `the body must be {"approve": [ids], "decline": [ids]}`)
 	}
-	if n := len(req.Approve) + len(req.Decline); n == 0 || n > maxReview {
+	if n := len(req.Approve) + len(req.Decline); n == 0 || n > MaxReview {
 		return problem.New(problem.CodeInvalidRequest, "list from 1 to 500 entries under approve and decline")
 	}
-	var out []reviewResult
+	out, err := h.ReviewMany(r.Context(), c.p, c.form, req.Approve, req.Decline)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"results": out})
+}
+
+// ReviewMany approves and declines many entries, each through Review (its
+// own transaction, decided once, audited); an entry decided already or
+// not found is that entry's result, not an error of the batch. It
+// returns one result per id, approvals first, in the order given.
+func (h *Handler) ReviewMany(ctx context.Context, p accounts.Principal, f *form.Form, approve, decline []string) ([]ReviewResult, error) {
+	var out []ReviewResult
 	for _, batch := range []struct {
 		ids     []string
 		approve bool
 		done    string
-	}{{req.Approve, true, "approved"}, {req.Decline, false, "declined"}} {
+	}{{approve, true, "approved"}, {decline, false, "declined"}} {
 		for _, id := range batch.ids {
-			promoted, err := h.Review(r.Context(), c.p, c.form, id, batch.approve)
-			res := reviewResult{ID: id, Result: batch.done, Promoted: promoted}
+			promoted, err := h.Review(ctx, p, f, id, batch.approve)
+			res := ReviewResult{ID: id, Result: batch.done, Promoted: promoted}
 			switch {
 			case errors.Is(err, store.ErrNotPending):
 				res.Result = problem.CodeEntryNotPending
 			case errors.Is(err, store.ErrNotFound):
 				res.Result = problem.CodeEntryNotFound
 			case err != nil:
-				return err
+				return out, err
 			}
 			out = append(out, res)
 		}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"results": out})
+	return out, nil
 }

@@ -126,6 +126,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 		{"GET /admin/forms/{form}/submissions", h.submissions},
 		{"GET /admin/forms/{form}/entries/{id}", h.entry},
 		{"POST /admin/forms/{form}/entries/{id}/{action}", h.entryAction},
+		{"POST /admin/forms/{form}/review", h.reviewMany},
 		{"POST /admin/forms/{form}/dead-letters/{key}/retry", h.retry},
 		{"GET /admin/forms/{form}/proof", h.proof},
 		{"GET /admin/forms/{form}/door", h.doorPage},

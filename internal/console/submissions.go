@@ -42,6 +42,10 @@ type submissionsView struct {
 	// Erasures are participants' pending erasure requests.
 	Drafts   store.DraftCounts
 	Erasures []store.ErasureRequest
+	// Pending are the ids of the page's pending entries when the form
+	// has review and the editor may decide them: the table is then the
+	// bulk review's form (review.go).
+	Pending []string
 }
 
 func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) error {
@@ -80,7 +84,11 @@ func (h *Handler) submissions(w http.ResponseWriter, r *http.Request, p page) er
 		}
 		v.Columns = append(v.Columns, c)
 	}
+	canReview := f.Def.Review && p.P.Can(accounts.Act, f.Def.Site)
 	for _, row := range pg.Rows {
+		if canReview && row.Status == store.StatusPending {
+			v.Pending = append(v.Pending, row.ID)
+		}
 		vals := rowValues(row)
 		var cells []string
 		for _, c := range v.Columns {

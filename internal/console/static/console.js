@@ -56,6 +56,19 @@
   }
   exportLinks();
   if (ttl) ttl.addEventListener('change', exportLinks);
+  // Bulk review: "all pending on this page" ticks each entry's box too,
+  // so what will be decided is what is seen (the server takes the page's
+  // pending entries from the box alone, without JavaScript).
+  document.querySelectorAll('form.bulk-review input[name="all"]').forEach(function (all) {
+    all.addEventListener('change', function () {
+      all.form.querySelectorAll('input[name="id"]').forEach(function (box) { box.checked = all.checked; });
+    });
+    // Unticking one entry leaves "all" too: the boxes still ticked are
+    // what is sent.
+    all.form.querySelectorAll('input[name="id"]').forEach(function (box) {
+      box.addEventListener('change', function () { if (!box.checked) all.checked = false; });
+    });
+  });
   // A window typed in this browser's time (the label says its offset,
   // as the page's times do) is sent as the UTC moment it means; without
   // the script the label says UTC and the server reads it so (issue 34).

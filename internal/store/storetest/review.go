@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/store"
@@ -22,6 +23,7 @@ var reviewCases = []struct {
 	{"ReviewPendingHoldsItsPlace", testReviewPending},
 	{"ReviewOfAnOptionsPlace", testReviewOption},
 	{"ReviewRacesDecideOnce", testReviewRace},
+	{"ReviewDecisionReachesTheOutboxOnce", testReviewOutbox},
 }
 
 func putReviewed(t *testing.T, s store.Store, id string, capacity *int, whenFull string, places ...form.OptionPlaces) {
@@ -176,5 +178,52 @@ func testReviewRace(t *testing.T, s store.Store) {
 	}
 	if events != n {
 		t.Fatalf("%d review events, want %d", events, n)
+	}
+}
+
+// testReviewOutbox: a decision's event is in the outbox with the
+// decision (the same transaction), once: the fan-out (which adds the
+// person's mail on a form that sends confirmations) finds one approved
+// and one declined event, and a decision refused as already made adds
+// none. Nothing is queued while the entries are pending but their
+// pending events.
+func testReviewOutbox(t *testing.T, s store.Store) {
+	putReviewed(t, s, "f", intp(5), form.WhenFullWaitlist)
+	out := mustApply(t, s, sub("f", "a", 1, "pa"), sub("f", "b", 2, "pb"))
+	now := time.Now()
+	if evs := fanOut(t, s, now, "email:confirm"); len(evs) != 2 || evs[0].Type != store.EventPending || evs[1].Type != store.EventPending {
+		t.Fatalf("events before the decisions: %+v, want two pending", evs)
+	}
+	if _, err := s.Review(ctxT(t), "f", out[0].ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Review(ctxT(t), "f", out[1].ID, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, approve := range []bool{true, false} {
+		if _, err := s.Review(ctxT(t), "f", out[0].ID, approve); !errors.Is(err, store.ErrNotPending) {
+			t.Fatalf("deciding again: %v", err)
+		}
+	}
+	evs := fanOut(t, s, now, "email:confirm")
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.EntryID+" "+e.Type+" "+e.Status)
+	}
+	want := []string{out[0].ID + " " + store.EventApproved + " " + store.StatusStored, out[1].ID + " " + store.EventDeclined + " " + store.StatusDeclined}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events of the decisions %v, want %v", got, want)
+	}
+	for i, id := range []string{out[0].ID, out[1].ID} {
+		ds, _, err := s.Deliveries(ctxT(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 2 || ds[1].Event.Type != evs[i].Type || ds[1].Endpoint != "email:confirm" {
+			t.Fatalf("deliveries of %s: %+v, want its pending event's and its decision's", id, ds)
+		}
+	}
+	if evs := fanOut(t, s, now, "email:confirm"); len(evs) != 0 {
+		t.Fatalf("events after the refused decisions: %+v", evs)
 	}
 }
