@@ -5,6 +5,9 @@ export * from './formd.js';
 export * from './messages.js';
 // Options with places of their own: which are full (issue 32).
 export * from './places.js';
+// Conditions (show_if): which fields are shown (issue 32).
+export { answerOf, holds, shown } from './conditions.js';
+export type { Condition } from './conditions.js';
 export { miniProgramFiles } from './uploads.js';
 export { drafts, DraftError } from './drafts.js';
 export type { Draft, Drafts, DraftsOptions } from './drafts.js';

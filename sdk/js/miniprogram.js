@@ -16,6 +16,9 @@ export * from './formd.js';
 export * from './messages.js';
 // Options with places of their own: which are full (issue 32).
 export * from './places.js';
+// Conditions (show_if): which fields are shown, by the rule the server
+// and the hosted page use (issue 32).
+export { answerOf, holds, shown } from './conditions.js';
 export { miniProgramFiles } from './uploads.js';
 // Drafts: save and resume over the adapter's transport
 // (drafts({endpoint, transport: miniProgram(wx).transport})).

@@ -21,12 +21,13 @@ const FULL = {
 const isZh = (lang) => /^zh/i.test(lang || '');
 
 /**
- * A definition's text (a string, or {en, zh}) in lang.
+ * A definition's text (a string, or {en, zh}) in lang: a field's label,
+ * an option's.
  * @param {unknown} t
  * @param {string | undefined} lang
  * @returns {string}
  */
-function textIn(t, lang) {
+export function textIn(t, lang) {
   if (t == null) return '';
   if (typeof t === 'string') return t;
   const m = /** @type {Record<string, string>} */ (t);
@@ -74,19 +75,32 @@ export function optionPlaces(def, lang) {
 }
 
 /**
- * Reads a form's public definition through a transport (the browser's
- * fetchTransport, a mini-program adapter's) and gives its options with
- * their places.
+ * Reads a form's public definition (GET /v1/forms/{form}) through a
+ * transport (the browser's fetchTransport, a mini-program adapter's):
+ * its fields with their show_if for conditions.js, its places for
+ * optionPlaces.
  * @param {import('./formd.js').Transport} transport
  * @param {string} endpoint formd's address, such as https://forms.example.org
+ * @param {string} form
+ * @returns {Promise<import('./places.js').PublicDefinition>}
+ */
+export async function loadDefinition(transport, endpoint, form) {
+  const url = `${endpoint.replace(/\/+$/, '')}/v1/forms/${encodeURIComponent(form)}`;
+  const r = await transport({ method: 'GET', url, headers: { Accept: 'application/json' }, timeout: 15000 });
+  if (r.status !== 200 || !r.body) throw new Error(`formd: the definition of ${form}: HTTP ${r.status}`);
+  return /** @type {import('./places.js').PublicDefinition} */ (r.body);
+}
+
+/**
+ * Reads a form's public definition through a transport and gives its
+ * options with their places.
+ * @param {import('./formd.js').Transport} transport
+ * @param {string} endpoint
  * @param {string} form
  * @param {string} [lang]
  */
 export async function loadPlaces(transport, endpoint, form, lang) {
-  const url = `${endpoint.replace(/\/+$/, '')}/v1/forms/${encodeURIComponent(form)}`;
-  const r = await transport({ method: 'GET', url, headers: { Accept: 'application/json' }, timeout: 15000 });
-  if (r.status !== 200 || !r.body) throw new Error(`formd: the definition of ${form}: HTTP ${r.status}`);
-  return optionPlaces(r.body, lang);
+  return optionPlaces(await loadDefinition(transport, endpoint, form), lang);
 }
 
 /**

@@ -17,7 +17,9 @@ async function launch(wx, query) {
   const p = await open(wx, query);
   const type = (id, value) => p.page.querySelector('#' + id).dispatchEvent('input', { detail: { value } });
   const press = () => p.page.querySelector('#submit').dispatchEvent('tap');
-  return { ...p, type, press };
+  /** Chooses a radio button of a radio group (a select of the definition). */
+  const choose = (id, value) => p.page.querySelector('#' + id).dispatchEvent('change', { detail: { value } });
+  return { ...p, type, press, choose };
 }
 
 /**
@@ -228,5 +230,116 @@ test('a draft: saved (草稿已保存 only after the 2xx), resumed from its link
     assert.equal(formd.byKey.size, 0, 'the draft was consumed');
   } finally {
     again.close();
+  }
+});
+
+// The form's public definition as formd gives it (GET /v1/forms/{form},
+// intake/public.go): a fair with a morning and an afternoon session, the
+// afternoon full with a waitlist, and a guardian's phone asked only of a
+// minor (show_if, as examples/forms.yaml writes it).
+const DEFINITION = 'https://forms.example.org/v1/forms/spring-fair-2027';
+const fair = {
+  id: 'spring-fair-2027', open: true, durability: 'sync', require_key: false,
+  fields: [
+    { name: 'name', type: 'text', required: true, label: { en: 'Name', zh: '姓名' } },
+    { name: 'phone', type: 'phone', required: true, region: 'CN', label: { en: 'Mobile phone', zh: '手机号' } },
+    {
+      name: 'session', type: 'select', required: true, label: { en: 'Session', zh: '场次' }, options: [
+        { value: 'morning', label: { en: 'Morning', zh: '上午' }, capacity: 40 },
+        { value: 'afternoon', label: { en: 'Afternoon', zh: '下午' }, capacity: 40 },
+      ],
+    },
+    {
+      name: 'age_group', type: 'select', required: true, label: { en: 'Age group', zh: '年龄段' }, options: [
+        { value: 'adult', label: { en: '18 or over', zh: '18 岁及以上' } },
+        { value: 'minor', label: { en: 'Under 18', zh: '未满 18 岁' } },
+      ],
+    },
+    {
+      name: 'guardian_phone', type: 'phone', required: true, region: 'CN', label: { en: "Guardian's phone", zh: '监护人手机号' },
+      show_if: { field: 'age_group', equals: 'minor' },
+    },
+  ],
+  places: {
+    field: 'session', waitlist: true, options: [
+      { value: 'morning', limit: 40, left: 12, full: false },
+      { value: 'afternoon', limit: 40, left: 0, full: true },
+    ],
+  },
+};
+
+/** formd with the fair's definition: its GET answered, each submission stored. */
+const fairWx = (language) =>
+  fakeWx({
+    language,
+    answer: (o) => (o.method === 'GET' && o.url === DEFINITION ? { statusCode: 200, header: { 'Content-Type': 'application/json' }, data: JSON.stringify(fair) } : created(o)),
+  });
+
+for (const [language, label, morning, afternoon] of [
+  ['zh_CN', '场次', '上午', '下午（已满，可候补）'],
+  ['en', 'Session', 'Morning', 'Afternoon — full, waitlist'],
+]) {
+  test(`the full afternoon session is marked full — waitlist (${language})`, async () => {
+    const wx = fairWx(language);
+    const p = await launch(wx);
+    try {
+      await until(() => p.text('#session-afternoon'), 'the sessions, from the definition');
+      assert.deepEqual(wx.fake.requests.filter((r) => r.url === DEFINITION).map((r) => r.method), ['GET'], 'read once, over wx.request');
+      assert.equal(p.text('#field-session .label'), label);
+      assert.equal(p.text('#session-morning'), morning);
+      assert.equal(p.text('#session-afternoon'), afternoon);
+      // A session with a waitlist can still be chosen: the entry waits for its place.
+      p.choose('session', 'afternoon');
+      await until(() => p.page.instance.data.values.session === 'afternoon', 'the choice');
+    } finally {
+      p.close();
+    }
+  });
+}
+
+/**
+ * Fills the fair's form as a minor: the guardian's phone is hidden until
+ * 未满 18 岁 / Under 18 is chosen, then shown under its label and typed.
+ */
+async function asMinor(p, name, session, guardianLabel) {
+  await until(() => p.text('#field-age_group'), 'the definition');
+  assert.equal(p.page.querySelector('#guardian_phone'), undefined, 'hidden before any answer');
+  p.type('name', name);
+  p.type('phone', '13800138000');
+  p.choose('session', session);
+  p.choose('age_group', 'minor');
+  await until(() => p.page.querySelector('#guardian_phone'), 'the guardian field to show');
+  assert.equal(p.text('#field-guardian_phone .label'), guardianLabel);
+  p.type('guardian_phone', '13900139000');
+}
+
+test("a minor's guardian's phone: shown while 未满 18 岁 is chosen, hidden and not sent once it is not", async () => {
+  const wx = fairWx('zh_CN');
+  const p = await launch(wx);
+  try {
+    await asMinor(p, '李雷', 'afternoon', '监护人手机号');
+    p.choose('age_group', 'adult');
+    await until(() => !p.page.querySelector('#guardian_phone'), 'the guardian field to hide');
+    p.press();
+    await until(() => p.text('#status') === '已收到，谢谢！', '已收到');
+    const posts = wx.fake.requests.filter((r) => r.url === FORM);
+    assert.equal(posts.length, 1);
+    assert.deepEqual(JSON.parse(posts[0].data), { name: '李雷', phone: '13800138000', session: 'afternoon', age_group: 'adult' });
+  } finally {
+    p.close();
+  }
+});
+
+test("a minor's guardian's phone is sent while its field is shown", async () => {
+  const wx = fairWx('en');
+  const p = await launch(wx);
+  try {
+    await asMinor(p, 'Li Lei', 'morning', "Guardian's phone");
+    p.press();
+    await until(() => p.text('#status') === 'Received. Thank you!', 'Received');
+    const [post] = wx.fake.requests.filter((r) => r.url === FORM);
+    assert.deepEqual(JSON.parse(post.data), { name: 'Li Lei', phone: '13800138000', session: 'morning', age_group: 'minor', guardian_phone: '13900139000' });
+  } finally {
+    p.close();
   }
 });

@@ -4,12 +4,29 @@
 // 未能保存在本机 / 已收到 / 已在候补名单 / 已报名 / 已满 / 需要修改 / 未开放 /
 // 无法提交, with each field's error next to it. A page built with
 // Component(), as WeChat allows, so that miniprogram-simulate can test it.
-import { messages, fieldText, newKey, DraftError } from '@formd/sdk';
-import { FORM_ID } from '../../config.js';
+//
+// Beside its own name and phone, it shows the other fields of the form's
+// public definition (read once over the adapter's requests): a select as
+// radio buttons, its full sessions marked as the hosted page marks them
+// (下午（已满，可候补）/ "Afternoon — full, waitlist", places.js), and a
+// field with show_if only while its condition holds (conditions.js, the
+// server's rule): a field not shown keeps what was typed but is not sent.
+// Without the definition (offline at first launch) it takes name and
+// phone, and the server's answer names what is missing.
+import { messages, fieldText, newKey, DraftError, loadDefinition, optionPlaces, textIn, shown, answerOf } from '@formd/sdk';
+import { FORMD_ENDPOINT, FORM_ID } from '../../config.js';
 
 /** @typedef {import('@formd/sdk').StateEvent} StateEvent */
 /** @typedef {import('@formd/sdk').Client} Client */
 /** @typedef {import('@formd/sdk').Draft} Draft */
+/** @typedef {import('@formd/sdk').PublicDefinition} PublicDefinition */
+/** @typedef {{value: string, label: string, full: boolean, disabled: boolean}} Choice */
+/** @typedef {{name: string, type: string, label: string, shown: boolean, options?: Choice[]}} Extra */
+
+/** The page's own fields; the definition's other fields follow them. */
+const OWN = ['name', 'phone'];
+/** The types of the definition's fields the page can show. */
+const SHOWN_TYPES = ['text', 'email', 'phone', 'number', 'date', 'select'];
 
 /** The page's own words, beside the SDK's texts. */
 const WORDS = {
@@ -31,13 +48,19 @@ const kept = new WeakMap();
 /** Listener removers, by page instance. @type {WeakMap<object, () => void>} */
 const offs = new WeakMap();
 
+/** The public definition of each page instance, once read. @type {WeakMap<object, PublicDefinition>} */
+const defs = new WeakMap();
+
 /** @returns {Client} */
 const client = () => getApp().formd;
 
 Component({
   data: {
     words: WORDS.zh,
+    /** @type {Record<string, string>} */
     values: { name: '', phone: '' },
+    /** The definition's other fields, as shown. @type {Extra[]} */
+    fields: [],
     state: 'idle',
     message: '',
     /** @type {Record<string, string>} */
@@ -51,13 +74,23 @@ Component({
       const c = client();
       this.setData({ words: c.lang === 'zh' ? WORDS.zh : WORDS.en });
       offs.set(this, c.on((ev) => ev.form === FORM_ID && this.show(ev)));
+      loadDefinition(getApp().transport, FORMD_ENDPOINT, FORM_ID).then(
+        (def) => {
+          defs.set(this, def);
+          this.showFields();
+        },
+        () => {},
+      );
       if (query && query.resume) {
         getApp().drafts.resume(FORM_ID, decodeURIComponent(query.resume)).then(
           /** @param {Draft} d */
           (d) => {
             kept.set(this, d);
-            const v = d.data || {};
-            this.setData({ values: { name: String(v.name || ''), phone: String(v.phone || '') }, draftMessage: this.data.words.resumed, draftLink: d.resumeURL || '' });
+            /** @type {Record<string, string>} */
+            const values = { name: '', phone: '' };
+            for (const [k, v] of Object.entries(d.data || {})) values[k] = String(v ?? '');
+            this.setData({ values, draftMessage: this.data.words.resumed, draftLink: d.resumeURL || '' });
+            this.showFields();
           },
           () => this.setData({ draftMessage: this.data.words.gone }),
         );
@@ -88,17 +121,55 @@ Component({
       const off = offs.get(this);
       if (off) off();
     },
-    /** @param {WechatMiniprogram.Input} e */
+    /** An input's text or a radio group's choice. @param {WechatMiniprogram.Input | WechatMiniprogram.RadioGroupChange} e */
     onInput(e) {
       const field = /** @type {string} */ (e.currentTarget.dataset.field);
       this.setData({ ['values.' + field]: e.detail.value });
+      this.showFields();
+    },
+    /** The fields shown now (all of them without a definition). @returns {Set<string> | undefined} */
+    shownNow() {
+      const def = defs.get(this);
+      const values = this.data.values;
+      return def && shown(def.fields || [], (f) => answerOf(values[f]));
+    },
+    // The definition's other fields, each shown or not by its show_if on
+    // the answers so far, a session's options marked full.
+    showFields() {
+      const def = defs.get(this);
+      const on = this.shownNow();
+      if (!def || !on) return;
+      const lang = client().lang;
+      const pl = optionPlaces(def, lang);
+      /** @type {Extra[]} */
+      const fields = (def.fields || [])
+        .filter((f) => !OWN.includes(f.name) && SHOWN_TYPES.includes(f.type || ''))
+        .map((f) => ({
+          name: f.name,
+          type: f.type || 'text',
+          label: textIn(f.label, lang) || f.name,
+          shown: on.has(f.name),
+          options: f.type !== 'select' ? undefined : pl && pl.field === f.name ? pl.options : (f.options || []).map((o) => {
+            const value = typeof o === 'string' ? o : o.value;
+            return { value, label: (typeof o !== 'string' && textIn(o.label, lang)) || value, full: false, disabled: false };
+          }),
+        }));
+      this.setData({ fields });
     },
     onSubmit() {
       // A second press while it is on its way, or after the answer with
       // nothing changed, is the same submission: the SDK shows its result.
       // A saved draft is sent under its key: the submission consumes it.
+      // A field not shown is not sent (the server would ignore it), nor
+      // an empty answer to one of the definition's fields.
       const d = kept.get(this);
-      client().submit(FORM_ID, { ...this.data.values }, { key: d && d.key });
+      const on = this.shownNow();
+      /** @type {Record<string, string>} */
+      const data = {};
+      for (const [k, v] of Object.entries(this.data.values)) {
+        if (OWN.includes(k) || (on && on.has(k) && v !== '')) data[k] = v;
+      }
+      client().submit(FORM_ID, data, { key: d && d.key });
     },
     /** @param {StateEvent} ev */
     show(ev) {
@@ -107,9 +178,10 @@ Component({
       const errors = {};
       let extra = '';
       for (const fe of ev.errors || []) {
-        const label = /** @type {Record<string, string>} */ (this.data.words)[fe.field] || fe.field;
+        const other = this.data.fields.find((f) => f.name === fe.field && f.shown);
+        const label = /** @type {Record<string, string>} */ (this.data.words)[fe.field] || (other && other.label) || fe.field;
         const text = fieldText(t['err-' + fe.code] || '{label}: ' + fe.message, fe, label);
-        if (fe.field in this.data.values) errors[fe.field] = text;
+        if (OWN.includes(fe.field) || other) errors[fe.field] = text;
         else extra += ' ' + text;
       }
       this.setData({ state: ev.state, message: t['msg-' + ev.state] + extra, errors });
