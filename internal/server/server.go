@@ -243,6 +243,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		TrustedProxies: cfg.TrustedProxies, Instance: s.waitingInstance(), Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.arrivals,
 		Uploads: s.Uploads, Drafts: s.Store, Participants: s.Store, Erase: s.ForgetEntries, Audit: s.Accounts, Logger: log, Metrics: intake.NewMetrics(reg),
 		Proof: intake.Proof{Signer: challenge.NewSigner(secret), Adaptive: challenge.NewAdaptive()},
+		// A draft's resume link is e-mailed at once through the outbox's
+		// SMTP pool (never queued: the token is not stored).
+		DraftMail: s.draftMailer(), DraftBudgets: s.Store, PublicURL: s.cfg.PublicURL,
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
@@ -541,4 +544,13 @@ func ApplyFormsFile(ctx context.Context, st interface {
 		return form.Set{}, fmt.Errorf("apply forms from %s: %w", path, err)
 	}
 	return set, nil
+}
+
+// draftMailer is the SMTP pool for resume links, or nil without --smtp
+// (a nil *email.Mailer would be a non-nil intake.DraftMailer).
+func (s *Server) draftMailer() intake.DraftMailer {
+	if s.mailer == nil {
+		return nil
+	}
+	return s.mailer
 }
