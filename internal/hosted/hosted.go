@@ -61,14 +61,17 @@ type Handler struct {
 	// Outcomes and Hasher, if set, let the result page show the
 	// participant's link (done); PublicURL (--public-url) makes it
 	// absolute.
-	Outcomes  Outcomes
-	Hasher    *form.Hasher
-	PublicURL string
-	forms     Forms
-	places    Places
-	status    Statuses
-	now       func() time.Time
-	log       *slog.Logger
+	Outcomes Outcomes
+	// MailDrafts says the server sends e-mail (--smtp): a form with
+	// drafts and an e-mail field then offers "E-mail me this link".
+	MailDrafts bool
+	Hasher     *form.Hasher
+	PublicURL  string
+	forms      Forms
+	places     Places
+	status     Statuses
+	now        func() time.Time
+	log        *slog.Logger
 	// sdkFiles are the SDK's modules by file name; sdkVersion is
 	// formd.js's, for the page's script URL.
 	sdkFiles   map[string]sdkFile
@@ -185,6 +188,11 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 	if f.Def.Drafts {
 		v.DraftsJS = "/sdk/drafts.js?v=" + h.sdkFiles["drafts.js"].version
 		v.DraftMsgs = draftMessages(l)
+		for _, fd := range f.Fields() {
+			if h.MailDrafts && fd.Type == form.TypeEmail {
+				v.DraftMail = draftMailMessages(l)
+			}
+		}
 	}
 	if len(f.Def.Pages) > 1 {
 		v.StepsJS = "/sdk/steps.js?v=" + h.sdkFiles["steps.js"].version

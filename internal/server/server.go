@@ -233,6 +233,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
 	pages.Links = intake.Links{Store: s.Store, Hasher: s.Hasher, Forms: s.Forms, Now: time.Now, Erase: s.ForgetEntries, Audit: s.Accounts}
 	pages.Outcomes, pages.Hasher, pages.PublicURL = s.Store, s.Hasher, s.cfg.PublicURL
+	pages.MailDrafts = s.cfg.SMTP != nil
 	s.refusals = intake.NewRefusalTally(s.Store, time.Now, log)
 	// Beacons are written in batches (intake.ArrivalBatcher: a crash loses
 	// the last 100 ms of them); the submissions' own path is unchanged.
