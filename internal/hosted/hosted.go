@@ -58,20 +58,21 @@ type Handler struct {
 	// Links, if set, opens participants' links for /e/{token}
 	// (entry.go); without it every link is "not found".
 	Links EntryLinks
-	// Outcomes and Hasher, if set, let the result page show the
-	// participant's link (done); PublicURL (--public-url) makes it
-	// absolute.
-	Outcomes Outcomes
 	// MailDrafts says the server sends e-mail (--smtp): a form with
 	// drafts and an e-mail field then offers "E-mail me this link".
 	MailDrafts bool
-	Hasher     *form.Hasher
-	PublicURL  string
-	forms      Forms
-	places     Places
-	status     Statuses
-	now        func() time.Time
-	log        *slog.Logger
+
+	// Outcomes and Hasher, if set, let the result page show the
+	// participant's link (done); PublicURL (--public-url) makes it
+	// absolute.
+	Outcomes  Outcomes
+	Hasher    *form.Hasher
+	PublicURL string
+	forms     Forms
+	places    Places
+	status    Statuses
+	now       func() time.Time
+	log       *slog.Logger
 	// sdkFiles are the SDK's modules by file name; sdkVersion is
 	// formd.js's, for the page's script URL.
 	sdkFiles   map[string]sdkFile

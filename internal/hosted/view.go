@@ -78,7 +78,7 @@ var draftMailStates = []string{"sending", "sent", "none", "limited", "failed"}
 func draftMailMessages(l lang) template.HTMLAttr {
 	var b strings.Builder
 	for _, s := range draftMailStates {
-		b.WriteString(" data-mail-" + s + `="` + html.EscapeString(l.T["draft-mail-"+s]) + `"`)
+		b.WriteString(" data-mail-" + s + `="` + html.EscapeString(l.T["mail-"+s]) + `"`)
 	}
 	return template.HTMLAttr(b.String()) //nolint:gosec // constant names, escaped values
 }
