@@ -41,3 +41,38 @@ fields: [{name: name, type: text}]
 		t.Errorf("GET /sdk/drafts.js: %s", res.Status)
 	}
 }
+
+// TestDraftMailOnThePage: "E-mail me this link" is offered, with its
+// texts in the page's language, only by a drafts form with an e-mail
+// field on a server that sends e-mail.
+func TestDraftMailOnThePage(t *testing.T) {
+	t.Parallel()
+	h, mux := muxFor(t, `
+id: long
+drafts: true
+fields: [{name: name, type: text}, {name: email, type: email}]
+---
+id: noaddr
+drafts: true
+fields: [{name: name, type: text}]
+`)
+	const button = "data-formd-draft-mail"
+	if page := body(t, get(t, mux, "/f/long", nil)); strings.Contains(page, button) {
+		t.Errorf("a server without e-mail offers to e-mail the link")
+	}
+	h.MailDrafts = true
+	for _, c := range []struct{ lang, label, sent string }{
+		{"en", ">E-mail me this link</button>", `data-mail-sent="The link was sent to the address in this form."`},
+		{"zh-CN", ">将此链接发到我的邮箱</button>", `data-mail-sent="链接已发送到表单中填写的邮箱。"`},
+	} {
+		page := body(t, get(t, mux, "/f/long", map[string]string{"Accept-Language": c.lang}))
+		for _, want := range []string{button, c.label, c.sent, "data-formd-draft-mail-status"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s: the page has no %q", c.lang, want)
+			}
+		}
+	}
+	if page := body(t, get(t, mux, "/f/noaddr", nil)); strings.Contains(page, button) {
+		t.Errorf("a form without an e-mail field offers to e-mail the link")
+	}
+}

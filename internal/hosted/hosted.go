@@ -58,6 +58,10 @@ type Handler struct {
 	// Links, if set, opens participants' links for /e/{token}
 	// (entry.go); without it every link is "not found".
 	Links EntryLinks
+	// MailDrafts says the server sends e-mail (--smtp): a form with
+	// drafts and an e-mail field then offers "E-mail me this link".
+	MailDrafts bool
+
 	// Outcomes and Hasher, if set, let the result page show the
 	// participant's link (done); PublicURL (--public-url) makes it
 	// absolute.
@@ -185,6 +189,11 @@ func (h *Handler) view(r *http.Request, f *form.Form, l lang) pageView {
 	if f.Def.Drafts {
 		v.DraftsJS = "/sdk/drafts.js?v=" + h.sdkFiles["drafts.js"].version
 		v.DraftMsgs = draftMessages(l)
+		for _, fd := range f.Fields() {
+			if h.MailDrafts && fd.Type == form.TypeEmail {
+				v.DraftMail = draftMailMessages(l)
+			}
+		}
 	}
 	if len(f.Def.Pages) > 1 {
 		v.StepsJS = "/sdk/steps.js?v=" + h.sdkFiles["steps.js"].version

@@ -64,6 +64,23 @@ type pageView struct {
 	// with drafts: true; DraftMsgs its texts (data-draft-* attributes).
 	DraftsJS  string
 	DraftMsgs template.HTMLAttr
+	// DraftMail, when set, offers to e-mail the resume link: the
+	// data-mail-* texts of its button.
+	DraftMail template.HTMLAttr
+}
+
+// draftMailStates are the states of "E-mail me this link" that have a
+// text.
+var draftMailStates = []string{"sending", "sent", "none", "limited", "failed"}
+
+// draftMailMessages writes the data-mail-* attributes of the button that
+// e-mails the resume link.
+func draftMailMessages(l lang) template.HTMLAttr {
+	var b strings.Builder
+	for _, s := range draftMailStates {
+		b.WriteString(" data-mail-" + s + `="` + html.EscapeString(l.T["mail-"+s]) + `"`)
+	}
+	return template.HTMLAttr(b.String()) //nolint:gosec // constant names, escaped values
 }
 
 // draftStates are drafts.js's states that have a text.

@@ -33,6 +33,8 @@ func (h *Handler) registerDrafts(mux *http.ServeMux) {
 	mux.Handle("PUT /v1/forms/{form}/drafts/{key}", h.wrap("draft-save", h.saveDraft))
 	mux.Handle("GET /v1/forms/{form}/drafts/{key}", h.wrap("draft-read", h.readDraft))
 	mux.Handle("GET /v1/forms/{form}/drafts", h.wrap("draft-read", h.readDraft))
+	mux.Handle("POST /v1/forms/{form}/drafts/{key}/email", h.wrap("draft-email", h.emailDraft))
+	mux.Handle("OPTIONS /v1/forms/{form}/drafts/{key}/email", h.wrap("preflight", h.draftPreflight))
 	mux.Handle("OPTIONS /v1/forms/{form}/drafts/{key}", h.wrap("preflight", h.draftPreflight))
 	mux.Handle("OPTIONS /v1/forms/{form}/drafts", h.wrap("preflight", h.draftPreflight))
 }
@@ -313,7 +315,7 @@ func (h *Handler) draftPreflight(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	hdr := w.Header()
-	hdr.Set("Access-Control-Allow-Methods", "GET, PUT, OPTIONS")
+	hdr.Set("Access-Control-Allow-Methods", "GET, PUT, POST, OPTIONS")
 	hdr.Set("Access-Control-Allow-Headers", "Content-Type, Draft-Token, If-Match")
 	hdr.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)

@@ -107,6 +107,12 @@ type Config struct {
 	// Drafts, if set, keeps the drafts of forms with drafts: true
 	// (drafts.go); without it their routes answer drafts-disabled.
 	Drafts DraftStore
+	// DraftMail, if set, e-mails a draft's resume link when the person
+	// asks (draftmail.go), bounded by DraftBudgets; PublicURL makes the
+	// link absolute.
+	DraftMail    DraftMailer
+	DraftBudgets DraftBudgets
+	PublicURL    string
 	// Proof checks the proof-of-work of forms that ask for it
 	// (challenge.go).
 	Proof   Proof

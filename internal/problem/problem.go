@@ -90,6 +90,11 @@ const (
 	CodeDraftSubmitted    = "draft-submitted"
 	CodeDraftsDisabled    = "drafts-disabled"
 	CodeEntryLinkNotFound = "entry-link-not-found"
+	// E-mailing a draft's resume link.
+	CodeDraftNoEmail       = "draft-no-email"
+	CodeEmailNotConfigured = "email-not-configured"
+	CodeDraftEmailLimited  = "draft-email-limited"
+	CodeDraftEmailFailed   = "draft-email-failed"
 	// A participant's change (issue 33 item 3).
 	CodeEntryStale      = "entry-version-mismatch"
 	CodeIfMatchRequired = "if-match-required"
@@ -173,6 +178,10 @@ var Codes = map[string]Info{
 	CodeDraftExists:          {Status: 409, Title: "Draft already saved", Explain: "A draft is already saved under this submission key. Later saves and reads of it must carry its resume token (the Draft-Token header, from the first save's resume member) and its version (If-Match); or save under a new key."},
 	CodeDraftStale:           {Status: 412, Title: "Draft changed elsewhere", Explain: "This draft was saved again since the version this save names (If-Match), perhaps in another tab or on another device: nothing was changed. The answer's ETag is the current version; read the draft again (GET), merge, and save with that version."},
 	CodeDraftSubmitted:       {Status: 409, Title: "Already submitted", Explain: "The submission under this draft's key was sent and decided already (the answer's status says how): the draft was consumed by it and cannot be saved or read again."},
+	CodeDraftNoEmail:         {Status: 422, Title: "No e-mail address in the draft", Explain: "The resume link is e-mailed to the address typed in the form's e-mail field, and the saved draft has none. Type the address, let the draft be saved, and ask again."},
+	CodeEmailNotConfigured:   {Status: 503, Title: "E-mail not set up", Explain: "This server sends no e-mail (it was started without --smtp), so the resume link cannot be e-mailed. Copy the link shown on the page instead."},
+	CodeDraftEmailLimited:    {Status: 429, Title: "Resume link e-mailed recently", Explain: "The resume link of this draft, or mail to this address, was sent as often as the server allows in an hour. Wait for Retry-After seconds, or copy the link shown on the page.", RetryAfter: 3600},
+	CodeDraftEmailFailed:     {Status: 502, Title: "E-mail not sent", Explain: "The mail server did not accept the message with the resume link, so it was not sent. Check the address, try again later, or copy the link shown on the page."},
 	CodeDraftsDisabled:       {Status: 404, Title: "Drafts not enabled", Explain: "This form does not save drafts (its definition has no drafts: true). Submit the answers instead."},
 	CodeEntryStale:           {Status: 412, Title: "Registration changed elsewhere", Explain: "This registration was changed since the version this change names (If-Match), perhaps in another tab: nothing was changed. The answer's version (and ETag) is the current one; read the registration again (GET /v1/entries/{token}) and change that version."},
 	CodeIfMatchRequired:      {Status: 428, Title: "Version required", Explain: "A change of a registration must name the version it was made from, in If-Match (the ETag of GET /v1/entries/{token}), so that a retried or older change is never applied twice or over a newer one. Nothing was changed."},

@@ -233,6 +233,7 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	pages := hosted.New(s.Forms, places, intake.NewStatuses(s.Journal, s.Store), time.Now, log)
 	pages.Links = intake.Links{Store: s.Store, Hasher: s.Hasher, Forms: s.Forms, Now: time.Now, Erase: s.ForgetEntries, Audit: s.Accounts}
 	pages.Outcomes, pages.Hasher, pages.PublicURL = s.Store, s.Hasher, s.cfg.PublicURL
+	pages.MailDrafts = s.cfg.SMTP != nil
 	s.refusals = intake.NewRefusalTally(s.Store, time.Now, log)
 	// Beacons are written in batches (intake.ArrivalBatcher: a crash loses
 	// the last 100 ms of them); the submissions' own path is unchanged.
@@ -243,6 +244,9 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 		TrustedProxies: cfg.TrustedProxies, Instance: s.waitingInstance(), Pages: pages, Places: places, Hasher: s.Hasher, Arrivals: s.arrivals,
 		Uploads: s.Uploads, Drafts: s.Store, Participants: s.Store, Erase: s.ForgetEntries, Audit: s.Accounts, Logger: log, Metrics: intake.NewMetrics(reg),
 		Proof: intake.Proof{Signer: challenge.NewSigner(secret), Adaptive: challenge.NewAdaptive()},
+		// A draft's resume link is e-mailed at once through the outbox's
+		// SMTP pool (never queued: the token is not stored).
+		DraftMail: s.draftMailer(), DraftBudgets: s.Store, PublicURL: s.cfg.PublicURL,
 	})
 	mux := http.NewServeMux()
 	in.Register(mux)
@@ -541,4 +545,13 @@ func ApplyFormsFile(ctx context.Context, st interface {
 		return form.Set{}, fmt.Errorf("apply forms from %s: %w", path, err)
 	}
 	return set, nil
+}
+
+// draftMailer is the SMTP pool for resume links, or nil without --smtp
+// (a nil *email.Mailer would be a non-nil intake.DraftMailer).
+func (s *Server) draftMailer() intake.DraftMailer {
+	if s.mailer == nil {
+		return nil
+	}
+	return s.mailer
 }

@@ -35,6 +35,13 @@ export interface Drafts {
    * network error (nothing known to be saved: try again).
    */
   save(d: Draft, values: Record<string, unknown>): Promise<Draft>;
+  /**
+   * E-mails the draft's resume link to the address in its e-mail field, in
+   * lang (en or zh): resolves once the mail server accepted the message;
+   * rejects with a DraftError (draft-no-email, email-not-configured,
+   * draft-email-limited, draft-email-failed, draft-not-found) otherwise.
+   */
+  mail(d: Draft, lang?: string): Promise<void>;
   /** Opens the draft a resume token names, with its key, version and values. */
   resume(form: string, token: string): Promise<Draft>;
 }

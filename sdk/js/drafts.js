@@ -108,6 +108,13 @@ export function drafts(o = {}) {
       if (r.status !== 200 && r.status !== 201) throw new DraftError(r.status, r.body);
       return doc({ ...d, data }, r.body || {});
     },
+    async mail(d, lang) {
+      /** @type {Record<string, string>} */
+      const headers = { Accept: 'application/json', 'Draft-Token': d.token };
+      if (lang) headers['Accept-Language'] = lang;
+      const r = await transport({ method: 'POST', url: url(d.form, d.key) + '/email', headers, timeout: 45000 });
+      if (r.status !== 200) throw new DraftError(r.status, r.body);
+    },
     async resume(form, token) {
       const r = await transport({ method: 'GET', url: url(form), headers: { Accept: 'application/json', 'Draft-Token': token }, timeout });
       if (r.status !== 200) throw new DraftError(r.status, r.body);
@@ -249,6 +256,30 @@ export function watch(el, o = {}) {
     clearTimeout(timer);
     timer = setTimeout(save, delay);
   };
+  // "E-mail me this link": the draft saved first if a save is waiting
+  // (the address may be in it), then sent; "sent" only on the server's
+  // 200, which comes once the mail server accepted the message.
+  const mailer = /** @type {HTMLButtonElement | null} */ (el.querySelector('[data-formd-draft-mail]'));
+  const mailOut = /** @type {HTMLElement | null} */ (el.querySelector('[data-formd-draft-mail-status]'));
+  /** @param {string} k */
+  const said = (k) => mailOut && (mailOut.textContent = (mailer && mailer.getAttribute('data-mail-' + k)) || '');
+  mailer &&
+    mailer.addEventListener('click', async () => {
+      mailer.disabled = true;
+      said('sending');
+      try {
+        if (timer) {
+          clearTimeout(timer);
+          await save();
+        }
+        await api.mail(d, document.documentElement.lang);
+        said('sent');
+      } catch (err) {
+        const c = /** @type {DraftError} */ (err).code;
+        said(c === 'draft-no-email' ? 'none' : c === 'draft-email-limited' ? 'limited' : 'failed');
+      }
+      mailer.disabled = false;
+    });
   el.addEventListener('input', changed);
   el.addEventListener('change', changed);
   // Once the submission is on its way, the draft is done with (its

@@ -55,3 +55,26 @@ test('a save that gets no answer rejects with a network error, not a DraftError:
   const api = drafts({ endpoint: ENDPOINT, transport: miniProgram(phone).transport });
   await assert.rejects(api.save({ form: 'fair', key: 'k-2', token: '', version: 0 }, { name: 'x' }), (err) => !(err instanceof DraftError));
 });
+
+test('mail: the resume link is asked for with the draft\'s token and the page\'s language; a refusal is a DraftError with its code', async () => {
+  /** @type {any[]} */
+  const asked = [];
+  let answer = { status: 200, body: { sent: true } };
+  const api = drafts({
+    endpoint: ENDPOINT,
+    transport: async (q) => {
+      asked.push(q);
+      return { status: answer.status, header: () => null, body: answer.body };
+    },
+  });
+  const d = { form: 'fair', key: 'k 1', token: 'tok-1', version: 2 };
+  await api.mail(d, 'zh');
+  assert.equal(asked[0].method, 'POST');
+  assert.equal(asked[0].url, `${ENDPOINT}/v1/forms/fair/drafts/k%201/email`);
+  assert.equal(asked[0].headers['Draft-Token'], 'tok-1');
+  assert.equal(asked[0].headers['Accept-Language'], 'zh');
+  for (const [status, code] of [[422, 'draft-no-email'], [429, 'draft-email-limited'], [502, 'draft-email-failed'], [503, 'email-not-configured']]) {
+    answer = { status, body: { code } };
+    await assert.rejects(api.mail(d), (err) => err instanceof DraftError && err.status === status && err.code === code);
+  }
+});
