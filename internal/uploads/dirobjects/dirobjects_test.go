@@ -29,16 +29,6 @@ func kept(dir, id string) string {
 	return filepath.Join(d.idDir(id), sum)
 }
 
-// bytesGone says upload id has neither parts nor an object under dir.
-func bytesGone(dir, id string) bool {
-	for _, p := range []string{filepath.Join(dir, id), filepath.Join(dir, id+".info"), filepath.Dir(kept(dir, id))} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			return false
-		}
-	}
-	return true
-}
-
 // writeFile writes b to a new file in dir and returns its path.
 func writeFile(t *testing.T, dir, name string, b []byte) string {
 	t.Helper()
