@@ -212,16 +212,7 @@ func (h *Handler) saveChannel(w http.ResponseWriter, r *http.Request, p page) er
 		if perr != nil {
 			return perr
 		}
-		cv := &confirmView{Token: pj.Confirm}
-		for _, c := range plan.Changes {
-			if !c.Empty() {
-				cv.Lines = append(cv.Lines, changeLines(c, p.L)...)
-			}
-		}
-		for _, rk := range plan.Risks {
-			cv.Risks = append(cv.Risks, riskLine(rk, p.L))
-		}
-		v.Confirm, v.Pending, v.Op = cv, &in, op
+		v.Confirm, v.Pending, v.Op = confirmOf(plan, pj.Confirm, p.L), &in, op
 		h.renderChannels(w, http.StatusConflict, p, v)
 		return nil
 	}
