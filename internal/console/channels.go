@@ -279,10 +279,12 @@ func editChatBot(root *yaml.Node, op string, in chatBot) (string, error) {
 	}
 	mapSet(bot, "url", &yaml.Node{Kind: yaml.ScalarNode, Value: in.URL, Tag: "!!str"})
 	switch {
+	case in.Secret != "":
+		// Typed for a platform that does not sign, the check says so
+		// rather than the page dropping it unsaid.
+		mapSet(bot, "secret", &yaml.Node{Kind: yaml.ScalarNode, Value: in.Secret, Tag: "!!str"})
 	case !chatSigns(in.Kind):
 		mapDelete(bot, "secret")
-	case in.Secret != "":
-		mapSet(bot, "secret", &yaml.Node{Kind: yaml.ScalarNode, Value: in.Secret, Tag: "!!str"})
 	}
 	// A blank secret keeps the one there was (hidden from a non-owner, it
 	// is put back from the stored definition).

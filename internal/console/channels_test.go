@@ -56,6 +56,11 @@ func TestChannelsEditor(t *testing.T) {
 	if code != 422 || !strings.Contains(body, `id="new-problems"`) || !strings.Contains(body, "是 DingTalk (钉钉) 机器人的地址") || !strings.Contains(body, "请放在 notify.dingtalk 下") {
 		t.Fatalf("wrong platform in Chinese: %d %s", code, mainOf(body))
 	}
+	// A secret for a platform that does not sign is refused, not dropped.
+	code, body = owner.do("POST", page, url.Values{"op": {"save"}, "at": {"slack:0"}, "kind": {"slack"}, "url": {slackURL}, "secret": {"s3cret"}})
+	if code != 422 || !strings.Contains(body, `id="bot0-problems"`) || !strings.Contains(body, "a Slack robot has no secret") {
+		t.Fatalf("a Slack secret: %d %s", code, mainOf(body))
+	}
 	// A loopback address is refused as forms check refuses it.
 	code, body = owner.do("POST", page, url.Values{"op": {"add"}, "kind": {"slack"}, "url": {"http://127.0.0.1:9/services/x"}})
 	if code != 422 || !strings.Contains(body, `id="new-problems"`) {
