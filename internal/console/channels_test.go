@@ -119,10 +119,32 @@ func TestChannelsEditor(t *testing.T) {
 		len(n.Slack)+len(n.WeCom)+len(n.Feishu) != 0 || strings.Join(n.DingTalk[0].Fields, ",") != "name,phone" {
 		t.Fatalf("read back: %+v\n%s", n, f.Source())
 	}
+	// While the builder holds a draft, saving here (which would throw it
+	// away) is refused until it is published or discarded.
+	code, body = owner.do("GET", "/admin/forms/fair-a/build", nil)
+	if code != 200 {
+		t.Fatalf("the builder: %d %s", code, mainOf(body))
+	}
+	code, body = owner.do("POST", "/admin/forms/fair-a/build", url.Values{"op": {"save"}, "langs": {"en"}, "title_en": {"Fair A, draft"}})
+	if code != 200 || !strings.Contains(body, "Fair A, draft") {
+		t.Fatalf("save a draft: %d %s", code, mainOf(body))
+	}
+	code, body = owner.do("POST", page, url.Values{"op": {"remove"}, "at": {"dingtalk:0"}})
+	if code != 409 || !strings.Contains(body, "publish or discard it before changing the robots") {
+		t.Fatalf("with a draft: %d %s", code, mainOf(body))
+	}
+	if len(h.Server.Forms.Get("fair-a").Def.Notify.DingTalk) != 1 {
+		t.Fatal("a save with a draft pending was published")
+	}
 	// Versioned and audited: one version per save, each in the log.
+	// Saves: two adds, the editor's change, the removal.
 	code, body = owner.do("GET", "/admin/forms/fair-a/versions", nil)
-	if code != 200 || strings.Count(body, "<tr") < 5 {
+	if code != 200 || strings.Count(body, "Form published") != 4 {
 		t.Fatalf("versions: %d %s", code, mainOf(body))
+	}
+	code, body = owner.do("GET", "/admin/audit?form=fair-a", nil)
+	if code != 200 || strings.Count(body, "Form published") != 4 || !strings.Contains(body, "editor@example.org") {
+		t.Fatalf("audit log: %d %s", code, mainOf(body))
 	}
 }
 
