@@ -368,18 +368,20 @@ func chatProblem(l lang, msg string) string {
 	if l.Tag != chinese.Tag {
 		return msg
 	}
-	switch m := (struct{ a, b, c, d, e []string }{wrongPlatformRe.FindStringSubmatch(msg), notRobotRe.FindStringSubmatch(msg),
-		noSecretRe.FindStringSubmatch(msg), dingSecretRe.FindStringSubmatch(msg), badURLRe.FindStringSubmatch(msg)}); {
-	case m.a != nil:
-		return fmt.Sprintf("%s 是 %s 机器人的地址（%s），不是 %s 的：请放在 %s 下", m.a[1], m.a[2], m.a[3], m.a[4], m.a[5])
-	case m.b != nil:
-		return fmt.Sprintf("%s 不是 %s 机器人的地址：请从群机器人设置中复制，如 %s", m.b[1], m.b[2], m.b[3])
-	case m.c != nil:
-		return fmt.Sprintf("%s：%s 机器人没有密钥（令牌在地址中），请删去", m.c[1], m.c[2])
-	case m.d != nil:
-		return m.d[1] + " 不是钉钉的加签密钥：请复制机器人“加签”设置中以 SEC 开头的那个"
-	case m.e != nil:
-		return m.e[1] + " 不可用（" + m.e[2] + "）"
+	if m := wrongPlatformRe.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s 是 %s 机器人的地址（%s），不是 %s 的：请放在 %s 下", m[1], m[2], m[3], m[4], m[5])
+	}
+	if m := notRobotRe.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s 不是 %s 机器人的地址：请从群机器人设置中复制，如 %s", m[1], m[2], m[3])
+	}
+	if m := noSecretRe.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("%s：%s 机器人没有密钥（令牌在地址中），请删去", m[1], m[2])
+	}
+	if m := dingSecretRe.FindStringSubmatch(msg); m != nil {
+		return m[1] + " 不是钉钉的加签密钥：请复制机器人“加签”设置中以 SEC 开头的那个"
+	}
+	if m := badURLRe.FindStringSubmatch(msg); m != nil {
+		return m[1] + " 不可用（" + m[2] + "）"
 	}
 	return definitionProblem(l, msg)
 }
