@@ -409,16 +409,7 @@ func (h *Handler) build(w http.ResponseWriter, r *http.Request, p page) error {
 		if perr != nil {
 			return perr
 		}
-		cv := &confirmView{Token: pj.Confirm}
-		for _, c := range plan.Changes {
-			if !c.Empty() {
-				cv.Lines = append(cv.Lines, changeLines(c, p.L)...)
-			}
-		}
-		for _, rk := range plan.Risks {
-			cv.Risks = append(cv.Risks, riskLine(rk, p.L))
-		}
-		v.Confirm = cv
+		v.Confirm = confirmOf(plan, pj.Confirm, p.L)
 		h.renderBuilder(w, http.StatusConflict, p, v)
 		return nil
 	}

@@ -152,6 +152,9 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	h.registerBuild(func(pattern string, fn func(http.ResponseWriter, *http.Request, page) error) {
 		mux.Handle(pattern, h.signedIn(fn))
 	})
+	h.registerChannels(func(pattern string, fn func(http.ResponseWriter, *http.Request, page) error) {
+		mux.Handle(pattern, h.signedIn(fn))
+	})
 	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, page{L: pickLang(w, r)}, problem.New(problem.CodeNotFound, ""))
 	})

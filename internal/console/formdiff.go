@@ -65,6 +65,21 @@ func (h *Handler) confirmChange(w http.ResponseWriter, r *http.Request, p page, 
 	return true, nil
 }
 
+// confirmOf is a plan's change summary to confirm, in the page's
+// language (the builder's Publish and the chat robots' editor).
+func confirmOf(plan admin.Plan, token string, l lang) *confirmView {
+	cv := &confirmView{Token: token}
+	for _, c := range plan.Changes {
+		if !c.Empty() {
+			cv.Lines = append(cv.Lines, changeLines(c, l)...)
+		}
+	}
+	for _, rk := range plan.Risks {
+		cv.Risks = append(cv.Risks, riskLine(rk, l))
+	}
+	return cv
+}
+
 // changeLines is a change in the page's language.
 func changeLines(c form.Change, l lang) []string {
 	tr := func(key string, args ...any) string { return fmt.Sprintf(text(l, key), args...) }
