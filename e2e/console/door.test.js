@@ -1,0 +1,170 @@
+// The door page's script (issue 35), in headless Chromium against a real
+// formd, with the console's Content-Security-Policy in force: scans typed
+// while the page is offline are kept in its IndexedDB outbox and
+// answered from the downloaded roster, marked "not yet confirmed"; once
+// online they are sent, each with its own idempotency key: each first
+// check-in is decided once, a duplicate (and a ticket another door
+// checked in meanwhile) is shown as already checked in, and the waiting
+// count goes to 0. axe finds nothing on the door page at 390 px, in
+// English and in Chinese.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Formd, formdBinary, launch, submit, waitFor } from '../harness/harness.js';
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+const forms = `
+id: gala
+title: {en: Autumn gala, zh: 秋季晚会}
+checkin: true
+fields:
+  - {name: name, type: text, required: true, label: {en: Name, zh: 姓名}}
+  - {name: session, type: select, options: [morning, afternoon], label: {en: Session, zh: 场次}}
+`;
+
+const password = 'correct horse battery staple';
+let bin, srv, browser;
+const tickets = {}; // name → {ticket, code}
+
+before(async () => {
+  bin = formdBinary();
+  srv = await Formd.create(bin.bin, { yaml: forms });
+  browser = await launch();
+  const ctx = await browser.newContext({ locale: 'en-US' });
+  const page = await ctx.newPage();
+  await page.goto(srv.setup);
+  await page.getByLabel('E-mail').fill('owner@example.org');
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Create the owner account' }).click();
+  await page.getByRole('status').filter({ hasText: 'formd is set up' }).waitFor();
+  await ctx.close();
+  for (const [name, session] of [['Ann', 'morning'], ['Bo', 'afternoon'], ['Cy', 'morning']]) await submit(srv.base, 'gala', { name, session });
+  await waitFor(async () => (await roster()).tickets.length === 3, { what: 'three tickets on the roster' });
+  for (const t of (await roster()).tickets) tickets[t.name] = t;
+});
+
+after(async () => {
+  await browser?.close();
+  await srv?.close();
+  bin?.cleanup();
+});
+
+async function roster() {
+  const r = await fetch(`${srv.base}/v1/admin/forms/gala/checkins`, { headers: { Authorization: `Bearer ${srv.token}` } });
+  const body = await r.text();
+  assert.equal(r.status, 200, body);
+  return JSON.parse(body);
+}
+
+async function signedIn(opts = {}) {
+  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 390, height: 844 }, ...opts });
+  const page = await ctx.newPage();
+  await page.goto(srv.base + '/admin/login');
+  await page.getByLabel('E-mail').fill('owner@example.org');
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  return { ctx, page };
+}
+
+test('offline scans wait in the outbox, are answered from the roster, then decided once online', async () => {
+  const { ctx, page } = await signedIn();
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && !/ERR_INTERNET_DISCONNECTED|Failed to load resource/.test(m.text()) && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(srv.base + '/admin/forms/gala/door');
+  const waiting = page.getByText(/scans? waiting to be sent/);
+  await waiting.filter({ hasText: '0 scans waiting to be sent' }).waitFor();
+  await page.getByLabel('Door', { exact: true }).fill('A');
+  const code = page.getByLabel('Ticket or short code');
+  const check = page.getByRole('button', { name: 'Check in' });
+  const answer = page.locator('[data-door-live]');
+
+  await ctx.setOffline(true);
+  await code.fill(tickets.Ann.code.toLowerCase()); // typed as a person would
+  await check.click();
+  await answer.filter({ hasText: 'Valid ticket — Ann, morning' }).waitFor();
+  assert.match(await answer.textContent(), /Not yet confirmed/);
+  await code.fill(tickets.Ann.code);
+  await check.click();
+  await answer.filter({ hasText: 'Already checked in, per the roster — Ann, morning' }).waitFor();
+  await code.fill(tickets.Bo.code);
+  await check.click();
+  await code.fill(tickets.Cy.ticket); // a whole ticket, as a scanner types it
+  await check.click();
+  await code.fill('ZZZZZ-ZZZZZ');
+  await check.click();
+  await answer.filter({ hasText: 'Not on the downloaded roster' }).waitFor();
+  await waiting.filter({ hasText: '5 scans waiting to be sent' }).waitFor();
+
+  // Meanwhile door B, online, lets Bo in: the page's offline scan of Bo
+  // is the second one.
+  const b = await fetch(`${srv.base}/v1/admin/forms/gala/checkins`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${srv.token}`, 'Idempotency-Key': 'door-b-1', 'Content-Type': 'application/json' },
+    body: JSON.stringify({ ticket: tickets.Bo.ticket, door: 'B' }),
+  });
+  const bBody = await b.text();
+  assert.equal(b.status, 201, bBody);
+  assert.equal((await roster()).checked_in, 1, 'nothing of the offline page reached the server');
+
+  // A reload while offline would lose nothing: the scans are in IndexedDB.
+  const stored = await page.evaluate(
+    () =>
+      new Promise((res) => {
+        const rq = indexedDB.open('formd-door');
+        rq.onsuccess = () => {
+          const g = rq.result.transaction('scans').objectStore('scans').getAll();
+          g.onsuccess = () => res(g.result.map((s) => ({ key: s.key, answered: !!s.answer })));
+        };
+      }),
+  );
+  assert.equal(stored.length, 5);
+  assert.equal(new Set(stored.map((s) => s.key)).size, 5, 'each scan has its own key');
+  assert.ok(stored.every((s) => !s.answered));
+
+  await ctx.setOffline(false);
+  await waiting.filter({ hasText: '0 scans waiting to be sent' }).waitFor({ timeout: 20000 });
+  const recent = page.getByRole('region', { name: 'Recent scans' }).getByRole('listitem');
+  const lines = await recent.allTextContents();
+  assert.equal(lines.length, 5, lines.join('\n'));
+  // Newest first.
+  assert.match(lines[0], /ZZZZZ-ZZZZZ · Not valid: no ticket of this event has this code$/);
+  assert.match(lines[1], /Checked in — Cy, morning$/);
+  assert.match(lines[2], /Already checked in at \d\d:\d\d at door B — Bo, afternoon$/);
+  assert.match(lines[3], /Already checked in at \d\d:\d\d at door A — Ann, morning$/);
+  assert.match(lines[4], /Checked in — Ann, morning$/);
+  assert.ok(lines.every((l) => !/Not yet confirmed/.test(l)), lines.join('\n'));
+
+  const ro = await roster();
+  assert.equal(ro.checked_in, 3);
+  const by = Object.fromEntries(ro.tickets.map((t) => [t.name, t.door]));
+  assert.deepEqual(by, { Ann: 'A', Bo: 'B', Cy: 'A' });
+  await page.getByText('3 of 3 checked in').first().waitFor();
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('axe finds nothing on the door page at 390 px, in English and in Chinese', async () => {
+  const { ctx, page } = await signedIn({ bypassCSP: true });
+  const found = [];
+  for (const lang of ['en', 'zh']) {
+    await page.goto(`${srv.base}/admin/forms/gala/door?lang=${lang}`);
+    await page.getByText(/scans? waiting to be sent|次扫码等待发送/).waitFor();
+    if (lang === 'en') {
+      // An answer and the list of recent scans on the page too.
+      await page.getByLabel('Door', { exact: true }).fill('A');
+      await page.getByLabel('Ticket or short code').fill(tickets.Ann.code);
+      await page.getByRole('button', { name: 'Check in' }).click();
+      await page.locator('[data-door-live]').filter({ hasText: 'Already checked in at' }).waitFor();
+    }
+    await page.locator('[data-door-recent]:not([hidden])').waitFor();
+    await page.addScriptTag({ content: axeSource });
+    const result = await page.evaluate(async () => await window.axe.run(document, { resultTypes: ['violations'] }));
+    for (const v of result.violations) found.push(`${lang}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  }
+  await ctx.close();
+  assert.deepEqual(found, []);
+});
