@@ -5,13 +5,16 @@
 // online they are sent, each with its own idempotency key: each first
 // check-in is decided once, a duplicate (and a ticket another door
 // checked in meanwhile) is shown as already checked in, and the waiting
-// count goes to 0. axe finds nothing on the door page at 390 px, in
+// count goes to 0. With Chromium's fake camera playing a video of a
+// real ticket's QR code, "Use the camera" checks the ticket in. axe finds nothing on the door page at 390 px, in
 // English and in Chinese.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import { Formd, formdBinary, launch, submit, waitFor } from '../harness/harness.js';
+import { Formd, chromiumArgs, formdBinary, launch, repoRoot, submit, tempDir, waitFor } from '../harness/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -145,6 +148,47 @@ test('offline scans wait in the outbox, are answered from the roster, then decid
   await page.getByText('3 of 3 checked in').first().waitFor();
   assert.deepEqual(errors, []);
   await ctx.close();
+});
+
+test('the camera: a fake camera shows a ticket\'s QR code, and the page checks it in', async () => {
+  await submit(srv.base, 'gala', { name: 'Dee', session: 'afternoon' });
+  let dee;
+  await waitFor(async () => (dee = (await roster()).tickets.find((t) => t.name === 'Dee')), { what: "Dee's ticket" });
+  // The video is made by the Go side from the ticket's QR code as the
+  // participant's page shows it (internal/ticket).
+  const tmp = tempDir('formd-door-video-');
+  const video = join(tmp.dir, 'ticket.y4m');
+  execFileSync('go', ['run', './e2e/console/qrvideo', dee.ticket, video], { cwd: repoRoot, stdio: 'inherit' });
+  const cam = await launch({
+    args: [...chromiumArgs, '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${video}`],
+  });
+  try {
+    const ctx = await cam.newContext({ locale: 'en-US', viewport: { width: 390, height: 844 } });
+    await ctx.grantPermissions(['camera'], { origin: srv.base });
+    const page = await ctx.newPage();
+    await page.goto(srv.base + '/admin/login');
+    await page.getByLabel('E-mail').fill('owner@example.org');
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await page.goto(srv.base + '/admin/forms/gala/door');
+    await page.getByText('0 scans waiting to be sent').waitFor();
+    await page.getByLabel('Door', { exact: true }).fill('C');
+    await page.getByRole('button', { name: 'Use the camera' }).click();
+    await page.getByRole('button', { name: 'Stop the camera' }).waitFor();
+    await page.locator('[data-door-live]').filter({ hasText: 'Checked in — Dee, afternoon' }).waitFor({ timeout: 20000 });
+    await page.getByRole('button', { name: 'Stop the camera' }).click();
+    await page.getByRole('button', { name: 'Use the camera' }).waitFor();
+    const lines = await page.getByRole('region', { name: 'Recent scans' }).getByRole('listitem').allTextContents();
+    assert.equal(lines.length, 1, 'the ticket held before the camera is one scan: ' + lines.join('\n'));
+    const d = (await roster()).tickets.find((t) => t.name === 'Dee');
+    assert.equal(d.door, 'C');
+    assert.ok(d.checked_in_at);
+    await ctx.close();
+  } finally {
+    await cam.close();
+    tmp.cleanup();
+  }
 });
 
 test('axe finds nothing on the door page at 390 px, in English and in Chinese', async () => {
