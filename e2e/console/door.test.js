@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import { Formd, chromiumArgs, formdBinary, launch, repoRoot, submit, tempDir, waitFor } from '../harness/harness.js';
+import { Formd, chromiumArgs, docsDir, formdBinary, launch, repoRoot, submit, tempDir, waitFor } from '../harness/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -101,6 +101,9 @@ test('offline scans wait in the outbox, are answered from the roster, then decid
   await check.click();
   await answer.filter({ hasText: 'Not on the downloaded roster' }).waitFor();
   await waiting.filter({ hasText: '5 scans waiting to be sent' }).waitFor();
+  if (process.env.FORMD_SCREENSHOTS === '1') {
+    await page.screenshot({ path: join(docsDir, 'checkin', 'door-offline.png'), fullPage: true });
+  }
 
   // Meanwhile door B, online, lets Bo in: the page's offline scan of Bo
   // is the second one.
