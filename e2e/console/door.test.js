@@ -149,6 +149,9 @@ test('offline scans wait in the outbox, are answered from the roster, then decid
   const by = Object.fromEntries(ro.tickets.map((t) => [t.name, t.door]));
   assert.deepEqual(by, { Ann: 'A', Bo: 'B', Cy: 'A' });
   await page.getByText('3 of 3 checked in').first().waitFor();
+  const byOption = page.getByRole('table', { name: 'Checked in by option' });
+  assert.equal(await byOption.getByRole('row', { name: /^morning/ }).getByRole('cell').nth(1).textContent(), '2 of 2 checked in');
+  assert.equal(await byOption.getByRole('row', { name: /^afternoon/ }).getByRole('cell').nth(1).textContent(), '1 of 1 checked in');
   assert.deepEqual(errors, []);
   await ctx.close();
 });

@@ -81,6 +81,10 @@
         (ro.tickets || []).forEach(function (t) { byTicket[t.ticket] = t; byCode[norm(t.code)] = t; });
         roster = { byTicket: byTicket, byCode: byCode };
         if (counts) counts.textContent = w('counts', { args: [String(ro.checked_in), String(ro.expected)] });
+        document.querySelectorAll('[data-door-option]').forEach(function (td) {
+          var c = ro.options && ro.options[td.getAttribute('data-door-option')];
+          if (c) td.textContent = w('counts', { args: [String(c.checked_in), String(c.expected)] });
+        });
       });
     }).catch(function () { /* offline: keep the last one */ });
   }
