@@ -6,7 +6,8 @@
 // check-in is decided once, a duplicate (and a ticket another door
 // checked in meanwhile) is shown as already checked in, and the waiting
 // count goes to 0. With Chromium's fake camera playing a video of a
-// real ticket's QR code, "Use the camera" checks the ticket in. axe finds nothing on the door page at 390 px, in
+// real ticket's QR code, "Use the camera" checks the ticket in. Scans
+// that wait while formd is killed (-9) are sent once it is back. axe finds nothing on the door page at 390 px, in
 // English and in Chinese.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -59,6 +60,21 @@ async function roster() {
   const body = await r.text();
   assert.equal(r.status, 200, body);
   return JSON.parse(body);
+}
+
+/** The door page's outbox, as it is in its IndexedDB. */
+function storedScans(page) {
+  return page.evaluate(
+    () =>
+      new Promise((res, rej) => {
+        const rq = indexedDB.open('formd-door');
+        rq.onerror = () => rej(rq.error);
+        rq.onsuccess = () => {
+          const g = rq.result.transaction('scans').objectStore('scans').getAll();
+          g.onsuccess = () => res(g.result.map((s) => ({ key: s.key, answered: !!s.answer, tries: s.tries })));
+        };
+      }),
+  );
 }
 
 async function signedIn(opts = {}) {
@@ -117,16 +133,7 @@ test('offline scans wait in the outbox, are answered from the roster, then decid
   assert.equal((await roster()).checked_in, 1, 'nothing of the offline page reached the server');
 
   // A reload while offline would lose nothing: the scans are in IndexedDB.
-  const stored = await page.evaluate(
-    () =>
-      new Promise((res) => {
-        const rq = indexedDB.open('formd-door');
-        rq.onsuccess = () => {
-          const g = rq.result.transaction('scans').objectStore('scans').getAll();
-          g.onsuccess = () => res(g.result.map((s) => ({ key: s.key, answered: !!s.answer })));
-        };
-      }),
-  );
+  const stored = await storedScans(page);
   assert.equal(stored.length, 5);
   assert.equal(new Set(stored.map((s) => s.key)).size, 5, 'each scan has its own key');
   assert.ok(stored.every((s) => !s.answered));
@@ -153,6 +160,39 @@ test('offline scans wait in the outbox, are answered from the roster, then decid
   assert.equal(await byOption.getByRole('row', { name: /^morning/ }).getByRole('cell').nth(1).textContent(), '2 of 2 checked in');
   assert.equal(await byOption.getByRole('row', { name: /^afternoon/ }).getByRole('cell').nth(1).textContent(), '1 of 1 checked in');
   assert.deepEqual(errors, []);
+  await ctx.close();
+});
+
+test('formd killed -9 while scans wait: they are sent when it is back, each decided once', async () => {
+  for (const [name, session] of [['Eve', 'morning'], ['Fay', 'afternoon']]) await submit(srv.base, 'gala', { name, session });
+  let ro;
+  await waitFor(async () => (ro = await roster()).tickets.some((t) => t.name === 'Fay'), { what: "Fay's ticket" });
+  const t = Object.fromEntries(ro.tickets.map((x) => [x.name, x]));
+  const { ctx, page } = await signedIn();
+  await page.goto(srv.base + '/admin/forms/gala/door');
+  const waiting = page.getByText(/scans? waiting to be sent/);
+  await waiting.filter({ hasText: '0 scans waiting to be sent' }).waitFor();
+  await page.getByLabel('Door', { exact: true }).fill('K');
+  await ctx.setOffline(true);
+  for (const who of ['Eve', 'Fay', 'Eve']) {
+    await page.getByLabel('Ticket or short code').fill(t[who].code);
+    await page.getByRole('button', { name: 'Check in' }).click();
+  }
+  await waiting.filter({ hasText: '3 scans waiting to be sent' }).waitFor();
+  await srv.kill();
+  await ctx.setOffline(false); // the network is back, formd is not: the sends fail and are retried
+  // Wait until a send has failed and been put off (the page's backoff).
+  await waitFor(async () => (await storedScans(page)).some((x) => x.tries > 0), { what: 'a failed send, put off' });
+  assert.match(await waiting.textContent(), /^3 scans waiting to be sent$/);
+  await srv.start();
+  await waiting.filter({ hasText: '0 scans waiting to be sent' }).waitFor({ timeout: 30000 });
+  const lines = await page.getByRole('region', { name: 'Recent scans' }).getByRole('listitem').allTextContents();
+  assert.match(lines[0], /Already checked in at \d\d:\d\d at door K — Eve, morning$/);
+  assert.match(lines[1], /Checked in — Fay, afternoon$/);
+  assert.match(lines[2], /Checked in — Eve, morning$/);
+  const after = Object.fromEntries((await roster()).tickets.map((x) => [x.name, x]));
+  assert.equal(after.Eve.door, 'K');
+  assert.equal(after.Fay.door, 'K');
   await ctx.close();
 });
 
