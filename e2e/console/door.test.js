@@ -71,7 +71,8 @@ function storedScans(page) {
         rq.onerror = () => rej(rq.error);
         rq.onsuccess = () => {
           const g = rq.result.transaction('scans').objectStore('scans').getAll();
-          g.onsuccess = () => res(g.result.map((s) => ({ key: s.key, answered: !!s.answer, tries: s.tries })));
+          g.onsuccess = () =>
+            res(g.result.map((s) => ({ key: s.key, seq: s.seq, tries: s.tries, answered: !!s.answer, result: s.answer?.result, name: s.answer?.name })));
         };
       }),
   );
@@ -95,7 +96,7 @@ test('offline scans wait in the outbox, are answered from the roster, then decid
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(srv.base + '/admin/forms/gala/door');
   const waiting = page.getByText(/scans? waiting to be sent/);
-  await waiting.filter({ hasText: '0 scans waiting to be sent' }).waitFor();
+  await waiting.filter({ hasText: /^0 scans waiting to be sent$/ }).waitFor();
   await page.getByLabel('Door', { exact: true }).fill('A');
   const code = page.getByLabel('Ticket or short code');
   const check = page.getByRole('button', { name: 'Check in' });
@@ -116,7 +117,7 @@ test('offline scans wait in the outbox, are answered from the roster, then decid
   await code.fill('ZZZZZ-ZZZZZ');
   await check.click();
   await answer.filter({ hasText: 'Not on the downloaded roster' }).waitFor();
-  await waiting.filter({ hasText: '5 scans waiting to be sent' }).waitFor();
+  await waiting.filter({ hasText: /^5 scans waiting to be sent$/ }).waitFor();
   if (process.env.FORMD_SCREENSHOTS === '1') {
     await page.screenshot({ path: join(docsDir, 'checkin', 'door-offline.png'), fullPage: true });
   }
@@ -139,7 +140,7 @@ test('offline scans wait in the outbox, are answered from the roster, then decid
   assert.ok(stored.every((s) => !s.answered));
 
   await ctx.setOffline(false);
-  await waiting.filter({ hasText: '0 scans waiting to be sent' }).waitFor({ timeout: 20000 });
+  await waiting.filter({ hasText: /^0 scans waiting to be sent$/ }).waitFor({ timeout: 20000 });
   const recent = page.getByRole('region', { name: 'Recent scans' }).getByRole('listitem');
   const lines = await recent.allTextContents();
   assert.equal(lines.length, 5, lines.join('\n'));
@@ -171,21 +172,21 @@ test('formd killed -9 while scans wait: they are sent when it is back, each deci
   const { ctx, page } = await signedIn();
   await page.goto(srv.base + '/admin/forms/gala/door');
   const waiting = page.getByText(/scans? waiting to be sent/);
-  await waiting.filter({ hasText: '0 scans waiting to be sent' }).waitFor();
+  await waiting.filter({ hasText: /^0 scans waiting to be sent$/ }).waitFor();
   await page.getByLabel('Door', { exact: true }).fill('K');
   await ctx.setOffline(true);
   for (const who of ['Eve', 'Fay', 'Eve']) {
     await page.getByLabel('Ticket or short code').fill(t[who].code);
     await page.getByRole('button', { name: 'Check in' }).click();
   }
-  await waiting.filter({ hasText: '3 scans waiting to be sent' }).waitFor();
+  await waiting.filter({ hasText: /^3 scans waiting to be sent$/ }).waitFor();
   await srv.kill();
   await ctx.setOffline(false); // the network is back, formd is not: the sends fail and are retried
   // Wait until a send has failed and been put off (the page's backoff).
   await waitFor(async () => (await storedScans(page)).some((x) => x.tries > 0), { what: 'a failed send, put off' });
   assert.match(await waiting.textContent(), /^3 scans waiting to be sent$/);
   await srv.start();
-  await waiting.filter({ hasText: '0 scans waiting to be sent' }).waitFor({ timeout: 30000 });
+  await waiting.filter({ hasText: /^0 scans waiting to be sent$/ }).waitFor({ timeout: 30000 });
   const lines = await page.getByRole('region', { name: 'Recent scans' }).getByRole('listitem').allTextContents();
   assert.match(lines[0], /Already checked in at \d\d:\d\d at door K — Eve, morning$/);
   assert.match(lines[1], /Checked in — Fay, afternoon$/);
@@ -193,6 +194,41 @@ test('formd killed -9 while scans wait: they are sent when it is back, each deci
   const after = Object.fromEntries((await roster()).tickets.map((x) => [x.name, x]));
   assert.equal(after.Eve.door, 'K');
   assert.equal(after.Fay.door, 'K');
+  await ctx.close();
+});
+
+test('fifty scans offline, then online: every first check-in decided once, every duplicate shown', async () => {
+  const names = Array.from({ length: 20 }, (_, i) => `P${String(i + 1).padStart(2, '0')}`);
+  for (const name of names) await submit(srv.base, 'gala', { name, session: 'afternoon' });
+  let ro;
+  await waitFor(async () => (ro = await roster()).tickets.filter((x) => names.includes(x.name)).length === 20, { what: 'twenty tickets' });
+  const t = Object.fromEntries(ro.tickets.map((x) => [x.name, x]));
+  const { ctx, page } = await signedIn();
+  await page.goto(srv.base + '/admin/forms/gala/door');
+  const waiting = page.getByText(/scans? waiting to be sent/);
+  await waiting.filter({ hasText: /^0 scans waiting to be sent$/ }).waitFor();
+  await page.getByLabel('Door', { exact: true }).fill('F');
+  await ctx.setOffline(true);
+  const code = page.getByLabel('Ticket or short code');
+  const check = page.getByRole('button', { name: 'Check in' });
+  // Every ticket once, then thirty second scans: fifty in all.
+  const order = [...names, ...names, ...names.slice(0, 10)];
+  for (const n of order) {
+    await code.fill(t[n].code);
+    await check.click();
+  }
+  await waiting.filter({ hasText: /^50 scans waiting to be sent$/ }).waitFor();
+  await ctx.setOffline(false);
+  await waiting.filter({ hasText: /^0 scans waiting to be sent$/ }).waitFor({ timeout: 60000 });
+  const scans = await storedScans(page);
+  const mine = scans.filter((x) => names.includes(x.name)).sort((a, b) => a.seq - b.seq);
+  assert.equal(mine.length, 50);
+  assert.deepEqual(mine.map((x) => x.name), order);
+  assert.deepEqual(mine.map((x) => x.result), [...names.map(() => 'checked_in'), ...order.slice(20).map(() => 'already_checked_in')]);
+  const after = (await roster()).tickets.filter((x) => names.includes(x.name));
+  assert.ok(after.every((x) => x.checked_in_at && x.door === 'F'));
+  const shown = await page.getByRole('region', { name: 'Recent scans' }).getByRole('listitem').allTextContents();
+  assert.ok(shown.length > 0 && shown.every((l) => /Already checked in at \d\d:\d\d at door F — P\d\d, afternoon$/.test(l)), shown.join('\n'));
   await ctx.close();
 });
 
@@ -218,7 +254,7 @@ test('the camera: a fake camera shows a ticket\'s QR code, and the page checks i
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
     await page.goto(srv.base + '/admin/forms/gala/door');
-    await page.getByText('0 scans waiting to be sent').waitFor();
+    await page.getByText('0 scans waiting to be sent', { exact: true }).waitFor();
     await page.getByLabel('Door', { exact: true }).fill('C');
     await page.getByRole('button', { name: 'Use the camera' }).click();
     await page.getByRole('button', { name: 'Stop the camera' }).waitFor();
