@@ -7,7 +7,8 @@
 // checked in meanwhile) is shown as already checked in, and the waiting
 // count goes to 0. With Chromium's fake camera playing a video of a
 // real ticket's QR code, "Use the camera" checks the ticket in. Scans
-// that wait while formd is killed (-9) are sent once it is back. axe finds nothing on the door page at 390 px, in
+// that wait while formd is killed (-9) are sent once it is back; fifty
+// scans made offline are each answered, the first of each ticket once. axe finds nothing on the door page at 390 px, in
 // English and in Chinese.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

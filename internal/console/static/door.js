@@ -143,6 +143,14 @@
     });
   }
 
+  // newKey is a scan's idempotency key: a random UUID (crypto.randomUUID
+  // needs a secure context; getRandomValues does not).
+  function newKey() {
+    if (crypto.randomUUID) return crypto.randomUUID();
+    var b = crypto.getRandomValues(new Uint8Array(16));
+    return Array.prototype.map.call(b, function (x) { return ('0' + x.toString(16)).slice(-2); }).join('');
+  }
+
   // --- A scan: stored, shown provisionally, then sent. ---
   var seq = Date.now();
   function scan(ticket) {
@@ -150,7 +158,7 @@
     var door = doorInput.value.trim();
     if (!ticket || !door) return Promise.resolve();
     try { localStorage.setItem('formd-door', door); } catch (e) { /* storage may be off */ }
-    var key = 'door-' + (crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now());
+    var key = 'door-' + newKey();
     var s = { key: key, form: formID, seq: seq++, ticket: ticket, door: door, scanned_at: new Date().toISOString(), tries: 0, next: 0 };
     var t = fromRoster(ticket);
     s.label = t ? t.code : (ticket.indexOf('FT1.') === 0 ? ticket.slice(0, 12) + '…' : ticket);
