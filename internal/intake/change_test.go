@@ -105,7 +105,7 @@ func TestParticipantChange(t *testing.T) {
 	_, b := send(t, c, h.URL, req{method: "GET", path: "/v1/entries/" + ann})
 	var v struct{ ID string }
 	_ = json.Unmarshal(b, &v)
-	resp, b := send(t, c, h.URL, req{method: "GET", path: "/v1/admin/forms/fair/entries/" + v.ID + "/versions",
+	resp, b = send(t, c, h.URL, req{method: "GET", path: "/v1/admin/forms/fair/entries/" + v.ID + "/versions",
 		headers: map[string]string{"Authorization": "Bearer " + h.Token}})
 	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"morning"`)) || !bytes.Contains(b, []byte(`"version":1`)) {
 		t.Fatalf("versions: %d %s", resp.StatusCode, b)
