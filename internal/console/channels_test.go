@@ -85,7 +85,9 @@ func TestChannelsEditor(t *testing.T) {
 	}
 	// The editor changes the DingTalk robot's fields, the URL and secret
 	// left as shown: both are kept.
-	code, body = editor.do("GET", page, nil)
+	if code, body = editor.do("GET", page, nil); code != 200 {
+		t.Fatalf("editor's page: %d %s", code, mainOf(body))
+	}
 	masked := form.MaskChatURL(dingURL)
 	code, body = editor.do("POST", page, url.Values{"op": {"save"}, "at": {"dingtalk:0"}, "kind": {"dingtalk"}, "url": {masked}, "fields": {"name", "phone"}})
 	if code != 200 || !strings.Contains(body, "The robot is changed and the form published.") {
