@@ -55,7 +55,11 @@ func TestThreeInstancesTwoSessionsSurviveKill9(t *testing.T) {
 	c := newClient(urlsOf(ins), st)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	killed := make(chan struct{}, 1)
+	// killed is closed once the kill -9 happened, restarted once the
+	// instance runs again: on a fast machine the load can end while the
+	// killed instance is still starting, which is not a failure of the
+	// load (the restart is awaited below).
+	killed, restarted := make(chan struct{}), make(chan struct{})
 	go func() {
 		select {
 		case <-st.ackedAtLeast(int64(l.submissions / 3)):
@@ -63,8 +67,9 @@ func TestThreeInstancesTwoSessionsSurviveKill9(t *testing.T) {
 			return
 		}
 		ins[1].kill9()
+		close(killed)
 		ins[1].run()
-		killed <- struct{}{}
+		close(restarted)
 	}()
 	answers := l.run(ctx, c, "s9")
 	select {
@@ -72,6 +77,7 @@ func TestThreeInstancesTwoSessionsSurviveKill9(t *testing.T) {
 	default:
 		t.Fatal("the load ended before an instance was killed")
 	}
+	<-restarted
 	ck := checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: 2 * perSession}
 	rows := ck.drain(t, 60*time.Second)
 	ck.verify(t, answers, rows, people)

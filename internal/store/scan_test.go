@@ -53,11 +53,12 @@ func TestScanRow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			buf, _ := tc.data.([]byte)
-			r, err := store.ScanRow(row{int64(7), "id", "form", "key", "stored", tc.received, tc.data})
+			r, err := store.ScanRow(row{int64(7), "id", "form", "key", "stored", tc.received, tc.data, nil, ""})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Seq != 7 || r.ID != "id" || r.Form != "form" || r.Key != "key" || r.Status != "stored" || !r.ReceivedAt.Equal(at) {
+			if r.Seq != 7 || r.ID != "id" || r.Form != "form" || r.Key != "key" || r.Status != "stored" || !r.ReceivedAt.Equal(at) ||
+				!r.CheckedInAt.IsZero() || r.Door != "" {
 				t.Fatalf("row %+v", r)
 			}
 			if buf == nil {
@@ -80,14 +81,17 @@ func TestScanDetail(t *testing.T) {
 	t.Parallel()
 	fp := make([]byte, 32)
 	fp[0], fp[31] = 1, 2
-	d, err := store.ScanDetail(row{int64(1), "id", "form", "key", "cancelled", int64(5), nil, "site", fp, "stored", int64(9), nil})
+	d, err := store.ScanDetail(row{int64(1), "id", "form", "key", "cancelled", int64(5), nil, int64(7), "door B", "site", fp, "stored", int64(9), nil})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !d.CheckedInAt.Equal(time.UnixMicro(7)) || d.Door != "door B" {
+		t.Fatalf("check-in of the detail: %v at %q", d.CheckedInAt, d.Door)
 	}
 	if d.Site != "site" || d.Receipt[0] != 1 || d.Receipt[31] != 2 || d.Decision != "stored" || !d.DecidedAt.Equal(time.UnixMicro(9)) || d.SameAs != "" {
 		t.Fatalf("detail %+v", d)
 	}
-	if _, err := store.ScanRow(row{"seven", "id", "form", "key", "stored", int64(5), nil}); err == nil {
+	if _, err := store.ScanRow(row{"seven", "id", "form", "key", "stored", int64(5), nil, nil, ""}); err == nil {
 		t.Fatal("a text seq was scanned into a number")
 	}
 }
