@@ -118,14 +118,33 @@ func answerDNS(msg []byte) ([]byte, error) {
 	return b.Finish()
 }
 
+// handedOut holds the ports freeAddr has given in this test binary: a port
+// is closed between its choice and its use (Pebble and formd must know
+// each other's ports before either listens), and the kernel may offer a
+// just-closed port again, so two choices in a row could otherwise collide.
+var handedOut = struct {
+	sync.Mutex
+	ports map[string]bool
+}{ports: map[string]bool{}}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handedOut.ports[addr] {
+			handedOut.ports[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no port that was not handed out already")
+	return ""
 }
 
 // pebble is a running Pebble.
