@@ -80,14 +80,27 @@ func formdBinary(t testing.TB) string {
 	return binPath
 }
 
+// givenPorts are the ports freePort has returned in this test binary. A
+// port is closed between its choice and the instance's listen, and the
+// kernel may offer a just-closed port again: two instances (or an
+// instance's API and metrics) must not be given the same one.
+var givenPorts sync.Map
+
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if _, taken := givenPorts.LoadOrStore(port, true); !taken {
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no port that was not given already")
+	return 0
 }
 
 // instance is one formd process.
