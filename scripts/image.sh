@@ -41,8 +41,9 @@ else
   # command no VCS stamp of its own.
   commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
   if [ "$commit" != unknown ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit="$commit-dirty"; fi
+  version=$(scripts/version.sh 2>/dev/null || echo dev)
   CGO_ENABLED=1 go build -trimpath -tags 'netgo osusergo sqlite_omit_load_extension' \
-    -ldflags "-s -w -X github.com/formd/formd/internal/release.commit=$commit -linkmode external -extldflags -static" -o "$ctx/formd" ./cmd/formd
+    -ldflags "-s -w -X github.com/formd/formd/internal/release.version=$version -X github.com/formd/formd/internal/release.commit=$commit -linkmode external -extldflags -static" -o "$ctx/formd" ./cmd/formd
 fi
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
 cp Containerfile "$ctx/"

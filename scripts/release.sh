@@ -9,7 +9,7 @@
 # its shared NSS modules at run time); sqlite_omit_load_extension drops
 # SQLite's dlopen, which formd does not use.
 #
-#   scripts/release.sh [VERSION]     (default: git describe)  → dist/
+#   scripts/release.sh [VERSION]     (default: scripts/version.sh)  → dist/
 #
 # On a fresh Debian/Ubuntu machine it installs the cross compiler and, to
 # run the arm64 binary once as a check, qemu-user-static.
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-version=${1:-$(git describe --tags --always 2>/dev/null || echo dev)}
+version=${1:-$(scripts/version.sh)}
 commit=$(git rev-parse --short=12 HEAD)
 out=$(realpath -m "${DIST:-dist}")
 
