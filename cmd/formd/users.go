@@ -140,9 +140,6 @@ func usersAdd(ctx context.Context, u *usersRun) int {
 	if err != nil {
 		return u.usage("%v", err)
 	}
-	if err := accounts.CheckPassword(password); err != nil {
-		return u.usage("%v", err)
-	}
 	svc, closeStore, code := u.open(ctx)
 	if svc == nil {
 		return code
@@ -161,9 +158,19 @@ func usersAdd(ctx context.Context, u *usersRun) int {
 	return 0
 }
 
-// readPassword reads the new password: the first line of stdin with
-// --password-stdin, else twice from the terminal without echo.
+// readPassword reads the new password and checks it is one
+// (accounts.CheckPassword).
 func (u *usersRun) readPassword() (string, error) {
+	pw, err := u.typedPassword()
+	if err != nil {
+		return "", err
+	}
+	return pw, accounts.CheckPassword(pw)
+}
+
+// typedPassword reads the new password: the first line of stdin with
+// --password-stdin, else twice from the terminal without echo.
+func (u *usersRun) typedPassword() (string, error) {
 	if *u.passwordStdin {
 		line, err := bufio.NewReader(terminal.stdin).ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -279,9 +286,6 @@ func usersPasswd(ctx context.Context, u *usersRun) int {
 	}
 	password, err := u.readPassword()
 	if err != nil {
-		return u.usage("%v", err)
-	}
-	if err := accounts.CheckPassword(password); err != nil {
 		return u.usage("%v", err)
 	}
 	svc, closeStore, code := u.open(ctx)
