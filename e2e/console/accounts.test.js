@@ -4,7 +4,7 @@
 // by role and accessible name, as a screen reader finds them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Formd, formdBinary, launch } from '../harness/harness.js';
+import { Formd, formdBinary, launch, setUpOwner, signIn as signInAt } from '../harness/harness.js';
 
 const forms = `
 id: club-night
@@ -34,23 +34,13 @@ async function newPage() {
   return ctx.newPage();
 }
 
-async function signIn(page, email, pw) {
-  await page.goto(srv.base + '/admin/login');
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password').fill(pw);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
+const signIn = (page, email, pw) => signInAt(page, srv, email, pw);
 
 let owner;
 
 test('the owner sets up and adds an editor', async () => {
   owner = await newPage();
-  await owner.goto(srv.setup);
-  await owner.getByLabel('E-mail').fill('owner@example.org');
-  await owner.getByLabel('Password').fill(password);
-  await owner.getByRole('button', { name: 'Create the owner account' }).click();
-  await owner.getByRole('status').filter({ hasText: 'formd is set up' }).waitFor();
+  await setUpOwner(owner, srv);
   await owner.goto(srv.base + '/admin/accounts');
   const add = owner.getByRole('region', { name: 'Add an account' });
   await add.getByLabel('E-mail').fill('ed@example.org');

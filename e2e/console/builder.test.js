@@ -14,7 +14,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Formd, formdBinary, launch, waitFor, docsDir } from '../harness/harness.js';
+import { Formd, formdBinary, launch, signIn, waitFor, docsDir } from '../harness/harness.js';
 
 const password = 'correct horse battery staple';
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -151,11 +151,7 @@ test('an editor of another site cannot see or build on this form', async () => {
   assert.ok(r.ok, `add the editor: ${r.status} ${await r.text()}`);
   const other = await browser.newContext({ locale: 'en-US' });
   const p = await other.newPage();
-  await p.goto(srv.base + '/admin/login');
-  await p.getByLabel('E-mail').fill('oz@example.org');
-  await p.getByLabel('Password').fill(password);
-  await p.getByRole('button', { name: 'Sign in' }).click();
-  await p.getByRole('button', { name: 'Sign out' }).waitFor();
+  await signIn(p, srv, 'oz@example.org', password);
   assert.doesNotMatch(await p.locator('main').textContent(), /Spring exam/);
   for (const path of ['/build', '/versions', '/preview?in=en']) {
     const resp = await p.goto(srv.base + '/admin/forms/spring-exam-2027' + path);

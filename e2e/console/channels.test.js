@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Formd, formdBinary, launch } from '../harness/harness.js';
+import { Formd, formdBinary, launch, setUpOwner, signedInPage } from '../harness/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -20,7 +20,6 @@ fields:
   - {name: phone, type: phone, region: CN, label: {en: Phone, zh: 手机号}}
 `;
 
-const password = 'correct horse battery staple';
 const dingtalk = 'https://oapi.dingtalk.com/robot/send?access_token=e2e-token-1234';
 let bin, srv, browser;
 
@@ -29,12 +28,7 @@ before(async () => {
   srv = await Formd.create(bin.bin, { yaml: forms });
   browser = await launch();
   const ctx = await browser.newContext({ locale: 'en-US' });
-  const page = await ctx.newPage();
-  await page.goto(srv.setup);
-  await page.getByLabel('E-mail').fill('owner@example.org');
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Create the owner account' }).click();
-  await page.getByRole('status').filter({ hasText: 'formd is set up' }).waitFor();
+  await setUpOwner(await ctx.newPage(), srv);
   await ctx.close();
 });
 
@@ -44,15 +38,8 @@ after(async () => {
   bin?.cleanup();
 });
 
-async function signedIn(javaScriptEnabled) {
-  const ctx = await browser.newContext({ javaScriptEnabled, locale: 'en-US', bypassCSP: true });
-  const page = await ctx.newPage();
-  await page.goto(srv.base + '/admin/login');
-  await page.getByLabel('E-mail').fill('owner@example.org');
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return { ctx, page };
+function signedIn(javaScriptEnabled) {
+  return signedInPage(browser, srv, { javaScriptEnabled, bypassCSP: true });
 }
 
 test('without JavaScript: a wrong platform refused, a robot added, changed and removed', async () => {

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import readXlsxFile from 'read-excel-file/node';
-import { Formd, formdBinary, startReceiver, launch, submit, waitFor, docsDir, tempDir } from '../harness/harness.js';
+import { Formd, formdBinary, startReceiver, launch, submit, waitFor, docsDir, tempDir, signIn as signInAt } from '../harness/harness.js';
 
 const opened = new Date(Date.now() - 10 * 60 * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
 const forms = (hook) => `
@@ -67,13 +67,7 @@ after(async () => {
   out?.cleanup();
 });
 
-async function signIn(page, email) {
-  await page.goto(srv.base + '/admin/login');
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
+const signIn = (page, email) => signInAt(page, srv, email, password);
 
 test('the setup link makes the first owner, who is signed in', async () => {
   const page = ownerPage;

@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import { Formd, chromiumArgs, docsDir, formdBinary, launch, repoRoot, submit, tempDir, waitFor } from '../harness/harness.js';
+import { chromiumArgs, docsDir, Formd, formdBinary, launch, repoRoot, setUpOwner, signedInPage, signIn, submit, tempDir, waitFor } from '../harness/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -29,7 +29,6 @@ fields:
   - {name: session, type: select, options: [morning, afternoon], label: {en: Session, zh: 场次}}
 `;
 
-const password = 'correct horse battery staple';
 let bin, srv, browser;
 const tickets = {}; // name → {ticket, code}
 
@@ -38,12 +37,7 @@ before(async () => {
   srv = await Formd.create(bin.bin, { yaml: forms });
   browser = await launch();
   const ctx = await browser.newContext({ locale: 'en-US' });
-  const page = await ctx.newPage();
-  await page.goto(srv.setup);
-  await page.getByLabel('E-mail').fill('owner@example.org');
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Create the owner account' }).click();
-  await page.getByRole('status').filter({ hasText: 'formd is set up' }).waitFor();
+  await setUpOwner(await ctx.newPage(), srv);
   await ctx.close();
   for (const [name, session] of [['Ann', 'morning'], ['Bo', 'afternoon'], ['Cy', 'morning']]) await submit(srv.base, 'gala', { name, session });
   await waitFor(async () => (await roster()).tickets.length === 3, { what: 'three tickets on the roster' });
@@ -79,15 +73,8 @@ function storedScans(page) {
   );
 }
 
-async function signedIn(opts = {}) {
-  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 390, height: 844 }, ...opts });
-  const page = await ctx.newPage();
-  await page.goto(srv.base + '/admin/login');
-  await page.getByLabel('E-mail').fill('owner@example.org');
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return { ctx, page };
+function signedIn(opts = {}) {
+  return signedInPage(browser, srv, { viewport: { width: 390, height: 844 }, ...opts });
 }
 
 test('offline scans wait in the outbox, are answered from the roster, then decided once online', async () => {
@@ -249,11 +236,7 @@ test('the camera: a fake camera shows a ticket\'s QR code, and the page checks i
     const ctx = await cam.newContext({ locale: 'en-US', viewport: { width: 390, height: 844 } });
     await ctx.grantPermissions(['camera'], { origin: srv.base });
     const page = await ctx.newPage();
-    await page.goto(srv.base + '/admin/login');
-    await page.getByLabel('E-mail').fill('owner@example.org');
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await signIn(page, srv);
     await page.goto(srv.base + '/admin/forms/gala/door');
     await page.getByText('0 scans waiting to be sent', { exact: true }).waitFor();
     await page.getByLabel('Door', { exact: true }).fill('C');

@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Formd, formdBinary, launch, submit } from '../harness/harness.js';
+import { Formd, formdBinary, launch, setUpOwner, signedInPage, submit } from '../harness/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -24,7 +24,6 @@ when_full: waitlist
 review: true
 `;
 
-const password = 'correct horse battery staple';
 let bin, srv, browser;
 const ids = {};
 
@@ -33,12 +32,7 @@ before(async () => {
   srv = await Formd.create(bin.bin, { yaml: forms });
   browser = await launch();
   const ctx = await browser.newContext({ locale: 'en-US' });
-  const page = await ctx.newPage();
-  await page.goto(srv.setup);
-  await page.getByLabel('E-mail').fill('owner@example.org');
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Create the owner account' }).click();
-  await page.getByRole('status').filter({ hasText: 'formd is set up' }).waitFor();
+  await setUpOwner(await ctx.newPage(), srv);
   await ctx.close();
   for (const name of ['Ann', 'Bo', 'Cy', 'Dee']) ids[name] = (await submit(srv.base, 'crew', { name })).id;
 });
@@ -49,15 +43,8 @@ after(async () => {
   bin?.cleanup();
 });
 
-async function signedIn(javaScriptEnabled) {
-  const ctx = await browser.newContext({ javaScriptEnabled, locale: 'en-US', bypassCSP: true });
-  const page = await ctx.newPage();
-  await page.goto(srv.base + '/admin/login');
-  await page.getByLabel('E-mail').fill('owner@example.org');
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  return { ctx, page };
+function signedIn(javaScriptEnabled) {
+  return signedInPage(browser, srv, { javaScriptEnabled, bypassCSP: true });
 }
 
 async function api(path) {

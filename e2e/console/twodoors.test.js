@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Formd, formdBinary, freePort, launch, submit, tempDir, waitFor } from '../harness/harness.js';
+import { Formd, formdBinary, freePort, launch, setUpOwner, signedInPage, submit, tempDir, waitFor } from '../harness/harness.js';
 
 const pgURL = process.env.FORMD_TEST_POSTGRES_URL;
 const natsURL = process.env.FORMD_TEST_NATS_URL;
@@ -30,7 +30,6 @@ fields:
   - {name: name, type: text, required: true, label: {en: Name, zh: 姓名}}
   - {name: session, type: select, options: [morning, afternoon], label: {en: Session, zh: 场次}}
 `;
-const password = 'correct horse battery staple';
 const suffix = randomBytes(6).toString('hex');
 const schema = `formd_e2e_doors_${suffix}`;
 let bin, tmp, a, b, browser;
@@ -57,12 +56,7 @@ before(async () => {
   await b.start();
   browser = await launch();
   const ctx = await browser.newContext({ locale: 'en-US' });
-  const page = await ctx.newPage();
-  await page.goto(a.setup);
-  await page.getByLabel('E-mail').fill('owner@example.org');
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Create the owner account' }).click();
-  await page.getByRole('status').filter({ hasText: 'formd is set up' }).waitFor();
+  await setUpOwner(await ctx.newPage(), a);
   await ctx.close();
 });
 
@@ -77,13 +71,7 @@ after(async () => {
 
 /** A signed-in door page of instance srv, at door name. */
 async function door(srv, name) {
-  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 390, height: 844 } });
-  const page = await ctx.newPage();
-  await page.goto(srv.base + '/admin/login');
-  await page.getByLabel('E-mail').fill('owner@example.org');
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  const { ctx, page } = await signedInPage(browser, srv, { viewport: { width: 390, height: 844 } });
   await page.goto(srv.base + '/admin/forms/hall/door');
   await page.getByText(/^0 scans waiting to be sent$/).waitFor();
   await page.getByLabel('Door', { exact: true }).fill(name);

@@ -392,3 +392,47 @@ export async function recordingProxy(target) {
     close: () => new Promise((r) => (srv.closeAllConnections(), srv.close(() => r(undefined)))),
   };
 }
+
+/** The console suites' first owner and the password every account of theirs has. */
+export const owner = { email: 'owner@example.org', password: 'correct horse battery staple' };
+
+/**
+ * Makes the first owner through srv's one-time setup link in page, and
+ * waits until the console says so (the owner is then signed in there).
+ * @param {import('playwright-core').Page} page
+ * @param {Formd} srv
+ */
+export async function setUpOwner(page, srv, { email = owner.email, password = owner.password } = {}) {
+  await page.goto(srv.setup);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Create the owner account' }).click();
+  await page.getByRole('status').filter({ hasText: 'formd is set up' }).waitFor();
+}
+
+/**
+ * Signs page in on srv's console and waits for its "Sign out" button.
+ * @param {import('playwright-core').Page} page
+ * @param {Formd} srv
+ */
+export async function signIn(page, srv, email = owner.email, password = owner.password) {
+  await page.goto(srv.base + '/admin/login');
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+/**
+ * A new browser context with one page signed in on srv's console (the
+ * owner unless told otherwise); the caller closes ctx.
+ * @param {import('playwright-core').Browser} browser
+ * @param {Formd} srv
+ * @param {import('playwright-core').BrowserContextOptions} [options]
+ */
+export async function signedInPage(browser, srv, options = {}, email = owner.email, password = owner.password) {
+  const ctx = await browser.newContext({ locale: 'en-US', ...options });
+  const page = await ctx.newPage();
+  await signIn(page, srv, email, password);
+  return { ctx, page };
+}
