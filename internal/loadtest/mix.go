@@ -76,6 +76,13 @@ type MixPhase struct {
 	RatioToPlain float64 `json:"ratio_to_plain"`
 	P50MS        float64 `json:"p50_ms"`
 	P99MS        float64 `json:"p99_ms"`
+	// ServerCPUus and ClientCPUus are the CPU time (user + system) the
+	// spawned server and this process spent over the phase's windows, a
+	// submission answered 2xx: they tell a kind that costs more CPU from
+	// one that waits longer. 0 when unknown (a server not spawned, no
+	// /proc).
+	ServerCPUus float64 `json:"server_cpu_us,omitempty"`
+	ClientCPUus float64 `json:"client_cpu_us,omitempty"`
 }
 
 // mixForms are the three forms of a mix run, ids from base.
@@ -411,6 +418,10 @@ type mixAcc struct {
 	hist                                              histogram
 	stored, accepted, refused, failed, noAnswer, sent atomic.Int64
 	window                                            time.Duration
+	// serverCPU and clientCPU add up the processes' CPU over the windows;
+	// cpuUnknown is set once a reading failed.
+	serverCPU, clientCPU time.Duration
+	cpuUnknown           bool
 }
 
 func (a *mixAcc) result() MixPhase {
@@ -421,7 +432,22 @@ func (a *mixAcc) result() MixPhase {
 	}
 	l := a.hist.summary()
 	p.P50MS, p.P99MS = l.P50, l.P99
+	if n := p.Stored + p.Accepted; n > 0 && !a.cpuUnknown {
+		p.ServerCPUus = round(float64(a.serverCPU.Microseconds())/float64(n), 1)
+		p.ClientCPUus = round(float64(a.clientCPU.Microseconds())/float64(n), 1)
+	}
 	return p
+}
+
+// cpuNow reads the spawned server's and this process's CPU time; ok is
+// false when either cannot be read.
+func (m *mixRun) cpuNow() (server, client time.Duration, ok bool) {
+	if m.sup == nil || m.sup.pid() == 0 {
+		return 0, 0, false
+	}
+	server, err1 := processCPU(m.sup.pid())
+	client, err2 := processCPU(os.Getpid())
+	return server, client, err1 == nil && err2 == nil
 }
 
 // phase sends the kind's submissions from up to to from Clients
@@ -430,6 +456,7 @@ func (m *mixRun) phase(ctx context.Context, a *mixAcc, from, to int) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Duration)
 	defer cancel()
 	wait := strconv.Itoa(max(int(m.cfg.Wait/time.Second), 1))
+	s0, c0, ok0 := m.cpuNow()
 	start := time.Now()
 	_ = parallel(ctx, to-from, m.cfg.Clients, func(ctx context.Context, j int) error {
 		i := from + j
@@ -472,6 +499,12 @@ func (m *mixRun) phase(ctx context.Context, a *mixAcc, from, to int) {
 		return nil
 	})
 	a.window += time.Since(start)
+	s1, c1, ok1 := m.cpuNow()
+	if !ok0 || !ok1 {
+		a.cpuUnknown = true
+	}
+	a.serverCPU += s1 - s0
+	a.clientCPU += c1 - c0
 }
 
 // WriteText prints the mix's report.
@@ -480,9 +513,18 @@ func (r *MixReport) WriteText(w io.Writer) {
 	pf("formd loadtest (mix): %s clients, %s submissions a phase\n", commas(int64(r.Clients)), commas(int64(r.Count)))
 	pf("  target       %s\n", r.Target)
 	pf("  untimed      solving %gs, uploading %gs\n", r.Prep.SolveS, r.Prep.UploadS)
-	pf("  %-6s %-10s %-10s %-8s %-8s %-8s %-8s %-8s %s\n", "phase", "rate/s", "vs plain", "201", "202", "4xx", "5xx", "p50 ms", "p99 ms")
+	pf("  %-6s %-10s %-10s %-8s %-8s %-8s %-8s %-8s %-8s %-12s %s\n", "phase", "rate/s", "vs plain", "201", "202", "4xx", "5xx", "p50 ms", "p99 ms", "server µs", "client µs")
 	for _, p := range r.Phases {
-		pf("  %-6s %-10.1f %-10.3f %-8d %-8d %-8d %-8d %-8.1f %.1f\n", p.Kind, p.RatePerS, p.RatioToPlain, p.Stored, p.Accepted, p.Refused, p.Failed+p.NoAnswer, p.P50MS, p.P99MS)
+		cpu := func(us float64) string {
+			if us == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f", us)
+		}
+		pf("  %-6s %-10.1f %-10.3f %-8d %-8d %-8d %-8d %-8.1f %-8.1f %-12s %s\n", p.Kind, p.RatePerS, p.RatioToPlain, p.Stored, p.Accepted, p.Refused, p.Failed+p.NoAnswer, p.P50MS, p.P99MS, cpu(p.ServerCPUus), cpu(p.ClientCPUus))
+	}
+	if len(r.Phases) > 0 && r.Phases[0].ServerCPUus > 0 {
+		pf("  (server µs, client µs: CPU time of the spawned server and of this process a submission answered, over the phase's windows)\n")
 	}
 	for _, e := range r.Errors {
 		pf("  error: %s\n", e)
