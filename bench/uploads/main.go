@@ -327,7 +327,7 @@ func main() {
 	os.RemoveAll(work)
 
 	// The report.
-	fmt.Printf("\nThroughput: medians of %d rounds, from the first request to the last 204 (tusd+fsync: to the last fsync after it); CPU is the server process's, per GiB taken\n", *rounds)
+	fmt.Printf("\nThroughput: medians of %d rounds, from the first request to the last 204 (tusd+fsync: to the last fsync after it); CPU is the server process's, per GiB taken (tusd+fsync's fsyncs are the harness's, not counted)\n", *rounds)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "size\tN\tserver\tmedian\tMiB/s\tCPU s/GiB\trounds\t")
 	for _, size := range sizes {
@@ -460,7 +460,8 @@ func enoughDisk(dir string, need int64) error {
 		return fmt.Errorf("free space under %s: %w", dir, err)
 	}
 	if free := int64(st.Bavail) * st.Bsize; free < need {
-		return fmt.Errorf("%s has %s free, and the run needs %s (one batch of the largest size and N, dd's source and formd's 1GiB --upload-reserve): give a -dir with more room, or smaller -sizes, -n or -big-n", dir, form.Size(free>>20<<20), form.Size(need>>20<<20))
+		return fmt.Errorf("%s has %.1f GiB free, and the run needs %.1f GiB (one batch of the largest size and N, dd's source and formd's 1GiB --upload-reserve): give a -dir with more room, or smaller -sizes, -n or -big-n",
+			dir, float64(free)/(1<<30), float64(need)/(1<<30))
 	}
 	return nil
 }
