@@ -38,7 +38,10 @@
 // Usage:
 //
 //	go build -o /tmp/formd ./cmd/formd
+//	# tusd is built with go install at the version /tmp/formd embeds (or give -tusd)
 //	go run ./bench/uploads -formd /tmp/formd -dir /var/tmp/formd-bench -rounds 5
+//	# tiny, to see that it runs: a few seconds
+//	go run ./bench/uploads -formd /tmp/formd -rounds 1 -sizes 1MiB -big-n 0
 //	# the same with the bytes in a bucket (scripts/s3server.sh start DIR prints the variables): no tusd then
 //	go run ./bench/uploads -formd /tmp/formd -dir /var/tmp/formd-bench -uploads "$FORMD_TEST_S3_URL"
 package main

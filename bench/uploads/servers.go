@@ -65,9 +65,11 @@ func startFormd(bin, dir, uploadsTo string, maxSize int64) (*server, error) {
 	return run("formd", cmd, "http://"+addr, "/readyz", filepath.Join(dir, "formd.log"))
 }
 
-// startTusd runs tusd's own server with its filestore in dir, at its
-// defaults but the address and a log of what goes wrong only (formd's
-// --log-level warn): -verbose=false.
+// startTusd runs tusd's own server with its filestore (and filelocker)
+// in dir, at its defaults but the address and its least logging,
+// -verbose=false: still a few lines per request at Info (tusd has no
+// higher level), where formd runs at --log-level warn — some hundreds of
+// bytes per upload, to a file.
 func startTusd(bin, dir string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
