@@ -82,7 +82,7 @@ type key struct {
 func main() {
 	bin := flag.String("formd", "", "the formd binary to run (required)")
 	tusdBin := flag.String("tusd", "", "a tusd binary built from "+tusdModule+" at the version the formd binary embeds; default: go install it into a temporary directory")
-	dir := flag.String("dir", "", "a directory on the disk to measure: formd's --data, tusd's -upload-dir and dd's files go here (default: a new one under the system's temp dir)")
+	dir := flag.String("dir", "", "a directory on the disk to measure: formd's --data, tusd's -upload-dir and dd's files go in a new directory here, removed at the end (default: the system's temp dir)")
 	rounds := flag.Int("rounds", 5, "rounds of the throughput and resume comparisons")
 	sizesFlag := flag.String("sizes", "10MiB,100MiB", "sizes of the uploads, comma-separated (such as 1MiB,10MiB): each with a new formd and tusd")
 	nsFlag := flag.String("n", "1,20", "how many uploads at once, comma-separated")
@@ -114,9 +114,7 @@ func main() {
 
 	root := *dir
 	if root == "" {
-		if root, err = os.MkdirTemp("", "formd-bench-uploads-"); err != nil {
-			log.Fatal(err)
-		}
+		root = os.TempDir()
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		log.Fatal(err)
@@ -130,7 +128,7 @@ func main() {
 	if err := enoughDisk(root, need); err != nil {
 		log.Fatal(err)
 	}
-	work, err := os.MkdirTemp(root, "run-")
+	work, err := os.MkdirTemp(root, "formd-bench-uploads-")
 	if err != nil {
 		log.Fatal(err)
 	}
