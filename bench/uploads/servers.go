@@ -102,6 +102,7 @@ func run(name string, cmd *exec.Cmd, base, ready, logPath string) (*server, erro
 		return nil, fmt.Errorf("%s: %w\n%s", name, err, b)
 	}
 	s.ready = s.rss()
+	s.peak = s.ready
 	return s, nil
 }
 
@@ -147,7 +148,7 @@ func (s *server) peakRSS() int64 {
 }
 
 // sampleRSS reads the servers' VmRSS every 20 ms until the returned
-// function is called.
+// function is called, and once more then.
 func sampleRSS(srvs ...*server) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -168,6 +169,10 @@ func sampleRSS(srvs ...*server) (stop func()) {
 	return func() {
 		close(done)
 		wg.Wait()
+		// A run shorter than a tick is sampled once at its end.
+		for _, s := range srvs {
+			s.sample()
+		}
 	}
 }
 
