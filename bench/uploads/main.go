@@ -171,7 +171,8 @@ func main() {
 	loadStart := proc.LoadAvg()
 	fmt.Printf("machine: %d CPUs (shared with other work), load %s at the start; disk under %s\n", runtime.NumCPU(), loadStart, root)
 	if withTusd {
-		fmt.Printf("durability: formd fsyncs an upload's new files and their directory before the 201, and the bytes before each 204 (then hashes, sniffs, records);\n"+
+		fmt.Printf("durability: formd fsyncs an upload's new files and their directory before the 201, the bytes before each 204, and at the last byte\n"+
+			"  keeps them under their SHA-256 (fsync'd link, directories) and records the upload complete in its store (a commit);\n"+
 			"  tusd %s (filestore) never fsyncs: it answers after write(2) and close(2), the bytes in the page cache.\n"+
 			"  tusd+fsync: the same tusd, the harness fsyncing what formd fsyncs (bytes file, .info, directory after the 201; bytes file after the 204), timed as tusd's.\n", tusdVer)
 	} else {
