@@ -377,6 +377,9 @@ func main() {
 
 	if *resume {
 		fmt.Printf("\nResume after a drop at 50 %%: medians of %d rounds; the whole file (N = 1) beside it\n", *rounds)
+		if withTusd {
+			fmt.Println("(a tusd HEAD that finds the cut PATCH still holding the upload's lock file waits for its filelocker's next try, -filelock-acquirer-poll-interval, 2s by default: drop → offset is then about 2 s; offset → 204 compares the servers' own work)")
+		}
 		w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(w, "size\tserver\tdrop → offset\toffset → 204\tdrop → 204\twhole file\tresumed from (KiB, of half)\tHEAD+PATCH tries\t")
 		for _, size := range sizes {
