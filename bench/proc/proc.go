@@ -41,7 +41,7 @@ func WaitReady(url string, within time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("formd did not become ready at %s", url)
+	return fmt.Errorf("not ready: no 200 from %s within %v", url, within)
 }
 
 // CPUTicks is a process's user and system CPU time in clock ticks

@@ -1,508 +1,479 @@
 // Command uploads is the uploads benchmark of BENCHMARKS.md: how fast
-// formd takes files over tus against writing the same bytes to the same
-// disk with dd conv=fsync, how much memory it holds while many large
-// files arrive at once, and how long a client takes to resume an upload
-// dropped half way.
+// formd takes files over tus against tusd — the tus project's own
+// server, built from its module at the version formd embeds — and
+// against writing the same bytes to the same disk with dd conv=fsync;
+// how much memory each server holds while files arrive, for small and
+// large files; and how long a client takes to resume an upload dropped
+// half way.
 //
-//   - Throughput: N uploads of -size at once (N = 1 and 20), each a tus
-//     creation and one PATCH of the whole file, timed from the first
-//     request to the last 204 (every byte fsync'd, hashed, sniffed and
-//     recorded); against N dd if=SRC of=FILE bs=1M conv=fsync at once,
-//     on the same file system (-dir), in the same round. Rounds
-//     alternate formd and dd; the report gives medians and the ratio.
-//   - Memory: -big-n uploads of -big-size at once, each one PATCH
-//     streamed from a generator (the client never holds a file), while
-//     formd's VmRSS is read from /proc every 20 ms; the report gives the
-//     RSS before, the highest seen, and VmHWM.
-//   - Resume: a -size upload whose connection is cut after half of its
-//     bytes; the time from the cut to the 204 of the rest (a HEAD for
-//     the offset, a PATCH from there), against sending the whole file.
+// For each size of -sizes (10 MiB and 100 MiB), with a new formd and a
+// new tusd whose files are on the file system of -dir:
+//
+//   - Throughput: for each N of -n (1 and 20), N uploads at once, each a
+//     tus creation and one PATCH of the whole file, timed from the first
+//     request to the last 204. formd answers a PATCH once every byte is
+//     fsync'd, hashed (SHA-256), its type sniffed and the upload recorded
+//     complete in its store. tusd's filestore never fsyncs, so tusd is
+//     measured twice: as it is ("tusd"), and with the durability made
+//     equal ("tusd+fsync"): after the 201 the harness fsyncs the new
+//     bytes file, its .info and the directory, after the 204 the bytes
+//     file — what formd does before it answers each — and counts that
+//     time as tusd's. Against N dd if=SRC of=FILE bs=1M conv=fsync at
+//     once, the disk's reference. Each round runs formd, tusd, tusd+fsync
+//     and dd, starting one further along each round, with a sync(2)
+//     before each batch and the batch's uploads deleted (tus DELETE)
+//     after it, untimed. Every upload has bytes of its own (formd keeps
+//     identical bytes once).
+//   - Resume: an upload whose connection is cut after half of its bytes;
+//     the time from the cut to the HEAD's offset, and from there to the
+//     204 of the rest, for each server.
+//   - Memory: each server's VmRSS read from /proc every 20 ms through
+//     the size's runs, and its VmHWM after them (a new process for each
+//     size, so each size's figures are its own).
+//
+// Then, unless -big-n is 0, each server takes -big-n uploads of
+// -big-size at once, each streamed from a generator (the client never
+// holds a file), with its VmRSS sampled the same way.
 //
 // Usage:
 //
 //	go build -o /tmp/formd ./cmd/formd
+//	# tusd is built with go install at the version /tmp/formd embeds (or give -tusd)
 //	go run ./bench/uploads -formd /tmp/formd -dir /var/tmp/formd-bench -rounds 5
-//	# the same with the bytes in a bucket (scripts/s3server.sh start DIR prints the variables)
+//	# tiny, to see that it runs: a few seconds
+//	go run ./bench/uploads -formd /tmp/formd -rounds 1 -sizes 1MiB -big-n 0
+//	# the same with the bytes in a bucket (scripts/s3server.sh start DIR prints the variables): no tusd then
 //	go run ./bench/uploads -formd /tmp/formd -dir /var/tmp/formd-bench -uploads "$FORMD_TEST_S3_URL"
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/base64"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/formd/formd/bench/proc"
-	"github.com/formd/formd/internal/uploads/s3objects"
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/formd/formd/internal/form"
 )
 
-// putBaseline PUTs the same bytes straight to the bucket of -uploads
-// with minio-go (one PutObject per file, as a client of the bucket
-// would), the baseline of the runs with a bucket.
-type putBaseline struct {
-	c   *minio.Client
-	loc s3objects.Location
-}
+// The names of what a round runs, in the report's order.
+const (
+	nameFormd     = "formd"
+	nameTusd      = "tusd"
+	nameTusdFsync = "tusd+fsync"
+	nameDD        = "dd conv=fsync"
+	namePut       = "PUT to the bucket"
+)
 
-func newPutBaseline(raw string) (*putBaseline, error) {
-	loc, err := s3objects.ParseURL(raw)
-	if err != nil {
-		return nil, err
-	}
-	lookup := minio.BucketLookupDNS
-	if loc.PathStyle {
-		lookup = minio.BucketLookupPath
-	}
-	c, err := minio.New(loc.Endpoint, &minio.Options{Creds: credentials.NewEnvAWS(), Secure: loc.Secure, Region: loc.Region, BucketLookup: lookup})
-	if err != nil {
-		return nil, err
-	}
-	return &putBaseline{c: c, loc: loc}, nil
+type key struct {
+	size int64
+	n    int
+	name string
 }
-
-// putMany PUTs n copies of body at once and times them; the objects
-// are deleted after.
-func (b *putBaseline) putMany(n int, body []byte) (time.Duration, error) {
-	ctx := context.Background()
-	errs := make(chan error, n)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			_, err := b.c.PutObject(ctx, b.loc.Bucket, fmt.Sprintf("%sbench-put-%d", b.loc.Prefix, i), bytes.NewReader(body), int64(len(body)),
-				minio.PutObjectOptions{ContentType: "application/octet-stream"})
-			errs <- err
-		})
-	}
-	wg.Wait()
-	took := time.Since(start)
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return 0, fmt.Errorf("PUT to the bucket: %w", err)
-		}
-	}
-	for i := range n {
-		b.c.RemoveObject(ctx, b.loc.Bucket, fmt.Sprintf("%sbench-put-%d", b.loc.Prefix, i), minio.RemoveObjectOptions{})
-	}
-	return took, nil
-}
-
-const formYAML = `id: bench-files
-site: bench
-title: Upload benchmark
-fields:
-  - {name: doc, type: file, max_size: 64MiB, accept: [application/pdf]}
-`
 
 func main() {
 	bin := flag.String("formd", "", "the formd binary to run (required)")
-	dir := flag.String("dir", "", "a directory on the disk to measure: formd's --data and dd's files go here (default: a new one under the system's temp dir)")
-	rounds := flag.Int("rounds", 5, "rounds of the throughput comparison")
-	size := flag.Int("size", 10<<20, "bytes of each upload in the throughput and resume runs")
-	bigN := flag.Int("big-n", 50, "concurrent uploads in the memory run")
-	bigSize := flag.Int("big-size", 50<<20, "bytes of each upload in the memory run")
-	flag.StringVar(&uploadsTo, "uploads", "", "formd's --uploads (such as s3://formd-test?endpoint=http://127.0.0.1:8333, credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); default its --data")
+	tusdBin := flag.String("tusd", "", "a tusd binary built from "+tusdModule+" at the version the formd binary embeds; default: go install it into a temporary directory")
+	dir := flag.String("dir", "", "a directory on the disk to measure: formd's --data, tusd's -upload-dir and dd's files go in a new directory here, removed at the end (default: the system's temp dir)")
+	rounds := flag.Int("rounds", 5, "rounds of the throughput and resume comparisons")
+	sizesFlag := flag.String("sizes", "10MiB,100MiB", "sizes of the uploads, comma-separated (such as 1MiB,10MiB): each with a new formd and tusd")
+	nsFlag := flag.String("n", "1,20", "how many uploads at once, comma-separated")
+	resume := flag.Bool("resume", true, "measure a resume after a drop at 50 % for each size")
+	bigN := flag.Int("big-n", 50, "concurrent uploads in the memory run after the sizes; 0 for none")
+	bigSizeFlag := flag.String("big-size", "50MiB", "size of each upload in the memory run")
+	uploadsTo := flag.String("uploads", "", "formd's --uploads (such as s3://formd-test?endpoint=http://127.0.0.1:8333, credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); default its --data. With a bucket, tusd is not run and the baseline is a PUT to the bucket")
 	flag.Parse()
-	// -big-n 0 skips the memory run, and then the resume run.
+
 	if *bin == "" {
 		log.Fatal("give -formd, the binary to run")
 	}
+	if *rounds < 1 {
+		log.Fatalf("-rounds %d: give 1 or more", *rounds)
+	}
+	sizes, err := parseSizes("-sizes", *sizesFlag)
+	if err != nil {
+		log.Fatal(err)
+	}
+	bigSizes, err := parseSizes("-big-size", *bigSizeFlag)
+	if err != nil {
+		log.Fatal(err)
+	}
+	bigSize := bigSizes[0]
+	ns, err := parseCounts(*nsFlag)
+	if err != nil {
+		log.Fatal(err)
+	}
+
 	root := *dir
 	if root == "" {
-		var err error
-		if root, err = os.MkdirTemp("", "formd-bench-uploads-"); err != nil {
-			log.Fatal(err)
-		}
+		root = os.TempDir()
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		log.Fatal(err)
 	}
-	work, err := os.MkdirTemp(root, "run-")
+	// One batch is on the disk at a time, beside dd's source and the
+	// 1 GiB formd's --upload-reserve keeps free.
+	need := slices.Max(sizes)*int64(slices.Max(ns)+1) + 1<<30
+	if *bigN > 0 {
+		need = max(need, bigSize*int64(*bigN)+1<<30)
+	}
+	if err := enoughDisk(root, need); err != nil {
+		log.Fatal(err)
+	}
+	work, err := os.MkdirTemp(root, "formd-bench-uploads-")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(work)
-
-	srv, err := start(*bin, work)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.stop()
-	// A failure stops formd and removes the run's files too.
+	var cleanups []func()
+	cleanups = append(cleanups, func() { os.RemoveAll(work) })
 	fatal := func(err error) {
-		srv.stop()
-		os.RemoveAll(work)
+		for _, c := range slices.Backward(cleanups) {
+			c()
+		}
 		log.Fatal(err)
 	}
-	fmt.Printf("machine: %d CPUs (shared with other work), load %s; disk under %s\n", runtime.NumCPU(), proc.LoadAvg(), root)
 
-	body := pdf(*size)
-	src := filepath.Join(work, "dd-src")
-	if err := os.WriteFile(src, body, 0o600); err != nil {
-		fatal(err)
+	withTusd := *uploadsTo == ""
+	var tusdVer string
+	if withTusd {
+		want, err := embeddedTusd(*bin)
+		if err != nil {
+			fatal(err)
+		}
+		if *tusdBin == "" {
+			fmt.Printf("building tusd %s (go install %s/cmd/tusd@%s)…\n", want, tusdModule, want)
+			if *tusdBin, err = buildTusd(want, work); err != nil {
+				fatal(err)
+			}
+		}
+		if tusdVer, err = tusdVersion(*tusdBin); err != nil {
+			fatal(err)
+		}
+		if tusdVer != want {
+			fatal(fmt.Errorf("%s was built from %s %q, and formd embeds %s: build it with GOBIN=DIR go install %s/cmd/tusd@%s, or leave -tusd out", *tusdBin, tusdModule, tusdVer, want, tusdModule, want))
+		}
 	}
 	var bucket *putBaseline
-	if uploadsTo != "" {
-		if bucket, err = newPutBaseline(uploadsTo); err != nil {
+	if !withTusd {
+		if bucket, err = newPutBaseline(*uploadsTo); err != nil {
 			fatal(err)
 		}
 	}
-	for _, n := range []int{1, 20} {
-		var ups, dds, puts []time.Duration
-		for r := 0; r < *rounds; r++ {
-			d, err := srv.uploadMany(n, body)
-			if err != nil {
-				fatal(err)
-			}
-			ups = append(ups, d)
-			d, err = ddMany(n, src, work)
-			if err != nil {
-				fatal(err)
-			}
-			dds = append(dds, d)
-			if bucket != nil {
-				if d, err = bucket.putMany(n, body); err != nil {
-					fatal(err)
-				}
-				puts = append(puts, d)
-			}
+
+	loadStart := proc.LoadAvg()
+	fmt.Printf("machine: %d CPUs (shared with other work), load %s at the start; disk under %s\n", runtime.NumCPU(), loadStart, root)
+	if withTusd {
+		fmt.Printf("durability: formd fsyncs an upload's new files and their directory before the 201, the bytes before each 204, and at the last byte\n"+
+			"  keeps them under their SHA-256 (fsync'd link, directories) and records the upload complete in its store (a commit);\n"+
+			"  tusd %s (filestore) never fsyncs: it answers after write(2) and close(2), the bytes in the page cache.\n"+
+			"  tusd+fsync: the same tusd, the harness fsyncing what formd fsyncs (bytes file, .info, directory after the 201; bytes file after the 204), timed as tusd's.\n", tusdVer)
+	} else {
+		fmt.Printf("with --uploads %s: tusd is not run; the baseline is a PUT of the same bytes to the bucket\n", *uploadsTo)
+	}
+
+	times := map[key][]time.Duration{}
+	cpus := map[key][]time.Duration{}
+	resumes := map[key][]resumption{}
+	type mem struct {
+		size           int64
+		name           string
+		ready, peak, h int64
+	}
+	var mems []mem
+
+	for _, size := range sizes {
+		blk := filepath.Join(work, fmt.Sprintf("size-%d", size))
+		if err := os.MkdirAll(blk, 0o700); err != nil {
+			fatal(err)
 		}
-		mu, md := median(ups), median(dds)
-		mib := float64(n**size) / (1 << 20)
-		fmt.Printf("%2d × %d MiB at once: formd median %v (%.0f MiB/s), dd conv=fsync median %v (%.0f MiB/s): %.2f× dd  [formd %v; dd %v]\n",
-			n, *size>>20, mu.Round(time.Millisecond), mib/mu.Seconds(), md.Round(time.Millisecond), mib/md.Seconds(),
-			md.Seconds()/mu.Seconds(), rounded(ups), rounded(dds))
+		fd, err := startFormd(*bin, filepath.Join(blk, "formd"), *uploadsTo, slices.Max(sizes))
+		if err != nil {
+			fatal(err)
+		}
+		cleanups = append(cleanups, fd.stop)
+		srvs := []*server{fd}
+		targets := []*target{{name: nameFormd, srv: fd, create: fd.base + "/v1/forms/bench-files/uploads"}}
+		if withTusd {
+			tdir := filepath.Join(blk, "tusd")
+			td, err := startTusd(*tusdBin, tdir)
+			if err != nil {
+				fatal(err)
+			}
+			cleanups = append(cleanups, td.stop)
+			srvs = append(srvs, td)
+			targets = append(targets,
+				&target{name: nameTusd, srv: td, create: td.base + "/files/"},
+				&target{name: nameTusdFsync, srv: td, create: td.base + "/files/", syncDir: filepath.Join(tdir, "files")})
+		}
+		stopSampling := sampleRSS(srvs...)
+
+		body := pdf(size)
+		src := filepath.Join(blk, "dd-src")
+		if err := os.WriteFile(src, body, 0o600); err != nil {
+			fatal(err)
+		}
+		names := []string{}
+		for _, t := range targets {
+			names = append(names, t.name)
+		}
+		names = append(names, nameDD)
 		if bucket != nil {
-			mp := median(puts)
-			fmt.Printf("%2d × %d MiB at once: minio-go PutObject straight to the bucket median %v (%.0f MiB/s): formd %.2f× the PUT  [PUT %v]\n",
-				n, *size>>20, mp.Round(time.Millisecond), mib/mp.Seconds(), mp.Seconds()/mu.Seconds(), rounded(puts))
+			names = append(names, namePut)
 		}
-	}
-	if *bigN <= 0 {
-		return
-	}
-
-	// Memory: many big uploads at once.
-	before := srv.rss()
-	var peak int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				peak = max(peak, srv.rss())
+		for _, n := range ns {
+			fmt.Printf("%s × %d at once: %d rounds…\n", form.Size(size), n, *rounds)
+			for r := range *rounds {
+				for i := range names {
+					name := names[(i+r)%len(names)]
+					k := key{size, n, name}
+					syscall.Sync()
+					var d time.Duration
+					switch name {
+					case nameDD:
+						d, err = ddMany(n, src, blk)
+					case namePut:
+						d, err = bucket.putMany(n, body)
+					default:
+						t := targets[slices.IndexFunc(targets, func(t *target) bool { return t.name == name })]
+						cpu0 := t.srv.cpu()
+						var locs []string
+						d, locs, err = t.uploadMany(n, body)
+						cpus[k] = append(cpus[k], t.srv.cpu()-cpu0)
+						if err == nil {
+							err = t.remove(locs)
+						}
+					}
+					if err != nil {
+						fatal(err)
+					}
+					times[k] = append(times[k], d)
+				}
 			}
 		}
-	}()
-	start := time.Now()
-	err = srv.uploadStreams(*bigN, *bigSize)
-	took := time.Since(start)
-	close(stop)
-	wg.Wait()
-	if err != nil {
-		fatal(err)
+		if *resume {
+			fmt.Printf("%s: resume after a drop at 50 %%, %d rounds…\n", form.Size(size), *rounds)
+			for r := range *rounds {
+				for i := range targets {
+					t := targets[(i+r)%len(targets)]
+					syscall.Sync()
+					res, err := t.resumeAtHalf(body)
+					if err == nil {
+						err = t.remove([]string{res.loc})
+					}
+					if err != nil {
+						fatal(err)
+					}
+					k := key{size, 1, t.name}
+					resumes[k] = append(resumes[k], res)
+				}
+			}
+		}
+		stopSampling()
+		for _, s := range srvs {
+			mems = append(mems, mem{size, s.name, s.ready, s.peakRSS(), s.hwm()})
+			s.stop()
+		}
+		cleanups = cleanups[:1]
+		os.RemoveAll(blk)
 	}
-	fmt.Printf("memory: %d × %d MiB at once (%d MiB in %v): formd VmRSS %d MiB before, at most %d MiB during (VmHWM %d MiB)\n",
-		*bigN, *bigSize>>20, *bigN**bigSize>>20, took.Round(time.Millisecond), before>>20, peak>>20, srv.hwm()>>20)
 
-	// Resume after a drop at 50 %.
-	var resumes, wholes []time.Duration
-	for r := 0; r < *rounds; r++ {
-		d, err := srv.resumeAtHalf(body)
+	type bigRun struct {
+		name             string
+		took             time.Duration
+		ready, peak, hwm int64
+	}
+	var bigs []bigRun
+	if *bigN > 0 {
+		starts := []func(string) (*server, error){func(d string) (*server, error) { return startFormd(*bin, d, *uploadsTo, bigSize) }}
+		if withTusd {
+			starts = append(starts, func(d string) (*server, error) { return startTusd(*tusdBin, d) })
+		}
+		for i, startSrv := range starts {
+			blk := filepath.Join(work, fmt.Sprintf("big-%d", i))
+			s, err := startSrv(blk)
+			if err != nil {
+				fatal(err)
+			}
+			cleanups = append(cleanups, s.stop)
+			fmt.Printf("memory: %d × %s at once into %s…\n", *bigN, form.Size(bigSize), s.name)
+			t := &target{name: s.name, srv: s, create: s.base + "/files/"}
+			if s.name == nameFormd {
+				t.create = s.base + "/v1/forms/bench-files/uploads"
+			}
+			syscall.Sync()
+			stopSampling := sampleRSS(s)
+			start := time.Now()
+			locs, err := t.uploadStreams(*bigN, bigSize)
+			took := time.Since(start)
+			stopSampling()
+			if err == nil {
+				err = t.remove(locs)
+			}
+			if err != nil {
+				fatal(err)
+			}
+			bigs = append(bigs, bigRun{s.name, took, s.ready, s.peakRSS(), s.hwm()})
+			s.stop()
+			cleanups = cleanups[:1]
+			os.RemoveAll(blk)
+		}
+	}
+	os.RemoveAll(work)
+
+	// The report.
+	fmt.Printf("\nThroughput: medians of %d rounds, from the first request to the last 204 (tusd+fsync: to the last fsync after it); CPU is the server process's, per GiB taken (tusd+fsync's fsyncs are the harness's, not counted)\n", *rounds)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "size\tN\tserver\tmedian\tMiB/s\tCPU s/GiB\trounds\t")
+	for _, size := range sizes {
+		for _, n := range ns {
+			for _, name := range []string{nameFormd, nameTusd, nameTusdFsync, nameDD, namePut} {
+				k := key{size, n, name}
+				ds := times[k]
+				if len(ds) == 0 {
+					continue
+				}
+				m := median(ds)
+				gib := float64(int64(n)*size) / (1 << 30)
+				cpu := "-"
+				if cs := cpus[k]; len(cs) > 0 {
+					cpu = fmt.Sprintf("%.2f", median(cs).Seconds()/gib)
+				}
+				fmt.Fprintf(w, "%s\t%d\t%s\t%v\t%.0f\t%s\t%v\t\n", form.Size(size), n, name, m.Round(time.Millisecond), gib*1024/m.Seconds(), cpu, rounded(ds))
+			}
+		}
+	}
+	w.Flush()
+
+	fmt.Printf("\nRatios of throughput (the other's median time over formd's; ≥ 1 is formd faster)\n")
+	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "size\tN\t"
+	others := []string{nameTusdFsync, nameTusd, nameDD}
+	if bucket != nil {
+		others = []string{nameDD, namePut}
+	}
+	for _, o := range others {
+		head += "formd ÷ " + o + "\t"
+	}
+	fmt.Fprintln(w, head)
+	for _, size := range sizes {
+		for _, n := range ns {
+			line := fmt.Sprintf("%s\t%d\t", form.Size(size), n)
+			f := median(times[key{size, n, nameFormd}])
+			for _, o := range others {
+				line += fmt.Sprintf("%.2f\t", median(times[key{size, n, o}]).Seconds()/f.Seconds())
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	w.Flush()
+
+	if *resume {
+		fmt.Printf("\nResume after a drop at 50 %%: medians of %d rounds; the whole file (N = 1) beside it\n", *rounds)
+		if withTusd {
+			fmt.Println("(a tusd HEAD that finds the cut PATCH still holding the upload's lock file waits for its filelocker's next try, -filelock-acquirer-poll-interval, 2s by default: drop → offset is then about 2 s; offset → 204 compares the servers' own work)")
+		}
+		w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "size\tserver\tdrop → offset\toffset → 204\tdrop → 204\twhole file\tresumed from (KiB, of half)\tHEAD+PATCH tries\t")
+		for _, size := range sizes {
+			for _, t := range []string{nameFormd, nameTusd, nameTusdFsync} {
+				rs := resumes[key{size, 1, t}]
+				if len(rs) == 0 {
+					continue
+				}
+				var to, rest, total []time.Duration
+				var kept, tries []string
+				for _, r := range rs {
+					to, rest, total = append(to, r.toOffset), append(rest, r.rest), append(total, r.toOffset+r.rest)
+					kept = append(kept, strconv.FormatInt(r.kept>>10, 10))
+					tries = append(tries, strconv.Itoa(r.tries))
+				}
+				whole := "-"
+				if ds := times[key{size, 1, t}]; len(ds) > 0 {
+					whole = median(ds).Round(time.Millisecond).String()
+				}
+				fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%s\t%s of %d\t%s\t\n", form.Size(size), t, median(to).Round(time.Millisecond), median(rest).Round(time.Millisecond),
+					median(total).Round(time.Millisecond), whole, strings.Join(kept, " "), size/2>>10, strings.Join(tries, " "))
+			}
+		}
+		w.Flush()
+	}
+
+	fmt.Printf("\nMemory: each server's VmRSS once ready, the highest sampled every 20 ms through the size's runs (up to %d uploads at once), and VmHWM after them; a new process for each size\n", slices.Max(ns))
+	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "size\tserver\tVmRSS ready (MiB)\tVmRSS max (MiB)\tVmHWM (MiB)\t")
+	for _, m := range mems {
+		fmt.Fprintf(w, "%s\t%s\t%.1f\t%.1f\t%.1f\t\n", form.Size(m.size), m.name, mib(m.ready), mib(m.peak), mib(m.h))
+	}
+	w.Flush()
+	if len(bigs) > 0 {
+		fmt.Printf("\nMemory with %d × %s at once (%s), each streamed from a generator\n", *bigN, form.Size(bigSize), form.Size(bigSize*int64(*bigN)))
+		w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "server\ttook\tVmRSS ready (MiB)\tVmRSS max (MiB)\tVmHWM (MiB)\t")
+		for _, b := range bigs {
+			fmt.Fprintf(w, "%s\t%v\t%.1f\t%.1f\t%.1f\t\n", b.name, b.took.Round(time.Millisecond), mib(b.ready), mib(b.peak), mib(b.hwm))
+		}
+		w.Flush()
+	}
+	fmt.Printf("\nload %s at the start, %s at the end\n", loadStart, proc.LoadAvg())
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// parseSizes reads a comma-separated list of sizes (10MiB, 1048576).
+func parseSizes(flagName, s string) ([]int64, error) {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		z, err := form.ParseSize(f)
 		if err != nil {
-			fatal(err)
+			return nil, fmt.Errorf("%s: %w", flagName, err)
 		}
-		resumes = append(resumes, d)
-		w, err := srv.uploadMany(1, body)
-		if err != nil {
-			fatal(err)
+		// The tag that makes each upload's bytes its own follows the
+		// PDF header; formd's form takes files up to form.MaxMaxSize.
+		if z < 1<<10 || z > form.MaxMaxSize {
+			return nil, fmt.Errorf("%s: %s is out of range: give 1KiB to %s", flagName, strings.TrimSpace(f), form.Size(form.MaxMaxSize))
 		}
-		wholes = append(wholes, w)
+		out = append(out, int64(z))
 	}
-	fmt.Printf("resume after a drop at 50 %% of %d MiB: median %v from the drop to the last 204 (HEAD + PATCH of the rest), against %v for the whole file  [%v; offsets kept at the drop %v of %d sent]\n",
-		*size>>20, median(resumes).Round(time.Millisecond), median(wholes).Round(time.Millisecond), rounded(resumes), kept, len(body)/2)
+	return out, nil
 }
 
-// uploadsTo is formd's --uploads, when given.
-var uploadsTo string
-
-type server struct {
-	cmd  *exec.Cmd
-	base string
-	http *http.Client
-}
-
-func start(bin, work string) (*server, error) {
-	forms := filepath.Join(work, "forms.yaml")
-	if err := os.WriteFile(forms, []byte(formYAML), 0o600); err != nil {
-		return nil, err
-	}
-	port, err := proc.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	args := []string{"serve", "--data", filepath.Join(work, "data"), "--addr", addr, "--forms", forms,
-		"--log-level", "warn", "--rate-limit", "off",
-		// One address sends every upload: the budgets of what strangers
-		// may make the server keep are not what is measured.
-		"--upload-address-bytes", "0", "--upload-address-in-flight", "0", "--upload-form-bytes", "0", "--upload-form-in-flight", "0"}
-	if uploadsTo != "" {
-		args = append(args, "--uploads", uploadsTo)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "FORMD_CONFIG=")
-	logf, err := os.Create(filepath.Join(work, "formd.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &server{cmd: cmd, base: "http://" + addr,
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, DisableCompression: true}, Timeout: 10 * time.Minute}}
-	if err := proc.WaitReady(s.base+"/readyz", 30*time.Second); err != nil {
-		s.stop()
-		b, _ := os.ReadFile(logf.Name())
-		return nil, fmt.Errorf("%w\n%s", err, b)
-	}
-	return s, nil
-}
-
-func (s *server) stop() {
-	s.cmd.Process.Signal(os.Interrupt) //nolint:errcheck // it may be gone
-	s.cmd.Wait()                       //nolint:errcheck // its exit status does not matter here
-}
-
-// status reads a field of /proc/PID/status in bytes (VmRSS, VmHWM).
-func (s *server) status(field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
+// parseCounts reads -n, a comma-separated list of counts.
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 1000 {
+			return nil, fmt.Errorf("-n: %q is not a count of uploads at once: give whole numbers from 1 to 1000, such as 1,20", f)
 		}
+		out = append(out, n)
 	}
-	return 0
+	return out, nil
 }
 
-func (s *server) rss() int64 { return s.status("VmRSS") }
-func (s *server) hwm() int64 { return s.status("VmHWM") }
-
-func (s *server) create(size int) (string, error) {
-	req, _ := http.NewRequest("POST", s.base+"/v1/forms/bench-files/uploads", nil)
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Length", strconv.Itoa(size))
-	req.Header.Set("Upload-Metadata", "field "+base64.StdEncoding.EncodeToString([]byte("doc")))
-	res, err := s.http.Do(req)
-	if err != nil {
-		return "", err
+// enoughDisk says whether the file system of dir has need bytes free.
+func enoughDisk(dir string, need int64) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("free space under %s: %w", dir, err)
 	}
-	io.Copy(io.Discard, res.Body) //nolint:errcheck // drained for reuse
-	res.Body.Close()
-	if res.StatusCode != 201 {
-		return "", fmt.Errorf("create: %s", res.Status)
-	}
-	return s.base + res.Header.Get("Location"), nil
-}
-
-func (s *server) patch(loc string, offset int64, body io.Reader, n int64) error {
-	req, _ := http.NewRequest("PATCH", loc, body)
-	req.ContentLength = n
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Offset", strconv.FormatInt(offset, 10))
-	req.Header.Set("Content-Type", "application/offset+octet-stream")
-	res, err := s.http.Do(req)
-	if err != nil {
-		return err
-	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 204 {
-		return fmt.Errorf("PATCH: %s %s", res.Status, b)
+	if free := int64(st.Bavail) * st.Bsize; free < need {
+		return fmt.Errorf("%s has %.1f GiB free, and the run needs %.1f GiB (one batch of the largest size and N, dd's source and formd's 1GiB --upload-reserve): give a -dir with more room, or smaller -sizes, -n or -big-n",
+			dir, float64(free)/(1<<30), float64(need)/(1<<30))
 	}
 	return nil
 }
 
-// uploadMany sends n uploads of body at once and times them.
-func (s *server) uploadMany(n int, body []byte) (time.Duration, error) {
-	errs := make(chan error, n)
-	start := time.Now()
-	for range n {
-		go func() {
-			loc, err := s.create(len(body))
-			if err == nil {
-				err = s.patch(loc, 0, bytes.NewReader(body), int64(len(body)))
-			}
-			errs <- err
-		}()
-	}
-	var err error
-	for range n {
-		err = errors.Join(err, <-errs)
-	}
-	return time.Since(start), err
-}
-
-// uploadStreams sends n uploads of size bytes at once, each generated as
-// it is sent.
-func (s *server) uploadStreams(n, size int) error {
-	errs := make(chan error, n)
-	for range n {
-		go func() {
-			loc, err := s.create(size)
-			if err == nil {
-				err = s.patch(loc, 0, &pdfReader{left: int64(size)}, int64(size))
-			}
-			errs <- err
-		}()
-	}
-	var err error
-	for range n {
-		err = errors.Join(err, <-errs)
-	}
-	return err
-}
-
-// kept are the offsets the resumptions found.
-var kept []int64
-
-// resumeAtHalf sends half of body, cuts the connection, and times the
-// resumption: HEAD for the offset, PATCH of the rest.
-func (s *server) resumeAtHalf(body []byte) (time.Duration, error) {
-	loc, err := s.create(len(body))
-	if err != nil {
-		return 0, err
-	}
-	half := len(body) / 2
-	cut := &cutReader{r: bytes.NewReader(body), left: half}
-	if err := s.patch(loc, 0, cut, int64(len(body))); err == nil {
-		return 0, errors.New("the cut PATCH succeeded")
-	}
-	dropped := time.Now()
-	var offset int64
-	for {
-		req, _ := http.NewRequest("HEAD", loc, nil)
-		req.Header.Set("Tus-Resumable", "1.0.0")
-		res, err := s.http.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		res.Body.Close()
-		offset, _ = strconv.ParseInt(res.Header.Get("Upload-Offset"), 10, 64)
-		if res.StatusCode == 200 {
-			break
-		}
-		if res.StatusCode != 423 && res.StatusCode != 500 && res.StatusCode != 503 {
-			return 0, fmt.Errorf("HEAD: %s", res.Status)
-		}
-		time.Sleep(5 * time.Millisecond) // the cut PATCH still holds the upload
-	}
-	kept = append(kept, offset)
-	if err := s.patch(loc, offset, bytes.NewReader(body[offset:]), int64(len(body))-offset); err != nil {
-		return 0, err
-	}
-	return time.Since(dropped), nil
-}
-
-// cutReader gives left bytes, then fails, as a dropped connection.
-type cutReader struct {
-	r    io.Reader
-	left int
-}
-
-func (c *cutReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		return 0, errors.New("connection dropped")
-	}
-	n, err := c.r.Read(p[:min(len(p), c.left)])
-	c.left -= n
-	return n, err
-}
-
-// pdfReader generates left bytes that sniff as a PDF.
-type pdfReader struct {
-	off, left int64
-}
-
-func (r *pdfReader) Read(p []byte) (int, error) {
-	if r.left == 0 {
-		return 0, io.EOF
-	}
-	n := int(min(int64(len(p)), r.left))
-	for i := range n {
-		p[i] = byte((r.off + int64(i)) * 31)
-	}
-	if r.off == 0 {
-		copy(p[:n], "%PDF-1.4\n")
-	}
-	r.off += int64(n)
-	r.left -= int64(n)
-	return n, nil
-}
-
-func pdf(n int) []byte {
-	b := make([]byte, n)
-	(&pdfReader{left: int64(n)}).Read(b) //nolint:errcheck // fills b
-	return b
-}
-
-// ddMany runs n dd conv=fsync of src at once into dir and times them.
-func ddMany(n int, src, dir string) (time.Duration, error) {
-	errs := make(chan error, n)
-	start := time.Now()
-	for i := range n {
-		go func() {
-			out := filepath.Join(dir, fmt.Sprintf("dd-%d", i))
-			b, err := exec.Command("dd", "if="+src, "of="+out, "bs=1M", "conv=fsync", "status=none").CombinedOutput()
-			if err != nil {
-				err = fmt.Errorf("dd: %v %s", err, b)
-			}
-			errs <- err
-		}()
-	}
-	var err error
-	for range n {
-		err = errors.Join(err, <-errs)
-	}
-	d := time.Since(start)
-	for i := range n {
-		os.Remove(filepath.Join(dir, fmt.Sprintf("dd-%d", i)))
-	}
-	return d, err
-}
-
 func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	s := slices.Clone(ds)
+	slices.Sort(s)
 	return s[len(s)/2]
 }
 
