@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -54,6 +57,37 @@ func (c FormContents) EntryCount() int64 {
 // Empty says the form holds nothing that deleting it would erase.
 func (c FormContents) Empty() bool {
 	return c.EntryCount() == 0 && c.Files == 0 && c.PendingDeliveries == 0 && c.DeadLetters == 0 && c.Drafts == 0 && c.Checkins == 0
+}
+
+// Summary says what the form holds in words, for an answer and the
+// audit log: "3 entries (1 cancelled, 1 stored, 1 waitlisted), 2 files,
+// …", the kinds it holds none of left out.
+func (c FormContents) Summary() string {
+	var parts []string
+	add := func(n int64, one, many string) {
+		if n == 1 {
+			parts = append(parts, "1 "+one)
+		} else if n > 1 {
+			parts = append(parts, strconv.FormatInt(n, 10)+" "+many)
+		}
+	}
+	if n := c.EntryCount(); n > 0 {
+		var by []string
+		for _, st := range slices.Sorted(maps.Keys(c.Entries)) {
+			by = append(by, strconv.FormatInt(c.Entries[st], 10)+" "+st)
+		}
+		add(n, "entry", "entries")
+		parts[0] += " (" + strings.Join(by, ", ") + ")"
+	}
+	add(c.Files, "file", "files")
+	add(c.PendingDeliveries, "pending delivery", "pending deliveries")
+	add(c.DeadLetters, "dead letter", "dead letters")
+	add(c.Drafts, "draft", "drafts")
+	add(c.Checkins, "check-in", "check-ins")
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // FormContentsQuery counts a form's rows other than its entries, in the
