@@ -98,13 +98,13 @@ type Deps struct {
 	// The console's: the journal's reads and its per-form counts (nil
 	// for a journal that cannot count), accounts and tokens, and
 	// processors for a replay.
-	Journal      Journal
-	Counter      journal.FormCounter
+	Journal Journal
+	Counter journal.FormCounter
 	// Pruner and Forgetter delete the journal's copies of a deleted
 	// form's entries (nil for a journal that cannot: they stay until its
 	// own limits remove them).
-	Pruner    journal.Pruner
-	Forgetter journal.Forgetter
+	Pruner       journal.Pruner
+	Forgetter    journal.Forgetter
 	Accounts     AccountAdmin
 	NewProcessor replay.NewProcessor
 	// Outbox is the store's deliveries (webhooks and e-mail), nil for
