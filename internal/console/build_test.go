@@ -289,11 +289,11 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 	// The confirmation names what goes, in each language; without the id
 	// or with another form's, nothing is deleted.
 	code, page = b.do("GET", "/admin/forms/spring-exam-2027/delete", nil)
-	if code != 200 || !strings.Contains(page, "Deleting the form erases, for good:") || !strings.Contains(page, "2 entries — stored") ||
+	if code != 200 || !strings.Contains(page, "Deleting the form erases, for good:") || !strings.Contains(page, "Entries (stored): 2") ||
 		!strings.Contains(page, `<label for="confirm-id">Type the form&#39;s id to confirm</label>`) {
 		t.Fatalf("the confirmation page: %d %.4000s", code, page)
 	}
-	if code, page = b.do("GET", "/admin/forms/spring-exam-2027/delete?lang=zh", nil); code != 200 || !strings.Contains(page, "2 条报名 — ") || !strings.Contains(page, "输入表单 ID 以确认") {
+	if code, page = b.do("GET", "/admin/forms/spring-exam-2027/delete?lang=zh", nil); code != 200 || !strings.Contains(page, "报名（已保存）：2 条") || !strings.Contains(page, "输入表单 ID 以确认") {
 		t.Errorf("the confirmation page in Chinese: %d %.4000s", code, page)
 	}
 	b.do("GET", "/admin/forms/spring-exam-2027/delete?lang=en", nil)
@@ -304,7 +304,7 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 		!strings.Contains(page, "“spring-exam-2028” is not this form&#39;s id: nothing was deleted.") || !strings.Contains(page, `aria-invalid="true"`) {
 		t.Errorf("delete with another id typed: %d %.3000s", code, page)
 	}
-	if code, page = b.do("GET", "/admin/forms/spring-exam-2027/delete", nil); code != 200 || !strings.Contains(page, "2 entries — stored") {
+	if code, page = b.do("GET", "/admin/forms/spring-exam-2027/delete", nil); code != 200 || !strings.Contains(page, "Entries (stored): 2") {
 		t.Errorf("the entries after a wrong id: %d %.3000s", code, page)
 	}
 
