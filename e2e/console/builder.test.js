@@ -6,7 +6,8 @@
 // opens the hosted page and submits (twice, with a photo); then lowers
 // the places below the entries and sees the confirmation; then goes back
 // to the first version. An editor of another site cannot reach the form
-// by URL. Screenshots of the builder at 1280 and 390 px, English and
+// by URL. Last, the fair with its entries is deleted once its id is typed
+// (a wrong id deletes nothing). Screenshots of the builder at 1280 and 390 px, English and
 // Chinese, go to docs/console/ (FORMD_SCREENSHOTS=0 skips them).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -273,7 +274,8 @@ test('axe finds nothing on the builder\'s pages, in English and in Chinese', asy
   const found = [];
   for (const lang of ['en', 'zh']) {
     for (const path of ['/admin/forms/new', '/admin/forms/new?import=1', '/admin/forms/spring-exam-2027/build', '/admin/forms/spring-exam-2027/versions',
-      '/admin/forms/spring-exam-2027/preview?in=' + lang, '/admin/forms/spring-fair/build', '/admin/forms/spring-fair/preview?in=' + lang]) {
+      '/admin/forms/spring-exam-2027/preview?in=' + lang, '/admin/forms/spring-fair/build', '/admin/forms/spring-fair/preview?in=' + lang,
+      '/admin/forms/spring-fair/delete']) {
       await p.goto(`${srv.base}${path}${path.includes('?') ? '&' : '?'}lang=${lang}`);
       await p.addScriptTag({ content: axeSource });
       const result = await p.evaluate(async () => await window.axe.run(document, { resultTypes: ['violations'] }));
@@ -299,4 +301,23 @@ test('screenshots of the builder, desktop and phone, English and Chinese', { ski
       await c.close();
     }
   }
+});
+
+test('a form with entries is deleted only once its id is typed', async () => {
+  await page.goto(srv.base + '/admin/forms/spring-fair?lang=en');
+  await page.getByRole('link', { name: 'Delete the form and its entries…' }).click();
+  await page.getByRole('heading', { name: /^Delete / }).waitFor();
+  const erases = page.getByRole('list', { name: 'Deleting the form erases, for good:' });
+  assert.match(await erases.textContent(), /Entries \(stored\): 3/);
+  // Another form's id: nothing is deleted, and the field says so.
+  await page.getByLabel("Type the form's id to confirm").fill('spring-exam-2027');
+  await page.getByRole('button', { name: 'Delete the form and everything in it' }).click();
+  await page.getByRole('alert').filter({ hasText: 'is not this form\'s id: nothing was deleted.' }).waitFor();
+  assert.equal(await page.getByLabel("Type the form's id to confirm").getAttribute('aria-invalid'), 'true');
+  assert.equal((await srv.entries('spring-fair')).length, 3);
+  await page.getByLabel("Type the form's id to confirm").fill('spring-fair');
+  await page.getByRole('button', { name: 'Delete the form and everything in it' }).click();
+  await page.getByRole('status').filter({ hasText: 'The form is deleted.' }).waitFor();
+  const gone = await fetch(srv.base + '/f/spring-fair');
+  assert.equal(gone.status, 404);
 });

@@ -49,6 +49,10 @@ type Store interface {
 	CountPlaces(ctx context.Context, form string) ([]store.PlaceCount, error)
 	ConsoleReads
 	store.FormHistory
+	store.FormPurge
+	// Erase is retention's step, which deleting a form erases its
+	// entries' data with (erasure.EraseForm).
+	Erase(ctx context.Context, form string, before time.Time, limit int) (int, error)
 	ParticipantReads
 }
 
@@ -94,8 +98,13 @@ type Deps struct {
 	// The console's: the journal's reads and its per-form counts (nil
 	// for a journal that cannot count), accounts and tokens, and
 	// processors for a replay.
-	Journal      Journal
-	Counter      journal.FormCounter
+	Journal Journal
+	Counter journal.FormCounter
+	// Pruner and Forgetter delete the journal's copies of a deleted
+	// form's entries (nil for a journal that cannot: they stay until its
+	// own limits remove them).
+	Pruner       journal.Pruner
+	Forgetter    journal.Forgetter
 	Accounts     AccountAdmin
 	NewProcessor replay.NewProcessor
 	// Outbox is the store's deliveries (webhooks and e-mail), nil for

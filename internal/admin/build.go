@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +12,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/formd/formd/internal/accounts"
+	"github.com/formd/formd/internal/erasure"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/problem"
 	"github.com/formd/formd/internal/store"
 	"go.yaml.in/yaml/v3"
@@ -273,36 +277,114 @@ func (h *Handler) Archive(ctx context.Context, p accounts.Principal, f *form.For
 	return h.audit(ctx, call{p: p, form: f}, "form.archive", f.ID(), "")
 }
 
-// DeleteForm deletes a form that holds nothing: no entry stored, none the
-// journal holds undecided, no dead letter (form-not-empty otherwise; a
-// form with entries is archived instead). Its versions, draft and places
-// go with it; the audit log keeps that it was (form.delete).
-func (h *Handler) DeleteForm(ctx context.Context, p accounts.Principal, f *form.Form) error {
-	notEmpty := problem.New(problem.CodeFormNotEmpty, fmt.Sprintf("form %s holds entries: archive it instead", f.ID()))
+// FormDeletion is what deleting a form erased.
+type FormDeletion struct {
+	Erased store.FormContents
+	// JournalKept says the journal cannot delete its copies: they stay
+	// until its own limits remove them (as formd forget says).
+	JournalKept bool
+}
+
+// FormContents counts what deleting the form would erase, for the
+// confirmation the organizer types.
+func (h *Handler) FormContents(ctx context.Context, f *form.Form) (store.FormContents, error) {
+	return h.Store.FormContents(ctx, f.ID())
+}
+
+// DeleteForm deletes a form. One that holds nothing goes at once; one
+// that holds entries, files, deliveries, dead letters, drafts or
+// check-ins only when confirm is its id (form-delete-unconfirmed
+// otherwise, counting what would be erased). It is closed first, so that
+// no new entry is accepted; while the journal holds entries of it not
+// yet decided it is refused (form-busy: try again in a moment). Then
+// everything of it is erased (erasure.EraseForm: the journal's copies,
+// the store's rows, the files' bytes queued) and it is deleted, its
+// versions, draft and places with it; the audit log keeps that it was
+// and what went (form.delete). Cut off, it is run again to finish.
+func (h *Handler) DeleteForm(ctx context.Context, p accounts.Principal, f *form.Form, confirm string) (FormDeletion, error) {
+	var d FormDeletion
 	if h.Counter == nil {
-		return problem.New(problem.CodeFormNotEmpty, "this journal cannot count a form's undecided entries, so no form can be known empty: archive it instead")
+		return d, problem.New(problem.CodeFormNotEmpty, "this journal cannot count a form's undecided entries, so no form can be known empty: archive it instead")
 	}
 	c, err := h.Counter.CountForm(ctx, f.ID())
 	if err != nil {
-		return err
+		return d, err
 	}
-	if c.Pending > 0 {
-		return notEmpty
+	if d.Erased, err = h.Store.FormContents(ctx, f.ID()); err != nil {
+		return d, err
 	}
-	ok, err := h.Store.DeleteEmptyForm(ctx, f.ID())
-	if err != nil {
-		return err
+	if !d.Erased.Empty() || c.Pending > 0 {
+		if confirm != f.ID() {
+			return d, unconfirmed(f.ID(), confirm, d.Erased, c.Pending)
+		}
+		if f.OpenAt(h.Now()) || f.Def.ClosesAt == nil {
+			if err := h.SetOpen(ctx, p, f, false); err != nil {
+				return d, fmt.Errorf("close %s before deleting it: %w", f.ID(), err)
+			}
+		}
+		if c, err = h.Counter.CountForm(ctx, f.ID()); err != nil {
+			return d, err
+		}
+		if c.Pending > 0 {
+			return d, busy(f.ID(), c.Pending)
+		}
 	}
-	if !ok {
-		return notEmpty
+	// Twice at most: an entry another instance accepted before it learned
+	// that the form closed may be decided between the erasure and the
+	// delete.
+	for range 2 {
+		d.JournalKept, err = erasure.EraseForm(ctx, h.Store, h.Pruner, h.Forgetter, f.ID(), h.Now().Add(time.Hour))
+		if errors.Is(err, journal.ErrPending) {
+			return d, busy(f.ID(), 1)
+		}
+		if err != nil {
+			return d, err
+		}
+		ok, err := h.Store.DeleteEmptyForm(ctx, f.ID())
+		if err != nil {
+			return d, err
+		}
+		if !ok {
+			continue
+		}
+		if err := h.audit(ctx, call{p: p, form: f}, "form.delete", f.ID(), d.Detail()); err != nil {
+			return d, err
+		}
+		if err := h.Forms.Refresh(ctx); err != nil {
+			h.Log.Warn("form deleted; local refresh failed, the next periodic refresh drops it", "err", err)
+		}
+		return d, nil
 	}
-	if err := h.audit(ctx, call{p: p, form: f}, "form.delete", f.ID(), ""); err != nil {
-		return err
+	return d, busy(f.ID(), 1)
+}
+
+// unconfirmed is the answer to deleting a form that holds something
+// without its id typed: what would be erased, and how to confirm.
+func unconfirmed(id, confirm string, c store.FormContents, pending int64) error {
+	why := "deleting it erases them for good"
+	if confirm != "" {
+		why = fmt.Sprintf("the confirmation %q is not its id", confirm)
 	}
-	if err := h.Forms.Refresh(ctx); err != nil {
-		h.Log.Warn("form deleted; local refresh failed, the next periodic refresh drops it", "err", err)
+	detail := fmt.Sprintf("form %s holds %s: %s; to delete it, confirm with its id (?confirm=%s), or archive it to keep them", id, c.Summary(), why, id)
+	if c.Empty() {
+		detail = fmt.Sprintf("form %s holds %d entries still being processed: %s; to delete it, confirm with its id (?confirm=%s)", id, pending, why, id)
 	}
-	return nil
+	pb := problem.New(problem.CodeDeleteUnconfirmed, detail)
+	pb.Erases, _ = json.Marshal(c)
+	return pb
+}
+
+func busy(id string, pending int64) error {
+	return problem.New(problem.CodeFormBusy, fmt.Sprintf("form %s is closed now, but the journal still holds %d of its entries not yet decided: try again in a moment", id, pending))
+}
+
+// Detail is the audit log's note of what went.
+func (d FormDeletion) Detail() string {
+	s := "erased " + d.Erased.Summary()
+	if d.JournalKept {
+		s += "; the journal cannot delete its copies: they stay until its own limits remove them"
+	}
+	return s
 }
 
 // changeSummary is what a set changes, in words, per record: the note a
@@ -334,10 +416,11 @@ func (h *Handler) registerBuild(mux Mux) {
 }
 
 func (h *Handler) deleteJSON(w http.ResponseWriter, r *http.Request, c call) error {
-	if err := h.DeleteForm(r.Context(), c.p, c.form); err != nil {
+	d, err := h.DeleteForm(r.Context(), c.p, c.form, r.URL.Query().Get("confirm"))
+	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": c.form.ID(), "deleted": true})
+	return writeJSON(w, http.StatusOK, map[string]any{"id": c.form.ID(), "deleted": true, "erased": d.Erased, "journal_kept": d.JournalKept})
 }
 
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {

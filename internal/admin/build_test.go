@@ -195,8 +195,25 @@ func TestBuildFormsThroughTheAPI(t *testing.T) {
 	if code, b, _ := viewer.do("DELETE", "/v1/admin/forms/fair-2028", "", true); code != 403 {
 		t.Fatalf("a viewer deletes: %d %s", code, b)
 	}
-	if code, b, _ := ed.do("DELETE", "/v1/admin/forms/fair", "", true); code != 409 || problemCode(b) != "form-not-empty" {
+	// A form with an entry: what would go, and nothing deleted, until
+	// its id is the confirmation.
+	code, b, _ = ed.do("DELETE", "/v1/admin/forms/fair", "", true)
+	if code != 409 || problemCode(b) != "form-delete-unconfirmed" || !strings.Contains(string(b), `"erases":{"entries":{"stored":1}`) ||
+		!strings.Contains(string(b), "form fair holds 1 entry (1 stored)") || !strings.Contains(string(b), "?confirm=fair") {
 		t.Fatalf("delete a form with an entry: %d %s", code, b)
+	}
+	if code, b, _ := ed.do("DELETE", "/v1/admin/forms/fair?confirm=fair-2028", "", true); code != 409 || problemCode(b) != "form-delete-unconfirmed" ||
+		!strings.Contains(string(b), `the confirmation \"fair-2028\" is not its id`) {
+		t.Fatalf("delete with another form's id: %d %s", code, b)
+	}
+	if code, b, _ := other.do("DELETE", "/v1/admin/forms/fair?confirm=fair", "", true); code != 404 {
+		t.Fatalf("an editor of another site deletes: %d %s", code, b)
+	}
+	if code, b, _ := viewer.do("DELETE", "/v1/admin/forms/fair?confirm=fair", "", true); code != 403 {
+		t.Fatalf("a viewer deletes with the confirmation: %d %s", code, b)
+	}
+	if code, b, _ := ed.do("GET", "/v1/admin/forms/fair/stats", "", true); code != 200 || !strings.Contains(string(b), `"received":1`) {
+		t.Fatalf("the form after refused deletions: %d %s", code, b)
 	}
 	if code, b, _ := ed.do("DELETE", "/v1/admin/forms/fair-2028", "", true); code != 200 {
 		t.Fatalf("delete the empty copy: %d %s", code, b)
@@ -207,12 +224,26 @@ func TestBuildFormsThroughTheAPI(t *testing.T) {
 	if code, b, _ := ed.do("POST", "/v1/admin/forms/fair/duplicate", `{"id":"fair-2028"}`, true); code != 201 {
 		t.Fatalf("the deleted form's id used again: %d %s", code, b)
 	}
+	// Confirmed: the form and its entry go; the audit log says what went.
+	code, b, _ = ed.do("DELETE", "/v1/admin/forms/fair?confirm=fair", "", true)
+	if code != 200 || !strings.Contains(string(b), `"deleted":true`) || !strings.Contains(string(b), `"erased":{"entries":{"stored":1}`) {
+		t.Fatalf("delete confirmed: %d %s", code, b)
+	}
+	if code, b, _ := ed.do("GET", "/v1/admin/forms/fair/stats", "", true); code != 404 {
+		t.Fatalf("the deleted form: %d %s", code, b)
+	}
+	if code, b, _ := ed.do("DELETE", "/v1/admin/forms/fair?confirm=fair", "", true); code != 404 {
+		t.Fatalf("the deleted form deleted again: %d %s", code, b)
+	}
 	// Every publish, rollback, archive and delete is in the audit log.
 	code, b, _ = owner.do("GET", "/v1/admin/audit-log?limit=100", "", true)
 	for _, action := range []string{"form.create", "forms.apply", "form.rollback", "form.duplicate", "form.close", "form.archive", "form.unarchive", "form.delete"} {
 		if code != 200 || !strings.Contains(string(b), `"`+action+`"`) {
 			t.Errorf("the audit log lacks %s: %d %.2000s", action, code, b)
 		}
+	}
+	if !strings.Contains(string(b), "erased 1 entry (1 stored)") {
+		t.Errorf("the audit log does not say what the deletion erased: %.3000s", b)
 	}
 }
 

@@ -48,6 +48,7 @@ var detailPhrases = map[string]string{
 	"changed by the account": "由账号本人修改",
 	"other sessions ended":   "其他登录已结束",
 	"set with a reset link":  "通过重置链接设置",
+	"the journal cannot delete its copies: they stay until its own limits remove them": "日志无法删除其中的副本：它们会保留到日志自身的期限届满",
 }
 
 // detailPatterns are the phrases with a number or a list in them.
@@ -56,6 +57,8 @@ var detailPatterns = []struct {
 	zh func(l lang, m []string) string
 }{
 	{regexp.MustCompile(`^erased (\d+) of (\d+) entries$`), func(_ lang, m []string) string { return "共 " + m[2] + " 条，已删除 " + m[1] + " 条" }},
+	// What deleting a form erased (store.FormContents.Summary).
+	{regexp.MustCompile(`^erased ((?:\d+ [a-z -]+(?: \([^)]*\))?(?:, )?)+|nothing)$`), func(l lang, m []string) string { return "已删除：" + erasedZH(l, m[1]) }},
 	{regexp.MustCompile(`^(\d+) still being processed$`), func(_ lang, m []string) string { return m[1] + " 条仍在处理中" }},
 	{regexp.MustCompile(`^promoted (.+)$`), func(_ lang, m []string) string { return "已从候补转正：" + m[1] }},
 	{regexp.MustCompile(`^decided ([a-z-]+)$`), func(l lang, m []string) string {
@@ -64,6 +67,74 @@ var detailPatterns = []struct {
 		}
 		return "重新处理为：" + m[1]
 	}},
+}
+
+// erasedUnits word the kinds a form's deletion counts.
+var erasedUnits = []struct{ en, zh string }{
+	{"entries", "条报名"}, {"entry", "条报名"}, {"files", "个文件"}, {"file", "个文件"},
+	{"pending deliveries", "个待推送"}, {"pending delivery", "个待推送"},
+	{"dead letters", "条无法处理的报名"}, {"dead letter", "条无法处理的报名"},
+	{"drafts", "份草稿"}, {"draft", "份草稿"}, {"check-ins", "次签到"}, {"check-in", "次签到"},
+}
+
+var (
+	erasedPart     = regexp.MustCompile(`^(\d+) ([a-z -]+?)(?: \(([^)]*)\))?$`)
+	erasedByStatus = regexp.MustCompile(`^(\d+) ([a-z-]+)$`)
+)
+
+// erasedZH words "1 entry (1 stored), 2 files" as "1 条报名（已保存 1 条），2 个文件";
+// a part it does not know stays as written.
+func erasedZH(l lang, s string) string {
+	if s == "nothing" {
+		return "无"
+	}
+	var out []string
+	for _, p := range splitOutside(s) {
+		m := erasedPart.FindStringSubmatch(p)
+		if m == nil {
+			out = append(out, p)
+			continue
+		}
+		w := p
+		for _, u := range erasedUnits {
+			if u.en == m[2] {
+				w = m[1] + " " + u.zh
+				break
+			}
+		}
+		if m[3] != "" {
+			var by []string
+			for _, st := range strings.Split(m[3], ", ") {
+				if sm := erasedByStatus.FindStringSubmatch(st); sm != nil {
+					if name, ok := l.T["status."+sm[2]]; ok {
+						st = name + " " + sm[1]
+					}
+				}
+				by = append(by, st)
+			}
+			w += "（" + strings.Join(by, "，") + "）"
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, "，")
+}
+
+// splitOutside splits s at the ", " outside parentheses.
+func splitOutside(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '(':
+			depth++
+		case s[i] == ')':
+			depth--
+		case depth == 0 && strings.HasPrefix(s[i:], ", "):
+			out = append(out, s[start:i])
+			start = i + 2
+		}
+	}
+	return append(out, s[start:])
 }
 
 // detailKeys are the keys of key=value pairs, in Chinese.

@@ -271,10 +271,11 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 		t.Fatalf("rollback confirmed: %d %.4000s", code, page)
 	}
 
-	// A form with entries offers archiving, not deleting; an empty copy
-	// can be deleted.
-	if _, page = b.do("GET", "/admin/forms/spring-exam-2027", nil); strings.Contains(page, "Delete the form") || !strings.Contains(page, "Archive") {
-		t.Errorf("the form page of a form with entries offers to delete it:\n%.3000s", page)
+	// A form with entries offers archiving, and deleting only through
+	// the page that asks for its id; an empty copy is deleted at once.
+	if _, page = b.do("GET", "/admin/forms/spring-exam-2027", nil); strings.Contains(page, `>Delete the form</button>`) ||
+		!strings.Contains(page, `href="/admin/forms/spring-exam-2027/delete"`) || !strings.Contains(page, "Archive") {
+		t.Errorf("the form page of a form with entries offers to delete it without confirming:\n%.3000s", page)
 	}
 	if code, page = b.do("POST", "/admin/forms/spring-exam-2027/duplicate", url.Values{"id": {"spring-exam-2028"}}); code != 200 || !strings.Contains(page, "The copy is made") {
 		t.Fatalf("copy the form: %d %.2000s", code, page)
@@ -285,8 +286,26 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 	if code, page = b.do("POST", "/admin/forms/spring-exam-2028/delete", url.Values{}); code != 200 || !strings.Contains(page, "The form is deleted") || strings.Contains(page, "spring-exam-2028") {
 		t.Fatalf("delete the copy: %d %.2000s", code, page)
 	}
-	if code, _ = b.do("POST", "/admin/forms/spring-exam-2027/delete", url.Values{}); code != 409 {
-		t.Errorf("delete a form with entries: %d", code)
+	// The confirmation names what goes, in each language; without the id
+	// or with another form's, nothing is deleted.
+	code, page = b.do("GET", "/admin/forms/spring-exam-2027/delete", nil)
+	if code != 200 || !strings.Contains(page, "Deleting the form erases, for good:") || !strings.Contains(page, "Entries (stored): 2") ||
+		!strings.Contains(page, `<label for="confirm-id">Type the form&#39;s id to confirm</label>`) {
+		t.Fatalf("the confirmation page: %d %.4000s", code, page)
+	}
+	if code, page = b.do("GET", "/admin/forms/spring-exam-2027/delete?lang=zh", nil); code != 200 || !strings.Contains(page, "报名（已保存）：2 条") || !strings.Contains(page, "输入表单 ID 以确认") {
+		t.Errorf("the confirmation page in Chinese: %d %.4000s", code, page)
+	}
+	b.do("GET", "/admin/forms/spring-exam-2027/delete?lang=en", nil)
+	if code, page = b.do("POST", "/admin/forms/spring-exam-2027/delete", url.Values{}); code != 409 || !strings.Contains(page, "Type the form&#39;s id to confirm") {
+		t.Errorf("delete a form with entries unconfirmed: %d %.2000s", code, page)
+	}
+	if code, page = b.do("POST", "/admin/forms/spring-exam-2027/delete", url.Values{"confirm": {"spring-exam-2028"}}); code != 409 ||
+		!strings.Contains(page, "“spring-exam-2028” is not this form&#39;s id: nothing was deleted.") || !strings.Contains(page, `aria-invalid="true"`) {
+		t.Errorf("delete with another id typed: %d %.3000s", code, page)
+	}
+	if code, page = b.do("GET", "/admin/forms/spring-exam-2027/delete", nil); code != 200 || !strings.Contains(page, "Entries (stored): 2") {
+		t.Errorf("the entries after a wrong id: %d %.3000s", code, page)
 	}
 
 	// An editor of another site: not found, and not able to build here.
@@ -304,5 +323,26 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 	}
 	if code, body := other.do("GET", "/admin/forms", nil); code != 200 || strings.Contains(body, "spring-exam-2027") {
 		t.Errorf("another site's editor sees the form in the list: %d", code)
+	}
+	for _, m := range []string{"GET", "POST"} {
+		if code, _ := other.do(m, "/admin/forms/spring-exam-2027/delete", url.Values{"confirm": {"spring-exam-2027"}}); code != 404 {
+			t.Errorf("another site's editor %s the deletion: %d", m, code)
+		}
+	}
+	viewer := signIn(t, h, "vi@example.org", accounts.Viewer, "school")
+	if code, _ := viewer.do("POST", "/admin/forms/spring-exam-2027/delete", url.Values{"confirm": {"spring-exam-2027"}}); code != 403 {
+		t.Errorf("a viewer deletes: %d", code)
+	}
+
+	// Typed, the id deletes the form and its entries; the id is free again.
+	if code, page = b.do("POST", "/admin/forms/spring-exam-2027/delete", url.Values{"confirm": {"spring-exam-2027"}}); code != 200 || !strings.Contains(page, "The form is deleted") {
+		t.Fatalf("delete confirmed: %d %.3000s", code, page)
+	}
+	if code, _ = b.do("GET", "/admin/forms/spring-exam-2027", nil); code != 404 {
+		t.Errorf("the deleted form's page: %d", code)
+	}
+	code, page = b.do("GET", "/admin/audit", nil)
+	if code != 200 || !strings.Contains(page, "erased 2 entries (2 stored)") {
+		t.Errorf("the audit log of the deletion: %d %.4000s", code, page)
 	}
 }

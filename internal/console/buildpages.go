@@ -44,20 +44,63 @@ func (h *Handler) registerBuild(route func(pattern string, fn func(http.Response
 	route("POST /admin/forms/{form}/archive", h.archive(true))
 	route("POST /admin/forms/{form}/unarchive", h.archive(false))
 	route("GET /admin/forms/{form}/definition.yaml", h.exportYAML)
+	route("GET /admin/forms/{form}/delete", h.deleteFormPage)
 	route("POST /admin/forms/{form}/delete", h.deleteForm)
 }
 
-// deleteForm deletes a form that holds nothing (the page offers it only
-// then; the admin code checks again).
+// deleteView is the page that confirms deleting a form with what it
+// holds: the counts of what is erased, and the id to type.
+type deleteView struct {
+	Form     *form.Form
+	Contents store.FormContents
+	// Typed is what was typed, when it was not the id; Busy says the
+	// journal still held undecided entries of the form.
+	Typed string
+	Wrong bool
+	Busy  bool
+}
+
+// deleteFormPage shows what deleting the form would erase and asks for
+// its id.
+func (h *Handler) deleteFormPage(w http.ResponseWriter, r *http.Request, p page) error {
+	f, err := h.formOf(r, p, accounts.EditForms)
+	if err != nil {
+		return err
+	}
+	return h.renderDelete(w, r, p, deleteView{Form: f}, http.StatusOK)
+}
+
+func (h *Handler) renderDelete(w http.ResponseWriter, r *http.Request, p page, v deleteView, status int) error {
+	c, err := h.adm.FormContents(r.Context(), v.Form)
+	if err != nil {
+		return err
+	}
+	v.Contents = c
+	p.Nav, p.Title, p.Data = "forms", title(v.Form, p.L), v
+	h.render(w, status, "deleteform", p)
+	return nil
+}
+
+// deleteForm deletes a form: one that holds nothing at once (the form's
+// page offers a button), one that holds entries when its id is typed
+// (the page above); a wrong id or entries still being processed show the
+// page again, saying so.
 func (h *Handler) deleteForm(w http.ResponseWriter, r *http.Request, p page) error {
 	f, err := h.formOf(r, p, accounts.EditForms)
 	if err != nil {
 		return err
 	}
-	if err := h.adm.DeleteForm(r.Context(), p.P, f); err != nil {
-		return err
+	typed := strings.TrimSpace(r.PostFormValue("confirm"))
+	if _, err = h.adm.DeleteForm(r.Context(), p.P, f, typed); err == nil {
+		return back(w, r, "/admin/forms", "deleted")
 	}
-	return back(w, r, "/admin/forms", "deleted")
+	switch problem.From(err).Code {
+	case problem.CodeDeleteUnconfirmed:
+		return h.renderDelete(w, r, p, deleteView{Form: f, Typed: typed, Wrong: typed != ""}, http.StatusConflict)
+	case problem.CodeFormBusy:
+		return h.renderDelete(w, r, p, deleteView{Form: f, Busy: true}, http.StatusConflict)
+	}
+	return err
 }
 
 var formID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)

@@ -83,6 +83,8 @@ const (
 	CodeVersionNotFound      = "form-version-not-found"
 	CodeConfirmationRequired = "confirmation-required"
 	CodeFormNotEmpty         = "form-not-empty"
+	CodeDeleteUnconfirmed    = "form-delete-unconfirmed"
+	CodeFormBusy             = "form-busy"
 	// Drafts and the participant's link (issue 33).
 	CodeDraftNotFound     = "draft-not-found"
 	CodeDraftExists       = "draft-exists"
@@ -173,7 +175,9 @@ var Codes = map[string]Info{
 	CodeFormExists:           {Status: 409, Title: "Form id taken", Explain: "A form with this id exists already (perhaps archived, or on a site you cannot see): choose another id. To change the existing form, edit it or apply its definition with PUT /v1/admin/forms."},
 	CodeVersionNotFound:      {Status: 404, Title: "Form version not found", Explain: "This form has no published version with this number: list its versions with GET /v1/admin/forms/{form}/versions."},
 	CodeConfirmationRequired: {Status: 409, Title: "Confirmation required", Explain: "This change reaches entries already collected (a field they hold removed, places or the one-entry-per rule changed on a form with entries). Nothing was changed. Read the changes and risks in this answer, then send the same request again with the confirm token it gives."},
-	CodeFormNotEmpty:         {Status: 409, Title: "Form holds entries", Explain: "Only a form with no entries (none stored, none being processed, no dead letters) can be deleted. A form with entries can be archived instead: closed and out of the list, its entries kept under its retention; to erase people's data, forget them or let the form's retention erase it."},
+	CodeFormNotEmpty:         {Status: 409, Title: "Form holds entries", Explain: "This journal cannot count a form's entries still being processed, so formd cannot know that deleting the form erases them all: only a form with no entries (none stored, no dead letters) can be deleted here. Archive it instead: closed and out of the list, its entries kept under its retention; to erase people's data, forget them or let the form's retention erase it."},
+	CodeDeleteUnconfirmed:    {Status: 409, Title: "Confirm deleting the form", Explain: "This form holds entries or other data, and deleting it erases them all for good: its entries with their files, pending deliveries, dead letters, drafts and check-ins, and the journal's copies. Nothing was deleted. The answer's erases member counts what would go; to delete, send the request again with confirm set to the form's id (DELETE /v1/admin/forms/{form}?confirm={form}). To keep the entries, archive the form instead."},
+	CodeFormBusy:             {Status: 409, Title: "Entries still being processed", Explain: "The journal holds entries of this form not yet decided, so the form cannot be deleted now: the form was closed, so no new entry is accepted. Try again in a moment.", RetryAfter: 2},
 	CodeDraftNotFound:        {Status: 404, Title: "Draft not found", Explain: "No saved draft of this form opens with this resume token: it was never saved, it expired (drafts are kept for the form's draft_ttl after their last save), it was erased, or the token is another draft's. Start again; what you type can be saved as a new draft."},
 	CodeDraftExists:          {Status: 409, Title: "Draft already saved", Explain: "A draft is already saved under this submission key. Later saves and reads of it must carry its resume token (the Draft-Token header, from the first save's resume member) and its version (If-Match); or save under a new key."},
 	CodeDraftStale:           {Status: 412, Title: "Draft changed elsewhere", Explain: "This draft was saved again since the version this save names (If-Match), perhaps in another tab or on another device: nothing was changed. The answer's ETag is the current version; read the draft again (GET), merge, and save with that version."},
@@ -215,6 +219,9 @@ type Problem struct {
 	// Reason says why a ticket is not valid (ticket-invalid): forged,
 	// unknown-code or another-form.
 	Reason string `json:"reason,omitempty"`
+	// Erases counts what deleting a form would erase
+	// (form-delete-unconfirmed): store.FormContents, encoded.
+	Erases json.RawMessage `json:"erases,omitempty"`
 	// RetryAfter, in seconds, is sent as the Retry-After header.
 	RetryAfter int `json:"-"`
 }

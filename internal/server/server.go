@@ -253,9 +253,10 @@ func (s *Server) open(ctx context.Context, reg *prometheus.Registry) error {
 	s.Uploads.Register(mux)
 	s.Uploads.RegisterDownloads(mux, s.Links)
 	counter, _ := s.Journal.(journal.FormCounter)
+	forgetter, _ := s.Journal.(journal.Forgetter)
 	adm := admin.New(admin.Deps{Store: s.Store, Forms: s.Forms, Auth: s.Accounts, Redrive: s.redrive, Forget: s.Forget, Erase: s.ForgetEntries,
 		CheckURL: func(raw string) error { return s.Guard.CheckSavedURL(raw, nil) }, Outbox: s.Store, Wake: s.outbox.Wake, Log: log,
-		Journal: s.Journal, Counter: counter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
+		Journal: s.Journal, Counter: counter, Pruner: pruner, Forgetter: forgetter, Accounts: s.Accounts, NewProcessor: s.replayProcessor,
 		TrustedProxies: s.cfg.TrustedProxies, Files: s.entryFiles, FilesFor: s.filesFor, SpamReasons: s.Store, Refusals: s.Store,
 		Hasher: s.Hasher, TicketsRefused: admin.NewTicketsRefused(reg)})
 	// The MCP tools (internal/admin/agent), for an API token only.

@@ -311,6 +311,7 @@ type Store interface {
 	ErasureRequests
 	DraftStats
 	Checkins
+	FormPurge
 	// Apply decides each submission, in order, in one transaction, and
 	// returns the outcomes in the same order. An error means nothing was
 	// committed.

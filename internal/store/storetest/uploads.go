@@ -46,6 +46,7 @@ func RunUploads(t *testing.T, newStore UploadOpener) {
 		{"Budgets", testUploadBudgets},
 		{"ErasedFilesNotListedAtOnce", testUploadErasedAtOnce},
 		{"DeletionsQueuedWithTheRecord", testUploadDeletions},
+		{"PurgeAFormWithEverything", testFormPurge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
