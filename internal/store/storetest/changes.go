@@ -28,6 +28,8 @@ var changeCases = []struct {
 	{"ChangeDecidesTheParticipantAgain", testChangeClaims},
 	{"ChangesAndRegistrationsNeverOversell", testChangeConcurrent},
 	{"ErasureRequestsOnceDoneByErasure", testErasureRequests},
+	{"ErasureNoticeCarriesTheAddressUntilDelivered", testErasureNotice},
+	{"ErasureNoticeAddressClearedWithoutDelivery", testErasureNoticeCleared},
 	{"DraftCountsWithoutValues", testDraftCounts},
 }
 
