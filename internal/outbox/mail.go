@@ -110,7 +110,7 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			return o
 		}
 		msg.To = []string{addr}
-		msg.MessageID = "<" + first.Event.ID() + ".erased@formd>"
+		msg.MessageID = "<" + first.Event.ID() + ".notice@formd>"
 	case first.Endpoint == endpointConfirm:
 		doc, err := d.entry(ctx, docs, first.Event.EntryID)
 		if err != nil {
@@ -118,6 +118,12 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			return o
 		}
 		addr := fieldText(values(doc)[setup.confirm])
+		if addr != "" {
+			// As for the erasure's mail: the delivery log never keeps
+			// the person's address, which an erasure could not reach
+			// there.
+			defer func() { o = scrub(o, addr) }()
+		}
 		if addr == "" {
 			// The address is the person's to give or not: without one
 			// there is no one to confirm to, and nothing failed.
