@@ -31,6 +31,14 @@ fields:
 notify:
   email:
     confirm: email
+---
+id: quick
+title: Quick fair
+fields:
+  - {name: email, type: email, required: true}
+self_erase: true
+notify:
+  email: {confirm: email, lang: zh}
 `
 
 // TestErasureMail: a participant asks for erasure, the organizer erases
@@ -38,7 +46,8 @@ notify:
 // server, with the form and the day and nothing else of theirs; then the
 // address is in no table of any database of the instance, nor anywhere
 // in its files once it stops. An erasure nobody asked for (the
-// organizer's forget of a person) sends nothing.
+// organizer's forget of a person) sends nothing; a form with self_erase
+// tells at once, in its language.
 func TestErasureMail(t *testing.T) {
 	t.Parallel()
 	ms := startMailServer(t, "")
@@ -116,6 +125,19 @@ func TestErasureMail(t *testing.T) {
 		t.Fatalf("mails to the erased person: %d, want 2 (the confirmation and the erasure's)", len(got))
 	}
 
+	// self_erase: erased at the request, and told at once, in the form's
+	// language.
+	const dee = "dee.quick@example.org"
+	deeLink := linkOf(t, c, h.URL, "quick", "k-dee", `{"email":"`+dee+`"}`)
+	poll.Until(t, "the quick form's confirmation", 20*time.Second, func() bool { return len(to(dee)) == 1 })
+	if resp, b := send(t, c, h.URL, req{method: "POST", path: "/v1/entries/" + deeLink + "/erasure"}); resp.StatusCode != 200 {
+		t.Fatalf("self_erase: %d %s", resp.StatusCode, b)
+	}
+	poll.Until(t, "the self_erase mail", 20*time.Second, func() bool { return len(to(dee)) == 2 })
+	if m := to(dee)[1]; m.subject != "Quick fair：您的数据已删除" || !strings.Contains(m.body, "您在“Quick fair”的报名和您的答案已于") {
+		t.Fatalf("the self_erase mail: %q\n%s", m.subject, m.body)
+	}
+
 	// Nothing of it on disk once the instance stops (secure_delete, the
 	// WAL checkpointed and removed).
 	h.Stop()
@@ -128,8 +150,10 @@ func TestErasureMail(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Contains(raw, []byte(ann)) {
-			t.Errorf("%s still holds the erased address", f.Name())
+		for _, addr := range []string{ann, bo, dee} {
+			if bytes.Contains(raw, []byte(addr)) {
+				t.Errorf("%s still holds the erased address %s", f.Name(), addr)
+			}
 		}
 	}
 }
