@@ -204,7 +204,7 @@ func TestAuditDeletions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.EraseEntries(ctx, []string{"e0"}); err != nil {
+	if _, err := st.EraseEntries(ctx, []string{"e0"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	erased, err := st.ErasedUploads(ctx, 10)

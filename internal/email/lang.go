@@ -19,8 +19,9 @@ type lang struct {
 	// owner words a status for the form's owner, person for the person
 	// who sent the entry (a confirmation says only what is true for them).
 	owner, person map[string]string
-	// date is the layout of a day and time; clock of a time alone.
-	date, clock string
+	// date is the layout of a day and time; clock of a time alone;
+	// dayOnly of a day alone.
+	date, clock, dayOnly string
 }
 
 var english = lang{
@@ -43,8 +44,9 @@ var english = lang{
 		"promoted":   "A place became free: you have moved from the waitlist to a place.",
 		"cancelled":  "Your entry has been cancelled.",
 	},
-	date:  "2 Jan 2006 15:04:05",
-	clock: "15:04:05",
+	date:    "2 Jan 2006 15:04:05",
+	clock:   "15:04:05",
+	dayOnly: "2 January 2006",
 }
 
 var chinese = lang{
@@ -67,8 +69,9 @@ var chinese = lang{
 		"promoted":   "有名额空出：您已从候补名单转为正式名额。",
 		"cancelled":  "您的提交已取消。",
 	},
-	date:  "2006年1月2日 15:04:05",
-	clock: "15:04:05",
+	date:    "2006年1月2日 15:04:05",
+	clock:   "15:04:05",
+	dayOnly: "2006年1月2日",
 }
 
 // pickLang gives Chinese for any "zh" tag (zh, zh-CN, zh_TW, zh-Hans, …)
@@ -99,6 +102,14 @@ func (l lang) when(t time.Time, loc *time.Location) string {
 	}
 	t = t.In(loc)
 	return t.Format(l.date) + " " + zone(t)
+}
+
+// day shows the day of a moment in loc.
+func (l lang) day(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.In(loc).Format(l.dayOnly)
 }
 
 // span shows a window: one date when both ends fall on the same day.

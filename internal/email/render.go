@@ -29,6 +29,10 @@ const (
 	// Confirmation tells the person who sent an entry what formd received;
 	// its view is ConfirmationView.
 	Confirmation Kind = "confirmation"
+	// Erasure tells the person who asked for their entry to be erased
+	// that it is done; its view is ErasureView. It says nothing of what
+	// they sent: that is gone.
+	Erasure Kind = "erasure"
 )
 
 // MaxDigestRows is how many entries a digest lists; the rest are counted
@@ -122,6 +126,14 @@ type ConfirmationView struct {
 	TicketCode string
 }
 
+// ErasureView is what the mail telling a person their data was erased
+// shows: the form and the day, nothing else of theirs.
+type ErasureView struct {
+	FormTitle string
+	// ErasedAt is when the erasure was done; the mail gives its day.
+	ErasedAt time.Time
+}
+
 //go:embed templates
 var templateFS embed.FS
 
@@ -171,7 +183,7 @@ var htmlFuncs = htmltemplate.FuncMap{
 // Render makes the subject and the two bodies of a mail of kind k in the
 // language lang ("zh", "zh-CN", … give Chinese, anything else English),
 // with times shown in loc (nil: UTC). v is the kind's view: EntryView,
-// DigestView or ConfirmationView (or a pointer to one). The HTML body
+// DigestView, ConfirmationView or ErasureView (or a pointer to one). The HTML body
 // escapes every value, so values a stranger typed are safe in it; the
 // text body indents the further lines of a value, so that a value cannot
 // pass for a line of the mail.
@@ -203,6 +215,12 @@ func Render(k Kind, lang string, v any, loc *time.Location) (subject, text, html
 			return "", "", "", fmt.Errorf("render %s: %w: %q", k, ErrUnknownStatus, cv.Status)
 		}
 		data = confirmationModel(l, cv, loc)
+	case Erasure:
+		ev, ok := deref[ErasureView](v)
+		if !ok {
+			return "", "", "", fmt.Errorf("render %s: %w: got %T", k, ErrViewType, v)
+		}
+		data = erasureData{Title: ev.FormTitle, Day: l.day(ev.ErasedAt, loc)}
 	default:
 		return "", "", "", fmt.Errorf("render: %w: %q", ErrUnknownKind, k)
 	}
@@ -409,6 +427,10 @@ func confirmationModel(l lang, v ConfirmationView, loc *time.Location) confirmat
 		ReceivedAt: l.when(v.ReceivedAt, loc), Receipt: v.Receipt, Fields: fields(l, v.Fields), ManageURL: v.ManageURL,
 		TicketCode: v.TicketCode,
 	}
+}
+
+type erasureData struct {
+	Title, Day string
 }
 
 // oneLine turns line breaks and other control characters into spaces, so

@@ -168,6 +168,20 @@ func TestRender(t *testing.T) {
 		},
 		{name: "confirmation en without a ticket", kind: Confirmation, lang: "en", view: confirmationView("stored"), subject: "Spring fair: we have received your entry",
 			notText: []string{"ticket", "QR"}, notHTML: []string{"ticket", "QR"}},
+		{
+			name: "erasure en", kind: Erasure, lang: "en", loc: shanghai,
+			view:    ErasureView{FormTitle: "Spring fair", ErasedAt: time.Date(2027, 3, 1, 17, 0, 0, 0, time.UTC)},
+			subject: "Spring fair: your data has been erased",
+			text:    []string{"Your registration for \"Spring fair\" and your answers have been erased on 2 March 2027.\n", "it is deleted once the mail is sent"},
+			html:    []string{`<html lang="en">`, "Your registration for “Spring fair” and your answers have been erased on 2 March 2027."},
+		},
+		{
+			name: "erasure zh", kind: Erasure, lang: "zh-CN", loc: shanghai,
+			view:    &ErasureView{FormTitle: "春季集市", ErasedAt: time.Date(2027, 3, 1, 15, 0, 0, 0, time.UTC)},
+			subject: "春季集市：您的数据已删除",
+			text:    []string{"您在“春季集市”的报名和您的答案已于 2027年3月1日 删除。\n"},
+			html:    []string{`<html lang="zh-CN">`, "您在“春季集市”的报名和您的答案已于 2027年3月1日 删除。"},
+		},
 		{name: "confirmation zh waitlisted", kind: Confirmation, lang: "zh", view: confirmationView("waitlisted"), subject: "Spring fair：您在候补名单中", text: []string{"您在候补名单中。"}},
 		{name: "confirmation zh promoted", kind: Confirmation, lang: "ZH-cn", view: confirmationView("promoted"), subject: "Spring fair：您已获得名额", text: []string{"您已从候补名单转为正式名额。"}},
 	}
@@ -240,6 +254,7 @@ func TestRenderErrors(t *testing.T) {
 		{"nil pointer", Entry, (*EntryView)(nil), ErrViewType},
 		{"confirmation of spam", Confirmation, confirmationView("spam"), ErrUnknownStatus},
 		{"confirmation without status", Confirmation, confirmationView(""), ErrUnknownStatus},
+		{"erasure with another view", Erasure, confirmationView("stored"), ErrViewType},
 	} {
 		for _, lang := range []string{"en", "zh"} {
 			if _, _, _, err := Render(tc.kind, lang, tc.view, nil); !errors.Is(err, tc.want) {

@@ -61,7 +61,9 @@ func (p Person) needles() ([][]byte, string, error) {
 // Finder is the part of the store Forget uses.
 type Finder interface {
 	FindEntries(ctx context.Context, needles [][]byte, limit int) ([]store.EntryRef, error)
-	EraseEntries(ctx context.Context, ids []string) (int, error)
+	// EraseEntries erases entries; for the forms in tell it writes the
+	// notice of each request it grants (store.Store.EraseEntries).
+	EraseEntries(ctx context.Context, ids []string, tell store.NoticeFields) (int, error)
 	// EntryUploads lists an entry's files (none once it is erased).
 	EntryUploads(ctx context.Context, entryID string) ([]store.Upload, error)
 	// FindDrafts and EraseDrafts find and delete drafts (store.Drafts).
@@ -167,22 +169,27 @@ func Forget(ctx context.Context, st Finder, fg journal.Forgetter, p Person, allo
 	if r.Drafts, err = st.EraseDrafts(ctx, drafts); err != nil {
 		return r, fmt.Errorf("erase the person's drafts: %w", err)
 	}
-	err = eraseFound(ctx, st, fg, found, &r)
+	// A person forgotten by value is not told: this erasure is the
+	// organizer's, not the answer to a request (ForgetEntries is).
+	err = eraseFound(ctx, st, fg, found, nil, &r)
 	return r, err
 }
 
 // ForgetEntries erases the entries named — a participant's request,
 // granted by the organizer or at once by self_erase — as Forget erases
 // a person's: the journal's copies first, then the store's data, claims,
-// history and files; r.Pending lists those still being decided.
-func ForgetEntries(ctx context.Context, st Finder, fg journal.Forgetter, entries []store.EntryRef) (Report, error) {
+// history and files; r.Pending lists those still being decided. Each
+// entry of a form in tell whose request the erasure grants gets, in the
+// erasure's transaction, the event of the e-mail telling the person it
+// is done (store.EventErased).
+func ForgetEntries(ctx context.Context, st Finder, fg journal.Forgetter, entries []store.EntryRef, tell store.NoticeFields) (Report, error) {
 	r := Report{What: "a participant's request", JournalKept: fg == nil, Entries: entries}
-	err := eraseFound(ctx, st, fg, entries, &r)
+	err := eraseFound(ctx, st, fg, entries, tell, &r)
 	return r, err
 }
 
 // eraseFound erases the entries found, recording what it did in r.
-func eraseFound(ctx context.Context, st Finder, fg journal.Forgetter, found []store.EntryRef, r *Report) error {
+func eraseFound(ctx context.Context, st Finder, fg journal.Forgetter, found []store.EntryRef, tell store.NoticeFields, r *Report) error {
 	if len(found) == 0 {
 		return nil
 	}
@@ -213,7 +220,7 @@ func eraseFound(ctx context.Context, st Finder, fg journal.Forgetter, found []st
 	if err != nil {
 		return err
 	}
-	if r.Erased, err = st.EraseEntries(ctx, ids); err != nil {
+	if r.Erased, err = st.EraseEntries(ctx, ids, tell); err != nil {
 		return fmt.Errorf("erase the person's entries: %w", err)
 	}
 	if r.Erased > 0 {

@@ -28,6 +28,10 @@ func TestCheckChatRobots(t *testing.T) {
 		{"dingtalk secret", "dingtalk: [{url: 'https://oapi.dingtalk.com/robot/send?access_token=x', secret: abc}]", "starting SEC"},
 		{"unknown field", "feishu: [{url: 'https://open.feishu.cn/open-apis/bot/v2/hook/x', fields: [phone]}]", `notify.feishu[0].fields: "phone" is not a field`},
 		{"unknown event", "slack: [{url: 'https://hooks.slack.com/services/T/B/X', events: [stored]}]", `notify.slack[0].events: "stored" is not an event`},
+		// The erasure's notice is the person's mail alone.
+		{"the erasure's notice", "slack: [{url: 'https://hooks.slack.com/services/T/B/X', events: [submission.erased]}]", `notify.slack[0].events: "submission.erased" is not an event`},
+		{"the erasure's notice to a webhook", "webhooks: [{url: 'https://hooks.example.org/x', secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw, events: [submission.erased]}]",
+			`notify.webhooks[0].events: "submission.erased" is not an event`},
 		{"unknown lang", "slack: [{url: 'https://hooks.slack.com/services/T/B/X', lang: fr}]", `notify.slack[0].lang "fr" is not known`},
 		{"http url", "slack: [{url: 'http://hooks.slack.com/services/T/B/X'}]", "notify.slack[0].url is a Slack robot's URL over http: write it with https://"},
 		{"all fine", `slack: [{url: 'https://hooks.slack.com/services/T/B/X'}]
@@ -47,6 +51,27 @@ func TestCheckChatRobots(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestErasureNoticeIsNoRobotsEvent: a webhook or robot that names no
+// events never gets the erasure's notice, whose only reader is the mail
+// to the person; and the form's confirmation field says who that is.
+func TestErasureNoticeIsNoRobotsEvent(t *testing.T) {
+	t.Parallel()
+	if (Webhook{}).Wants("submission.erased") || (ChatBot{}).Wants("submission.erased") {
+		t.Fatal("the default events include the erasure's notice")
+	}
+	set, err := ParseSet([]byte("id: f\nfields: [{name: email, type: email}]\nnotify:\n  email: {confirm: email}\n---\nid: g\nfields: [{name: name, type: text}]\n"), "f.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Forms[0].ConfirmField(); got != "email" {
+		t.Fatalf("confirm field %q", got)
+	}
+	var none *Form
+	if set.Forms[1].ConfirmField() != "" || none.ConfirmField() != "" {
+		t.Fatal("a form without confirmations names a field")
 	}
 }
 

@@ -48,7 +48,19 @@ type EmailSetup struct {
 	Lang       string   `yaml:"lang" json:"lang,omitempty"`
 }
 
-// Event types a webhook may ask for (package store names them too).
+// ConfirmField is the field of f holding the address its confirmations
+// go to (notify.email.confirm of the form itself, as the outbox reads
+// it), or "" when the form sends the person no e-mail.
+func (f *Form) ConfirmField() string {
+	if f == nil || f.Def.Notify == nil || f.Def.Notify.Email == nil {
+		return ""
+	}
+	return f.Def.Notify.Email.Confirm
+}
+
+// Event types a webhook may ask for (package store names them too). The
+// erasure's notice (submission.erased) is not one: only the e-mail to the
+// person delivers it.
 var webhookEvents = []string{"submission.stored", "submission.waitlisted", "submission.promoted", "submission.cancelled", "submission.spam",
 	"submission.pending", "submission.approved", "submission.declined", "submission.updated",
 	"submission.checked_in"}

@@ -233,6 +233,9 @@ func (h *Handler) participantChange(w http.ResponseWriter, r *http.Request) erro
 	if h.cfg.Participants == nil {
 		return linkNotFound()
 	}
+	if err := h.entryOrigin(w, r); err != nil {
+		return err
+	}
 	b, err := decodeBodyWith(r, h.cfg.MaxBody, nil)
 	if err != nil {
 		return err
@@ -257,6 +260,9 @@ func (h *Handler) participantChange(w http.ResponseWriter, r *http.Request) erro
 func (h *Handler) participantErasure(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.Participants == nil {
 		return linkNotFound()
+	}
+	if err := h.entryOrigin(w, r); err != nil {
+		return err
 	}
 	e, err := h.links().RequestErasure(r.Context(), r.PathValue("token"))
 	if err != nil {

@@ -25,6 +25,7 @@ fields:
 unique: [[email]]
 when_full: waitlist
 edit_until: 2099-01-01T00:00:00Z
+origins: [https://fair.example.org]
 ---
 id: closed
 fields:
@@ -181,6 +182,86 @@ func TestParticipantErasure(t *testing.T) {
 	}
 	if resp, _ := send(t, c, h.URL, req{method: "GET", path: "/v1/entries/" + x}); resp.StatusCode != 404 {
 		t.Fatalf("the link after self_erase: %d", resp.StatusCode)
+	}
+}
+
+// TestParticipantLinkCORS: the SDK on a site the form lists changes
+// answers cross-origin: the preflight of a PATCH with If-Match and
+// Content-Type is answered, and the answers carry the origin and expose
+// the version; another origin is refused (403, readable, nothing read or
+// changed) as a form's endpoints refuse it; the preflight itself tells
+// nothing of the token.
+func TestParticipantLinkCORS(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, changeForms, servertest.Options{})
+	c := servertest.Client()
+	ann := linkOf(t, c, h.URL, "fair", "k-ann", `{"name":"Ann","email":"ann@example.org","session":"morning"}`)
+	const site, evil = "https://fair.example.org", "https://evil.example"
+	preflight := func(origin, path, method string) *http.Response {
+		t.Helper()
+		resp, _ := send(t, c, h.URL, req{method: "OPTIONS", path: path, headers: map[string]string{"Origin": origin,
+			"Access-Control-Request-Method": method, "Access-Control-Request-Headers": "content-type,if-match"}})
+		return resp
+	}
+	for _, tc := range []struct{ path, method string }{
+		{"/v1/entries/" + ann, "PATCH"}, {"/v1/entries/" + ann, "GET"},
+		{"/v1/entries/" + ann + "/cancel", "POST"}, {"/v1/entries/" + ann + "/erasure", "POST"},
+	} {
+		resp := preflight(site, tc.path, tc.method)
+		allowed, hdrs := resp.Header.Get("Access-Control-Allow-Methods"), strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers"))
+		if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != site || !strings.Contains(allowed, tc.method) ||
+			!strings.Contains(hdrs, "if-match") || !strings.Contains(hdrs, "content-type") {
+			t.Fatalf("preflight of %s %s: %d %v", tc.method, tc.path, resp.StatusCode, resp.Header)
+		}
+	}
+	patch := func(origin, ifMatch, body string) (*http.Response, []byte) {
+		t.Helper()
+		return send(t, c, h.URL, req{method: "PATCH", path: "/v1/entries/" + ann, ctype: "application/json", body: body,
+			headers: map[string]string{"Origin": origin, "If-Match": ifMatch}})
+	}
+	resp, b := patch(site, `"1"`, `{"name":"Ann B","email":"ann@example.org","session":"morning"}`)
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != site || resp.Header.Get("ETag") != `"2"` ||
+		!strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "ETag") || !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Formd-Changed") {
+		t.Fatalf("PATCH from the form's site: %d %v %s", resp.StatusCode, resp.Header, b)
+	}
+	// Another origin: the preflight lets the request through so that the
+	// page can read its refusal, which reads and changes nothing.
+	if resp := preflight(evil, "/v1/entries/"+ann, "PATCH"); resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != evil {
+		t.Fatalf("preflight from another origin: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, b = patch(evil, `"2"`, `{"name":"Mallory","email":"ann@example.org","session":"morning"}`)
+	if resp.StatusCode != 403 || !bytes.Contains(b, []byte(`"origin-not-allowed"`)) || resp.Header.Get("Access-Control-Allow-Origin") != evil ||
+		resp.Header.Get("Access-Control-Expose-Headers") != "" || resp.Header.Get("ETag") != "" {
+		t.Fatalf("PATCH from another origin: %d %v %s", resp.StatusCode, resp.Header, b)
+	}
+	for _, r := range []req{
+		{method: "GET", path: "/v1/entries/" + ann},
+		{method: "POST", path: "/v1/entries/" + ann + "/cancel"},
+		{method: "POST", path: "/v1/entries/" + ann + "/erasure"},
+	} {
+		r.headers = map[string]string{"Origin": evil}
+		if resp, b := send(t, c, h.URL, r); resp.StatusCode != 403 || bytes.Contains(b, []byte("Ann")) {
+			t.Fatalf("%s %s from another origin: %d %s", r.method, r.path, resp.StatusCode, b)
+		}
+	}
+	_, b = send(t, c, h.URL, req{method: "GET", path: "/v1/entries/" + ann})
+	if !bytes.Contains(b, []byte(`"name":"Ann B"`)) || !bytes.Contains(b, []byte(`"status":"stored"`)) || bytes.Contains(b, []byte(`"erasure"`)) {
+		t.Fatalf("the entry after the refused requests: %s", b)
+	}
+	// A made-up token: the preflight is answered as any, and the page
+	// reads the one 404 of every link that opens nothing.
+	const madeUp = "fair.nope.AAAAAAAAAAAAAAAAAAAAAA"
+	if resp := preflight(site, "/v1/entries/"+madeUp, "PATCH"); resp.StatusCode != 204 {
+		t.Fatalf("preflight of a made-up link: %d", resp.StatusCode)
+	}
+	// A stale version from the site: the page reads the current one.
+	if resp, b := patch(site, `"1"`, `{"name":"Ann C","email":"ann@example.org","session":"morning"}`); resp.StatusCode != 412 ||
+		resp.Header.Get("ETag") != `"2"` || resp.Header.Get("Access-Control-Allow-Origin") != site {
+		t.Fatalf("a stale PATCH from the site: %d %v %s", resp.StatusCode, resp.Header, b)
+	}
+	resp, b = send(t, c, h.URL, req{method: "GET", path: "/v1/entries/" + madeUp, headers: map[string]string{"Origin": site}})
+	if resp.StatusCode != 404 || !bytes.Contains(b, []byte(`"entry-link-not-found"`)) || resp.Header.Get("Access-Control-Allow-Origin") != site {
+		t.Fatalf("a made-up link from the site: %d %v %s", resp.StatusCode, resp.Header, b)
 	}
 }
 

@@ -1,12 +1,13 @@
 package intake
 
 import (
-	"github.com/formd/formd/internal/problem"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/formd/formd/internal/entrylink"
 	"github.com/formd/formd/internal/form"
+	"github.com/formd/formd/internal/problem"
 )
 
 // checkOrigin applies the form's origins to a browser request: a request
@@ -59,6 +60,58 @@ func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) error {
 	hdr := w.Header()
 	hdr.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
 	hdr.Set("Access-Control-Allow-Headers", "Content-Type, Idempotency-Key, Prefer")
+	hdr.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// entryOrigin applies the origins of the form a participant's link names
+// (its token, checked without reading the store) to a browser request on
+// /v1/entries/{token}, as checkOrigin does for a form's endpoints: a
+// page on a listed origin (the SDK on the organizer's site) may read the
+// answer and its version (ETag); any other cross-origin request is
+// refused with 403 before anything is read or written. A token that
+// names no form this installation serves is the one 404 every link that
+// opens nothing gets, readable by the page: it tells nothing more.
+func (h *Handler) entryOrigin(w http.ResponseWriter, r *http.Request) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" || sameOrigin(r, origin) {
+		return nil
+	}
+	var f *form.Form
+	if formID, _, ok := entrylink.Parse(h.cfg.Hasher, r.PathValue("token")); ok {
+		f = h.forms.Get(formID)
+	}
+	if f == nil {
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Add("Vary", "Origin")
+		return linkNotFound()
+	}
+	if err := h.checkOrigin(w, r, f); err != nil {
+		return err
+	}
+	w.Header().Set("Access-Control-Expose-Headers", "ETag, Formd-Changed, Idempotent-Replayed")
+	return nil
+}
+
+// entryPreflight answers CORS preflight requests for a participant's
+// link (/v1/entries/{token}: GET, PATCH with If-Match, cancel, erasure).
+// Like a form's preflight it is answered for any origin and any token,
+// without reading the store, so that the browser sends the request and
+// the page can read its 403 origin-not-allowed or 404: the preflight
+// itself tells nothing.
+func (h *Handler) entryPreflight(w http.ResponseWriter, r *http.Request) error {
+	if h.cfg.Participants == nil {
+		return linkNotFound()
+	}
+	if err := h.entryOrigin(w, r); err != nil {
+		if c := problem.From(err).Code; c != problem.CodeOriginNotAllowed && c != problem.CodeEntryLinkNotFound {
+			return err
+		}
+	}
+	hdr := w.Header()
+	hdr.Set("Access-Control-Allow-Methods", "GET, PATCH, POST, OPTIONS")
+	hdr.Set("Access-Control-Allow-Headers", "Content-Type, If-Match")
 	hdr.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -34,6 +34,10 @@ func (h *Handler) registerParticipant(mux *http.ServeMux) {
 	mux.Handle("POST /v1/entries/{token}/cancel", h.wrap("entry-cancel", h.participantCancel))
 	mux.Handle("PATCH /v1/entries/{token}", h.wrap("entry-change", h.participantChange))
 	mux.Handle("POST /v1/entries/{token}/erasure", h.wrap("entry-erasure", h.participantErasure))
+	// The SDK on the organizer's site changes answers cross-origin.
+	mux.Handle("OPTIONS /v1/entries/{token}", h.wrap("preflight", h.entryPreflight))
+	mux.Handle("OPTIONS /v1/entries/{token}/cancel", h.wrap("preflight", h.entryPreflight))
+	mux.Handle("OPTIONS /v1/entries/{token}/erasure", h.wrap("preflight", h.entryPreflight))
 }
 
 // withManage adds the participant's link (member manage) to the status
@@ -156,6 +160,9 @@ func (h *Handler) participantEntry(w http.ResponseWriter, r *http.Request) error
 	if h.cfg.Participants == nil {
 		return linkNotFound()
 	}
+	if err := h.entryOrigin(w, r); err != nil {
+		return err
+	}
 	v, err := h.links().View(r.Context(), r.PathValue("token"))
 	if err != nil {
 		return err
@@ -224,6 +231,9 @@ func CancelEntry(ctx context.Context, ps ParticipantStore, hasher *form.Hasher, 
 func (h *Handler) participantCancel(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.Participants == nil {
 		return linkNotFound()
+	}
+	if err := h.entryOrigin(w, r); err != nil {
+		return err
 	}
 	v, changed, err := CancelEntry(r.Context(), h.cfg.Participants, h.cfg.Hasher, r.PathValue("token"))
 	if err != nil {

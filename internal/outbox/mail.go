@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/formd/formd/internal/attempt"
@@ -51,9 +52,10 @@ func (mailChannel) Endpoints(blocks []*form.Notify, typ string) []string {
 		out = append(out, endpointOwner)
 	}
 	// A form with review tells the person once it is decided (approved,
-	// declined), not when it is received pending.
+	// declined), not when it is received pending; the erasure of their
+	// data, when they asked for it, is told to them alone.
 	if n.confirm != "" && (typ == store.EventStored || typ == store.EventWaitlisted || typ == store.EventPromoted ||
-		typ == store.EventApproved || typ == store.EventDeclined) {
+		typ == store.EventApproved || typ == store.EventDeclined || typ == store.EventErased) {
 		out = append(out, endpointConfirm)
 	}
 	return out
@@ -63,10 +65,10 @@ func (c mailChannel) Send(ctx context.Context, j *Job) Outcome {
 	return c.d.sendMail(ctx, j.Form, j.Group, j.docs)
 }
 
-// sendMail sends the owner's mail (one entry, or a digest of the group)
-// or the person's confirmation.
-func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.Delivery, docs entryDocs) Outcome {
-	var o Outcome
+// sendMail sends the owner's mail (one entry, or a digest of the group),
+// the person's confirmation, or the mail telling them their data was
+// erased.
+func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.Delivery, docs entryDocs) (o Outcome) {
 	if d.mail == nil {
 		o.Outcome, o.Err = attempt.Deferred, errNoSMTP
 		return o
@@ -84,6 +86,31 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 	first := group[0]
 	var msg email.Message
 	switch {
+	case first.Event.Type == store.EventErased:
+		// The entry holds no address any more: the event carries it,
+		// until this delivery is finished (the store clears it then).
+		addr := first.NoticeTo
+		if addr == "" {
+			o.Outcome, o.Err = attempt.Skipped, errors.New("not sent: the address is deleted (its delivery was finished before)")
+			o.Excerpt = o.Err.Error()
+			return o
+		}
+		// What an attempt records (the error, the server's answer) must
+		// not keep the address the erasure removed.
+		defer func() { o = scrub(o, addr) }()
+		if skip, err := d.confirmable(ctx, f, first, addr); err != nil {
+			o.Outcome, o.Err = attempt.Retry, err
+			return o
+		} else if skip != "" {
+			o.Outcome, o.Err, o.Excerpt = attempt.Skipped, errors.New(skip), skip
+			return o
+		}
+		if msg, o.Err = d.render(email.Erasure, lang, email.ErasureView{FormTitle: title, ErasedAt: first.Event.At}); o.Err != nil {
+			o.Outcome = attempt.Refused
+			return o
+		}
+		msg.To = []string{addr}
+		msg.MessageID = "<" + first.Event.ID() + ".notice@formd>"
 	case first.Endpoint == endpointConfirm:
 		doc, err := d.entry(ctx, docs, first.Event.EntryID)
 		if err != nil {
@@ -91,6 +118,12 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 			return o
 		}
 		addr := fieldText(values(doc)[setup.confirm])
+		if addr != "" {
+			// As for the erasure's mail: the delivery log never keeps
+			// the person's address, which an erasure could not reach
+			// there.
+			defer func() { o = scrub(o, addr) }()
+		}
 		if addr == "" {
 			// The address is the person's to give or not: without one
 			// there is no one to confirm to, and nothing failed.
@@ -176,6 +209,17 @@ func (d *Dispatcher) sendMail(ctx context.Context, f *form.Form, group []store.D
 	if err != nil {
 		o.Excerpt = err.Error()
 	}
+	return o
+}
+
+// scrub takes the address out of what an attempt records.
+func scrub(o Outcome, addr string) Outcome {
+	re := regexp.MustCompile(`(?i)` + regexp.QuoteMeta(addr))
+	const erased = "(the person's address)"
+	if o.Err != nil && re.MatchString(o.Err.Error()) {
+		o.Err = errors.New(re.ReplaceAllString(o.Err.Error(), erased))
+	}
+	o.Excerpt = re.ReplaceAllString(o.Excerpt, erased)
 	return o
 }
 

@@ -26,8 +26,8 @@ type smtpServer struct {
 	mu   sync.Mutex
 	got  []*mail.Message
 	to   [][]string
-	// refuse is a recipient the server answers 550 (no such mailbox);
-	// set it before the first mail.
+	// refuse is a recipient the server answers 550 (no such mailbox),
+	// naming it as many servers do; set it before the first mail.
 	refuse string
 }
 
@@ -61,7 +61,7 @@ type smtpSession struct {
 func (s *smtpSession) Mail(string, *smtp.MailOptions) error { return nil }
 func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if s.ss.refuse != "" && to == s.ss.refuse {
-		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "<" + to + ">: no such mailbox"}
 	}
 	s.to = append(s.to, to)
 	return nil

@@ -514,10 +514,21 @@ func (s *Server) Forget(ctx context.Context, p erasure.Person, allow func(site s
 }
 
 // ForgetEntries erases entries named by id (a participant's erasure
-// request) from the store and the journal, as Forget erases a person's.
+// request) from the store and the journal, as Forget erases a person's;
+// the person is told by e-mail where their form sends confirmations.
 func (s *Server) ForgetEntries(ctx context.Context, entries []store.EntryRef) (erasure.Report, error) {
 	fg, _ := s.Journal.(journal.Forgetter)
-	return erasure.ForgetEntries(ctx, s.Store, fg, entries)
+	tell := store.NoticeFields{}
+	for _, e := range entries {
+		if field := s.Forms.Get(e.Form).ConfirmField(); field != "" {
+			tell[e.Form] = field
+		}
+	}
+	rep, err := erasure.ForgetEntries(ctx, s.Store, fg, entries, tell)
+	if rep.Erased > 0 && len(tell) > 0 {
+		s.outbox.Wake()
+	}
+	return rep, err
 }
 
 // replayProcessor is a processor for one replay, whose outcomes observe

@@ -150,6 +150,12 @@ type ErasureRequests interface {
 	ErasureRequests(ctx context.Context, form string, limit int) ([]ErasureRequest, error)
 }
 
+// NoticeFields names, per form id, the field of an entry that holds the
+// person's e-mail address (the form's notify.email.confirm): the erasure
+// granting a request copies the address from it onto its EventErased
+// event, since after the erasure the entry holds none.
+type NoticeFields map[string]string
+
 // ErasureRequest is one participant's request.
 type ErasureRequest struct {
 	Form, EntryID string

@@ -57,6 +57,10 @@ type Delivery struct {
 	LastStatus int
 	LastError  string
 	UpdatedAt  time.Time
+	// NoticeTo is the address an EventErased event carries, read by
+	// ClaimDeliveries alone (the one place that sends to it); "" for
+	// every other event, and once the event's deliveries are finished.
+	NoticeTo string `json:"-"`
 }
 
 // Attempt is one try of a delivery, for its log.

@@ -262,6 +262,18 @@ func ScanDelivery(sc Scanner) (Delivery, error) {
 	return d, err
 }
 
+// ClaimColumns are DeliveryColumns and the address an erasure's event
+// carries, which ScanClaim reads.
+const ClaimColumns = DeliveryColumns + `, coalesce(e.notice_to, '')`
+
+// ScanClaim reads ClaimColumns.
+func ScanClaim(sc Scanner) (Delivery, error) {
+	var d Delivery
+	err := sc.Scan(append([]any{uint64Dest{&d.EventSeq}, &d.Endpoint, &d.State, &d.Attempts, TimeDest(&d.NextAt),
+		&d.LastStatus, &d.LastError, TimeDest(&d.UpdatedAt)}, append(eventDest(&d.Event), &d.NoticeTo)...)...)
+	return d, err
+}
+
 // AttemptColumns are the columns of delivery_attempts a that ScanAttempt
 // reads.
 const AttemptColumns = `a.event_seq, a.endpoint, a.at, a.status, a.latency_us, a.outcome, a.excerpt`

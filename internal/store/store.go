@@ -78,6 +78,13 @@ const (
 	EventPending    = "submission.pending"
 	EventApproved   = "submission.approved"
 	EventDeclined   = "submission.declined"
+	// EventErased is written by the erasure that grants a participant's
+	// request (EraseEntries with NoticeFields), for the e-mail that tells
+	// them it is done. Only that e-mail delivers it: it is not a webhook
+	// or chat event (form.DefaultWebhookEvents, and a form may not list
+	// it), and its delivery alone reads the address it carries
+	// (Delivery.NoticeTo).
+	EventErased = "submission.erased"
 )
 
 // EventFor is the event a first decision writes, or "" for a decision
@@ -381,8 +388,12 @@ type Store interface {
 	// e-mail address), oldest first (by id among equals).
 	FindEntries(ctx context.Context, needles [][]byte, limit int) ([]EntryRef, error)
 	// EraseEntries erases the entries with these ids as Erase does, and
-	// returns how many still had data.
-	EraseEntries(ctx context.Context, ids []string) (int, error)
+	// returns how many still had data. An entry whose pending erasure
+	// request it marks done, of a form named in tell, gets in the same
+	// transaction an EventErased event carrying the address in the field
+	// tell names (none when that field holds no address); nil tell
+	// writes no event.
+	EraseEntries(ctx context.Context, ids []string, tell NoticeFields) (int, error)
 	// RecordArrivals keeps devices' reports on a form's keys, merging them
 	// with what earlier reports said; the first report's server time is
 	// kept. It adds the batch's refusals (its Refused, and the reports

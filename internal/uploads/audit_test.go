@@ -66,7 +66,7 @@ func TestAuditFiles(t *testing.T) {
 	}
 	// Once an erased entry's file is gone its claim is not a missing
 	// file.
-	if _, err := r.st.EraseEntries(ctx, []string{lostEntry}); err != nil {
+	if _, err := r.st.EraseEntries(ctx, []string{lostEntry}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range a.Orphans {

@@ -80,7 +80,7 @@ func TestErasedFilesAreNotServed(t *testing.T) {
 	if code, _ := get(t, srv, goneLink); code != 200 {
 		t.Fatalf("the file before the erasure: %d", code)
 	}
-	if n, err := r.st.EraseEntries(ctx, []string{goneEntry}); err != nil || n != 1 {
+	if n, err := r.st.EraseEntries(ctx, []string{goneEntry}, nil); err != nil || n != 1 {
 		t.Fatalf("erase: %d %v", n, err)
 	}
 	if bytesGone(r.dir, gone) {
@@ -137,7 +137,7 @@ func TestFailedDeletionIsRecordedAndRetried(t *testing.T) {
 	other, otherEntry := r.uploadClaimed(2)
 	fo := &failingObjects{Objects: r.svc.objs, fail: map[string]bool{stuck: true}}
 	r.svc.objs = fo
-	if _, err := r.st.EraseEntries(ctx, []string{stuckEntry, otherEntry}); err != nil {
+	if _, err := r.st.EraseEntries(ctx, []string{stuckEntry, otherEntry}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n, err := r.svc.RunOnce(ctx)
@@ -242,7 +242,7 @@ func TestForgetOneOfTwoEntriesWithTheSamePhoto(t *testing.T) {
 	if n := dirobjects.LinkCount(fi); n != 3 {
 		t.Fatalf("the photo's content file has %d links, want 3", n)
 	}
-	if _, err := r.st.EraseEntries(ctx, []string{"e-0"}); err != nil {
+	if _, err := r.st.EraseEntries(ctx, []string{"e-0"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.svc.RunOnce(ctx); err != nil {

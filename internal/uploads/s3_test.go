@@ -181,7 +181,7 @@ func TestS3Objects(t *testing.T) {
 	if got := readAll(t, r.svc, id); sha256.Sum256(got) != sha256.Sum256(body) {
 		t.Fatal("a claimed upload's object went with the expiry")
 	}
-	if n, err := r.st.EraseEntries(ctx, []string{e.ID}); err != nil || n != 1 {
+	if n, err := r.st.EraseEntries(ctx, []string{e.ID}, nil); err != nil || n != 1 {
 		t.Fatalf("erase: %d %v", n, err)
 	}
 	if n, err := r.svc.RunOnce(ctx); err != nil || n != 1 {

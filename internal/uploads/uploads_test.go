@@ -472,7 +472,7 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("a claimed upload's bytes went with the expiry: %v", err)
 	}
 	// Once the entry's data is erased (retention, forget), its file goes.
-	if n, err := r.st.EraseEntries(ctx, []string{e.ID}); err != nil || n != 1 {
+	if n, err := r.st.EraseEntries(ctx, []string{e.ID}, nil); err != nil || n != 1 {
 		t.Fatalf("erase: %d %v", n, err)
 	}
 	if n, err := r.svc.RunOnce(ctx); err != nil || n != 1 {

@@ -63,7 +63,11 @@ export type ParticipantProblemCode =
   | 'draft-version-mismatch'
   | 'draft-submitted'
   | 'drafts-disabled'
-  | 'entry-link-not-found';
+  | 'entry-link-not-found'
+  | 'entry-version-mismatch'
+  | 'if-match-required'
+  | 'edit-closed'
+  | 'entry-not-live';
 
 /**
  * The problem codes that have a text of their own (messages.js "code-CODE"):

@@ -71,6 +71,10 @@ export const MESSAGES = {
     'code-draft-submitted': 'This form was already sent: the draft is no longer needed.',
     'code-drafts-disabled': 'This form does not save drafts.',
     'code-entry-link-not-found': 'This registration link is not valid: it may be mistyped or revoked.',
+    'code-entry-version-mismatch': 'Your registration was changed elsewhere (another tab or device): load it again, then make your change.',
+    'code-if-match-required': 'Your change could not be saved: reload your registration and make it again.',
+    'code-edit-closed': 'Changes are closed: nothing was changed.',
+    'code-entry-not-live': 'Nothing was changed: this registration is not active (it is cancelled, declined or not yet accepted).',
   },
   zh: {
     'msg-idle': '',
@@ -122,6 +126,10 @@ export const MESSAGES = {
     'code-draft-submitted': '此表单已提交：草稿不再需要。',
     'code-drafts-disabled': '此表单不保存草稿。',
     'code-entry-link-not-found': '此报名链接无效：可能输入有误或已被撤销。',
+    'code-entry-version-mismatch': '您的报名已在别处（另一个标签页或设备）修改过：请重新载入后再修改。',
+    'code-if-match-required': '修改未能保存：请重新载入报名后再修改。',
+    'code-edit-closed': '修改已截止：没有修改任何内容。',
+    'code-entry-not-live': '没有修改任何内容：此报名当前无效（已取消、未通过或尚未通过审核）。',
   },
 };
 

@@ -45,6 +45,7 @@ func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func(
 			seqs[i] = int64(e.Seq)
 		}
 		b.Queue(`UPDATE events SET fanned = true WHERE seq = ANY($1)`, seqs)
+		b.Queue(clearNotices)
 		n = len(evs)
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -53,6 +54,14 @@ func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func(
 	}
 	return n, nil
 }
+
+// clearNotices sets the address of erasure notices (store.EventErased)
+// back to NULL once nothing will send to it: the event is fanned out and
+// none of its deliveries is pending (each delivered, skipped or failed,
+// or none made, as for a form that no longer sends e-mail). It runs where
+// deliveries end: fan-out, finish, an endpoint switched off.
+const clearNotices = `UPDATE events SET notice_to = NULL WHERE notice_to IS NOT NULL AND fanned
+	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = events.seq AND d.state = 'pending')`
 
 // dueAt is a delivery's first due time: t, or now when t is zero.
 func dueAt(t, now time.Time) time.Time {
@@ -110,12 +119,12 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 				UPDATE deliveries d SET lease_owner = $3, lease_until = $4 FROM due
 				WHERE d.event_seq = due.event_seq AND d.endpoint = due.endpoint RETURNING d.*
 			)
-			SELECT `+store.DeliveryColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at, d.event_seq, d.endpoint`,
+			SELECT `+store.ClaimColumns+` FROM claimed d JOIN events e ON e.seq = d.event_seq ORDER BY d.next_at, d.event_seq, d.endpoint`,
 			micro(now), q.Limit, owner, micro(now.Add(lease)), q.Endpoint, q.Except, perEndpoint, exclude)
 		if err != nil {
 			return err
 		}
-		out, err = collect(rows, store.ScanDelivery)
+		out, err = collect(rows, store.ScanClaim)
 		return err
 	})
 	return out, err
@@ -154,6 +163,7 @@ func (s *Store) FinishDeliveries(ctx context.Context, fs []store.Finish, now tim
 				lease_owner = '', lease_until = '-infinity', updated_at = $6 WHERE event_seq = $7 AND endpoint = $8 AND lease_owner = $9`,
 				f.State, micro(f.NextAt), counted, f.Attempt.Status, f.Error, micro(now), int64(f.EventSeq), f.Endpoint, f.Owner)
 		}
+		b.Queue(clearNotices)
 		return tx.SendBatch(ctx, b).Close()
 	})
 }
@@ -204,6 +214,7 @@ func (s *Store) DisableEndpoint(ctx context.Context, endpoint, form, reason stri
 		b.Queue(`INSERT INTO endpoints_disabled(endpoint, form, reason, at) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (endpoint) DO UPDATE SET reason = excluded.reason, at = excluded.at`, endpoint, form, reason, micro(now))
 		b.Queue(`UPDATE deliveries SET state = 'skipped', updated_at = $1 WHERE endpoint = $2 AND state = 'pending'`, micro(now), endpoint)
+		b.Queue(clearNotices)
 		return tx.SendBatch(ctx, b).Close()
 	})
 }

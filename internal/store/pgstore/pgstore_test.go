@@ -49,6 +49,25 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestErasureNoticeKept(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	s := open(t, u)
+	t.Cleanup(func() { s.Close() })
+	conn, err := pgx.Connect(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	storetest.RunErasureNoticeKept(t, s, func() int {
+		var n int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE notice_to IS NOT NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
+}
+
 func TestAccounts(t *testing.T) {
 	storetest.RunAccounts(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		u := pgtest.URL(t)

@@ -51,11 +51,22 @@ func (s *Store) FanOut(ctx context.Context, limit int, now time.Time, plan func(
 	if _, err := tx.ExecContext(ctx, `UPDATE events SET fanned = 1 WHERE fanned = 0 AND seq <= ?`, evs[len(evs)-1].Seq); err != nil {
 		return 0, classify("fan out: mark", err)
 	}
+	if _, err := tx.ExecContext(ctx, clearNotices); err != nil {
+		return 0, classify("fan out: clear addresses", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return 0, classify("fan out: commit", err)
 	}
 	return len(evs), nil
 }
+
+// clearNotices sets the address of erasure notices (store.EventErased)
+// back to NULL once nothing will send to it: the event is fanned out and
+// none of its deliveries is pending (each delivered, skipped or failed,
+// or none made, as for a form that no longer sends e-mail). It runs where
+// deliveries end: fan-out, finish, an endpoint switched off.
+const clearNotices = `UPDATE events SET notice_to = NULL WHERE notice_to IS NOT NULL AND fanned = 1
+	AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = events.seq AND d.state = 'pending')`
 
 // dueAt is a delivery's first due time: t, or now when t is zero.
 func dueAt(t, now time.Time) time.Time {
@@ -116,7 +127,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 			return nil, classify("claim deliveries: endpoints", err)
 		}
 	}
-	due, err := tx.PrepareContext(ctx, `SELECT `+store.DeliveryColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
+	due, err := tx.PrepareContext(ctx, `SELECT `+store.ClaimColumns+` FROM deliveries d JOIN events e ON e.seq = d.event_seq
 		WHERE d.state = 'pending' AND d.endpoint = ? AND d.next_at <= ? AND d.lease_until < ? ORDER BY d.next_at, d.event_seq LIMIT ?`)
 	if err != nil {
 		return nil, classify("claim deliveries: prepare", err)
@@ -128,7 +139,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, owner string, now time.Time
 		if err != nil {
 			return nil, classify("claim deliveries", err)
 		}
-		ds, err := collect(rows, store.ScanDelivery)
+		ds, err := collect(rows, store.ScanClaim)
 		if err != nil {
 			return nil, classify("claim deliveries", err)
 		}
@@ -209,6 +220,9 @@ func (s *Store) FinishDeliveries(ctx context.Context, fs []store.Finish, now tim
 			return classify("finish deliveries", err)
 		}
 	}
+	if _, err := tx.ExecContext(ctx, clearNotices); err != nil {
+		return classify("finish deliveries: clear addresses", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return classify("finish deliveries: commit", err)
 	}
@@ -264,6 +278,9 @@ func (s *Store) DisableEndpoint(ctx context.Context, endpoint, form, reason stri
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = 'skipped', updated_at = ? WHERE endpoint = ? AND state = 'pending'`, now.UnixMicro(), endpoint); err != nil {
 		return classify("disable endpoint", err)
+	}
+	if _, err := tx.ExecContext(ctx, clearNotices); err != nil {
+		return classify("disable endpoint: clear addresses", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return classify("disable endpoint: commit", err)

@@ -33,6 +33,28 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestErasureNoticeKept(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	db, err := sqlitedb.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	storetest.RunErasureNoticeKept(t, s, func() int {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM events WHERE notice_to IS NOT NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
+}
+
 func TestAccounts(t *testing.T) {
 	storetest.RunAccounts(t, func(t *testing.T, now func() time.Time) func() store.Store {
 		path := filepath.Join(t.TempDir(), "store.db")

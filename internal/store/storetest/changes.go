@@ -28,6 +28,8 @@ var changeCases = []struct {
 	{"ChangeDecidesTheParticipantAgain", testChangeClaims},
 	{"ChangesAndRegistrationsNeverOversell", testChangeConcurrent},
 	{"ErasureRequestsOnceDoneByErasure", testErasureRequests},
+	{"ErasureNoticeCarriesTheAddressUntilDelivered", testErasureNotice},
+	{"ErasureNoticeAddressClearedWithoutDelivery", testErasureNoticeCleared},
 	{"DraftCountsWithoutValues", testDraftCounts},
 }
 
@@ -97,7 +99,7 @@ func testChangeHistory(t *testing.T, s store.Store) {
 		t.Fatalf("change of a cancelled entry: %v", err)
 	}
 	// Erasure takes the history with the data.
-	if n, err := s.EraseEntries(ctxT(t), []string{o.ID}); err != nil || n != 1 {
+	if n, err := s.EraseEntries(ctxT(t), []string{o.ID}, nil); err != nil || n != 1 {
 		t.Fatalf("erase: %d %v", n, err)
 	}
 	if vs, err := s.Versions(ctxT(t), "f", o.ID); err != nil || len(vs) != 0 {
@@ -310,7 +312,7 @@ func testErasureRequests(t *testing.T, s store.Store) {
 	if other, err := s.ErasureRequests(ctxT(t), "g", 10); err != nil || len(other) != 0 {
 		t.Fatalf("another form's %+v %v", other, err)
 	}
-	if _, err := s.EraseEntries(ctxT(t), []string{a.ID}); err != nil {
+	if _, err := s.EraseEntries(ctxT(t), []string{a.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r, ok, err := s.ErasureRequest(ctxT(t), "f", a.ID); err != nil || !ok || r.DoneAt.IsZero() {

@@ -111,7 +111,7 @@ func testConsole(t *testing.T, s store.Store) {
 	testArrivalBounds(t, s, now)
 
 	// An erased entry still lists and reads, without its data.
-	if n, err := s.EraseEntries(ctx, []string{out[1].ID}); err != nil || n != 1 {
+	if n, err := s.EraseEntries(ctx, []string{out[1].ID}, nil); err != nil || n != 1 {
 		t.Fatalf("erase: %d %v", n, err)
 	}
 	if d, err := s.Entry(ctx, "f", out[1].ID); err != nil || d.Data != nil || d.Key != "k1" {

@@ -89,11 +89,11 @@ func testFindErase(t *testing.T, s store.Store) {
 	if len(found) != 2 || found[0].ID != a.ID || found[1].ID != b.ID || found[0].Form != "f" || found[1].Key != "b" || found[0].Site != "site" {
 		t.Fatalf("found %+v, want a and b (not joann)", found)
 	}
-	n, err := s.EraseEntries(ctx, []string{a.ID, b.ID})
+	n, err := s.EraseEntries(ctx, []string{a.ID, b.ID}, nil)
 	if err != nil || n != 2 {
 		t.Fatalf("erase: %d %v", n, err)
 	}
-	if n, err := s.EraseEntries(ctx, []string{a.ID, b.ID}); err != nil || n != 0 {
+	if n, err := s.EraseEntries(ctx, []string{a.ID, b.ID}, nil); err != nil || n != 0 {
 		t.Fatalf("erase again: %d %v, want nothing left to erase", n, err)
 	}
 	if found, _ := s.FindEntries(ctx, [][]byte{[]byte(`"ann@example.org"`)}, 10); len(found) != 0 {

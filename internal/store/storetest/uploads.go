@@ -263,7 +263,7 @@ func testUploadErased(t *testing.T, s UploadStore) {
 	if ids, err := s.ErasedUploads(ctxT(t), 10); err != nil || len(ids) != 0 {
 		t.Fatalf("erased uploads before any erasure: %v %v", ids, err)
 	}
-	if n, err := s.EraseEntries(ctxT(t), []string{gone.ID}); err != nil || n != 1 {
+	if n, err := s.EraseEntries(ctxT(t), []string{gone.ID}, nil); err != nil || n != 1 {
 		t.Fatalf("erase: %d %v", n, err)
 	}
 	ids, err := s.ErasedUploads(ctxT(t), 10)
@@ -301,7 +301,7 @@ func testUploadErasedAtOnce(t *testing.T, s UploadStore) {
 	if files, err := s.EntryUploads(ctxT(t), gone.ID); err != nil || len(files) != 1 || files[0].Erased {
 		t.Fatalf("a live entry's files: %+v, %v", files, err)
 	}
-	if n, err := s.EraseEntries(ctxT(t), []string{gone.ID}); err != nil || n != 1 {
+	if n, err := s.EraseEntries(ctxT(t), []string{gone.ID}, nil); err != nil || n != 1 {
 		t.Fatalf("erase: %d %v", n, err)
 	}
 	if got := mustUpload(t, s, erased.ID); !got.Erased {
@@ -340,7 +340,7 @@ func testUploadDeletions(t *testing.T, s UploadStore) {
 	claimed := newUpload(t, s, "f", true)
 	e := withUploads("f", "a", 1, claimed.ID)
 	mustApply(t, s, e)
-	if n, err := s.EraseEntries(ctxT(t), []string{e.ID}); err != nil || n != 1 {
+	if n, err := s.EraseEntries(ctxT(t), []string{e.ID}, nil); err != nil || n != 1 {
 		t.Fatalf("erase: %d %v", n, err)
 	}
 	if ok, err := s.DropErasedUpload(ctxT(t), claimed.ID); err != nil || !ok {

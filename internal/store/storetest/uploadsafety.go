@@ -53,7 +53,7 @@ func testUploadStates(t *testing.T, s UploadStore) {
 	kept, erased := newUpload(t, s, "f", true), newUpload(t, s, "f", true)
 	keep, gone := withUploads("f", "a", 1, kept.ID), withUploads("f", "b", 2, erased.ID)
 	mustApply(t, s, keep, gone)
-	if _, err := s.EraseEntries(ctxT(t), []string{gone.ID}); err != nil {
+	if _, err := s.EraseEntries(ctxT(t), []string{gone.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var got []store.UploadState

@@ -13,7 +13,8 @@ const CODES = [
   'file-rejected', 'file-too-large',
 ];
 const PROBLEMS = ['file-rejected', 'payload-too-large', 'upload-already-used', 'upload-not-found', 'upload-offset-mismatch', 'upload-unavailable', 'upload-storage-full', 'scan-unavailable', 'file-infected', 'upload-file-lost', 'origin-not-allowed'];
-const PARTICIPANT = ['draft-not-found', 'draft-exists', 'draft-version-mismatch', 'draft-submitted', 'drafts-disabled', 'entry-link-not-found'];
+const PARTICIPANT = ['draft-not-found', 'draft-exists', 'draft-version-mismatch', 'draft-submitted', 'drafts-disabled', 'entry-link-not-found',
+  'entry-version-mismatch', 'if-match-required', 'edit-closed', 'entry-not-live'];
 const LIMITED = ['too-small', 'too-large', 'too-short', 'too-long', 'too-early', 'too-late', 'too-few', 'too-many'];
 
 /** The members of a string-literal union in formd.d.ts. */
