@@ -42,6 +42,7 @@ func main() {
 	capacity := flag.Int64("capacity", 0, "places of every form (0: no limit)")
 	rebuild := flag.Bool("rebuild", false, "measure the rebuild of the state instead of serving")
 	n := flag.Int("n", 1_000_000, "with -rebuild: records in the journal to rebuild from")
+	project := flag.Bool("project", true, "run the projector (false: the journal alone, to measure what the store's projection costs)")
 	tail := flag.Int("tail", 100_000, "with -rebuild: records after the snapshot")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -59,7 +60,7 @@ func main() {
 	if *rebuild {
 		err = studyRebuild(ctx, *data, *forms, *n, *tail, *capacity)
 	} else {
-		err = serve(ctx, *addr, *forms, *data, *capacity, log)
+		err = serve(ctx, *addr, *forms, *data, *capacity, *project, log)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "inmem:", err)
@@ -114,7 +115,7 @@ func openJournal(ctx context.Context, dir string, log *slog.Logger) (*sqlitejour
 	return sqlitejournal.Open(ctx, sqlitejournal.Options{Path: filepath.Join(dir, "journal.db"), Logger: log})
 }
 
-func serve(ctx context.Context, addr, formsPath, dir string, capacity int64, log *slog.Logger) error {
+func serve(ctx context.Context, addr, formsPath, dir string, capacity int64, project bool, log *slog.Logger) error {
 	forms, err := loadForms(formsPath)
 	if err != nil {
 		return err
@@ -130,17 +131,19 @@ func serve(ctx context.Context, addr, formsPath, dir string, capacity int64, log
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "inmem: state rebuilt: %s\n", rec)
-	p, err := openProjector(ctx, j, filepath.Join(dir, "store.db"))
-	if err != nil {
-		return err
-	}
-	defer p.close()
 	pctx, stopProjector := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopProjector()
 	projected := make(chan error, 1)
-	go func() { projected <- p.run(pctx) }()
 	var maxLag atomic.Uint64
-	go watchLag(pctx, j, p, &maxLag)
+	var p *projector
+	if project {
+		if p, err = openProjector(ctx, j, filepath.Join(dir, "store.db")); err != nil {
+			return err
+		}
+		defer p.close()
+		go func() { projected <- p.run(pctx) }()
+		go watchLag(pctx, j, p, &maxLag)
+	}
 
 	hasher, err := loadHasher(dir)
 	if err != nil {
@@ -198,6 +201,16 @@ func stopAndReport(j *sqlitejournal.Journal, p *projector, projected <-chan erro
 	st, err := j.Stats(ctx)
 	if err != nil {
 		return err
+	}
+	if p == nil {
+		t := time.Now()
+		size, err := writeSnapshot(s, snap)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "inmem: records %d; no projection (-project=false); snapshot %d bytes written in %s\n",
+			st.LastSeq, size, time.Since(t).Round(time.Millisecond))
+		return nil
 	}
 	lag := st.LastSeq - min(st.LastSeq, p.pos.Load())
 	cpu0 := cpuTime()
