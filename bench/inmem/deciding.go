@@ -50,8 +50,11 @@ func (d *deciding) Append(ctx context.Context, e journal.Entry, sync bool) (jour
 			}
 			return journal.Appended{Entry: first, Duplicate: true}, nil
 		case v.pending != nil:
-			return journal.Appended{Entry: v.pending.entry, Duplicate: true}, nil
-		case v.wait != nil:
+			// The key's first send is being appended: wait for it, so that
+			// this send is answered as it (or, if it failed, decided anew).
+			v.wait = v.pending.done
+		}
+		if v.wait != nil {
 			select {
 			case <-v.wait:
 				continue

@@ -148,6 +148,9 @@ func TestADecisionWaitsForTheAppendItRestsOn(t *testing.T) {
 	if err != nil || vb.wait == nil {
 		t.Fatalf("b while a's claim is in flight: %+v, %v; want a wait", vb, err)
 	}
+	if again, err := s.decide(a); err != nil || again.pending != va.d {
+		t.Fatalf("a sent again while its first send is appended: %+v, %v; want that send to wait for", again, err)
+	}
 	s.abort(va.d) // a's append failed: its claim and its place are b's
 	<-vb.wait
 	vb, err = s.decide(b)
