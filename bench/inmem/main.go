@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,6 +43,7 @@ func main() {
 	capacity := flag.Int64("capacity", 0, "places of every form (0: no limit)")
 	rebuild := flag.Bool("rebuild", false, "measure the rebuild of the state instead of serving")
 	n := flag.Int("n", 1_000_000, "with -rebuild: records in the journal to rebuild from")
+	debugAddr := flag.String("debug-addr", "", "serve net/http/pprof here (as formd serve --debug-addr)")
 	project := flag.Bool("project", true, "run the projector (false: the journal alone, to measure what the store's projection costs)")
 	tail := flag.Int("tail", 100_000, "with -rebuild: records after the snapshot")
 	flag.Parse()
@@ -53,6 +55,14 @@ func main() {
 	if *capacity < 0 {
 		fmt.Fprintf(os.Stderr, "inmem: -capacity %d: give 0 for no limit or a number of places\n", *capacity)
 		os.Exit(2)
+	}
+	if *debugAddr != "" {
+		go func() {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			log.Warn("debug server stopped", "err", http.ListenAndServe(*debugAddr, mux)) //nolint:gosec // a study's loopback tool
+		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
