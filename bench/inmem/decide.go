@@ -32,6 +32,9 @@ const (
 	// decSameAs is a resend of a live entry's content under a new key:
 	// answered as that entry (formd's store.Outcome.SameAs).
 	decSameAs = "same-as"
+	// decSpam is an entry intake's spam checks flagged: kept as
+	// evidence, holding no claim and no place.
+	decSpam = "spam"
 )
 
 // decisionKey is the member of a record's data that carries its outcome:
@@ -143,6 +146,9 @@ func (s *state) decide(e journal.Entry) (verdict, error) {
 		return verdict{known: true}, nil
 	}
 	outcome := decStored
+	if e.Spam {
+		outcome, claims = decSpam, nil
+	}
 	for _, c := range claims {
 		if p, ok := s.pendClaims[c]; ok {
 			if p.lost {

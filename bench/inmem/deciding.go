@@ -130,6 +130,8 @@ func outcomeOf(e journal.Entry, dec string, replayed bool) store.Outcome {
 		o.Decision = store.StatusStored
 	case decRejected:
 		o.Decision = store.StatusRejected
+	case decSpam:
+		o.Decision = store.StatusSpam
 	case decSameAs:
 		o.Decision = store.StatusDuplicate
 		o.SameAs = &store.Original{Decision: store.StatusStored}

@@ -92,17 +92,20 @@ func TestDecisionsAreJournaledWithTheirOutcome(t *testing.T) {
 	for _, c := range []struct {
 		key, name, phone string
 		want             string
-		dup              bool
+		dup, spam        bool
 	}{
-		{"k1", "Ann", "+86 139 0000 0001", decStored, false},
-		{"k1", "Ann", "+86 139 0000 0001", decStored, true}, // a retry: the first record
-		{"k2", "Bob", "139 0000 0001", decDuplicate, false}, // the same phone, normalized
-		{"k3", "Ann", "139 0000 0001", decSameAs, false},    // Ann's content under a new key
-		{"k4", "Cy", "139 0000 0002", decStored, false},
-		{"k5", "Di", "139 0000 0003", decRejected, false}, // two places, both taken
-		{"k6", "Cy", "139 0000 0002", decSameAs, false},   // a resend is not turned away as full
+		{"k0", "Eve", "+86 139 0000 0001", decSpam, false, true}, // holds no claim
+		{"k1", "Ann", "+86 139 0000 0001", decStored, false, false},
+		{"k1", "Ann", "+86 139 0000 0001", decStored, true, false}, // a retry: the first record
+		{"k2", "Bob", "139 0000 0001", decDuplicate, false, false}, // the same phone, normalized
+		{"k3", "Ann", "139 0000 0001", decSameAs, false, false},    // Ann's content under a new key
+		{"k4", "Cy", "139 0000 0002", decStored, false, false},
+		{"k5", "Di", "139 0000 0003", decRejected, false, false}, // two places, both taken
+		{"k6", "Cy", "139 0000 0002", decSameAs, false, false},   // a resend is not turned away as full
 	} {
-		got, dup := r.decided(t, r.entry(t, c.key, c.name, c.phone))
+		e := r.entry(t, c.key, c.name, c.phone)
+		e.Spam = c.spam
+		got, dup := r.decided(t, e)
 		if got != c.want || dup != c.dup {
 			t.Errorf("%s (%s, %s): %s, duplicate %v; want %s, duplicate %v", c.key, c.name, c.phone, got, dup, c.want, c.dup)
 		}
@@ -122,8 +125,8 @@ func TestDecisionsAreJournaledWithTheirOutcome(t *testing.T) {
 		t.Fatalf("recover from the snapshot: %v (%s)", err, rec)
 	}
 	for name, s := range map[string]*state{"rebuilt": rebuilt, "snapshot": loaded} {
-		if len(s.keys) != 6 || len(s.claims) != 2 || s.taken != 2 || s.last != 6 {
-			t.Errorf("%s: %d keys, %d claims, %d taken, last %d; want 6, 2, 2, 6", name, len(s.keys), len(s.claims), s.taken, s.last)
+		if len(s.keys) != 7 || len(s.claims) != 2 || s.taken != 2 || s.last != 7 {
+			t.Errorf("%s: %d keys, %d claims, %d taken, last %d; want 7, 2, 2, 7", name, len(s.keys), len(s.claims), s.taken, s.last)
 		}
 		if len(s.claims) == len(r.d.s.claims) {
 			for c, h := range r.d.s.claims {
