@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,5 +276,73 @@ func TestFormdsIntakeAnswers(t *testing.T) {
 		if status != c.status || !strings.Contains(body, c.has) {
 			t.Errorf("%s %s: %d %s; want %d with %s", c.key, c.body, status, body, c.status, c.has)
 		}
+	}
+}
+
+// TestConcurrentSendsNeitherDoubleNorOversell sends many people at once,
+// several per phone, to a form with fewer places than phones: one live
+// entry per phone, never more than the places, and the journal, the
+// rebuilt state and the projection agree.
+func TestConcurrentSendsNeitherDoubleNorOversell(t *testing.T) {
+	t.Parallel()
+	const people, phones, places = 400, 40, 25
+	r := newRig(t, places)
+	entries := make([]journal.Entry, people)
+	for i := range entries {
+		entries[i] = r.entry(t, fmt.Sprint("k", i), fmt.Sprint("P", i), fmt.Sprintf("139 0000 %04d", i%phones))
+	}
+	outcomes := make([]string, people)
+	var wg sync.WaitGroup
+	for i := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := r.d.Append(context.Background(), entries[i], true)
+			if err != nil {
+				t.Errorf("append %d: %v", i, err)
+				return
+			}
+			outcomes[i], _ = decisionOf(a.Entry.Data)
+		}()
+	}
+	wg.Wait()
+	stored := map[string]int{}
+	n := 0
+	for i, o := range outcomes {
+		if o == decStored {
+			n++
+			stored[entries[i].Claims[0]]++
+		}
+	}
+	if n != places {
+		t.Errorf("%d stored; want the %d places taken", n, places)
+	}
+	for c, k := range stored {
+		if k > 1 {
+			t.Errorf("claim %s stored %d times", c, k)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rebuilt, _, err := recoverState(ctx, r.j, "", places)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := same(rebuilt, len(r.d.s.keys), len(r.d.s.claims), r.d.s.taken); err != nil || rebuilt.taken != places {
+		t.Errorf("rebuilt: %v, %d taken", err, rebuilt.taken)
+	}
+	p, err := openProjector(ctx, r.j, filepath.Join(r.dir, "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	for p.pos.Load() < people {
+		if err := p.runOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var claims int
+	if err := p.db.QueryRowContext(ctx, `SELECT count(*) FROM claims`).Scan(&claims); err != nil || claims != places {
+		t.Errorf("the projection holds %d claims (%v); want %d", claims, err, places)
 	}
 }
