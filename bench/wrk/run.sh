@@ -17,7 +17,12 @@
 #     formd-base (the binary at $FORMD_BASE, such as an earlier commit's
 #     build, with every default), for a before/after in one run; and
 #     LABEL=PATH: the formd binary at PATH, shown as LABEL (steps of a
-#     change, each an earlier commit's build, in one run).
+#     change, each an earlier commit's build, in one run); inmem (the
+#     study of BENCHMARKS.md §12, bench/inmem: formd's intake with the
+#     decisions in memory over the same journal, the store a projection;
+#     its projection lag at the end of each run is printed); inmem-journal
+#     (the same without the projector: the journal alone, to show what the
+#     store's projection costs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}
@@ -30,6 +35,7 @@ trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$OUT"' EXIT
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install -y wrk)"; exit 1; }
 go build -o "$OUT/formd" ./cmd/formd
 go build -o "$OUT/ceiling" ./bench/ceiling
+case " $SERVERS " in *" inmem "* | *" inmem-journal "*) go build -o "$OUT/inmem" ./bench/inmem ;; esac
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 port=18600
@@ -49,6 +55,12 @@ run_one() {
       ;;
     ceiling)
       "$OUT/ceiling" -addr "127.0.0.1:$port" & pid=$!
+      ;;
+    inmem | inmem-journal)
+      local project=true
+      [ "$name" = inmem-journal ] && project=false
+      rm -rf "$OUT/data"
+      "$OUT/inmem" -addr "127.0.0.1:$port" -data "$OUT/data" -forms bench/wrk/bench.yaml -project=$project 2>"$OUT/inmem.log" & pid=$!
       ;;
     formd | formd-processor | formd-base)
       local bin="$OUT/formd" extra=()
@@ -75,9 +87,18 @@ run_one() {
   p99=$(awk '/^p99_ms/ {print $2}' "$OUT/wrk.txt")
   statuses=$(awk '/^statuses/ {$1=""; print}' "$OUT/wrk.txt" | xargs | tr ' ' ',')
   errors=$(awk '/Socket errors|Non-2xx/ {printf "%s ", $0}' "$OUT/wrk.txt")
-  cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$reqs" 'BEGIN {printf "%.1f", t / hz * 1e6 / n}')
+  # inmem's projector may still owe the store some records when the load
+  # stops: the CPU it spends catching up (it reports it) is counted too.
+  local owed=0
+  [ "$name" = inmem ] && owed=$(grep -ho 'catch-up CPU [0-9.]*' "$OUT/inmem.log" | awk '{print $3 / 1000}')
+  cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v o="${owed:-0}" -v n="$reqs" 'BEGIN {printf "%.1f", (t / hz + o) * 1e6 / n}')
   echo "$label $conns $rps $p50 $p99 $cpu $statuses" >>"$OUT/results"
   printf '%-8s c=%-5s %10s req/s  p50 %7s ms  p99 %7s ms  cpu %6s us/req  %s %s\n' "$label" "$conns" "$rps" "$p50" "$p99" "$cpu" "$statuses" "$errors"
+  if [ "$name" = inmem ] || [ "$name" = inmem-journal ]; then
+    # Its projector's lag when the load stopped, and the time to catch up
+    # (written by bench/inmem as it stops).
+    grep -h 'projection' "$OUT/inmem.log" | sed "s/^/         c=$conns /" | tee -a "$OUT/lags" || echo "         inmem did not report its lag: $(tail -n 3 "$OUT/inmem.log")"
+  fi
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), ${ROUNDS} rounds of ${SECS}s"
@@ -89,6 +110,7 @@ for conns in $CONNS; do
   done
 done
 
+[ -s "$OUT/lags" ] && { echo; echo "inmem's projection at the end of each run:"; cat "$OUT/lags"; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 echo
 echo "| server | connections | req/s (median) | p50 ms | p99 ms | server CPU µs/req |"
