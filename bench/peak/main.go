@@ -271,28 +271,28 @@ func (f *formd) stop() {
 }
 
 type result struct {
-	round                     int
-	mode                      string
-	accepted, warm            int64
-	intake, p50, p99, cpuUS   float64
-	statuses                  string
-	drain                     time.Duration
-	drained                   bool
-	retentionStart, retention time.Duration // from the start of the peak; its length
-	erased                    int64
-	retentionFailed           bool
-	beacons, beaconErrors     int64
-	mailsSkipped              int64 // confirmations over the form's budget, skipped
-	pages                     int
-	pageP50, pageMax          time.Duration
+	round                                 int
+	mode                                  string
+	accepted, warm                        int64
+	intake, p50, p99, cpuUS               float64
+	statuses                              string
+	drain                                 time.Duration
+	drained                               bool
+	retentionStart, retention             time.Duration // from the start of the peak; its length
+	erased                                int64
+	retentionFailed                       bool
+	beacons, beaconsRefused, beaconErrors int64
+	mailsSkipped                          int64 // confirmations over the form's budget, skipped
+	pages                                 int
+	pageP50, pageMax                      time.Duration
 }
 
 func (r result) String() string {
 	s := fmt.Sprintf("round %d  %-4s  intake %7.0f/s  p50 %6.1f ms  p99 %6.1f ms  cpu %6.1f µs/sub  (%s)", r.round, r.mode, r.intake, r.p50, r.p99, r.cpuUS, r.statuses)
 	if r.mode == "full" {
-		s += fmt.Sprintf("\n            drained %.1fs after the peak (%v); retention from %.1fs for %.1fs, erased %d, failed %v; %d beacons (%d errors); %d console pages, p50 %.0f ms, max %.0f ms",
+		s += fmt.Sprintf("\n            drained %.1fs after the peak (%v); retention from %.1fs for %.1fs, erased %d, failed %v; %d beacons (%d over the form's budget, %d errors or dropped); %d console pages, p50 %.0f ms, max %.0f ms",
 			r.drain.Seconds(), r.drained, r.retentionStart.Seconds(), r.retention.Seconds(), r.erased, r.retentionFailed,
-			r.beacons, r.beaconErrors, r.pages, ms(r.pageP50), ms(r.pageMax))
+			r.beacons, r.beaconsRefused, r.beaconErrors, r.pages, ms(r.pageP50), ms(r.pageMax))
 	}
 	return s
 }
@@ -351,7 +351,7 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
-	var beacons, beaconErrors atomic.Int64
+	var beacons, beaconsRefused, beaconErrors atomic.Int64
 	var pages []time.Duration
 	var retention retentionWatch
 	peakStart := time.Now()
@@ -366,7 +366,7 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 			cancel()
 			return res, err
 		}
-		bg.Go(func() { reportArrivals(ctx, f.base, f.metrics, &beacons, &beaconErrors) })
+		bg.Go(func() { reportArrivals(ctx, f.base, f.metrics, &beacons, &beaconsRefused, &beaconErrors) })
 		bg.Go(func() { pages = refreshConsole(ctx, f.base, token) })
 		bg.Go(func() { retention.watch(ctx, f.metrics, int64(old)) })
 	}
@@ -423,7 +423,7 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 		}
 		cancel()
 		bg.Wait()
-		res.beacons, res.beaconErrors = beacons.Load(), beaconErrors.Load()
+		res.beacons, res.beaconsRefused, res.beaconErrors = beacons.Load(), beaconsRefused.Load(), beaconErrors.Load()
 		res.pages = len(pages)
 		if len(pages) > 0 {
 			slices.Sort(pages)
@@ -536,7 +536,7 @@ func adminToken(logPath string) (string, error) {
 
 // reportArrivals sends the SDK's beacon — started and answered — for
 // every submission formd answered, as the SDK does after each answer.
-func reportArrivals(ctx context.Context, base, metricsBase string, sent, failed *atomic.Int64) {
+func reportArrivals(ctx context.Context, base, metricsBase string, sent, refused, failed *atomic.Int64) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 10 * time.Second}
 	jobs := make(chan int64, 1<<16)
 	var wg sync.WaitGroup
@@ -561,6 +561,13 @@ func reportArrivals(ctx context.Context, base, metricsBase string, sent, failed 
 				}
 				io.Copy(io.Discard, resp.Body) //nolint:errcheck // the status says it
 				resp.Body.Close()
+				if resp.StatusCode == http.StatusTooManyRequests {
+					// Over the form's arrival budget (20,000 events, then
+					// 200 a second): formd sheds a flood of reports by
+					// design, as it skips confirmations over theirs.
+					refused.Add(1)
+					continue
+				}
 				if resp.StatusCode != http.StatusAccepted {
 					failed.Add(1)
 					continue
