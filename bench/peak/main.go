@@ -440,8 +440,11 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 		logText, _ := os.ReadFile(f.logPath)
 		res.retentionFailed = bytes.Contains(logText, []byte("retention pass failed")) || res.erased < int64(old)
 		log.Printf("round %d: %d mails over %d SMTP sessions, %d confirmations skipped over the budget", round, env.mails.Load(), env.sessions.Load(), res.mailsSkipped)
-		env.hooks.Add(-2 * total)
-		env.mails.Add(-total)
+		// The next round starts a new formd on fresh data: what this one
+		// received (a webhook delivered again, confirmations skipped
+		// rather than sent) must not carry over into its counts.
+		env.hooks.Store(0)
+		env.mails.Store(0)
 		env.sessions.Store(0)
 	}
 	cancel()
