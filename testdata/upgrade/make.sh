@@ -22,9 +22,10 @@ repo=$(git -C "$here" rev-parse --show-toplevel)
 # main when the upgrade tests began, the release that added backups,
 # HTTPS and uploads, and the one that added S3 uploads, proof-of-work and
 # intake's refusal counts, and the one that made the uploads directory
-# content-addressed and let uploads resume on any instance (RELEASES="…"
-# makes only those named).
-releases="${RELEASES:-b3f9691 d2ed5ed 567ad3d 37359fb 40587a2 c547f67 e32961e}"
+# content-addressed and let uploads resume on any instance, and v0.1.0
+# (drafts, the participant's link and changes, check-in, option places,
+# review, the erasure notice; RELEASES="…" makes only those named).
+releases="${RELEASES:-b3f9691 d2ed5ed 567ad3d 37359fb 40587a2 c547f67 e32961e 089b4a0}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$repo" && go build -o "$tmp/gen" ./testdata/upgrade/gen)
