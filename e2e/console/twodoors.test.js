@@ -47,11 +47,12 @@ before(async () => {
   writeFileSync(formsFile, forms);
   const store = pgURL + (pgURL.includes('?') ? '&' : '?') + `search_path=${schema}`;
   const shared = ['--store', store, '--journal', natsURL, '--nats-stream', `DOORS_${suffix}`, '--forms-refresh', '200ms', '--reconcile-every', '1s'];
-  a = new Formd(bin.bin, { dataDir: join(tmp.dir, 'a'), port: await freePort(), forms: formsFile, args: shared });
+  // Each its own metrics address: the default one can be held by only one.
+  a = new Formd(bin.bin, { dataDir: join(tmp.dir, 'a'), port: await freePort(), forms: formsFile, args: [...shared, '--metrics-addr', `127.0.0.1:${await freePort()}`] });
   await a.start();
   // The second instance shares the store: its banner says a token was
   // issued before, and the first's token is good on both.
-  b = new Formd(bin.bin, { dataDir: join(tmp.dir, 'b'), port: await freePort(), forms: formsFile, args: shared });
+  b = new Formd(bin.bin, { dataDir: join(tmp.dir, 'b'), port: await freePort(), forms: formsFile, args: [...shared, '--metrics-addr', `127.0.0.1:${await freePort()}`] });
   b.token = a.token;
   await b.start();
   browser = await launch();
@@ -102,9 +103,18 @@ test('two door pages at two instances scan the same ticket at once: one checks i
     await Promise.all([east, west].map((d) => d.page.getByRole('button', { name: 'Check in' }).click()));
     const said = {};
     for (const [where, d] of [['East', east], ['West', west]]) {
+      // The page answers at once from its roster ("not yet confirmed"),
+      // then with the server's decision once the scan is sent: wait for
+      // this scan's line to carry the decision.
+      const recent = d.page.getByRole('region', { name: 'Recent scans' }).getByRole('listitem');
+      await waitFor(
+        async () => {
+          const first = (await recent.allTextContents())[0] || '';
+          return first.includes(t[name].code) && !/Not yet confirmed/.test(first) && (said[where] = first);
+        },
+        { timeout: 20000, what: `${where}'s decided answer for ${name}` },
+      );
       await d.page.getByText(/^0 scans waiting to be sent$/).waitFor({ timeout: 20000 });
-      const lines = await d.page.getByRole('region', { name: 'Recent scans' }).getByRole('listitem').allTextContents();
-      said[where] = lines[0];
     }
     const first = Object.keys(said).filter((w) => new RegExp(`Checked in — ${name}, ${session}$`).test(said[w]));
     const second = Object.keys(said).filter((w) => new RegExp(`Already checked in at \\d\\d:\\d\\d at door (East|West) — ${name}, ${session}$`).test(said[w]));
