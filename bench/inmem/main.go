@@ -33,6 +33,7 @@ import (
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/intake"
 	"github.com/formd/formd/internal/journal/sqlitejournal"
+	"github.com/formd/formd/internal/loop"
 	"github.com/formd/formd/internal/processor"
 )
 
@@ -186,21 +187,14 @@ func serve(ctx context.Context, addr, formsPath, dir string, capacity int64, pro
 
 // watchLag keeps the largest lag of the projection behind the journal.
 func watchLag(ctx context.Context, j *sqlitejournal.Journal, p *projector, maxLag *atomic.Uint64) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if st, err := j.Stats(ctx); err == nil && st.LastSeq > p.pos.Load() {
-				lag := st.LastSeq - p.pos.Load()
-				if lag > maxLag.Load() {
-					maxLag.Store(lag)
-				}
+	loop.Every(ctx, 100*time.Millisecond, func() {
+		if st, err := j.Stats(ctx); err == nil && st.LastSeq > p.pos.Load() {
+			lag := st.LastSeq - p.pos.Load()
+			if lag > maxLag.Load() {
+				maxLag.Store(lag)
 			}
 		}
-	}
+	})
 }
 
 // stopAndReport reports the projection's lag when the load stopped and

@@ -51,6 +51,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/formd/formd/bench/proc"
+	"github.com/formd/formd/internal/loop"
 )
 
 func main() {
@@ -583,14 +584,7 @@ func reportArrivals(ctx context.Context, base, metricsBase string, sent, refused
 	defer close(jobs)
 	start := answers(metricsBase)
 	var queued int64
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	loop.Every(ctx, time.Second, func() {
 		n := answers(metricsBase) - start
 		for ; queued < n; queued++ {
 			select {
@@ -599,7 +593,7 @@ func reportArrivals(ctx context.Context, base, metricsBase string, sent, refused
 				failed.Add(1)
 			}
 		}
-	}
+	})
 }
 
 // sdkKey is a random UUID v4 in lower case, as the SDK makes its keys.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/loop"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -121,20 +122,13 @@ func drain(ctx context.Context, step func(context.Context) (int, error)) (int, e
 
 // Run applies retention every interval until ctx ends.
 func (j *Retention) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			erased, pruned, err := j.RunOnce(ctx)
-			if err != nil && ctx.Err() == nil {
-				j.log.Warn("retention pass failed; it runs again at the next interval", "err", err)
-			}
-			if erased+pruned > 0 {
-				j.log.Info("retention", "erased", erased, "pruned", pruned)
-			}
+	loop.Every(ctx, every, func() {
+		erased, pruned, err := j.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			j.log.Warn("retention pass failed; it runs again at the next interval", "err", err)
 		}
-	}
+		if erased+pruned > 0 {
+			j.log.Info("retention", "erased", erased, "pruned", pruned)
+		}
+	})
 }

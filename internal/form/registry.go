@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/formd/formd/internal/loop"
 )
 
 // Record is a form definition (or a site's settings) as a store keeps it:
@@ -138,18 +140,11 @@ func (r *Registry) Refresh(ctx context.Context) error {
 
 // Run refreshes every interval until ctx ends.
 func (r *Registry) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
-				r.log.Warn("forms refresh failed", "err", err)
-			}
+	loop.Every(ctx, every, func() {
+		if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("forms refresh failed", "err", err)
 		}
-	}
+	})
 }
 
 // Records turns a set into what the store keeps: each form, and each

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/loop"
 	"github.com/formd/formd/internal/store"
 )
 
@@ -144,18 +145,11 @@ func (p *Processor) Run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() {
-		t := time.NewTicker(p.opts.ReconcileEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := p.Reconcile(ctx); err != nil && ctx.Err() == nil {
-					p.opts.Logger.Warn("reconciler", "err", err)
-				}
+		loop.Every(ctx, p.opts.ReconcileEvery, func() {
+			if _, err := p.Reconcile(ctx); err != nil && ctx.Err() == nil {
+				p.opts.Logger.Warn("reconciler", "err", err)
 			}
-		}
+		})
 	})
 	wg.Wait()
 	return nil

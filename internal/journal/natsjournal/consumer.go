@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/formd/formd/internal/journal"
+	"github.com/formd/formd/internal/loop"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -178,14 +179,7 @@ func (j *Journal) lease(msgs []jetstream.Msg) []journal.Entry {
 // leaseLoop tells the server, every third of AckWait, that the entries
 // this instance holds are still in progress.
 func (j *Journal) leaseLoop(ctx context.Context) {
-	t := time.NewTicker(max(j.opts.AckWait/3, 50*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	loop.Every(ctx, max(j.opts.AckWait/3, 50*time.Millisecond), func() {
 		j.mu.Lock()
 		msgs := make([]jetstream.Msg, 0, len(j.inflight))
 		for _, f := range j.inflight {
@@ -195,7 +189,7 @@ func (j *Journal) leaseLoop(ctx context.Context) {
 		for _, m := range msgs {
 			_ = m.InProgress() // an entry acked meanwhile refuses it; that is fine
 		}
-	}
+	})
 }
 
 // Ack tells the server the entries are decided. Sequences this instance
