@@ -259,19 +259,25 @@ func day(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04")
 }
 
-// account finds the account --email names.
-func (u *usersRun) account(ctx context.Context, svc *accounts.Service) (accounts.Account, int) {
+// onAccount opens the store, finds the account --email names and calls
+// fn with both, returning fn's exit code or the code of what failed first.
+func (u *usersRun) onAccount(ctx context.Context, fn func(*accounts.Service, accounts.Account) int) int {
+	svc, closeStore, code := u.open(ctx)
+	if svc == nil {
+		return code
+	}
+	defer closeStore()
 	a, err := svc.AccountByEmail(ctx, u.operator(), *u.email)
 	if errors.Is(err, accounts.ErrNotFound) {
-		return a, u.fail(fmt.Errorf("--email: no account has the e-mail %s; formd users list shows them", strings.TrimSpace(*u.email)))
+		return u.fail(fmt.Errorf("--email: no account has the e-mail %s; formd users list shows them", strings.TrimSpace(*u.email)))
 	}
 	if errors.Is(err, accounts.ErrInvalidEmail) {
-		return a, u.usage("--email: %v", err)
+		return u.usage("--email: %v", err)
 	}
 	if err != nil {
-		return a, u.fail(err)
+		return u.fail(err)
 	}
-	return a, 0
+	return fn(svc, a)
 }
 
 // usersPasswd sets an account's password from the server's command line:
@@ -288,63 +294,42 @@ func usersPasswd(ctx context.Context, u *usersRun) int {
 	if err != nil {
 		return u.usage("%v", err)
 	}
-	svc, closeStore, code := u.open(ctx)
-	if svc == nil {
-		return code
-	}
-	defer closeStore()
-	a, code := u.account(ctx, svc)
-	if code != 0 {
-		return code
-	}
-	if err := svc.SetPassword(ctx, u.operator(), a.ID, password); err != nil {
-		return u.fail(err)
-	}
-	fmt.Fprintf(u.stdout, "set the password of %s: its sessions are ended\n", a.Email)
-	return 0
+	return u.onAccount(ctx, func(svc *accounts.Service, a accounts.Account) int {
+		if err := svc.SetPassword(ctx, u.operator(), a.ID, password); err != nil {
+			return u.fail(err)
+		}
+		fmt.Fprintf(u.stdout, "set the password of %s: its sessions are ended\n", a.Email)
+		return 0
+	})
 }
 
 func usersDisable(ctx context.Context, u *usersRun) int {
 	if !u.need("email", u.email, "ann@example.com") {
 		return 2
 	}
-	svc, closeStore, code := u.open(ctx)
-	if svc == nil {
-		return code
-	}
-	defer closeStore()
-	a, code := u.account(ctx, svc)
-	if code != 0 {
-		return code
-	}
-	if _, err := svc.SetDisabled(ctx, u.operator(), a.ID, true); err != nil {
-		return u.fail(err)
-	}
-	fmt.Fprintf(u.stdout, "disabled %s: its sessions are ended and its tokens refused\n", a.Email)
-	return 0
+	return u.onAccount(ctx, func(svc *accounts.Service, a accounts.Account) int {
+		if _, err := svc.SetDisabled(ctx, u.operator(), a.ID, true); err != nil {
+			return u.fail(err)
+		}
+		fmt.Fprintf(u.stdout, "disabled %s: its sessions are ended and its tokens refused\n", a.Email)
+		return 0
+	})
 }
 
 func usersToken(ctx context.Context, u *usersRun) int {
 	if !u.need("email", u.email, "ann@example.com") || !u.need("name", u.label, "zapier") {
 		return 2
 	}
-	svc, closeStore, code := u.open(ctx)
-	if svc == nil {
-		return code
-	}
-	defer closeStore()
-	a, code := u.account(ctx, svc)
-	if code != 0 {
-		return code
-	}
-	token, t, err := svc.CreateToken(ctx, u.operator(), a.ID, *u.label)
-	if err != nil {
-		return u.fail(err)
-	}
-	fmt.Fprintln(u.stdout, token)
-	fmt.Fprintf(u.stderr, "formd: token %s for %s (%s of %s); it is shown once, keep it now. Revoke it with formd users revoke-token --id %s\n",
-		t.ID, a.Email, a.Role, strings.Join(a.Sites, ","), t.ID)
-	return 0
+	return u.onAccount(ctx, func(svc *accounts.Service, a accounts.Account) int {
+		token, t, err := svc.CreateToken(ctx, u.operator(), a.ID, *u.label)
+		if err != nil {
+			return u.fail(err)
+		}
+		fmt.Fprintln(u.stdout, token)
+		fmt.Fprintf(u.stderr, "formd: token %s for %s (%s of %s); it is shown once, keep it now. Revoke it with formd users revoke-token --id %s\n",
+			t.ID, a.Email, a.Role, strings.Join(a.Sites, ","), t.ID)
+		return 0
+	})
 }
 
 func usersRevokeToken(ctx context.Context, u *usersRun) int {

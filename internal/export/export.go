@@ -188,16 +188,23 @@ func SplitExtra(data json.RawMessage) (fields, extra json.RawMessage) {
 			extra = v
 			continue
 		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		kb, _ := json.Marshal(t)
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(v)
+		addMember(&b, t, v)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), extra
+}
+
+// addMember writes key and its value v into the JSON object b is building
+// (b holds its opening brace), in the order of the entry's own JSON, which
+// a map would lose.
+func addMember(b *bytes.Buffer, key any, v json.RawMessage) {
+	if b.Len() > 1 {
+		b.WriteByte(',')
+	}
+	kb, _ := json.Marshal(key)
+	b.Write(kb)
+	b.WriteByte(':')
+	b.Write(v)
 }
 
 // values decodes an entry's data: the form's fields by name, and the

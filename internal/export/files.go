@@ -96,13 +96,7 @@ func rewriteFiles(f *form.Form, data json.RawMessage, byField map[string][]links
 			}
 			v = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(v)
+		addMember(&b, k, v)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
