@@ -64,12 +64,8 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		opts.Zone = z
 	}
 	c := cli{"formd export", stderr}
-	cfg, code := c.settings(loader)
-	if code != 0 {
-		return code
-	}
 	ctx := context.Background()
-	st, code := c.store(ctx, cfg)
+	cfg, st, code := c.withStore(ctx, loader)
 	if code != 0 {
 		return code
 	}

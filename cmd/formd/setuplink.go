@@ -28,12 +28,8 @@ func setupLinkCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	c := cli{"formd setup-link", stderr}
-	cfg, exit := c.settings(loader)
-	if exit != 0 {
-		return exit
-	}
 	ctx := context.Background()
-	st, exit := c.store(ctx, cfg)
+	_, st, exit := c.withStore(ctx, loader)
 	if exit != 0 {
 		return exit
 	}

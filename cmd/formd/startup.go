@@ -51,6 +51,17 @@ func (c cli) store(ctx context.Context, cfg config.Config) (server.Store, int) {
 	return st, 0
 }
 
+// withStore loads the settings and opens the store they name (export,
+// token, setup-link); the caller closes it.
+func (c cli) withStore(ctx context.Context, l *config.Loader) (config.Config, server.Store, int) {
+	cfg, code := c.settings(l)
+	if code != 0 {
+		return cfg, nil, code
+	}
+	st, code := c.store(ctx, cfg)
+	return cfg, st, code
+}
+
 // attach opens the journal and the store beside serving instances
 // (server.AttachDrivers); the caller closes both, the journal first.
 func (c cli) attach(ctx context.Context, cfg config.Config, log *slog.Logger) (journal.Journal, server.Store, int) {

@@ -23,12 +23,8 @@ func tokenCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	c := cli{"formd token", stderr}
-	cfg, code := c.settings(loader)
-	if code != 0 {
-		return code
-	}
 	ctx := context.Background()
-	st, code := c.store(ctx, cfg)
+	_, st, code := c.withStore(ctx, loader)
 	if code != 0 {
 		return code
 	}
