@@ -172,22 +172,8 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 		return loadtestMix(ctx, cfg, *asJSON, stdout, stderr)
 	}
 	rep, err := loadtest.Run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "formd loadtest: %v\n", err)
-		if loadtest.IsConfigError(err) {
-			return 2
-		}
-		return 3
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "formd loadtest: %v\n", err)
-			return 3
-		}
-	} else {
-		rep.WriteText(stdout)
+	if code := printLoadtest(rep, err, *asJSON, stdout, stderr); code != 0 {
+		return code
 	}
 	switch {
 	case rep.OK:
@@ -202,6 +188,20 @@ func loadtestCmd(args []string, stdout, stderr io.Writer) int {
 // loadtestMix runs --mix and prints its report.
 func loadtestMix(ctx context.Context, cfg loadtest.Config, asJSON bool, stdout, stderr io.Writer) int {
 	rep, err := loadtest.RunMix(ctx, cfg)
+	if code := printLoadtest(rep, err, asJSON, stdout, stderr); code != 0 {
+		return code
+	}
+	if !rep.OK {
+		return 1
+	}
+	return 0
+}
+
+// printLoadtest prints a run's report, as JSON or as text, or why the run
+// could not be made: it returns 2 for settings, 3 for a run that broke or
+// a report that could not be written, and 0 when the report is printed and
+// its verdict is the caller's to read.
+func printLoadtest(rep interface{ WriteText(io.Writer) }, err error, asJSON bool, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "formd loadtest: %v\n", err)
 		if loadtest.IsConfigError(err) {
@@ -209,18 +209,15 @@ func loadtestMix(ctx context.Context, cfg loadtest.Config, asJSON bool, stdout, 
 		}
 		return 3
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "formd loadtest: %v\n", err)
-			return 3
-		}
-	} else {
+	if !asJSON {
 		rep.WriteText(stdout)
+		return 0
 	}
-	if !rep.OK {
-		return 1
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		fmt.Fprintf(stderr, "formd loadtest: %v\n", err)
+		return 3
 	}
 	return 0
 }
