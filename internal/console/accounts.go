@@ -24,19 +24,7 @@ type accountsView struct {
 }
 
 func (h *Handler) accountsPage(w http.ResponseWriter, r *http.Request, p page) error {
-	v := accountsView{Roles: []string{"owner", "editor", "viewer"}, Manage: p.CanAnywhere("manage")}
-	var err error
-	if v.Manage {
-		if v.Accounts, err = h.adm.Accounts.Accounts(r.Context(), p.P); err != nil {
-			return err
-		}
-	}
-	if v.Tokens, err = h.adm.Accounts.Tokens(r.Context(), p.P, ""); err != nil {
-		return err
-	}
-	p.Nav, p.Title, p.Data = "accounts", p.L.T["nav.accounts"], v
-	h.render(w, http.StatusOK, "accounts", p)
-	return nil
+	return h.accountsShown(w, r, p, http.StatusOK, accountsView{})
 }
 
 func sitesOf(s string) []string {

@@ -47,7 +47,7 @@ func (h *Handler) entryFiles(ctx context.Context, f *form.Form, e admin.EntryVie
 			if name == "" {
 				name = fd.Name
 			}
-			out = append(out, entryFile{Field: label, Name: name, Type: file.Type, Size: byteSize(file.Size),
+			out = append(out, entryFile{Field: label, Name: name, Type: file.Type, Size: form.Size(file.Size).Shown(),
 				URL: localURL(file.URL), Thumb: uploads.ThumbURL(localURL(file.URL), file.Type), field: fd.Name})
 		}
 	}
@@ -81,16 +81,6 @@ func localURL(link string) string {
 		return link
 	}
 	return u.RequestURI()
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // The entry page's words about files (uploads), kept apart from the

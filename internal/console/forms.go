@@ -78,12 +78,19 @@ func (h *Handler) cardOf(r *http.Request, f *form.Form) (card, error) {
 	return card{FormStats: st, Chart: ch, Now: time.Now()}, nil
 }
 
-func (h *Handler) card(w http.ResponseWriter, r *http.Request, p page) error {
+// formCard finds the form the request names, if the account may read it,
+// and its card: what the form's page and its refreshed card show.
+func (h *Handler) formCard(r *http.Request, p page) (*form.Form, card, error) {
 	f, err := h.formOf(r, p, accounts.Read)
 	if err != nil {
-		return err
+		return nil, card{}, err
 	}
 	c, err := h.cardOf(r, f)
+	return f, c, err
+}
+
+func (h *Handler) card(w http.ResponseWriter, r *http.Request, p page) error {
+	_, c, err := h.formCard(r, p)
 	if err != nil {
 		return err
 	}
@@ -93,11 +100,7 @@ func (h *Handler) card(w http.ResponseWriter, r *http.Request, p page) error {
 }
 
 func (h *Handler) formPage(w http.ResponseWriter, r *http.Request, p page) error {
-	f, err := h.formOf(r, p, accounts.Read)
-	if err != nil {
-		return err
-	}
-	c, err := h.cardOf(r, f)
+	f, c, err := h.formCard(r, p)
 	if err != nil {
 		return err
 	}

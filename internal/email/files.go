@@ -1,8 +1,9 @@
 package email
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/formd/formd/internal/form"
 )
 
 // FileLink is one file of an entry as the owner's mail lists it: its
@@ -34,24 +35,10 @@ func fileRows(fs []FileLink, loc *time.Location, l lang) ([]fileRow, string) {
 		if name == "" {
 			name = "—"
 		}
-		rows[i] = fileRow{Field: f.Field, Name: oneLine(name), Type: f.Type, Size: byteSize(f.Size), URL: f.URL}
+		rows[i] = fileRow{Field: f.Field, Name: oneLine(name), Type: f.Type, Size: form.Size(f.Size).Shown(), URL: f.URL}
 		if f.Until.Before(until) {
 			until = f.Until
 		}
 	}
 	return rows, l.when(until, loc)
-}
-
-// byteSize shows a size as people read it (binary units, as max_size
-// takes them).
-func byteSize(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }

@@ -110,6 +110,22 @@ func (z Size) String() string {
 	return strconv.FormatInt(int64(z), 10)
 }
 
+// Shown writes the size as people read it, to one decimal in the largest
+// binary unit below it (max_size takes the same units): "1.5 MiB" for a
+// file's size in an e-mail or the console.
+func (z Size) Shown() string {
+	n := int64(z)
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
 // checkFile checks a file field's settings (max_size, max_files, accept).
 func (c *compiler) checkFile(name string, fd Field) {
 	if fd.MaxSize != nil && (*fd.MaxSize < 1 || *fd.MaxSize > MaxMaxSize) {

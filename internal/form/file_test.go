@@ -56,6 +56,15 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
+func TestSizeShown(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[Size]string{0: "0 B", 1023: "1023 B", 1 << 10: "1.0 KiB", 3 << 19: "1.5 MiB", 5 << 30: "5.0 GiB"} {
+		if got := n.Shown(); got != want {
+			t.Errorf("Size(%d).Shown() = %q, want %q", n, got, want)
+		}
+	}
+}
+
 func TestFileFieldRefusesBadSettings(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{

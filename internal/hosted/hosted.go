@@ -293,6 +293,13 @@ func (h *Handler) FormErrors(w http.ResponseWriter, r *http.Request, f *form.For
 			v.Hidden[i].Value = s
 		}
 	}
+	v.fill(l, values, errs)
+	h.render(w, f, http.StatusUnprocessableEntity, "page", v)
+}
+
+// fill puts what was typed back into the page's fields, each error next
+// to its field, and the focus on the first field in error.
+func (v *pageView) fill(l lang, values map[string]any, errs []form.FieldError) {
 	byField := map[string]form.FieldError{}
 	for _, e := range errs {
 		byField[e.Field] = e
@@ -306,7 +313,6 @@ func (h *Handler) FormErrors(w http.ResponseWriter, r *http.Request, f *form.For
 			fv.Autofocus, focused = !focused, true
 		}
 	}
-	h.render(w, f, http.StatusUnprocessableEntity, "page", v)
 }
 
 // done is GET /f/{form}/done?key=K, where a plain HTML post lands: the

@@ -35,19 +35,7 @@ func (h *Handler) Preview(w http.ResponseWriter, r *http.Request, f *form.Form, 
 					errs = ve.Errors
 				}
 			}
-			focused := false
-			byField := map[string]form.FieldError{}
-			for _, e := range errs {
-				byField[e.Field] = e
-			}
-			for i := range v.Fields {
-				fv := &v.Fields[i]
-				fv.fill(values[fv.Name])
-				if e, ok := byField[fv.Name]; ok {
-					fv.Error = errorText(l, fv.Label, e)
-					fv.Autofocus, focused = !focused, true
-				}
-			}
+			v.fill(l, values, errs)
 			if len(errs) > 0 {
 				v.Summary = l.T["invalid"]
 			} else {
