@@ -2,17 +2,10 @@
 -- new idempotency key and phone number) in run RUN (0..499), so that the
 -- runs of one benchmark, on one growing store, never share one. Usage:
 --   wrk -t2 -c500 -d20s -s bench/backup/submit.lua URL -- RUN
-thread_id = 0
-local threads = {}
-
-function setup(thread)
-  thread:set("thread_id", #threads)
-  table.insert(threads, thread)
-end
+dofile("bench/wrk/tally.lua")
 
 function init(args)
   counter = 0
-  statuses = {}
   run = tonumber(args[1] or "0")
 end
 
@@ -25,21 +18,4 @@ function request()
   local prefix = p < 10 and 130 + p or 170 + p
   local body = string.format('{"name":"Person %d","phone":"+86 %d %04d %04d","tickets":1}', counter, prefix, math.floor(n / 10000) % 10000, n % 10000)
   return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["Idempotency-Key"] = key}, body)
-end
-
-function response(status, headers, body)
-  statuses[status] = (statuses[status] or 0) + 1
-end
-
-function done(summary, latency, requests)
-  local total = {}
-  for _, t in ipairs(threads) do
-    local s = t:get("statuses")
-    for code, n in pairs(s) do total[code] = (total[code] or 0) + n end
-  end
-  local parts = {}
-  for code, n in pairs(total) do table.insert(parts, string.format("%d=%d", code, n)) end
-  table.sort(parts)
-  io.write(string.format("statuses: %s\n", table.concat(parts, " ")))
-  io.write(string.format("p50_ms: %.2f\np99_ms: %.2f\n", latency:percentile(50) / 1000, latency:percentile(99) / 1000))
 end
