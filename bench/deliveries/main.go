@@ -241,7 +241,7 @@ func runMode(bin, mode, base string, rcv *receiver, dur time.Duration, clients, 
 	profiled := make(chan error, 1)
 	if debugAddr != "" {
 		go func() {
-			profiled <- profile(debugAddr, min(dur-time.Second, 10*time.Second), filepath.Join(profileDir, mode+".pprof"))
+			profiled <- proc.Profile(debugAddr, min(dur-time.Second, 10*time.Second), filepath.Join(profileDir, mode+".pprof"))
 		}()
 	} else {
 		profiled <- nil
@@ -303,24 +303,6 @@ func runMode(bin, mode, base string, rcv *receiver, dur time.Duration, clients, 
 		}
 	}
 	return res, nil
-}
-
-// profile saves a CPU profile of d from formd's debug server.
-func profile(debugAddr string, d time.Duration, path string) error {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, int(d.Seconds())))
-	if err != nil {
-		return fmt.Errorf("profile: %w", err)
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func countMap(m *sync.Map) int {
@@ -447,14 +429,6 @@ func summarize(rs []result) {
 		med(func(r result) float64 { return r.drainAfterStop.Seconds() }, "webhooks"),
 		med(func(r result) float64 { return ms(r.pacedP50) }, "webhooks"), med(func(r result) float64 { return ms(r.pacedP99) }, "webhooks"))
 	if len(ratios) > 0 {
-		fmt.Printf("\nintake with two webhooks / without, per round: %v; median %.2f\n", fmtRatios(ratios), ratios[len(ratios)/2])
+		fmt.Printf("\nintake with two webhooks / without, per round: %v; median %.2f\n", proc.List(ratios), ratios[len(ratios)/2])
 	}
-}
-
-func fmtRatios(v []float64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprintf("%.2f", x)
-	}
-	return strings.Join(s, " ")
 }

@@ -374,7 +374,7 @@ func runMode(bin, mode string, round int, template, work string, env *environmen
 	profiled := make(chan error, 1)
 	if debugAddr != "" {
 		go func() {
-			profiled <- profile(debugAddr, min(dur-2*time.Second, 15*time.Second), filepath.Join(profileDir, fmt.Sprintf("%s-%d.pprof", mode, round)))
+			profiled <- proc.Profile(debugAddr, min(dur-2*time.Second, 15*time.Second), filepath.Join(profileDir, fmt.Sprintf("%s-%d.pprof", mode, round)))
 		}()
 	} else {
 		profiled <- nil
@@ -755,7 +755,7 @@ func summarize(rs []result, dur time.Duration) {
 	slices.Sort(p99s)
 	if len(ratios) > 0 {
 		fmt.Printf("\nintake full / bare per round: %s (median %.2f); p99 full / bare: %s (median %.2f)\n",
-			fmtList(ratios), ratios[len(ratios)/2], fmtList(p99s), p99s[len(p99s)/2])
+			proc.List(ratios), ratios[len(ratios)/2], proc.List(p99s), p99s[len(p99s)/2])
 	}
 }
 
@@ -766,30 +766,4 @@ func all(v []string, f func(string) bool) bool {
 		}
 	}
 	return true
-}
-
-func fmtList(v []float64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprintf("%.2f", x)
-	}
-	return strings.Join(s, " ")
-}
-
-// profile saves a CPU profile of d from formd's debug server.
-func profile(debugAddr string, d time.Duration, path string) error {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, int(d.Seconds())))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

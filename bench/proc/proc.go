@@ -7,6 +7,7 @@ package proc
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -66,4 +67,32 @@ func LoadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// Profile saves a CPU profile of d from formd's debug server
+// (--debug-addr) to path.
+func Profile(debugAddr string, d time.Duration, path string) error {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, int(d.Seconds())))
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// List writes figures such as per-round ratios to two decimals, spaced.
+func List(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, " ")
 }

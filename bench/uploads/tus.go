@@ -178,44 +178,22 @@ func (t *target) uploadMany(n int, body []byte) (time.Duration, []string, error)
 	for i := range cs {
 		cs[i] = newContent(body)
 	}
-	type result struct {
-		loc string
-		err error
-	}
-	res := make(chan result, n)
 	start := time.Now()
-	for _, c := range cs {
-		go func() {
-			loc, err := t.send(c)
-			res <- result{loc, err}
-		}()
-	}
-	var locs []string
-	var err error
-	for range n {
-		r := <-res
-		if r.loc != "" {
-			locs = append(locs, r.loc)
-		}
-		err = errors.Join(err, r.err)
-	}
+	locs, err := atOnce(n, func(i int) (string, error) { return t.send(cs[i]) })
 	return time.Since(start), locs, err
 }
 
-// uploadStreams sends n uploads of size bytes at once, each generated as
-// it is sent, so that the client holds none of them.
-func (t *target) uploadStreams(n int, size int64) ([]string, error) {
+// atOnce runs upload(0) … upload(n-1) at once and gathers the uploads'
+// URLs (those that were made) and every error.
+func atOnce(n int, upload func(i int) (string, error)) ([]string, error) {
 	type result struct {
 		loc string
 		err error
 	}
 	res := make(chan result, n)
-	for range n {
+	for i := range n {
 		go func() {
-			loc, err := t.newUpload(size)
-			if err == nil {
-				err = t.patch(loc, 0, &pdfReader{left: size}, size)
-			}
+			loc, err := upload(i)
 			res <- result{loc, err}
 		}()
 	}
@@ -229,6 +207,18 @@ func (t *target) uploadStreams(n int, size int64) ([]string, error) {
 		err = errors.Join(err, r.err)
 	}
 	return locs, err
+}
+
+// uploadStreams sends n uploads of size bytes at once, each generated as
+// it is sent, so that the client holds none of them.
+func (t *target) uploadStreams(n int, size int64) ([]string, error) {
+	return atOnce(n, func(int) (string, error) {
+		loc, err := t.newUpload(size)
+		if err == nil {
+			err = t.patch(loc, 0, &pdfReader{left: size}, size)
+		}
+		return loc, err
+	})
 }
 
 // remove deletes uploads through tus (a termination), so that the disk
