@@ -57,12 +57,7 @@ func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) error {
 	if err := h.checkOrigin(w, r, f); err != nil && problem.From(err).Code != problem.CodeOriginNotAllowed {
 		return err
 	}
-	hdr := w.Header()
-	hdr.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	hdr.Set("Access-Control-Allow-Headers", "Content-Type, Idempotency-Key, Prefer")
-	hdr.Set("Access-Control-Max-Age", "600")
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return preflightAnswer(w, "GET, POST, OPTIONS", "Content-Type, Idempotency-Key, Prefer")
 }
 
 // entryOrigin applies the origins of the form a participant's link names
@@ -109,9 +104,15 @@ func (h *Handler) entryPreflight(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	return preflightAnswer(w, "GET, PATCH, POST, OPTIONS", "Content-Type, If-Match")
+}
+
+// preflightAnswer is a CORS preflight's answer: the methods and the
+// request headers a route takes, for ten minutes.
+func preflightAnswer(w http.ResponseWriter, methods, headers string) error {
 	hdr := w.Header()
-	hdr.Set("Access-Control-Allow-Methods", "GET, PATCH, POST, OPTIONS")
-	hdr.Set("Access-Control-Allow-Headers", "Content-Type, If-Match")
+	hdr.Set("Access-Control-Allow-Methods", methods)
+	hdr.Set("Access-Control-Allow-Headers", headers)
 	hdr.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
 	return nil

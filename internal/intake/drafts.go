@@ -314,10 +314,5 @@ func (h *Handler) draftPreflight(w http.ResponseWriter, r *http.Request) error {
 	if err := h.checkOrigin(w, r, f); err != nil {
 		return err
 	}
-	hdr := w.Header()
-	hdr.Set("Access-Control-Allow-Methods", "GET, PUT, POST, OPTIONS")
-	hdr.Set("Access-Control-Allow-Headers", "Content-Type, Draft-Token, If-Match")
-	hdr.Set("Access-Control-Max-Age", "600")
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return preflightAnswer(w, "GET, PUT, POST, OPTIONS", "Content-Type, Draft-Token, If-Match")
 }
