@@ -38,8 +38,7 @@ func sameOrigin(r *http.Request) bool {
 }
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	pg := page{L: pickLang(w, r), Path: r.URL.RequestURI()}
-	pg.Title = pg.L.T["login.title"]
+	pg := signedOutPage(w, r, "login.title")
 	if !sameOrigin(r) {
 		h.errorPage(w, r, pg, accounts.ErrCSRF)
 		return
@@ -112,15 +111,13 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) setupPage(w http.ResponseWriter, r *http.Request) {
-	pg := page{L: pickLang(w, r), Path: r.URL.RequestURI()}
-	pg.Title = pg.L.T["setup.title"]
+	pg := signedOutPage(w, r, "setup.title")
 	pg.Data = map[string]any{"Code": r.URL.Query().Get("code"), "Email": ""}
 	h.render(w, http.StatusOK, "setup", pg)
 }
 
 func (h *Handler) setup(w http.ResponseWriter, r *http.Request) {
-	pg := page{L: pickLang(w, r), Path: r.URL.RequestURI()}
-	pg.Title = pg.L.T["setup.title"]
+	pg := signedOutPage(w, r, "setup.title")
 	if !sameOrigin(r) {
 		h.errorPage(w, r, pg, accounts.ErrCSRF)
 		return
@@ -149,8 +146,7 @@ func (h *Handler) setup(w http.ResponseWriter, r *http.Request) {
 // resetPage is the page of a password reset link: whose password it sets,
 // and the new password. A link that is wrong, used or expired says so.
 func (h *Handler) resetPage(w http.ResponseWriter, r *http.Request) {
-	pg := page{L: pickLang(w, r), Path: r.URL.RequestURI()}
-	pg.Title = pg.L.T["reset.title"]
+	pg := signedOutPage(w, r, "reset.title")
 	code := r.URL.Query().Get("code")
 	a, err := h.sessions.ResetAccount(r.Context(), code)
 	if err != nil {
@@ -162,8 +158,7 @@ func (h *Handler) resetPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
-	pg := page{L: pickLang(w, r), Path: r.URL.RequestURI()}
-	pg.Title = pg.L.T["reset.title"]
+	pg := signedOutPage(w, r, "reset.title")
 	if !sameOrigin(r) {
 		h.errorPage(w, r, pg, accounts.ErrCSRF)
 		return
@@ -187,4 +182,12 @@ func (h *Handler) reset(w http.ResponseWriter, r *http.Request) {
 	pg.Error = personError(pg.L, err)
 	pg.Data = map[string]any{"Code": code, "Email": a.Email}
 	h.render(w, pr.Status, "reset", pg)
+}
+
+// signedOutPage is a page shown before there is a session (sign-in, set-up,
+// password reset): in the person's language, titled by the text titleKey.
+func signedOutPage(w http.ResponseWriter, r *http.Request, titleKey string) page {
+	pg := page{L: pickLang(w, r), Path: r.URL.RequestURI()}
+	pg.Title = pg.L.T[titleKey]
+	return pg
 }
