@@ -4,7 +4,7 @@
 // by role and accessible name, as a screen reader finds them.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Formd, formdBinary, launch, setUpOwner, signIn as signInAt } from '../harness/harness.js';
+import { setUpOwner, signIn as signInAt, startConsole } from '../harness/harness.js';
 
 const forms = `
 id: club-night
@@ -15,19 +15,13 @@ fields:
 `;
 
 const password = 'correct horse battery staple';
-let bin, srv, browser;
+let srv, browser, stop;
 
 before(async () => {
-  bin = formdBinary();
-  srv = await Formd.create(bin.bin, { yaml: forms });
-  browser = await launch();
+  ({ srv, browser, stop } = await startConsole({ yaml: forms }, { owner: false }));
 });
 
-after(async () => {
-  await browser?.close();
-  await srv?.close();
-  bin?.cleanup();
-});
+after(() => stop?.());
 
 async function newPage() {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });

@@ -15,29 +15,23 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Formd, formdBinary, launch, signIn, waitFor, docsDir } from '../harness/harness.js';
+import { signIn, waitFor, docsDir, startConsole } from '../harness/harness.js';
 
 const password = 'correct horse battery staple';
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-let bin, srv, browser, ctx, page;
+let srv, browser, stop, ctx, page;
 
 before(async () => {
-  bin = formdBinary();
   // --places-ttl 0s: the hosted page's "full" marks read the places of
   // the moment, not of up to a second ago (the default), which a fast
   // machine outruns between a registration and the next page.
-  srv = await Formd.create(bin.bin, { yaml: 'id: other\nsite: elsewhere\nfields: [{name: name, type: text}]\n', args: ['--places-ttl', '0s'] });
-  browser = await launch();
+  ({ srv, browser, stop } = await startConsole({ yaml: 'id: other\nsite: elsewhere\nfields: [{name: name, type: text}]\n', args: ['--places-ttl', '0s'] }, { owner: false }));
   ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: 'en-US', timezoneId: 'Asia/Shanghai' });
   ctx.setDefaultTimeout(15000);
   page = await ctx.newPage();
 });
 
-after(async () => {
-  await browser?.close();
-  await srv?.close();
-  bin?.cleanup();
-});
+after(() => stop?.());
 
 function jpeg(size) {
   const b = randomBytes(size);

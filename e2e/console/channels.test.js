@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Formd, formdBinary, launch, setUpOwner, signedInPage } from '../harness/harness.js';
+import { signedInPage, startConsole } from '../harness/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -21,22 +21,13 @@ fields:
 `;
 
 const dingtalk = 'https://oapi.dingtalk.com/robot/send?access_token=e2e-token-1234';
-let bin, srv, browser;
+let srv, browser, stop;
 
 before(async () => {
-  bin = formdBinary();
-  srv = await Formd.create(bin.bin, { yaml: forms });
-  browser = await launch();
-  const ctx = await browser.newContext({ locale: 'en-US' });
-  await setUpOwner(await ctx.newPage(), srv);
-  await ctx.close();
+  ({ srv, browser, stop } = await startConsole({ yaml: forms }));
 });
 
-after(async () => {
-  await browser?.close();
-  await srv?.close();
-  bin?.cleanup();
-});
+after(() => stop?.());
 
 function signedIn(javaScriptEnabled) {
   return signedInPage(browser, srv, { javaScriptEnabled, bypassCSP: true });

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import readXlsxFile from 'read-excel-file/node';
-import { Formd, formdBinary, startReceiver, launch, submit, waitFor, docsDir, tempDir, signIn as signInAt } from '../harness/harness.js';
+import { startReceiver, submit, waitFor, docsDir, tempDir, signIn as signInAt, startConsole } from '../harness/harness.js';
 
 const opened = new Date(Date.now() - 10 * 60 * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
 const forms = (hook) => `
@@ -46,24 +46,20 @@ const people = [
   ['Zhao Lei', '13400134006', 'zhao@example.org'], ['Sun Li', '13300133007', 'sun@example.org'],
 ];
 
-let bin, srv, receiver, browser, owner, ownerPage, out;
+let srv, receiver, browser, stop, owner, ownerPage, out;
 const ids = {};
 
 before(async () => {
-  bin = formdBinary();
   receiver = await startReceiver('Qian Yu');
-  srv = await Formd.create(bin.bin, { yaml: forms(receiver.url), args: ['--webhook-allow', '127.0.0.0/8'] });
-  browser = await launch();
+  ({ srv, browser, stop } = await startConsole({ yaml: forms(receiver.url), args: ['--webhook-allow', '127.0.0.0/8'] }, { owner: false }));
   owner = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, locale: 'en-US' });
   ownerPage = await owner.newPage();
   out = tempDir('console-e2e-');
 });
 
 after(async () => {
-  await browser?.close();
-  await srv?.close();
+  await stop?.();
   await receiver?.close();
-  bin?.cleanup();
   out?.cleanup();
 });
 

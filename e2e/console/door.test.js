@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import { chromiumArgs, docsDir, Formd, formdBinary, launch, repoRoot, setUpOwner, signedInPage, signIn, submit, tempDir, waitFor } from '../harness/harness.js';
+import { chromiumArgs, docsDir, launch, repoRoot, signedInPage, signIn, submit, tempDir, waitFor, startConsole } from '../harness/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -29,26 +29,17 @@ fields:
   - {name: session, type: select, options: [morning, afternoon], label: {en: Session, zh: 场次}}
 `;
 
-let bin, srv, browser;
+let srv, browser, stop;
 const tickets = {}; // name → {ticket, code}
 
 before(async () => {
-  bin = formdBinary();
-  srv = await Formd.create(bin.bin, { yaml: forms });
-  browser = await launch();
-  const ctx = await browser.newContext({ locale: 'en-US' });
-  await setUpOwner(await ctx.newPage(), srv);
-  await ctx.close();
+  ({ srv, browser, stop } = await startConsole({ yaml: forms }));
   for (const [name, session] of [['Ann', 'morning'], ['Bo', 'afternoon'], ['Cy', 'morning']]) await submit(srv.base, 'gala', { name, session });
   await waitFor(async () => (await roster()).tickets.length === 3, { what: 'three tickets on the roster' });
   for (const t of (await roster()).tickets) tickets[t.name] = t;
 });
 
-after(async () => {
-  await browser?.close();
-  await srv?.close();
-  bin?.cleanup();
-});
+after(() => stop?.());
 
 async function roster() {
   const r = await fetch(`${srv.base}/v1/admin/forms/gala/checkins`, { headers: { Authorization: `Bearer ${srv.token}` } });

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Formd, formdBinary, launch, repoRoot, tempDir, docsDir } from '../harness/harness.js';
+import { repoRoot, tempDir, docsDir, startConsole } from '../harness/harness.js';
 
 const forms = `
 id: exam
@@ -21,21 +21,17 @@ fields:
 const password = 'correct horse battery staple';
 const photo = readFileSync(join(repoRoot, 'internal/uploads/exif/testdata/gps-photo.jpg'));
 
-let bin, srv, browser, ctx, page, out;
+let srv, browser, stop, ctx, page, out;
 
 before(async () => {
-  bin = formdBinary();
-  srv = await Formd.create(bin.bin, { yaml: forms });
-  browser = await launch();
+  ({ srv, browser, stop } = await startConsole({ yaml: forms }, { owner: false }));
   ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, locale: 'en-US' });
   page = await ctx.newPage();
   out = tempDir('console-files-');
 });
 
 after(async () => {
-  await browser?.close();
-  await srv?.close();
-  bin?.cleanup();
+  await stop?.();
   out?.cleanup();
 });
 

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Formd, formdBinary, launch } from '../harness/harness.js';
+import { startConsole } from '../harness/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -30,19 +30,13 @@ when_full: waitlist
 edit_until: 2099-01-01T00:00:00Z
 `;
 
-let bin, srv, browser;
+let srv, browser, stop;
 
 before(async () => {
-  bin = formdBinary();
-  srv = await Formd.create(bin.bin, { yaml: forms });
-  browser = await launch();
+  ({ srv, browser, stop } = await startConsole({ yaml: forms }, { owner: false }));
 });
 
-after(async () => {
-  await browser?.close();
-  await srv?.close();
-  bin?.cleanup();
-});
+after(() => stop?.());
 
 async function register(key, name, session) {
   const r = await fetch(`${srv.base}/v1/forms/fair/submissions`, {

@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Formd, formdBinary, launch, setUpOwner, signedInPage, submit } from '../harness/harness.js';
+import { signedInPage, submit, startConsole } from '../harness/harness.js';
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -24,24 +24,15 @@ when_full: waitlist
 review: true
 `;
 
-let bin, srv, browser;
+let srv, browser, stop;
 const ids = {};
 
 before(async () => {
-  bin = formdBinary();
-  srv = await Formd.create(bin.bin, { yaml: forms });
-  browser = await launch();
-  const ctx = await browser.newContext({ locale: 'en-US' });
-  await setUpOwner(await ctx.newPage(), srv);
-  await ctx.close();
+  ({ srv, browser, stop } = await startConsole({ yaml: forms }));
   for (const name of ['Ann', 'Bo', 'Cy', 'Dee']) ids[name] = (await submit(srv.base, 'crew', { name })).id;
 });
 
-after(async () => {
-  await browser?.close();
-  await srv?.close();
-  bin?.cleanup();
-});
+after(() => stop?.());
 
 function signedIn(javaScriptEnabled) {
   return signedInPage(browser, srv, { javaScriptEnabled, bypassCSP: true });

@@ -436,3 +436,73 @@ export async function signedInPage(browser, srv, options = {}, email = owner.ema
   await signIn(page, srv, email, password);
   return { ctx, page };
 }
+
+/**
+ * A suite's formd, for its before(): the binary (formdBinary) and a server
+ * started with Formd.create's options; with publicURL, the server is
+ * started again with --public-url naming its own address (known only once
+ * it has one), as links in e-mails need. The returned stop() is for the
+ * suite's after(). Whatever started is stopped again if a later step fails.
+ * @param {{forms?: string, yaml?: string, args?: string[], port?: number, publicURL?: boolean}} [options]
+ */
+export async function startFormd({ publicURL = false, ...options } = {}) {
+  const bin = formdBinary();
+  /** @type {Formd | undefined} */
+  let srv;
+  try {
+    const args = options.args || [];
+    srv = await Formd.create(bin.bin, publicURL ? { ...options, args: ['--public-url', 'http://placeholder.invalid', ...args] } : options);
+    if (publicURL) {
+      await srv.stop();
+      srv.args = ['--public-url', srv.base, ...args];
+      await srv.start();
+    }
+  } catch (e) {
+    await srv?.close();
+    bin.cleanup();
+    throw e;
+  }
+  const started = srv;
+  return {
+    bin,
+    srv: started,
+    stop: async () => {
+      await started.close();
+      bin.cleanup();
+    },
+  };
+}
+
+/**
+ * A console suite's formd (startFormd's options) with Chromium beside it
+ * and, unless owner is false, the first owner set up (setUpOwner) in a
+ * context closed again. stop() closes the browser, then the server.
+ * @param {Parameters<typeof startFormd>[0]} [options]
+ * @param {{owner?: boolean}} [how]
+ */
+export async function startConsole(options = {}, { owner: setUp = true } = {}) {
+  const f = await startFormd(options);
+  /** @type {import('playwright-core').Browser | undefined} */
+  let browser;
+  try {
+    browser = await launch();
+    if (setUp) {
+      const ctx = await browser.newContext({ locale: 'en-US' });
+      await setUpOwner(await ctx.newPage(), f.srv);
+      await ctx.close();
+    }
+  } catch (e) {
+    await browser?.close();
+    await f.stop();
+    throw e;
+  }
+  const b = browser;
+  return {
+    ...f,
+    browser: b,
+    stop: async () => {
+      await b.close();
+      await f.stop();
+    },
+  };
+}

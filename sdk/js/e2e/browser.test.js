@@ -6,7 +6,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
-import { Formd, formdBinary, withBrowser, ensureOutputDir, tempDir, waitFor } from '../../../e2e/harness/harness.js';
+import { Formd, withBrowser, ensureOutputDir, tempDir, waitFor, startFormd } from '../../../e2e/harness/harness.js';
 
 /** The "closing" form of forms.yaml, with closes_at set. */
 const closingForm = (closesAt) => `id: closing
@@ -22,6 +22,8 @@ closes_at: ${closesAt}
 let binary;
 /** @type {Formd} */
 let server;
+/** @type {() => Promise<void>} */
+let stop;
 
 let seq = 0;
 /** A new person: a phone number no other test uses. */
@@ -134,12 +136,10 @@ async function storedOnce(srv, p, key, { attempts = false } = {}) {
 // browser tests on a shared 2-core machine can take minutes.
 describe('hosted form and SDK in Chromium', { concurrency: 1, timeout: 600000 }, () => {
   before(async () => {
-    binary = formdBinary();
-    server = await Formd.create(binary.bin);
+    ({ bin: binary, srv: server, stop } = await startFormd());
   });
   after(async () => {
-    if (server) await server.close();
-    if (binary) binary.cleanup();
+    await stop?.();
   });
 
   test('a normal submit is received and stored once', async () => {

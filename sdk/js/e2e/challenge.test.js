@@ -7,22 +7,20 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Formd, formdBinary, withBrowser, waitFor } from '../../../e2e/harness/harness.js';
+import { Formd, withBrowser, waitFor, startFormd } from '../../../e2e/harness/harness.js';
 
 const forms = join(dirname(fileURLToPath(import.meta.url)), 'challenge-forms.yaml');
-/** @type {{bin: string, cleanup: () => void}} */
-let binary;
 /** @type {Formd} */
 let server;
+/** @type {() => Promise<void>} */
+let stop;
 
 describe('proof-of-work', () => {
   before(async () => {
-    binary = formdBinary();
-    server = await Formd.create(binary.bin, { forms });
+    ({ srv: server, stop } = await startFormd({ forms }));
   });
   after(async () => {
-    await server.close();
-    binary.cleanup();
+    await stop?.();
   });
 
   test('the hosted page solves in the background, says so to screen readers, and submits once', async () => {

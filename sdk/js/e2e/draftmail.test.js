@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { Formd, formdBinary, launch, waitFor, repoRoot } from '../../../e2e/harness/harness.js';
+import { Formd, launch, waitFor, repoRoot, startFormd } from '../../../e2e/harness/harness.js';
 
 const yaml = `
 id: application
@@ -87,10 +87,10 @@ function smtpServer(refuse) {
 /** Quoted-printable undone (soft breaks and =XX), for reading the link. @param {string} s */
 const unQP = (s) => s.replace(/=\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16)));
 
-/** @type {{bin: string, cleanup: () => void}} */
-let binary;
 /** @type {Formd} */
 let server;
+/** @type {() => Promise<void>} */
+let stop;
 /** @type {import('playwright-core').Browser} */
 let browser;
 /** @type {any} */
@@ -99,19 +99,14 @@ let smtp;
 describe('the resume link by e-mail on the hosted page', () => {
   before(async () => {
     smtp = await smtpServer('nobody@example.org');
-    binary = formdBinary();
     const mail = ['--smtp', `smtp://127.0.0.1:${smtp.port}`, '--smtp-from', 'formd@example.org'];
-    server = await Formd.create(binary.bin, { yaml, args: ['--public-url', 'http://placeholder.invalid', ...mail] });
-    await server.stop();
-    server.args = ['--public-url', server.base, ...mail];
-    await server.start();
+    ({ srv: server, stop } = await startFormd({ yaml, args: mail, publicURL: true }));
     browser = await launch();
   });
   after(async () => {
     await browser?.close();
-    await server?.close();
+    await stop?.();
     smtp?.close();
-    binary?.cleanup();
   });
 
   /** @param {string} lang @param {object} [more] */

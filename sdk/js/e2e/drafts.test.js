@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { Formd, formdBinary, launch, waitFor, docsDir, repoRoot } from '../../../e2e/harness/harness.js';
+import { Formd, launch, waitFor, docsDir, repoRoot, startFormd } from '../../../e2e/harness/harness.js';
 
 const yaml = `
 id: application
@@ -33,10 +33,10 @@ const shots = join(docsDir, 'participants');
 /** A screenshot for docs/participants/ (FORMD_SCREENSHOTS=0: none). @param {import('playwright-core').Page} page @param {string} name */
 const shot = (page, name) => (process.env.FORMD_SCREENSHOTS === '0' ? undefined : page.screenshot({ path: join(shots, name), fullPage: true }));
 
-/** @type {{bin: string, cleanup: () => void}} */
-let binary;
 /** @type {Formd} */
 let server;
+/** @type {() => Promise<void>} */
+let stop;
 /** @type {import('playwright-core').Browser} */
 let browser;
 
@@ -62,19 +62,14 @@ async function newPage(lang = 'en', more = {}) {
 
 describe('drafts on the hosted page', () => {
   before(async () => {
-    binary = formdBinary();
-    server = await Formd.create(binary.bin, { yaml, args: ['--public-url', 'http://placeholder.invalid'] });
     // The public URL names this server's own address (known once started).
-    await server.stop();
-    server.args = ['--public-url', server.base];
-    await server.start();
+    ({ srv: server, stop } = await startFormd({ yaml, publicURL: true }));
     browser = await launch();
     mkdirSync(shots, { recursive: true });
   });
   after(async () => {
     await browser?.close();
-    await server?.close();
-    binary?.cleanup();
+    await stop?.();
   });
 
   test('saved only after the 2xx, kept through kill -9, resumed in another context, submitted once', async () => {

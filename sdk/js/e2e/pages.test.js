@@ -5,7 +5,7 @@
 // values from the link.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Formd, formdBinary, withBrowser } from '../../../e2e/harness/harness.js';
+import { Formd, withBrowser, startFormd } from '../../../e2e/harness/harness.js';
 
 const yaml = `
 id: application
@@ -23,19 +23,17 @@ pages:
   - {title: Essay, fields: [essay]}
 `;
 
-/** @type {{bin: string, cleanup: () => void}} */
-let binary;
 /** @type {Formd} */
 let server;
+/** @type {() => Promise<void>} */
+let stop;
 
 describe('pages and conditions', () => {
   before(async () => {
-    binary = formdBinary();
-    server = await Formd.create(binary.bin, { yaml });
+    ({ srv: server, stop } = await startFormd({ yaml }));
   });
   after(async () => {
-    await server.close();
-    binary.cleanup();
+    await stop?.();
   });
 
   test('a three-page form with a condition, reloaded mid-way, is finished and stored once', async () => {

@@ -7,7 +7,7 @@
 // marked.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Formd, formdBinary, withBrowser, submit } from '../../../e2e/harness/harness.js';
+import { Formd, withBrowser, submit, startFormd } from '../../../e2e/harness/harness.js';
 
 const yaml = `
 id: fair
@@ -45,22 +45,20 @@ markPlaces(document.querySelector('form'), def);
 document.body.dataset.marked = '1';
 </script></body></html>`;
 
-/** @type {{bin: string, cleanup: () => void}} */
-let binary;
 /** @type {Formd} */
 let server;
+/** @type {() => Promise<void>} */
+let stop;
 
 describe('options with places in a custom front-end', () => {
   before(async () => {
-    binary = formdBinary();
-    server = await Formd.create(binary.bin, { yaml });
+    ({ srv: server, stop } = await startFormd({ yaml }));
     await submit(server.base, 'fair', { name: 'Li Lei', session: 'am' }, { key: 'k1' });
     await submit(server.base, 'fair', { name: 'Han Meimei', session: 'pm' }, { key: 'k2' });
     await submit(server.base, 'talks', { name: 'Li Lei', talk: 'b' }, { key: 'k3' });
   });
   after(async () => {
-    await server.close();
-    binary.cleanup();
+    await stop?.();
   });
 
   test('the full session is marked, in English and in Chinese, as the hosted page marks it', async () => {

@@ -9,12 +9,12 @@
 //   - POST /v1/forms/{form}/arrivals answers 202.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Formd, formdBinary, withBrowser, waitFor } from '../../../e2e/harness/harness.js';
+import { Formd, withBrowser, waitFor, startFormd } from '../../../e2e/harness/harness.js';
 
-/** @type {{bin: string, cleanup: () => void}} */
-let binary;
 /** @type {Formd} */
 let server;
+/** @type {() => Promise<void>} */
+let stop;
 let seq = 0;
 const person = () => ({ name: `Zhao Lei ${++seq}`, phone: `1370013${String(8000 + seq)}` });
 
@@ -45,12 +45,10 @@ const statusText = async (page) => (await page.locator('[data-formd-status]').te
 
 describe('what the SDK relies on from the server', { concurrency: 1, timeout: 60000 }, () => {
   before(async () => {
-    binary = formdBinary();
-    server = await Formd.create(binary.bin);
+    ({ srv: server, stop } = await startFormd());
   });
   after(async () => {
-    if (server) await server.close();
-    if (binary) binary.cleanup();
+    await stop?.();
   });
 
   test('spam is answered 201 with status received, and the page says received', async () => {

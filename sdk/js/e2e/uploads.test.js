@@ -9,23 +9,21 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { Formd, formdBinary, withBrowser, waitFor, recordingProxy, tempDir } from '../../../e2e/harness/harness.js';
+import { Formd, withBrowser, waitFor, recordingProxy, tempDir, startFormd } from '../../../e2e/harness/harness.js';
 
 const MiB = 1 << 20;
 
-/** @type {{bin: string, cleanup: () => void}} */
-let binary;
 /** @type {Formd} */
 let server;
+/** @type {() => Promise<void>} */
+let stop;
 
 before(async () => {
-  binary = formdBinary();
-  server = await Formd.create(binary.bin);
+  ({ srv: server, stop } = await startFormd());
 });
 
 after(async () => {
-  if (server) await server.close();
-  if (binary) binary.cleanup();
+  await stop?.();
 });
 
 /** size bytes that sniff as a JPEG (SOI and a JFIF APP0 segment), the rest random. */
