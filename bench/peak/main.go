@@ -674,14 +674,7 @@ type retentionWatch struct {
 }
 
 func (rw *retentionWatch) watch(ctx context.Context, base string, want int64) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	loop.Every(ctx, time.Second, func() {
 		n := metric(base, "formd_retention_erased_total")
 		now := time.Now()
 		rw.mu.Lock()
@@ -690,7 +683,7 @@ func (rw *retentionWatch) watch(ctx context.Context, base string, want int64) {
 		}
 		rw.erasedCount = n
 		rw.mu.Unlock()
-	}
+	})
 }
 
 func (rw *retentionWatch) erased() int64 {

@@ -169,42 +169,57 @@ func SplitExtra(data json.RawMessage) (fields, extra json.RawMessage) {
 	if !bytes.Contains(data, []byte(`"`+form.ExtraKey+`"`)) {
 		return data, nil
 	}
+	out, _, err := rewriteObject(data, func(k string, v json.RawMessage) (json.RawMessage, bool, error) {
+		if k == form.ExtraKey {
+			extra = v
+			return nil, false, nil
+		}
+		return v, true, nil
+	})
+	if err != nil {
+		return data, nil
+	}
+	return out, extra
+}
+
+// rewriteObject rebuilds the JSON object data member by member, in its
+// own order (which a map would lose): keep gives the value to write for
+// each member, or false to leave the member out. Data that is not an
+// object comes back as it is, with object false.
+func rewriteObject(data json.RawMessage, keep func(key string, v json.RawMessage) (json.RawMessage, bool, error)) (out json.RawMessage, object bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return data, nil
+		return data, false, nil
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return data, nil
+			return nil, true, fmt.Errorf("read data: %w", err)
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return data, nil
+			return nil, true, fmt.Errorf("read data: %w", err)
 		}
-		if k, _ := t.(string); k == form.ExtraKey {
-			extra = v
+		k, _ := t.(string)
+		v, ok, err := keep(k, v)
+		if err != nil {
+			return nil, true, err
+		}
+		if !ok {
 			continue
 		}
-		addMember(&b, t, v)
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(v)
 	}
 	b.WriteByte('}')
-	return b.Bytes(), extra
-}
-
-// addMember writes key and its value v into the JSON object b is building
-// (b holds its opening brace), in the order of the entry's own JSON, which
-// a map would lose.
-func addMember(b *bytes.Buffer, key any, v json.RawMessage) {
-	if b.Len() > 1 {
-		b.WriteByte(',')
-	}
-	kb, _ := json.Marshal(key)
-	b.Write(kb)
-	b.WriteByte(':')
-	b.Write(v)
+	return b.Bytes(), true, nil
 }
 
 // values decodes an entry's data: the form's fields by name, and the

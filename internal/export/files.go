@@ -62,42 +62,27 @@ func FileData(ctx context.Context, f *form.Form, entryID string, data json.RawMe
 
 // rewriteFiles rewrites one entry's data, keeping its members' order.
 func rewriteFiles(f *form.Form, data json.RawMessage, byField map[string][]links.File) (json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return data, nil
-	}
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("read data: %w", err)
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("read data: %w", err)
-		}
-		k, _ := t.(string)
+	out, _, err := rewriteObject(data, func(k string, v json.RawMessage) (json.RawMessage, bool, error) {
 		if k == form.UploadsKey {
-			continue
+			return nil, false, nil
 		}
-		if fd, ok := f.Field(k); ok && fd.Type == form.TypeFile && byField != nil {
-			var files any = byField[k]
-			if fd.MaxFilesOf() == 1 && len(byField[k]) == 1 {
-				files = byField[k][0]
-			}
-			// Links keep their & (an encoder escapes it for HTML
-			// otherwise), so that a CSV cell shows a link one can open.
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(files); err != nil {
-				return nil, err
-			}
-			v = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		fd, ok := f.Field(k)
+		if !ok || fd.Type != form.TypeFile || byField == nil {
+			return v, true, nil
 		}
-		addMember(&b, k, v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+		var files any = byField[k]
+		if fd.MaxFilesOf() == 1 && len(byField[k]) == 1 {
+			files = byField[k][0]
+		}
+		// Links keep their & (an encoder escapes it for HTML otherwise),
+		// so that a CSV cell shows a link one can open.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(files); err != nil {
+			return nil, false, err
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), true, nil
+	})
+	return out, err
 }
