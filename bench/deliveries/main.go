@@ -395,17 +395,7 @@ func (g *generator) paced(rate int, d time.Duration, acks *sync.Map) int {
 
 func summarize(rs []result) {
 	med := func(f func(result) float64, mode string) float64 {
-		var v []float64
-		for _, r := range rs {
-			if r.mode == mode {
-				v = append(v, f(r))
-			}
-		}
-		if len(v) == 0 {
-			return 0
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
+		return proc.Median(rs, func(r result) bool { return r.mode == mode }, f)
 	}
 	var ratios []float64
 	for _, r := range rs {

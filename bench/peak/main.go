@@ -700,17 +700,7 @@ func (rw *retentionWatch) done() time.Time {
 
 func summarize(rs []result, dur time.Duration) {
 	med := func(mode string, f func(result) float64) float64 {
-		var v []float64
-		for _, r := range rs {
-			if r.mode == mode {
-				v = append(v, f(r))
-			}
-		}
-		if len(v) == 0 {
-			return 0
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
+		return proc.Median(rs, func(r result) bool { return r.mode == mode }, f)
 	}
 	var ratios, p99s []float64
 	for _, f := range rs {

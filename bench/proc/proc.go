@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,4 +96,20 @@ func List(v []float64) string {
 		s[i] = fmt.Sprintf("%.2f", x)
 	}
 	return strings.Join(s, " ")
+}
+
+// Median is the median of f over the results keep takes (the upper of the
+// two middle ones for an even count), or 0 when it takes none.
+func Median[R any](rs []R, keep func(R) bool, f func(R) float64) float64 {
+	var v []float64
+	for _, r := range rs {
+		if keep(r) {
+			v = append(v, f(r))
+		}
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }
