@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"syscall"
 	"time"
 
@@ -124,11 +124,7 @@ func printManifest(w io.Writer, m backup.Manifest) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "journal entries: %d; store entries by status:", m.Journaled)
-	statuses := make([]string, 0, len(m.Entries))
-	for s := range m.Entries {
-		statuses = append(statuses, s)
-	}
-	sort.Strings(statuses)
+	statuses := slices.Sorted(maps.Keys(m.Entries))
 	for _, s := range statuses {
 		fmt.Fprintf(w, " %s %d", s, m.Entries[s])
 	}

@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
@@ -130,11 +131,7 @@ func deliveriesCmd(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(1, "%v", err)
 		}
-		eps := make([]string, 0, len(off))
-		for e := range off {
-			eps = append(eps, e)
-		}
-		sort.Strings(eps)
+		eps := slices.Sorted(maps.Keys(off))
 		for _, e := range eps {
 			fmt.Fprintf(stdout, "%s  %s\n", e, off[e])
 		}

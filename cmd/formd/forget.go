@@ -6,8 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/formd/formd/internal/accounts"
@@ -62,11 +63,7 @@ func forgetCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%d entries hold %s; %s %d\n", len(rep.Entries), rep.What, verb, max(rep.Erased, len(rep.Entries)*btoi(*dryRun)))
 	forms := rep.Forms()
-	ids := make([]string, 0, len(forms))
-	for f := range forms {
-		ids = append(ids, f)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(forms))
 	for _, f := range ids {
 		fmt.Fprintf(stdout, "  form %-24s %d\n", f, forms[f])
 	}

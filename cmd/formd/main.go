@@ -7,8 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 )
 
 // command is one subcommand: it parses its own flags from args.
@@ -69,11 +70,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "formd — form submissions that arrive exactly once.")
 	fmt.Fprintln(w, "\nUsage: formd <command> [flags]   (formd <command> -h for its flags)")
 	fmt.Fprintln(w, "\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(commands))
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}

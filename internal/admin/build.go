@@ -8,8 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -235,11 +236,7 @@ func textNode(t form.Text) *yaml.Node {
 		return &yaml.Node{Kind: yaml.ScalarNode, Value: s}
 	}
 	n := &yaml.Node{Kind: yaml.MappingNode}
-	keys := make([]string, 0, len(t))
-	for k := range t {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(t))
 	for _, k := range keys {
 		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &yaml.Node{Kind: yaml.ScalarNode, Value: t[k]})
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 
 	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/uploads/dirobjects"
@@ -111,11 +110,7 @@ func copyUploads(ctx context.Context, data, to string, refs []referenced, linkFr
 		}
 		u.IDs = append(u.IDs, r.id)
 	}
-	sums := make([]string, 0, len(byContent))
-	for s := range byContent {
-		sums = append(sums, s)
-	}
-	sort.Strings(sums)
+	sums := slices.Sorted(maps.Keys(byContent))
 	live := dirobjects.DirAt(filepath.Join(data, "uploads"))
 	dirs := map[string]bool{}
 	for _, s := range sums {

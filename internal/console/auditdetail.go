@@ -2,8 +2,9 @@ package console
 
 import (
 	"encoding/json"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,11 +23,7 @@ func auditDetail(l lang, d string) string {
 	if strings.HasPrefix(d, "{") {
 		var m map[string]any
 		if json.Unmarshal([]byte(d), &m) == nil {
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+			keys := slices.Sorted(maps.Keys(m))
 			var parts []string
 			for _, k := range keys {
 				v, _ := json.Marshal(m[k])

@@ -3,7 +3,8 @@ package form
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -70,10 +71,6 @@ func (t Text) For(lang string) string {
 	if v, ok := t["en"]; ok {
 		return v
 	}
-	keys := make([]string, 0, len(t))
-	for k := range t {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(t))
 	return t[keys[0]]
 }

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -227,11 +228,7 @@ func (r *Report) WriteText(w io.Writer) {
 		pf("  violations   %12s\n", commas(int64(v.Violations)))
 		if len(v.Why) > 0 {
 			pf("\n  what failed:\n")
-			reasons := make([]string, 0, len(v.Why))
-			for k := range v.Why {
-				reasons = append(reasons, k)
-			}
-			sort.Strings(reasons)
+			reasons := slices.Sorted(maps.Keys(v.Why))
 			for _, k := range reasons {
 				pf("    %8s  %s", commas(int64(v.Why[k])), k)
 				if ex := v.Examples[k]; len(ex) > 0 {
