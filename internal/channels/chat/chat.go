@@ -13,6 +13,7 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -223,4 +224,36 @@ var texts = map[string]text{
 		store.EventUpdated:    "参与者修改了答案",
 		store.EventCheckedIn:  "已签到入场",
 	}},
+}
+
+// TextBody is the text message of the robots that take
+// {"msgtype":"text","text":{"content":…}} (DingTalk's and WeCom's).
+type TextBody struct {
+	MsgType string `json:"msgtype"`
+	Text    struct {
+		Content string `json:"content"`
+	} `json:"text"`
+}
+
+// TextJSON is the body of a text message of content, as TextBody.
+func TextJSON(content string) ([]byte, error) {
+	var b TextBody
+	b.MsgType, b.Text.Content = "text", content
+	return json.Marshal(b)
+}
+
+// ErrcodeAnswer reads the answers of the robots that say how a post went
+// in {"errcode":0,"errmsg":"ok"} (DingTalk's and WeCom's): a code other
+// than 0 is a refusal, which a later attempt may pass if retryable has it.
+func ErrcodeAnswer(retryable map[int]bool) func(status int, body []byte) (string, string, bool) {
+	return func(_ int, body []byte) (string, string, bool) {
+		var a struct {
+			ErrCode *int   `json:"errcode"`
+			ErrMsg  string `json:"errmsg"`
+		}
+		if json.Unmarshal(body, &a) != nil || a.ErrCode == nil || *a.ErrCode == 0 {
+			return "", "", false
+		}
+		return fmt.Sprint(*a.ErrCode), a.ErrMsg, retryable[*a.ErrCode]
+	}
 }

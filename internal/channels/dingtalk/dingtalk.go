@@ -11,7 +11,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -22,18 +21,10 @@ import (
 )
 
 // Platform is DingTalk's custom robot.
-var Platform = chat.Platform{Kind: form.ChatDingTalk, Request: request, Answer: answer}
+var Platform = chat.Platform{Kind: form.ChatDingTalk, Request: request, Answer: chat.ErrcodeAnswer(retryable)}
 
 // New makes the DingTalk channel.
 func New(post chat.Poster) *chat.Channel { return chat.New(Platform, post) }
-
-// Body is a text message to a custom robot.
-type Body struct {
-	MsgType string `json:"msgtype"`
-	Text    struct {
-		Content string `json:"content"`
-	} `json:"text"`
-}
 
 // Sign is the signature of a timestamp in milliseconds, base64 (not yet
 // URL-encoded).
@@ -58,9 +49,7 @@ func SignedURL(raw, secret string, now time.Time) (string, error) {
 }
 
 func request(b form.ChatBot, m chat.Message, now time.Time) (string, []byte, error) {
-	var body Body
-	body.MsgType, body.Text.Content = "text", m.Text()
-	out, err := json.Marshal(body)
+	out, err := chat.TextJSON(m.Text())
 	if err != nil || b.Secret == "" {
 		return b.URL, out, err
 	}
@@ -68,22 +57,8 @@ func request(b form.ChatBot, m chat.Message, now time.Time) (string, []byte, err
 	return u, out, err
 }
 
-// Answer is a robot's answer.
-type Answer struct {
-	ErrCode *int   `json:"errcode"`
-	ErrMsg  string `json:"errmsg"`
-}
-
 // retryable are the codes a later attempt may pass: -1 system busy,
 // 130101 sent too fast (20 messages a minute). A signature, keyword or
 // IP refused (310000), a bad token (300001) or a robot switched off
 // (400102) wait for the owner: a dead letter, redelivered once fixed.
 var retryable = map[int]bool{-1: true, 130101: true}
-
-func answer(status int, body []byte) (string, string, bool) {
-	var a Answer
-	if json.Unmarshal(body, &a) != nil || a.ErrCode == nil || *a.ErrCode == 0 {
-		return "", "", false
-	}
-	return fmt.Sprint(*a.ErrCode), a.ErrMsg, retryable[*a.ErrCode]
-}

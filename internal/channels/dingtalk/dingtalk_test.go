@@ -45,7 +45,7 @@ func TestAnswer(t *testing.T) {
 		{`{"errcode":130101,"errmsg":"send too fast"}`, "130101", true},
 		{`not json`, "", false},
 	} {
-		code, _, retry := answer(200, []byte(tc.body))
+		code, _, retry := Platform.Answer(200, []byte(tc.body))
 		if code != tc.code || retry != tc.retry {
 			t.Errorf("%s: code %q retry %v", tc.body, code, retry)
 		}

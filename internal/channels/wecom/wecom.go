@@ -5,8 +5,6 @@
 package wecom
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -15,26 +13,16 @@ import (
 )
 
 // Platform is WeCom's group robot.
-var Platform = chat.Platform{Kind: form.ChatWeCom, Request: request, Answer: answer}
+var Platform = chat.Platform{Kind: form.ChatWeCom, Request: request, Answer: chat.ErrcodeAnswer(retryable)}
 
 // New makes the WeCom channel.
 func New(post chat.Poster) *chat.Channel { return chat.New(Platform, post) }
-
-// Body is a text message to a group robot.
-type Body struct {
-	MsgType string `json:"msgtype"`
-	Text    struct {
-		Content string `json:"content"`
-	} `json:"text"`
-}
 
 // maxContent is the robot's bound on a text message, in bytes.
 const maxContent = 2048
 
 func request(b form.ChatBot, m chat.Message, _ time.Time) (string, []byte, error) {
-	var body Body
-	body.MsgType, body.Text.Content = "text", Truncate(m.Text(), maxContent)
-	out, err := json.Marshal(body)
+	out, err := chat.TextJSON(Truncate(m.Text(), maxContent))
 	return b.URL, out, err
 }
 
@@ -50,21 +38,7 @@ func Truncate(s string, n int) string {
 	return s + "…"
 }
 
-// Answer is a robot's answer.
-type Answer struct {
-	ErrCode *int   `json:"errcode"`
-	ErrMsg  string `json:"errmsg"`
-}
-
 // retryable are the codes a later attempt may pass: -1 system busy,
 // 45009 over the robot's rate (20 messages a minute), 45033 too many
 // calls at once.
 var retryable = map[int]bool{-1: true, 45009: true, 45033: true}
-
-func answer(status int, body []byte) (string, string, bool) {
-	var a Answer
-	if json.Unmarshal(body, &a) != nil || a.ErrCode == nil || *a.ErrCode == 0 {
-		return "", "", false
-	}
-	return fmt.Sprint(*a.ErrCode), a.ErrMsg, retryable[*a.ErrCode]
-}
