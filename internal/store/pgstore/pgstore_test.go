@@ -141,15 +141,9 @@ func TestInstancesNoOversell(t *testing.T) {
 						batch = append(batch, journal.Entry{Seq: uint64(n + 1), ID: fmt.Sprint("id-", n), Site: "s", Form: "f",
 							Key: fmt.Sprint("k-", n), ReceivedAt: time.Now(), Claims: []string{fmt.Sprint("person-", n/2)}, Data: []byte(`{}`)})
 					}
-					for {
-						_, err := s.Apply(context.Background(), batch)
-						if err == nil {
-							break
-						}
-						if !errors.Is(err, store.ErrUnavailable) {
-							errs <- err
-							return
-						}
+					if err := storetest.ApplyUntilDecided(context.Background(), s, batch); err != nil {
+						errs <- err
+						return
 					}
 				}
 			})

@@ -18,10 +18,7 @@ import (
 
 // changeCases are the rules of a participant's change of their entry
 // (store.Changes) and of erasure requests (store.ErasureRequests).
-var changeCases = []struct {
-	name string
-	fn   func(*testing.T, store.Store)
-}{
+var changeCases = []storeCase{
 	{"ChangeKeepsHistoryAndVersions", testChangeHistory},
 	{"ChangeOfOptionReDecidesPlaces", testChangeOption},
 	{"ChangeToAFullOptionKeepsThePlace", testChangeFullOption},
@@ -242,15 +239,8 @@ func testChangeConcurrent(t *testing.T, s store.Store) {
 			defer wg.Done()
 			session := []string{"morning", "afternoon"}[i%2]
 			b := []journal.Entry{sessionSub("f", fmt.Sprint("n", i), uint64(100+i), session)}
-			for {
-				_, err := s.Apply(context.Background(), b)
-				if err == nil {
-					return
-				}
-				if !errors.Is(err, store.ErrUnavailable) {
-					errs <- err
-					return
-				}
+			if err := ApplyUntilDecided(context.Background(), s, b); err != nil {
+				errs <- err
 			}
 		}()
 	}

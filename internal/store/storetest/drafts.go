@@ -10,10 +10,7 @@ import (
 )
 
 // draftCases are the rules of drafts (store.Drafts).
-var draftCases = []struct {
-	name string
-	fn   func(*testing.T, store.Store)
-}{
+var draftCases = []storeCase{
 	{"DraftVersionsAndTokens", testDraftVersions},
 	{"DraftConsumedByTheDecision", testDraftConsumed},
 	{"DraftTakesNoPlace", testDraftNoPlace},

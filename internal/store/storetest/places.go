@@ -17,10 +17,7 @@ import (
 // placeCases are the rules of options with places of their own (a
 // select field's sessions, DESIGN §5): each option's places guarded as
 // the form's are, each option's waitlist served in arrival order.
-var placeCases = []struct {
-	name string
-	fn   func(*testing.T, store.Store)
-}{
+var placeCases = []storeCase{
 	{"OptionPlacesRejectNamesTheOption", testOptionReject},
 	{"OptionWaitlistsInArrivalOrder", testOptionWaitlists},
 	{"OptionPlacesBesideTheFormsCapacity", testOptionBesideForm},

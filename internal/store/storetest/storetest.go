@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,13 +24,18 @@ import (
 // Options.Now); nil for the time of day.
 type Opener func(t *testing.T, now func() time.Time) func() store.Store
 
+// storeCase is one case of the suite: a rule checked on a fresh store,
+// which Run opens, closes and runs in parallel with the others. Each file
+// of the suite lists its own cases (outboxCases, placeCases, ...).
+type storeCase struct {
+	name string
+	fn   func(*testing.T, store.Store)
+}
+
 // Run runs the suite.
 func Run(t *testing.T, newStore Opener) {
 	t.Helper()
-	tests := []struct {
-		name string
-		fn   func(*testing.T, store.Store)
-	}{
+	tests := []storeCase{
 		{"StoreAndLookUp", testStore},
 		{"ReplaySameKey", testReplay},
 		{"ReplayInsideOneBatch", testReplayInBatch},
@@ -164,6 +170,18 @@ func mustApply(t *testing.T, s store.Store, subs ...journal.Entry) []store.Outco
 		t.Fatalf("apply returned %d outcomes for %d submissions", len(out), len(subs))
 	}
 	return out
+}
+
+// ApplyUntilDecided applies batch as the processor does, again while the
+// store answers store.ErrUnavailable (a serialization failure among
+// writers deciding at once), and returns the first other error.
+func ApplyUntilDecided(ctx context.Context, s store.Store, batch []journal.Entry) error {
+	for {
+		_, err := s.Apply(ctx, batch)
+		if err == nil || !errors.Is(err, store.ErrUnavailable) {
+			return err
+		}
+	}
 }
 
 func statuses(out []store.Outcome) []string {
