@@ -92,14 +92,10 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	if bound != (store.Cursor{}) {
 		where, args = where+" AND (seq, id) >= (?, ?)", append(args, bound.Seq, bound.ID)
 	}
-	conds := make([]string, len(needles))
-	for i, n := range needles {
-		conds[i] = "instr(data, ?) > 0"
-		args = append(args, n)
-	}
+	holds, needleArgs := holdsAny(needles)
 	page := store.PageSize(q.Limit)
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries WHERE `+where+
-		` AND data IS NOT NULL AND (`+strings.Join(conds, " OR ")+`) ORDER BY seq DESC, id DESC LIMIT ?`, append(args, page)...)
+		` AND data IS NOT NULL AND `+holds+` ORDER BY seq DESC, id DESC LIMIT ?`, append(append(args, needleArgs...), page)...)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/formd/formd/internal/store"
 )
@@ -133,15 +132,9 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	if len(needles) == 0 || limit < 1 {
 		return nil, nil
 	}
-	conds := make([]string, len(needles))
-	args := make([]any, 0, len(needles)+1)
-	for i, n := range needles {
-		conds[i] = "instr(data, ?) > 0"
-		args = append(args, n)
-	}
-	args = append(args, limit)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, site, form, key, seq FROM entries WHERE data IS NOT NULL AND (`+
-		strings.Join(conds, " OR ")+`) ORDER BY received_at, id LIMIT ?`, args...)
+	holds, args := holdsAny(needles)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, site, form, key, seq FROM entries WHERE data IS NOT NULL AND `+
+		holds+` ORDER BY received_at, id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, classify("find entries", err)
 	}
