@@ -47,16 +47,7 @@ func TestEntryPageFiles(t *testing.T) {
 	fw, _ = mw.CreateFormFile("cv", "cv.pdf")
 	fw.Write(pdf)
 	mw.Close()
-	res, err := http.Post(h.URL+"/v1/forms/exam/submissions", mw.FormDataContentType(), &body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 201 {
-		t.Fatalf("submit: %d %s", res.StatusCode, raw)
-	}
-	id := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(string(raw))[1]
+	id := submitEncoded(t, h, "exam", mw.FormDataContentType(), &body)
 
 	b := signIn(t, h, "owner@example.org", accounts.Owner, "a")
 	for _, tc := range []struct{ lang, title, download, thumb string }{

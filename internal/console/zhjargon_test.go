@@ -5,9 +5,7 @@ import (
 	"html"
 	"image"
 	"image/png"
-	"io"
 	"mime/multipart"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -59,16 +57,7 @@ func TestChinesePagesShowNoEngineersWords(t *testing.T) {
 	fw, _ := mw.CreateFormFile("photo", "证件照.png")
 	fw.Write(img.Bytes())
 	mw.Close()
-	res, err := http.Post(h.URL+"/v1/forms/exam/submissions", mw.FormDataContentType(), &body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 201 {
-		t.Fatalf("submit: %d %s", res.StatusCode, raw)
-	}
-	id := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(string(raw))[1]
+	id := submitEncoded(t, h, "exam", mw.FormDataContentType(), &body)
 
 	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
 	b.do("GET", "/admin/forms?lang=zh", nil)
