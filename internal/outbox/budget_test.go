@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
@@ -24,10 +23,7 @@ type lateBudgets struct{ store.Budgets }
 func TestConfirmationBudgets(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t)
-	mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Name: "Fair", Address: "fair@example.org"}, email.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
 	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
 	budgets := &lateBudgets{}
 	f := newFixture(t, `

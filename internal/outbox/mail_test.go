@@ -47,6 +47,16 @@ func startSMTP(t *testing.T) *smtpServer {
 	return ss
 }
 
+// mailer sends through the server, from the address given.
+func (ss *smtpServer) mailer(t *testing.T, from mail.Address) *email.Mailer {
+	t.Helper()
+	m, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: ss.addr.Port}, from, email.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func (ss *smtpServer) messages() ([]*mail.Message, [][]string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -111,10 +121,7 @@ func subject(m *mail.Message) string {
 func TestEmail(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t)
-	mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Name: "Fair", Address: "fair@example.org"}, email.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
 	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
 	f := newFixture(t, `
 id: fair
@@ -126,17 +133,8 @@ notify:
   email: {to: [owner@example.org], confirm: email, digest_over: 3, lang: zh}
 `, mailer, outbox.Options{Now: clk.Now})
 	ctx := context.Background()
-	step := func() {
-		t.Helper()
-		if _, err := f.d.FanOutOnce(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.d.SendOnce(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	f.submit("fair", `{"name":"李雷","email":"lilei@example.org"}`, `{"name":"韩梅梅","email":"hmm@example.org"}`)
-	step()
+	f.step()
 	poll.Until(t, "two confirmations", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 2 })
 	msgs, to := srv.messages()
 	for i, m := range msgs {
@@ -149,7 +147,7 @@ notify:
 	}
 	// The owner's mail waits for the end of the minute.
 	clk.add(time.Minute)
-	step()
+	f.step()
 	poll.Until(t, "two owner mails", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 4 })
 	msgs, to = srv.messages()
 	for i := 2; i < 4; i++ {
@@ -165,13 +163,13 @@ notify:
 	f.submit("fair", burst...)
 	// A few sends at a time to the SMTP server: the rest wait a moment.
 	poll.Until(t, "eight confirmations", 15*time.Second, func() bool {
-		step()
+		f.step()
 		clk.add(300 * time.Millisecond)
 		m, _ := srv.messages()
 		return len(m) == 12
 	})
 	clk.add(time.Minute)
-	step()
+	f.step()
 	poll.Until(t, "the digest", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 13 })
 	poll.Holds(t, "one digest, nothing more", 100*time.Millisecond, func() bool { m, _ := srv.messages(); return len(m) == 13 })
 	msgs, to = srv.messages()
@@ -217,10 +215,7 @@ func TestOnePersonStopsNoOnesMail(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t)
 	srv.refuse = "bad@example.org"
-	mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Name: "Fair", Address: "fair@example.org"}, email.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
 	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
 	f := newFixture(t, `
 id: fair

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
@@ -32,10 +31,7 @@ func TestOwnerMailListsFiles(t *testing.T) {
 		t.Run(tc.lang, func(t *testing.T) {
 			t.Parallel()
 			srv := startSMTP(t)
-			mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Address: "fair@example.org"}, email.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			mailer := srv.mailer(t, mail.Address{Address: "fair@example.org"})
 			signer := links.New([]byte("0123456789abcdef0123456789abcdef"), "https://forms.example.org", 15*time.Minute, time.Now)
 			clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
 			var f *fixture

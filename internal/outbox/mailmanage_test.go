@@ -1,7 +1,6 @@
 package outbox_test
 
 import (
-	"context"
 	"encoding/base64"
 	"io"
 	"mime"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/entrylink"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/outbox"
@@ -75,10 +73,7 @@ func TestConfirmationCarriesTheParticipantsLink(t *testing.T) {
 		t.Run(c.lang+"-"+c.public, func(t *testing.T) {
 			t.Parallel()
 			srv := startSMTP(t)
-			mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Address: "fair@example.org"}, email.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			mailer := srv.mailer(t, mail.Address{Address: "fair@example.org"})
 			f := newFixture(t, `
 id: fair
 title: Fair
@@ -87,14 +82,8 @@ fields:
 notify:
   email: {confirm: email, lang: `+c.lang+`}
 `, mailer, outbox.Options{ConsoleURL: c.public, Hasher: hasher})
-			ctx := context.Background()
 			outs := f.submit("fair", `{"email":"ann@example.org"}`)
-			if _, err := f.d.FanOutOnce(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.d.SendOnce(ctx); err != nil {
-				t.Fatal(err)
-			}
+			f.step()
 			poll.Until(t, "the confirmation", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 1 })
 			msgs, _ := srv.messages()
 			body := mailText(t, msgs[0])
@@ -126,10 +115,7 @@ func TestConfirmationCarriesTheTicket(t *testing.T) {
 		t.Run(c.lang, func(t *testing.T) {
 			t.Parallel()
 			srv := startSMTP(t)
-			mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Address: "fair@example.org"}, email.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			mailer := srv.mailer(t, mail.Address{Address: "fair@example.org"})
 			f := newFixture(t, `
 id: fair
 title: Fair
@@ -141,14 +127,8 @@ fields:
 notify:
   email: {confirm: email, lang: `+c.lang+`}
 `, mailer, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
-			ctx := context.Background()
 			outs := f.submit("fair", `{"email":"ann@example.org"}`, `{"email":"bo@example.org"}`)
-			if _, err := f.d.FanOutOnce(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.d.SendOnce(ctx); err != nil {
-				t.Fatal(err)
-			}
+			f.step()
 			poll.Until(t, "two confirmations", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 2 })
 			msgs, _ := srv.messages()
 			bodies := map[string]string{}
