@@ -59,6 +59,20 @@ func appendSync(t *testing.T, j *sqlitejournal.Journal, keys ...string) {
 	}
 }
 
+// toldDeadLettered waits for the poison entry's waiter to be told that
+// the entry was dead-lettered.
+func toldDeadLettered(t *testing.T, wait <-chan store.Outcome) {
+	t.Helper()
+	select {
+	case o := <-wait:
+		if o.Decision != store.StatusDeadLettered {
+			t.Fatalf("waiter got %+v", o)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiter of the poison entry was never told")
+	}
+}
+
 // run starts the processor until the test ends.
 func run(t *testing.T, p *processor.Processor) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -116,14 +130,7 @@ func TestPoisonEntryIsDeadLettered(t *testing.T) {
 	for _, k := range []string{"a", "b", "c", "d"} {
 		poll.Until(t, k+" stored", 15*time.Second, func() bool { return statusOf(t, r.s, k) == store.StatusStored })
 	}
-	select {
-	case o := <-wait:
-		if o.Decision != store.StatusDeadLettered {
-			t.Fatalf("waiter got %+v", o)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the waiter of the poison entry was never told")
-	}
+	toldDeadLettered(t, wait)
 	dls, err := r.s.DeadLetters(context.Background(), 10)
 	if err != nil {
 		t.Fatal(err)
@@ -414,14 +421,7 @@ func TestPoisonEntryAtAppendIsLeftToTheProcessor(t *testing.T) {
 		t.Fatalf("the poison entry is %q in the store", s)
 	}
 	run(t, r.p)
-	select {
-	case o := <-wait:
-		if o.Decision != store.StatusDeadLettered {
-			t.Fatalf("waiter got %+v", o)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the waiter of the poison entry was never told")
-	}
+	toldDeadLettered(t, wait)
 	if dls, _ := r.s.DeadLetters(context.Background(), 10); len(dls) != 1 || dls[0].Key != "bad" {
 		t.Fatalf("dead letters %+v", dls)
 	}
