@@ -10,6 +10,7 @@ import (
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/storetest"
 )
 
 // TestErasureMail: the erasure granting a request is told to the person
@@ -23,7 +24,7 @@ func TestErasureMail(t *testing.T) {
 	srv := startSMTP(t)
 	srv.refuse = "gone@example.org"
 	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
-	clk := &clock{now: time.Now().UTC()}
+	clk := storetest.NewClock(time.Now().UTC())
 	shanghai := time.FixedZone("UTC+8", 8*3600)
 	f := newFixture(t, `
 id: fair

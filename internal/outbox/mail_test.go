@@ -17,6 +17,7 @@ import (
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/storetest"
 )
 
 // smtpServer is a real SMTP server (go-smtp) on 127.0.0.1 that keeps what
@@ -92,24 +93,6 @@ func (s *smtpSession) Data(r io.Reader) error {
 func (s *smtpSession) Reset()        { s.to = nil }
 func (s *smtpSession) Logout() error { return nil }
 
-// clock is a test clock the test moves on.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 func subject(m *mail.Message) string {
 	s, _ := new(mime.WordDecoder).DecodeHeader(m.Header.Get("Subject"))
 	return s
@@ -122,7 +105,7 @@ func TestEmail(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t)
 	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
-	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
+	clk := storetest.NewClock(time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC))
 	f := newFixture(t, `
 id: fair
 title: {en: Spring fair, zh: 春季集市}
@@ -146,7 +129,7 @@ notify:
 		}
 	}
 	// The owner's mail waits for the end of the minute.
-	clk.add(time.Minute)
+	clk.Advance(time.Minute)
 	f.step()
 	poll.Until(t, "two owner mails", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 4 })
 	msgs, to = srv.messages()
@@ -164,11 +147,11 @@ notify:
 	// A few sends at a time to the SMTP server: the rest wait a moment.
 	poll.Until(t, "eight confirmations", 15*time.Second, func() bool {
 		f.step()
-		clk.add(300 * time.Millisecond)
+		clk.Advance(300 * time.Millisecond)
 		m, _ := srv.messages()
 		return len(m) == 12
 	})
-	clk.add(time.Minute)
+	clk.Advance(time.Minute)
 	f.step()
 	poll.Until(t, "the digest", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 13 })
 	poll.Holds(t, "one digest, nothing more", 100*time.Millisecond, func() bool { m, _ := srv.messages(); return len(m) == 13 })
@@ -216,7 +199,7 @@ func TestOnePersonStopsNoOnesMail(t *testing.T) {
 	srv := startSMTP(t)
 	srv.refuse = "bad@example.org"
 	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
-	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
+	clk := storetest.NewClock(time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC))
 	f := newFixture(t, `
 id: fair
 title: Spring fair
@@ -239,7 +222,7 @@ notify:
 	// its minute; nothing else should need longer.
 	for range 70 {
 		f.drive()
-		clk.add(time.Second)
+		clk.Advance(time.Second)
 	}
 	f.drive()
 	msgs, to := srv.messages()

@@ -14,6 +14,7 @@ import (
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/storetest"
 	"github.com/formd/formd/internal/uploads/links"
 )
 
@@ -33,7 +34,7 @@ func TestOwnerMailListsFiles(t *testing.T) {
 			srv := startSMTP(t)
 			mailer := srv.mailer(t, mail.Address{Address: "fair@example.org"})
 			signer := links.New([]byte("0123456789abcdef0123456789abcdef"), "https://forms.example.org", 15*time.Minute, time.Now)
-			clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
+			clk := storetest.NewClock(time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC))
 			var f *fixture
 			f = newFixture(t, `
 id: exam
@@ -58,7 +59,7 @@ notify:
 			// The owner's mail waits for the end of the minute (a digest
 			// under peaks).
 			f.d.FanOutOnce(ctx)
-			clk.add(time.Minute)
+			clk.Advance(time.Minute)
 			var msgs []*mail.Message
 			poll.Until(t, "the owner's mail", 15*time.Second, func() bool {
 				f.d.FanOutOnce(ctx)

@@ -16,7 +16,7 @@ import (
 
 // testEventTimes: every event takes its time from the store's clock, the
 // promotions a cancel or a larger capacity makes included.
-func testEventTimes(t *testing.T, s store.Store, clock *testClock) {
+func testEventTimes(t *testing.T, s store.Store, clock *Clock) {
 	ctx := ctxT(t)
 	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
 	decided := clock.Now()

@@ -87,7 +87,7 @@ func Run(t *testing.T, newStore Opener) {
 	// only when told.
 	clocked := []struct {
 		name string
-		fn   func(*testing.T, store.Store, *testClock)
+		fn   func(*testing.T, store.Store, *Clock)
 	}{
 		{"EventTimesFromTheStoreClock", testEventTimes},
 		{"DeadLettersSameTimeByID", testDeadLettersSameTime},
@@ -96,7 +96,7 @@ func Run(t *testing.T, newStore Opener) {
 	for _, tc := range clocked {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			clock := &testClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+			clock := NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 			s := newStore(t, clock.Now)()
 			t.Cleanup(func() { s.Close() })
 			tc.fn(t, s, clock)
