@@ -242,6 +242,29 @@ type Cursor struct {
 // ExportPage is how many entries Export reads in one query.
 const ExportPage = 500
 
+// ExportPages is Export over page, which reads up to ExportPage entries
+// of the form after (afterSeq, afterID) in (seq, id) order: it calls fn
+// with each entry, a page at a time by that keyset from (-1, ""), until
+// a page comes back short. Entries sharing a seq may straddle two pages.
+func ExportPages(page func(afterSeq int64, afterID string) ([]Row, error), fn func(Row) error) error {
+	afterSeq, afterID := int64(-1), ""
+	for {
+		rows, err := page(afterSeq, afterID)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := fn(r); err != nil {
+				return err
+			}
+			afterSeq, afterID = int64(r.Seq), r.ID
+		}
+		if len(rows) < ExportPage {
+			return nil
+		}
+	}
+}
+
 // Row is one entry as listed and exported: the read model of an entry that
 // the API, the console and exports share (EntryDoc and EntryDetail add to
 // it).

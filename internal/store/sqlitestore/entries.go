@@ -104,27 +104,18 @@ func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error)
 // Export streams a form's entries in arrival order, a page at a time, by
 // (seq, id) keyset: entries sharing a seq may straddle two pages.
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
-	afterSeq, afterID := int64(-1), ""
-	for {
+	return store.ExportPages(func(afterSeq int64, afterID string) ([]store.Row, error) {
 		rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries
 			WHERE form = ? AND (seq, id) > (?, ?) ORDER BY seq, id LIMIT ?`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
-			return classify("export", err)
+			return nil, classify("export", err)
 		}
 		page, err := collect(rows, store.ScanRow)
 		if err != nil {
-			return classify("export", err)
+			return nil, classify("export", err)
 		}
-		for _, r := range page {
-			if err := fn(r); err != nil {
-				return err
-			}
-			afterSeq, afterID = int64(r.Seq), r.ID
-		}
-		if len(page) < store.ExportPage {
-			return nil
-		}
-	}
+		return page, nil
+	}, fn)
 }
 
 // FindEntries lists entries whose data holds one of the needles.
