@@ -39,6 +39,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -325,6 +326,26 @@ type DeadLetter struct {
 	Reason   string
 	Attempts int
 	At       time.Time
+}
+
+// EarlierOutcome is the outcome that kept a dead letter of sub out, as
+// both drivers' DeadLetter answer it (Replayed): that of sub's key, or
+// else that of the entry holding sub's id, whose key keyOfID reads.
+func EarlierOutcome(sub journal.Entry, outcome func(form, key string) (Outcome, bool, error),
+	keyOfID func(id string) (form, key string, err error)) (Outcome, error) {
+	o, ok, err := outcome(sub.Form, sub.Key)
+	if err == nil && !ok {
+		var form, key string
+		form, key, err = keyOfID(sub.ID)
+		if err == nil {
+			o, ok, err = outcome(form, key)
+		}
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("no entry has key %s/%s or id %s", sub.Form, sub.Key, sub.ID)
+	}
+	o.Replayed = true
+	return o, err
 }
 
 // Store is what a store driver provides. Consumers depend on the handful of
