@@ -504,6 +504,19 @@ type ArrivalHour struct {
 // MaxSearchScan bounds how many entries one search request reads.
 const MaxSearchScan = 20000
 
+// SearchNext is the next of SearchEntries, for a search that found
+// matches of a page of page rows in the window up to bound (the last
+// entry the scan may read; zero when the window ends first): after the
+// last match when the page is full; else the whole window up to the bound
+// was read, so after the bound, or nowhere.
+func SearchNext(matches []Row, page int, bound Cursor) Cursor {
+	if len(matches) == page {
+		last := matches[len(matches)-1]
+		return Cursor{Seq: last.Seq, ID: last.ID}
+	}
+	return bound
+}
+
 // ConsoleStore is what the console and the admin API read beyond the
 // decisions.
 type ConsoleStore interface {

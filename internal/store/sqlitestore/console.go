@@ -103,13 +103,7 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
-	if len(out) == page {
-		last := out[len(out)-1]
-		return out, store.Cursor{Seq: last.Seq, ID: last.ID}, nil
-	}
-	// Fewer matches than a page: the whole window up to the bound was
-	// read; go on after the bound, or nowhere when the window ended first.
-	return out, bound, nil
+	return out, store.SearchNext(out, page, bound), nil
 }
 
 // Entry reads one entry of a form.
