@@ -5,7 +5,6 @@ import (
 	"html"
 	"image"
 	"image/png"
-	"mime/multipart"
 	"net/url"
 	"regexp"
 	"strings"
@@ -50,14 +49,7 @@ func TestChinesePagesShowNoEngineersWords(t *testing.T) {
 	h := servertest.Start(t, fileForms, servertest.Options{})
 	var img bytes.Buffer
 	png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 8, 8)))
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	mw.WriteField("_key", "k-zh")
-	mw.WriteField("name", "李雷")
-	fw, _ := mw.CreateFormFile("photo", "证件照.png")
-	fw.Write(img.Bytes())
-	mw.Close()
-	id := submitEncoded(t, h, "exam", mw.FormDataContentType(), &body)
+	id := submitFiles(t, h, "k-zh", "李雷", formFile{"photo", "证件照.png", img.Bytes()})
 
 	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
 	b.do("GET", "/admin/forms?lang=zh", nil)
