@@ -6,7 +6,6 @@ import (
 
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 	"github.com/formd/formd/internal/store/storetest"
-	"github.com/jackc/pgx/v5"
 )
 
 // After PurgeForm and DeleteEmptyForm, no table of the schema — found in
@@ -18,11 +17,7 @@ func TestPurgeLeavesNoRow(t *testing.T) {
 	s := open(t, u)
 	defer s.Close()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, u)
 	rows, err := conn.Query(ctx, `SELECT table_name, column_name FROM information_schema.columns
 		WHERE table_schema = current_schema() AND column_name IN ('form', 'entry_id')`)
 	if err != nil {

@@ -54,11 +54,7 @@ func TestErasureNoticeKept(t *testing.T) {
 	u := pgtest.URL(t)
 	s := open(t, u)
 	t.Cleanup(func() { s.Close() })
-	conn, err := pgx.Connect(context.Background(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	conn := pgtest.Connect(t, u)
 	storetest.RunErasureNoticeKept(t, s, func() int {
 		var n int
 		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE notice_to IS NOT NULL`).Scan(&n); err != nil {
@@ -263,12 +259,8 @@ func TestOpensADatabaseOfTheOldMigrations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	u := pgtest.URL(t)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	conn := pgtest.Connect(t, u)
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`); err != nil {
 			return err
 		}
