@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 	"github.com/formd/formd/internal/store/storetest"
 )
@@ -23,22 +24,6 @@ func TestPurgeLeavesNoRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables := map[string][]string{}
-	for rows.Next() {
-		var table, col string
-		if err := rows.Scan(&table, &col); err != nil {
-			t.Fatal(err)
-		}
-		tables[table] = append(tables[table], col)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	storetest.CheckPurge(t, s, func(q string) int {
-		var n int
-		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		return n
-	}, tables)
+	tables := storetest.FormTables(t, rows)
+	storetest.CheckPurge(t, s, storetest.Count(t, func(q string) store.Scanner { return conn.QueryRow(ctx, q) }), tables)
 }

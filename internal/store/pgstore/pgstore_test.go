@@ -55,13 +55,8 @@ func TestErasureNoticeKept(t *testing.T) {
 	s := open(t, u)
 	t.Cleanup(func() { s.Close() })
 	conn := pgtest.Connect(t, u)
-	storetest.RunErasureNoticeKept(t, s, func() int {
-		var n int
-		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE notice_to IS NOT NULL`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	})
+	count := storetest.Count(t, func(q string) store.Scanner { return conn.QueryRow(context.Background(), q) })
+	storetest.RunErasureNoticeKept(t, s, func() int { return count(`SELECT count(*) FROM events WHERE notice_to IS NOT NULL`) })
 }
 
 func TestAccounts(t *testing.T) {

@@ -54,13 +54,8 @@ func TestErasureNoticeKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	storetest.RunErasureNoticeKept(t, s, func() int {
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM events WHERE notice_to IS NOT NULL`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	})
+	count := storetest.Count(t, func(q string) store.Scanner { return db.QueryRow(q) })
+	storetest.RunErasureNoticeKept(t, s, func() int { return count(`SELECT count(*) FROM events WHERE notice_to IS NOT NULL`) })
 }
 
 func TestAccounts(t *testing.T) {
