@@ -48,6 +48,14 @@ func startSMTP(t *testing.T) *smtpServer {
 	return ss
 }
 
+// mailFixture is a fixture of formsYAML whose mail goes, from the
+// address given, to a test SMTP server, which it returns too.
+func mailFixture(t *testing.T, from mail.Address, formsYAML string, opts outbox.Options) (*smtpServer, *fixture) {
+	t.Helper()
+	srv := startSMTP(t)
+	return srv, newFixture(t, formsYAML, srv.mailer(t, from), opts)
+}
+
 // mailer sends through the server, from the address given.
 func (ss *smtpServer) mailer(t *testing.T, from mail.Address) *email.Mailer {
 	t.Helper()
@@ -103,10 +111,8 @@ func subject(m *mail.Message) string {
 // receipt, in the form's language — all through the outbox.
 func TestEmail(t *testing.T) {
 	t.Parallel()
-	srv := startSMTP(t)
-	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
 	clk := storetest.NewClock(time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC))
-	f := newFixture(t, `
+	srv, f := mailFixture(t, mail.Address{Name: "Fair", Address: "fair@example.org"}, `
 id: fair
 title: {en: Spring fair, zh: 春季集市}
 fields:
@@ -114,7 +120,7 @@ fields:
   - {name: email, type: email, label: {en: E-mail, zh: 邮箱}}
 notify:
   email: {to: [owner@example.org], confirm: email, digest_over: 3, lang: zh}
-`, mailer, outbox.Options{Now: clk.Now})
+`, outbox.Options{Now: clk.Now})
 	ctx := context.Background()
 	f.submit("fair", `{"name":"李雷","email":"lilei@example.org"}`, `{"name":"韩梅梅","email":"hmm@example.org"}`)
 	f.step()

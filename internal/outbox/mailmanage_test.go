@@ -72,16 +72,14 @@ func TestConfirmationCarriesTheParticipantsLink(t *testing.T) {
 	} {
 		t.Run(c.lang+"-"+c.public, func(t *testing.T) {
 			t.Parallel()
-			srv := startSMTP(t)
-			mailer := srv.mailer(t, mail.Address{Address: "fair@example.org"})
-			f := newFixture(t, `
+			srv, f := mailFixture(t, mail.Address{Address: "fair@example.org"}, `
 id: fair
 title: Fair
 fields:
   - {name: email, type: email}
 notify:
   email: {confirm: email, lang: `+c.lang+`}
-`, mailer, outbox.Options{ConsoleURL: c.public, Hasher: hasher})
+`, outbox.Options{ConsoleURL: c.public, Hasher: hasher})
 			outs := f.submit("fair", `{"email":"ann@example.org"}`)
 			f.step()
 			poll.Until(t, "the confirmation", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 1 })
@@ -114,9 +112,7 @@ func TestConfirmationCarriesTheTicket(t *testing.T) {
 	for _, c := range []struct{ lang, words string }{{"en", "Your ticket for the door: "}, {"zh", "您的入场签到码："}} {
 		t.Run(c.lang, func(t *testing.T) {
 			t.Parallel()
-			srv := startSMTP(t)
-			mailer := srv.mailer(t, mail.Address{Address: "fair@example.org"})
-			f := newFixture(t, `
+			srv, f := mailFixture(t, mail.Address{Address: "fair@example.org"}, `
 id: fair
 title: Fair
 checkin: true
@@ -126,7 +122,7 @@ fields:
   - {name: email, type: email}
 notify:
   email: {confirm: email, lang: `+c.lang+`}
-`, mailer, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
+`, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
 			outs := f.submit("fair", `{"email":"ann@example.org"}`, `{"email":"bo@example.org"}`)
 			f.step()
 			poll.Until(t, "two confirmations", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 2 })

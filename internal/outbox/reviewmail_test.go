@@ -30,9 +30,7 @@ func TestReviewDecisionMailsThePerson(t *testing.T) {
 	} {
 		t.Run(c.lang, func(t *testing.T) {
 			t.Parallel()
-			srv := startSMTP(t)
-			mailer := srv.mailer(t, mail.Address{Address: "crew@example.org"})
-			f := newFixture(t, `
+			srv, f := mailFixture(t, mail.Address{Address: "crew@example.org"}, `
 id: crew
 title: Crew
 fields:
@@ -40,7 +38,7 @@ fields:
 review: true
 notify:
   email: {confirm: email, lang: `+c.lang+`}
-`, mailer, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
+`, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
 			ctx := context.Background()
 			outs := f.submit("crew", `{"email":"ann@example.org"}`, `{"email":"bo@example.org"}`)
 			if outs[0].Status != store.StatusPending {
