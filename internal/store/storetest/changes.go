@@ -89,9 +89,7 @@ func testChangeHistory(t *testing.T, s store.Store) {
 	if _, err := s.Change(ctxT(t), change("f", "nope", "x", "", 1)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown entry: %v", err)
 	}
-	if _, err := s.Cancel(ctxT(t), "f", o.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustCancel(t, s, "f", o.ID)
 	if _, err := s.Change(ctxT(t), change("f", o.ID, "a4", "", 2)); !errors.Is(err, store.ErrNotLive) {
 		t.Fatalf("change of a cancelled entry: %v", err)
 	}

@@ -160,9 +160,7 @@ func testEvents(t *testing.T, s store.Store) {
 			t.Fatalf("history of %s: %v, want %v", id, got, want)
 		}
 	}
-	if _, err := s.Cancel(ctxT(t), "f", out[0].ID); err != nil {
-		t.Fatal(err)
-	}
+	mustCancel(t, s, "f", out[0].ID)
 	if got := history(t, s, out[0].ID); !slices.Equal(got, []string{"stored:stored", "cancelled:cancelled"}) {
 		t.Fatalf("after cancel: %v", got)
 	}

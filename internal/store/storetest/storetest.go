@@ -184,6 +184,17 @@ func ApplyUntilDecided(ctx context.Context, s store.Store, batch []journal.Entry
 	}
 }
 
+// mustCancel cancels an entry of form and returns the entries its freed
+// place let in.
+func mustCancel(t *testing.T, s store.Store, form, id string) []string {
+	t.Helper()
+	promoted, err := s.Cancel(ctxT(t), form, id)
+	if err != nil {
+		t.Fatalf("cancel %s/%s: %v", form, id, err)
+	}
+	return promoted
+}
+
 func statuses(out []store.Outcome) []string {
 	s := make([]string, len(out))
 	for i, o := range out {
