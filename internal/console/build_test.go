@@ -227,16 +227,8 @@ func TestBuildAFormInTheConsole(t *testing.T) {
 	if code != 200 || !strings.Contains(exported, "session") {
 		t.Fatalf("export: %d %s", code, exported)
 	}
-	req, _ := http.NewRequest("POST", h.URL+"/v1/admin/forms/plan", strings.NewReader(exported))
-	req.Header.Set("Authorization", "Bearer "+h.Token)
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(plan), `"lines":["no change to fields, capacity, unique, notify, site, waitlist, review or spam"]`) || !strings.Contains(string(plan), `"risks":[]`) {
-		t.Fatalf("the exported definition's plan: %d %s", resp.StatusCode, plan)
+	if code, plan := adminAPI(t, h, "POST", "/v1/admin/forms/plan", exported); code != 200 || !strings.Contains(plan, `"lines":["no change to fields, capacity, unique, notify, site, waitlist, review or spam"]`) || !strings.Contains(plan, `"risks":[]`) {
+		t.Fatalf("the exported definition's plan: %d %s", code, plan)
 	}
 	submit(t, h, "spring-exam-2027", `{"name":"Li Lei","student_no":"S1","email":"li@example.org","level":"beginner","session":"morning"}`)
 	submit(t, h, "spring-exam-2027", `{"name":"Han Mei","student_no":"S2","email":"han@example.org","level":"advanced","session":"evening"}`)

@@ -97,7 +97,33 @@ func signIn(t *testing.T, h *servertest.Harness, email string, role accounts.Rol
 
 func submit(t *testing.T, h *servertest.Harness, form, body string) string {
 	t.Helper()
-	resp, err := http.Post(h.URL+"/v1/forms/"+form+"/submissions", "application/json", strings.NewReader(body))
+	return submitEncoded(t, h, form, "application/json", strings.NewReader(body))
+}
+
+// adminAPI calls the admin API with the harness's admin token, body (""
+// for none) sent as it is, and returns the status and the answer.
+func adminAPI(t *testing.T, h *servertest.Harness, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, h.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+h.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(raw)
+}
+
+// submitEncoded submits body in the encoding contentType names (JSON, or
+// a multipart form that carries files), wants it stored, and returns the
+// entry's id.
+func submitEncoded(t *testing.T, h *servertest.Harness, form, contentType string, body io.Reader) string {
+	t.Helper()
+	resp, err := http.Post(h.URL+"/v1/forms/"+form+"/submissions", contentType, body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,29 @@ fields:
   - {name: cv, type: file, label: {en: CV, zh: 简历}, accept: [application/pdf]}
 `
 
+// formFile is one file of a submission sent as a multipart form.
+type formFile struct {
+	field, name string
+	data        []byte
+}
+
+// submitFiles submits a name and files to the exam form (fileForms) under
+// key, as a plain HTML form with files sends them, wants it stored, and
+// returns the entry's id.
+func submitFiles(t *testing.T, h *servertest.Harness, key, name string, files ...formFile) string {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("_key", key)
+	mw.WriteField("name", name)
+	for _, f := range files {
+		fw, _ := mw.CreateFormFile(f.field, f.name)
+		fw.Write(f.data)
+	}
+	mw.Close()
+	return submitEncoded(t, h, "exam", mw.FormDataContentType(), &body)
+}
+
 // The entry page shows a photo as a thumbnail and every file as a
 // download, both through signed links that serve the stored bytes, and
 // names the files in the entry's data, in English and Chinese.
@@ -38,25 +61,7 @@ func TestEntryPageFiles(t *testing.T) {
 	png.Encode(&img, pic)
 	pdf := []byte("%PDF-1.4\n% a CV\n")
 
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	mw.WriteField("_key", "k-files")
-	mw.WriteField("name", "Li Lei")
-	fw, _ := mw.CreateFormFile("photo", "证件照.png")
-	fw.Write(img.Bytes())
-	fw, _ = mw.CreateFormFile("cv", "cv.pdf")
-	fw.Write(pdf)
-	mw.Close()
-	res, err := http.Post(h.URL+"/v1/forms/exam/submissions", mw.FormDataContentType(), &body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 201 {
-		t.Fatalf("submit: %d %s", res.StatusCode, raw)
-	}
-	id := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(string(raw))[1]
+	id := submitFiles(t, h, "k-files", "Li Lei", formFile{"photo", "证件照.png", img.Bytes()}, formFile{"cv", "cv.pdf", pdf})
 
 	b := signIn(t, h, "owner@example.org", accounts.Owner, "a")
 	for _, tc := range []struct{ lang, title, download, thumb string }{

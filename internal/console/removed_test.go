@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
@@ -20,15 +19,8 @@ func TestTableAndEntryShowRemovedFields(t *testing.T) {
 	id := submit(t, h, "club", `{"name":"Ann","phone":"13800138000"}`)
 	// The phone removed from a form with entries: confirmed.
 	def := "id: club\nsite: a\nfields:\n  - {name: name, type: text}\n  - {name: city, type: text}\n"
-	req, _ := http.NewRequest("PUT", h.URL+"/v1/admin/forms?confirm="+admin.ConfirmToken([]byte(def)), strings.NewReader(def))
-	req.Header.Set("Authorization", "Bearer "+h.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("apply: %d", resp.StatusCode)
+	if code, body := adminAPI(t, h, "PUT", "/v1/admin/forms?confirm="+admin.ConfirmToken([]byte(def)), def); code != 200 {
+		t.Fatalf("apply: %d %s", code, body)
 	}
 	for _, path := range []string{"/admin/forms/club/submissions", "/admin/forms/club/entries/" + id} {
 		code, body := b.do("GET", path, nil)

@@ -48,17 +48,7 @@ func TestReviewInConsoleAndAPI(t *testing.T) {
 	if code, page := b.do("POST", "/admin/forms/volunteers/entries/"+first.ID+"/approve", url.Values{}); code != 200 || !strings.Contains(page, "The entry was approved.") {
 		t.Fatalf("approve in the console: %d\n%s", code, page)
 	}
-	api := func(path string) (int, string) {
-		req, _ := http.NewRequest("POST", h.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+h.Token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	api := func(path string) (int, string) { return adminAPI(t, h, "POST", path, "") }
 	if code, body := api("/v1/admin/forms/volunteers/entries/" + first.ID + "/decline"); code != 409 || !strings.Contains(body, `"code":"entry-not-pending"`) {
 		t.Fatalf("declining an approved entry: %d %s, want 409 entry-not-pending", code, body)
 	}
@@ -126,15 +116,8 @@ func TestBulkReviewInConsole(t *testing.T) {
 	}
 
 	// Another editor approves Cy through the API meanwhile.
-	req, _ := http.NewRequest("POST", h.URL+"/v1/admin/forms/helpers/entries/"+cy+"/approve", nil)
-	req.Header.Set("Authorization", "Bearer "+h.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("approve through the API: %d", resp.StatusCode)
+	if code, body := adminAPI(t, h, "POST", "/v1/admin/forms/helpers/entries/"+cy+"/approve", ""); code != 200 {
+		t.Fatalf("approve through the API: %d %s", code, body)
 	}
 
 	if code, _ := b.do("POST", "/admin/forms/helpers/review", url.Values{"_csrf": {"forged"}, "decision": {"approve"}, "id": {ann}}); code != 403 {
@@ -159,17 +142,11 @@ func TestBulkReviewInConsole(t *testing.T) {
 		t.Fatalf("bulk review of nothing: %d", code)
 	}
 	// Each decision is audited, by whom, once.
-	req, _ = http.NewRequest("GET", h.URL+"/v1/admin/audit-log?limit=500", nil)
-	req.Header.Set("Authorization", "Bearer "+h.Token)
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	log, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, log := adminAPI(t, h, "GET", "/v1/admin/audit-log?limit=500", "")
 	var audit struct {
 		Entries []struct{ Action, Target, Actor string }
 	}
-	if err := json.Unmarshal(log, &audit); err != nil {
+	if err := json.Unmarshal([]byte(log), &audit); err != nil {
 		t.Fatalf("audit log: %v %s", err, log)
 	}
 	for _, want := range []struct {

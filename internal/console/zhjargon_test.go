@@ -5,9 +5,6 @@ import (
 	"html"
 	"image"
 	"image/png"
-	"io"
-	"mime/multipart"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -52,23 +49,7 @@ func TestChinesePagesShowNoEngineersWords(t *testing.T) {
 	h := servertest.Start(t, fileForms, servertest.Options{})
 	var img bytes.Buffer
 	png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 8, 8)))
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	mw.WriteField("_key", "k-zh")
-	mw.WriteField("name", "李雷")
-	fw, _ := mw.CreateFormFile("photo", "证件照.png")
-	fw.Write(img.Bytes())
-	mw.Close()
-	res, err := http.Post(h.URL+"/v1/forms/exam/submissions", mw.FormDataContentType(), &body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 201 {
-		t.Fatalf("submit: %d %s", res.StatusCode, raw)
-	}
-	id := regexp.MustCompile(`"id":"([^"]+)"`).FindStringSubmatch(string(raw))[1]
+	id := submitFiles(t, h, "k-zh", "李雷", formFile{"photo", "证件照.png", img.Bytes()})
 
 	b := signIn(t, h, "owner@example.org", accounts.Owner, "*")
 	b.do("GET", "/admin/forms?lang=zh", nil)

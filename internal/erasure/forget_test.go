@@ -30,11 +30,21 @@ fields:
 
 func post(t *testing.T, url, token, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	return send(t, "POST", url, token, body)
+}
+
+// send makes one request of the test server and reads its answer: body,
+// when there is one, sent as JSON, and token, when there is one, as the
+// bearer.
+func send(t *testing.T, method, url, token, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "bearer "+token)
 	}
@@ -89,18 +99,8 @@ func TestForgetAPerson(t *testing.T) {
 	}
 	// A draft of Ann's, typed in another spelling, and one of Bo's.
 	for key, body := range map[string]string{"ann-draft": `{"name":"Ann Draft","contact":" ANN@example.org"}`, "bo-draft": `{"name":"Bo Draft","contact":"bo@example.org"}`} {
-		req, err := http.NewRequest("PUT", h.URL+"/v1/forms/workshop/drafts/"+key, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 201 {
-			t.Fatalf("draft %s: %d", key, resp.StatusCode)
+		if code, b := send(t, "PUT", h.URL+"/v1/forms/workshop/drafts/"+key, "", body); code != 201 {
+			t.Fatalf("draft %s: %d %s", key, code, b)
 		}
 	}
 	for _, v := range []string{"ann@example.org", "Annabel Lee", "+8613800138000", "bo@example.org", "Ann Draft"} {

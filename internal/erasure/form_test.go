@@ -3,7 +3,6 @@ package erasure_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,18 +17,7 @@ import (
 
 func del(t *testing.T, url, token string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest("DELETE", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return send(t, "DELETE", url, token, "")
 }
 
 // TestDeleteAFormWithEntries: once a form with entries and drafts is
@@ -49,18 +37,8 @@ func TestDeleteAFormWithEntries(t *testing.T) {
 			t.Fatalf("%s: %d %s", s.body, code, b)
 		}
 	}
-	req, err := http.NewRequest("PUT", h.URL+"/v1/forms/workshop/drafts/d1", strings.NewReader(`{"name":"Eliza Draftwell"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 201 {
-		t.Fatalf("draft: %d", resp.StatusCode)
+	if code, b := send(t, "PUT", h.URL+"/v1/forms/workshop/drafts/d1", "", `{"name":"Eliza Draftwell"}`); code != 201 {
+		t.Fatalf("draft: %d %s", code, b)
 	}
 	gone := []string{"Cordelia Vane", "cordelia@example.org", "Dmitri Oakes", "Eliza Draftwell"}
 	for _, v := range append(gone, "Bo Rivers") {

@@ -47,11 +47,8 @@ self_erase: true
 // earlier version, and made-up and revoked links are the same 404.
 func TestParticipantChange(t *testing.T) {
 	t.Parallel()
-	h := servertest.Start(t, changeForms, servertest.Options{})
-	c := servertest.Client()
+	h, c, ann := startFairOfAnnAndBo(t)
 	submit := func(formID, key, body string) string { return linkOf(t, c, h.URL, formID, key, body) }
-	ann := submit("fair", "k-ann", `{"name":"Ann","email":"ann@example.org","session":"morning"}`)
-	submit("fair", "k-bo", `{"name":"Bo","email":"bo@example.org","session":"afternoon"}`)
 	patch := func(token, ifMatch, body string) (*httpResponse, map[string]any) {
 		t.Helper()
 		r := req{method: "PATCH", path: "/v1/entries/" + token, ctype: "application/json", body: body, headers: map[string]string{}}
@@ -278,11 +275,8 @@ type httpResponse struct {
 // (or, with self_erase, says the data is erased); in both languages.
 func TestParticipantPageWithoutJavaScript(t *testing.T) {
 	t.Parallel()
-	h := servertest.Start(t, changeForms, servertest.Options{})
-	c := servertest.Client()
+	h, c, ann := startFairOfAnnAndBo(t)
 	submit := func(formID, key, body string) string { return linkOf(t, c, h.URL, formID, key, body) }
-	ann := submit("fair", "k-ann", `{"name":"Ann","email":"ann@example.org","session":"morning"}`)
-	submit("fair", "k-bo", `{"name":"Bo","email":"bo@example.org","session":"afternoon"}`)
 	page := func(query string) string {
 		t.Helper()
 		resp, b := send(t, c, h.URL, req{method: "GET", path: "/e/" + ann + query})
@@ -342,6 +336,18 @@ func TestParticipantPageWithoutJavaScript(t *testing.T) {
 	if resp, _ := send(t, c, h.URL, req{method: "GET", path: "/e/" + x}); resp.StatusCode != 404 {
 		t.Fatalf("the page after self_erase: %d", resp.StatusCode)
 	}
+}
+
+// startFairOfAnnAndBo starts a server with changeForms where Ann holds a
+// morning place at the fair and Bo an afternoon one, and returns it, its
+// client and the token of Ann's link.
+func startFairOfAnnAndBo(t *testing.T) (*servertest.Harness, *http.Client, string) {
+	t.Helper()
+	h := servertest.Start(t, changeForms, servertest.Options{})
+	c := servertest.Client()
+	ann := linkOf(t, c, h.URL, "fair", "k-ann", `{"name":"Ann","email":"ann@example.org","session":"morning"}`)
+	linkOf(t, c, h.URL, "fair", "k-bo", `{"name":"Bo","email":"bo@example.org","session":"afternoon"}`)
+	return h, c, ann
 }
 
 // linkOf submits to a form and returns the token of the entry's link.

@@ -3,8 +3,6 @@ package intake_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -30,15 +28,7 @@ func TestConditionsOverHTTP(t *testing.T) {
 	t.Parallel()
 	h := servertest.Start(t, examForm, servertest.Options{})
 	post := func(key, body string) (int, []byte) {
-		req, _ := http.NewRequest(http.MethodPost, h.URL+"/v1/forms/exam-conditions/submissions", bytes.NewBufferString(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", key)
-		resp, err := servertest.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := send(t, servertest.Client(), h.URL, jsonReq("exam-conditions", key, body))
 		return resp.StatusCode, b
 	}
 	code, b := post("minor", `{"name":"Li","age_group":"minor"}`)
@@ -57,14 +47,8 @@ func TestConditionsOverHTTP(t *testing.T) {
 	if code, again := post("adult", adult); code != 200 || !bytes.Equal(again, first) {
 		t.Fatalf("retry: %d %s, want the first body %s", code, again, first)
 	}
-	req, _ := http.NewRequest(http.MethodGet, h.URL+"/v1/admin/forms/exam-conditions/export?format=jsonl", nil)
-	req.Header.Set("Authorization", "Bearer "+h.Token)
-	resp, err := servertest.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	exp, _ := io.ReadAll(resp.Body)
+	resp, exp := send(t, servertest.Client(), h.URL, req{method: "GET", path: "/v1/admin/forms/exam-conditions/export?format=jsonl",
+		headers: map[string]string{"Authorization": "Bearer " + h.Token}})
 	if resp.StatusCode != 200 || strings.Contains(string(exp), "13800138001") || !strings.Contains(string(exp), "+8613800138000") {
 		t.Fatalf("export %d: the ignored value must not be stored, the shown one must:\n%s", resp.StatusCode, exp)
 	}

@@ -33,6 +33,13 @@ type receivedMail struct {
 	body    string
 }
 
+// sendThrough sets a server's e-mail settings to send through ms, from
+// formd@example.org.
+func (ms *mailServer) sendThrough(c *config.Config) {
+	c.SMTP = &email.Config{Host: "127.0.0.1", Port: ms.port}
+	c.SMTPFrom = mail.Address{Address: "formd@example.org"}
+}
+
 func startMailServer(t *testing.T, refuse string) *mailServer {
 	t.Helper()
 	ms := &mailServer{refuse: refuse}
@@ -107,8 +114,7 @@ func TestDraftEmail(t *testing.T) {
 	t.Parallel()
 	ms := startMailServer(t, "nobody@example.org")
 	h := servertest.Start(t, draftMailForms, servertest.Options{Config: func(c *config.Config) {
-		c.SMTP = &email.Config{Host: "127.0.0.1", Port: ms.port}
-		c.SMTPFrom = mail.Address{Address: "formd@example.org"}
+		ms.sendThrough(c)
 		c.PublicURL = "https://forms.example.org"
 	}})
 	c := servertest.Client()

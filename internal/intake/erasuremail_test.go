@@ -8,15 +8,12 @@ import (
 	"fmt"
 	"io"
 	"mime/quotedprintable"
-	"net/mail"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/config"
-	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/sqlitedb"
@@ -51,10 +48,7 @@ notify:
 func TestErasureMail(t *testing.T) {
 	t.Parallel()
 	ms := startMailServer(t, "")
-	h := servertest.Start(t, erasureMailForms, servertest.Options{Config: func(c *config.Config) {
-		c.SMTP = &email.Config{Host: "127.0.0.1", Port: ms.port}
-		c.SMTPFrom = mail.Address{Address: "formd@example.org"}
-	}})
+	h := servertest.Start(t, erasureMailForms, servertest.Options{Config: ms.sendThrough})
 	c := servertest.Client()
 	auth := map[string]string{"Authorization": "Bearer " + h.Token}
 	const ann, bo, cy = "ann.erased@example.org", "bo.forgotten@example.org", "cy.later@example.org"

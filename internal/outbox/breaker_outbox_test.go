@@ -14,6 +14,7 @@ import (
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -112,7 +113,7 @@ func TestAFlakyReceiverIsNotShutOut(t *testing.T) {
 // failures of the attempts in flight when it opened do not double it).
 func TestAReceiverDownThenUp(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Now()}
+	clk := storetest.NewClock(time.Now())
 	start := clk.Now()
 	upAt := start.Add(20 * time.Second)
 	r := newReceiver(t, func(_ int, w http.ResponseWriter) {
@@ -132,7 +133,7 @@ func TestAReceiverDownThenUp(t *testing.T) {
 	for len(r.deliveries()) < 40 && clk.Now().Before(start.Add(10*time.Minute)) {
 		f.drive()
 		sawOpen = sawOpen || gauge(t, reg, endpoint) == 1
-		clk.add(time.Second)
+		clk.Advance(time.Second)
 	}
 	done := clk.Now()
 	if !sawOpen || breakerOpened(t, reg) < 1 {
@@ -154,7 +155,7 @@ func TestAReceiverDownThenUp(t *testing.T) {
 // made) to a dead letter.
 func TestADeadReceiver(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)}
+	clk := storetest.NewClock(time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC))
 	var mu sync.Mutex
 	var calls []time.Time
 	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -180,7 +181,7 @@ func TestADeadReceiver(t *testing.T) {
 		if st, err := f.st.DeliveryStats(ctx); err != nil || st.Failed == 5 {
 			break
 		}
-		clk.add(step)
+		clk.Advance(step)
 	}
 	for _, o := range outs {
 		ds, as := f.deliveriesOf(o.ID)

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/storetest"
 )
 
 // lateBudgets is the fixture's store, set once the fixture has made it.
@@ -24,11 +24,8 @@ type lateBudgets struct{ store.Budgets }
 func TestConfirmationBudgets(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t)
-	mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Name: "Fair", Address: "fair@example.org"}, email.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
+	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
+	clk := storetest.NewClock(time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC))
 	budgets := &lateBudgets{}
 	f := newFixture(t, `
 id: fair
@@ -92,7 +89,7 @@ notify:
 		t.Fatalf("the fourth of the form in a minute: skipped %+v, want one", ds)
 	}
 	// The next minute the form sends again; the address's hour still holds.
-	clk.add(time.Minute)
+	clk.Advance(time.Minute)
 	outs = f.submit("fair", `{"email":"di@example.org"}`, spam)
 	send(4)
 	if ds := skipped(outs); len(ds) != 1 || ds[0].Event.EntryID != outs[1].ID {

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/storetest"
 )
 
 // TestErasureMail: the erasure granting a request is told to the person
@@ -23,11 +23,8 @@ func TestErasureMail(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t)
 	srv.refuse = "gone@example.org"
-	mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Name: "Fair", Address: "fair@example.org"}, email.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := &clock{now: time.Now().UTC()}
+	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
+	clk := storetest.NewClock(time.Now().UTC())
 	shanghai := time.FixedZone("UTC+8", 8*3600)
 	f := newFixture(t, `
 id: fair

@@ -17,6 +17,7 @@ import (
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/storetest"
 )
 
 // smtpServer is a real SMTP server (go-smtp) on 127.0.0.1 that keeps what
@@ -45,6 +46,24 @@ func startSMTP(t *testing.T) *smtpServer {
 	go s.Serve(l) //nolint:errcheck // ends with Close
 	t.Cleanup(func() { s.Close() })
 	return ss
+}
+
+// mailFixture is a fixture of formsYAML whose mail goes, from the
+// address given, to a test SMTP server, which it returns too.
+func mailFixture(t *testing.T, from mail.Address, formsYAML string, opts outbox.Options) (*smtpServer, *fixture) {
+	t.Helper()
+	srv := startSMTP(t)
+	return srv, newFixture(t, formsYAML, srv.mailer(t, from), opts)
+}
+
+// mailer sends through the server, from the address given.
+func (ss *smtpServer) mailer(t *testing.T, from mail.Address) *email.Mailer {
+	t.Helper()
+	m, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: ss.addr.Port}, from, email.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func (ss *smtpServer) messages() ([]*mail.Message, [][]string) {
@@ -82,24 +101,6 @@ func (s *smtpSession) Data(r io.Reader) error {
 func (s *smtpSession) Reset()        { s.to = nil }
 func (s *smtpSession) Logout() error { return nil }
 
-// clock is a test clock the test moves on.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 func subject(m *mail.Message) string {
 	s, _ := new(mime.WordDecoder).DecodeHeader(m.Header.Get("Subject"))
 	return s
@@ -110,13 +111,8 @@ func subject(m *mail.Message) string {
 // receipt, in the form's language — all through the outbox.
 func TestEmail(t *testing.T) {
 	t.Parallel()
-	srv := startSMTP(t)
-	mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Name: "Fair", Address: "fair@example.org"}, email.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
-	f := newFixture(t, `
+	clk := storetest.NewClock(time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC))
+	srv, f := mailFixture(t, mail.Address{Name: "Fair", Address: "fair@example.org"}, `
 id: fair
 title: {en: Spring fair, zh: 春季集市}
 fields:
@@ -124,19 +120,10 @@ fields:
   - {name: email, type: email, label: {en: E-mail, zh: 邮箱}}
 notify:
   email: {to: [owner@example.org], confirm: email, digest_over: 3, lang: zh}
-`, mailer, outbox.Options{Now: clk.Now})
+`, outbox.Options{Now: clk.Now})
 	ctx := context.Background()
-	step := func() {
-		t.Helper()
-		if _, err := f.d.FanOutOnce(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.d.SendOnce(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	f.submit("fair", `{"name":"李雷","email":"lilei@example.org"}`, `{"name":"韩梅梅","email":"hmm@example.org"}`)
-	step()
+	f.step()
 	poll.Until(t, "two confirmations", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 2 })
 	msgs, to := srv.messages()
 	for i, m := range msgs {
@@ -148,8 +135,8 @@ notify:
 		}
 	}
 	// The owner's mail waits for the end of the minute.
-	clk.add(time.Minute)
-	step()
+	clk.Advance(time.Minute)
+	f.step()
 	poll.Until(t, "two owner mails", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 4 })
 	msgs, to = srv.messages()
 	for i := 2; i < 4; i++ {
@@ -165,13 +152,13 @@ notify:
 	f.submit("fair", burst...)
 	// A few sends at a time to the SMTP server: the rest wait a moment.
 	poll.Until(t, "eight confirmations", 15*time.Second, func() bool {
-		step()
-		clk.add(300 * time.Millisecond)
+		f.step()
+		clk.Advance(300 * time.Millisecond)
 		m, _ := srv.messages()
 		return len(m) == 12
 	})
-	clk.add(time.Minute)
-	step()
+	clk.Advance(time.Minute)
+	f.step()
 	poll.Until(t, "the digest", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 13 })
 	poll.Holds(t, "one digest, nothing more", 100*time.Millisecond, func() bool { m, _ := srv.messages(); return len(m) == 13 })
 	msgs, to = srv.messages()
@@ -217,11 +204,8 @@ func TestOnePersonStopsNoOnesMail(t *testing.T) {
 	t.Parallel()
 	srv := startSMTP(t)
 	srv.refuse = "bad@example.org"
-	mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Name: "Fair", Address: "fair@example.org"}, email.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
+	mailer := srv.mailer(t, mail.Address{Name: "Fair", Address: "fair@example.org"})
+	clk := storetest.NewClock(time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC))
 	f := newFixture(t, `
 id: fair
 title: Spring fair
@@ -244,7 +228,7 @@ notify:
 	// its minute; nothing else should need longer.
 	for range 70 {
 		f.drive()
-		clk.add(time.Second)
+		clk.Advance(time.Second)
 	}
 	f.drive()
 	msgs, to := srv.messages()

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/outbox"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/store"
+	"github.com/formd/formd/internal/store/storetest"
 	"github.com/formd/formd/internal/uploads/links"
 )
 
@@ -32,12 +32,9 @@ func TestOwnerMailListsFiles(t *testing.T) {
 		t.Run(tc.lang, func(t *testing.T) {
 			t.Parallel()
 			srv := startSMTP(t)
-			mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Address: "fair@example.org"}, email.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			mailer := srv.mailer(t, mail.Address{Address: "fair@example.org"})
 			signer := links.New([]byte("0123456789abcdef0123456789abcdef"), "https://forms.example.org", 15*time.Minute, time.Now)
-			clk := &clock{now: time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC)}
+			clk := storetest.NewClock(time.Date(2027, 3, 1, 9, 0, 10, 0, time.UTC))
 			var f *fixture
 			f = newFixture(t, `
 id: exam
@@ -62,7 +59,7 @@ notify:
 			// The owner's mail waits for the end of the minute (a digest
 			// under peaks).
 			f.d.FanOutOnce(ctx)
-			clk.add(time.Minute)
+			clk.Advance(time.Minute)
 			var msgs []*mail.Message
 			poll.Until(t, "the owner's mail", 15*time.Second, func() bool {
 				f.d.FanOutOnce(ctx)

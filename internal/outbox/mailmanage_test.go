@@ -1,7 +1,6 @@
 package outbox_test
 
 import (
-	"context"
 	"encoding/base64"
 	"io"
 	"mime"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/entrylink"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/outbox"
@@ -74,27 +72,16 @@ func TestConfirmationCarriesTheParticipantsLink(t *testing.T) {
 	} {
 		t.Run(c.lang+"-"+c.public, func(t *testing.T) {
 			t.Parallel()
-			srv := startSMTP(t)
-			mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Address: "fair@example.org"}, email.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := newFixture(t, `
+			srv, f := mailFixture(t, mail.Address{Address: "fair@example.org"}, `
 id: fair
 title: Fair
 fields:
   - {name: email, type: email}
 notify:
   email: {confirm: email, lang: `+c.lang+`}
-`, mailer, outbox.Options{ConsoleURL: c.public, Hasher: hasher})
-			ctx := context.Background()
+`, outbox.Options{ConsoleURL: c.public, Hasher: hasher})
 			outs := f.submit("fair", `{"email":"ann@example.org"}`)
-			if _, err := f.d.FanOutOnce(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.d.SendOnce(ctx); err != nil {
-				t.Fatal(err)
-			}
+			f.step()
 			poll.Until(t, "the confirmation", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 1 })
 			msgs, _ := srv.messages()
 			body := mailText(t, msgs[0])
@@ -125,12 +112,7 @@ func TestConfirmationCarriesTheTicket(t *testing.T) {
 	for _, c := range []struct{ lang, words string }{{"en", "Your ticket for the door: "}, {"zh", "您的入场签到码："}} {
 		t.Run(c.lang, func(t *testing.T) {
 			t.Parallel()
-			srv := startSMTP(t)
-			mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Address: "fair@example.org"}, email.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := newFixture(t, `
+			srv, f := mailFixture(t, mail.Address{Address: "fair@example.org"}, `
 id: fair
 title: Fair
 checkin: true
@@ -140,15 +122,9 @@ fields:
   - {name: email, type: email}
 notify:
   email: {confirm: email, lang: `+c.lang+`}
-`, mailer, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
-			ctx := context.Background()
+`, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
 			outs := f.submit("fair", `{"email":"ann@example.org"}`, `{"email":"bo@example.org"}`)
-			if _, err := f.d.FanOutOnce(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.d.SendOnce(ctx); err != nil {
-				t.Fatal(err)
-			}
+			f.step()
 			poll.Until(t, "two confirmations", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) == 2 })
 			msgs, _ := srv.messages()
 			bodies := map[string]string{}

@@ -169,6 +169,18 @@ func (f *fixture) submit(formID string, data ...string) []store.Outcome {
 	return out
 }
 
+// step fans out and starts the sends once, as one turn of Run does.
+func (f *fixture) step() {
+	f.t.Helper()
+	ctx := context.Background()
+	if _, err := f.d.FanOutOnce(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.d.SendOnce(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // run runs the dispatcher until the test ends.
 func (f *fixture) run() {
 	ctx, cancel := context.WithCancel(context.Background())

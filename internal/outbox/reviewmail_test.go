@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formd/formd/internal/email"
 	"github.com/formd/formd/internal/entrylink"
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/outbox"
@@ -31,12 +30,7 @@ func TestReviewDecisionMailsThePerson(t *testing.T) {
 	} {
 		t.Run(c.lang, func(t *testing.T) {
 			t.Parallel()
-			srv := startSMTP(t)
-			mailer, err := email.NewMailer(email.Config{Host: "127.0.0.1", Port: srv.addr.Port}, mail.Address{Address: "crew@example.org"}, email.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := newFixture(t, `
+			srv, f := mailFixture(t, mail.Address{Address: "crew@example.org"}, `
 id: crew
 title: Crew
 fields:
@@ -44,22 +38,13 @@ fields:
 review: true
 notify:
   email: {confirm: email, lang: `+c.lang+`}
-`, mailer, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
+`, outbox.Options{ConsoleURL: "https://forms.example.org", Hasher: hasher})
 			ctx := context.Background()
-			deliver := func() {
-				t.Helper()
-				if _, err := f.d.FanOutOnce(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := f.d.SendOnce(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
 			outs := f.submit("crew", `{"email":"ann@example.org"}`, `{"email":"bo@example.org"}`)
 			if outs[0].Status != store.StatusPending {
 				t.Fatalf("outcome %+v, want pending", outs[0])
 			}
-			deliver()
+			f.step()
 			if ds, _ := f.deliveriesOf(outs[0].ID); len(ds) != 0 {
 				t.Fatalf("deliveries while pending: %+v", ds)
 			}
@@ -72,9 +57,9 @@ notify:
 			if _, err := f.st.Review(ctx, "crew", outs[0].ID, false); !errors.Is(err, store.ErrNotPending) {
 				t.Fatalf("declining the approved entry: %v", err)
 			}
-			deliver()
+			f.step()
 			poll.Until(t, "two mails", 15*time.Second, func() bool { m, _ := srv.messages(); return len(m) >= 2 })
-			deliver()
+			f.step()
 			msgs, _ := srv.messages()
 			if len(msgs) != 2 {
 				t.Fatalf("%d mails, want one per decision", len(msgs))

@@ -48,12 +48,28 @@ func newRig(t *testing.T) *rig {
 	return &rig{j: j, s: s, notify: processor.NewNotifier()}
 }
 
-func (r *rig) append(t *testing.T, keys ...string) {
+// appendSync appends an entry of form f for each key to the journal, as
+// sync submissions.
+func appendSync(t *testing.T, j *sqlitejournal.Journal, keys ...string) {
 	t.Helper()
 	for _, k := range keys {
-		if _, err := r.j.Append(context.Background(), journaltest.NewEntry("f", k), true); err != nil {
+		if _, err := j.Append(context.Background(), journaltest.NewEntry("f", k), true); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// toldDeadLettered waits for the poison entry's waiter to be told that
+// the entry was dead-lettered.
+func toldDeadLettered(t *testing.T, wait <-chan store.Outcome) {
+	t.Helper()
+	select {
+	case o := <-wait:
+		if o.Decision != store.StatusDeadLettered {
+			t.Fatalf("waiter got %+v", o)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiter of the poison entry was never told")
 	}
 }
 
@@ -108,20 +124,13 @@ func TestPoisonEntryIsDeadLettered(t *testing.T) {
 	fs := &faultyStore{Store: r.s, poison: "bad"}
 	wait, stop := r.notify.Wait("f", "bad")
 	defer stop()
-	r.append(t, "a", "b", "bad", "c", "d")
+	appendSync(t, r.j, "a", "b", "bad", "c", "d")
 	p := processor.New(r.j, fs, r.notify, processor.Options{MaxAttempts: 3, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond, BatchSize: 10})
 	run(t, p)
 	for _, k := range []string{"a", "b", "c", "d"} {
 		poll.Until(t, k+" stored", 15*time.Second, func() bool { return statusOf(t, r.s, k) == store.StatusStored })
 	}
-	select {
-	case o := <-wait:
-		if o.Decision != store.StatusDeadLettered {
-			t.Fatalf("waiter got %+v", o)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the waiter of the poison entry was never told")
-	}
+	toldDeadLettered(t, wait)
 	dls, err := r.s.DeadLetters(context.Background(), 10)
 	if err != nil {
 		t.Fatal(err)
@@ -145,13 +154,13 @@ func TestReusedIDIsSettled(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
-	r.append(t, "first")
+	appendSync(t, r.j, "first")
 	reused := journaltest.NewEntry("f", "reused")
 	reused.ID = journaltest.NewEntry("f", "first").ID
 	if _, err := r.j.Append(ctx, reused, true); err != nil {
 		t.Fatal(err)
 	}
-	r.append(t, "after")
+	appendSync(t, r.j, "after")
 	p := processor.New(r.j, r.s, r.notify, processor.Options{MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond, BatchSize: 10})
 	run(t, p)
 	poll.Until(t, "an empty backlog", 15*time.Second, func() bool {
@@ -178,7 +187,7 @@ func TestStoreOutageIsRetried(t *testing.T) {
 	r := newRig(t)
 	fs := &faultyStore{Store: r.s}
 	fs.outages.Store(5)
-	r.append(t, "a", "b", "c")
+	appendSync(t, r.j, "a", "b", "c")
 	p := processor.New(r.j, fs, r.notify, processor.Options{MaxAttempts: 1, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond})
 	run(t, p)
 	for _, k := range []string{"a", "b", "c"} {
@@ -197,7 +206,7 @@ func TestStoreOutageIsRetried(t *testing.T) {
 func TestReconcilerRedrivesStaleEntries(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	r.append(t, "a", "b")
+	appendSync(t, r.j, "a", "b")
 	// A worker takes the entries and dies with them.
 	ctx := context.Background()
 	taken, err := r.j.Fetch(ctx, 10)
@@ -309,15 +318,6 @@ func newSharedRig(t *testing.T, dir string, decider processor.Decider, opts proc
 	return r
 }
 
-func (r *sharedRig) append(t *testing.T, keys ...string) {
-	t.Helper()
-	for _, k := range keys {
-		if _, err := r.j.Append(context.Background(), journaltest.NewEntry("f", k), true); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // nothingToFetch checks that the processor's stream holds no entry.
 func nothingToFetch(t *testing.T, j *sqlitejournal.Journal) {
 	t.Helper()
@@ -337,7 +337,7 @@ func TestDecidedAtAppend(t *testing.T) {
 	r := newSharedRig(t, dir, nil, processor.Options{}, nil)
 	wait, stop := r.notify.Wait("f", "a")
 	defer stop()
-	r.append(t, "a", "b")
+	appendSync(t, r.j, "a", "b")
 	select {
 	case o := <-wait:
 		if o.Decision != store.StatusStored || o.Replayed {
@@ -421,14 +421,7 @@ func TestPoisonEntryAtAppendIsLeftToTheProcessor(t *testing.T) {
 		t.Fatalf("the poison entry is %q in the store", s)
 	}
 	run(t, r.p)
-	select {
-	case o := <-wait:
-		if o.Decision != store.StatusDeadLettered {
-			t.Fatalf("waiter got %+v", o)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the waiter of the poison entry was never told")
-	}
+	toldDeadLettered(t, wait)
 	if dls, _ := r.s.DeadLetters(context.Background(), 10); len(dls) != 1 || dls[0].Key != "bad" {
 		t.Fatalf("dead letters %+v", dls)
 	}
@@ -447,7 +440,7 @@ func TestStoreOutageAtAppendIsLeftToTheProcessor(t *testing.T) {
 			}
 			return s.ApplyIn(ctx, tx, es)
 		})
-	r.append(t, "a", "b")
+	appendSync(t, r.j, "a", "b")
 	if s := statusOf(t, r.s, "a"); s != "" {
 		t.Fatalf("decided %q while the store was down", s)
 	}

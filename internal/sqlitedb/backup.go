@@ -122,6 +122,23 @@ func OpenImmutable(path string) (*sql.DB, error) {
 	return db, nil
 }
 
+// ReadVersion reads the schema version of a file that nothing writes (a
+// backup) with query, which each kind of file answers from its own
+// tables: the journal from its user_version, the store from its newest
+// migration.
+func ReadVersion(ctx context.Context, path, query string) (int, error) {
+	db, err := OpenImmutable(path)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRowContext(ctx, query).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the schema version of %s: %w", path, err)
+	}
+	return v, nil
+}
+
 // IntegrityCheck runs PRAGMA integrity_check on a file that nothing
 // writes, and returns what it found wrong (nothing when the file is
 // sound).

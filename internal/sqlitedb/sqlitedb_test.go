@@ -43,6 +43,19 @@ func exec(t *testing.T, db *sql.DB, q string, args ...any) {
 	}
 }
 
+// writerWithTable opens the writer of the file at path, closed when the
+// test ends, and makes a table t (x) in it.
+func writerWithTable(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := OpenWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	exec(t, db, "CREATE TABLE t (x)")
+	return db
+}
+
 func mode(t *testing.T, path string) fs.FileMode {
 	t.Helper()
 	fi, err := os.Stat(path)
@@ -95,12 +108,7 @@ func TestWriterSettings(t *testing.T) {
 func TestWriterBeginsImmediate(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "w.db")
-	a, err := OpenWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	exec(t, a, "CREATE TABLE t (x)")
+	a := writerWithTable(t, path)
 	tx, err := a.BeginTx(ctxT(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -135,11 +143,7 @@ func TestFilesOwnerOnly(t *testing.T) {
 	if err := os.Remove(path + "-wal"); err != nil {
 		t.Fatal(err)
 	}
-	db, err := OpenWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(t, db, "CREATE TABLE t (x)")
+	db := writerWithTable(t, path)
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		if m := mode(t, p); m != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", filepath.Base(p), m)
@@ -204,11 +208,7 @@ func TestPathsWithURICharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "w.db")
-	db, err := OpenWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(t, db, "CREATE TABLE t (x)")
+	db := writerWithTable(t, path)
 	db.Close()
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the file is not where its path says: %v", err)
@@ -224,12 +224,7 @@ func TestPathsWithURICharacters(t *testing.T) {
 func TestReadersCannotWrite(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "w.db")
-	w, err := OpenWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	exec(t, w, "CREATE TABLE t (x)")
+	writerWithTable(t, path)
 	r, err := OpenReader(path, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -265,12 +260,7 @@ func TestReadersCannotWrite(t *testing.T) {
 func TestTruncate(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "w.db")
-	w, err := OpenWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	exec(t, w, "CREATE TABLE t (x)")
+	w := writerWithTable(t, path)
 	exec(t, w, "INSERT INTO t VALUES (randomblob(100000))")
 	if err := Checkpoint(ctxT(t), w, "main"); err != nil {
 		t.Fatal(err)
@@ -315,12 +305,7 @@ func TestCopy(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "src.db"), filepath.Join(dir, "dst.db")
-	w, err := OpenWriter(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	exec(t, w, "CREATE TABLE t (x)")
+	w := writerWithTable(t, src)
 	for i := range 50 {
 		exec(t, w, "INSERT INTO t VALUES (?)", i)
 	}

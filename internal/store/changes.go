@@ -123,16 +123,10 @@ func (e *OptionFullError) Error() string {
 func (e *OptionFullError) Unwrap() error { return ErrOptionFull }
 
 // AsStaleEntry finds a StaleEntryError in err's chain.
-func AsStaleEntry(err error) (*StaleEntryError, bool) {
-	var e *StaleEntryError
-	return e, errors.As(err, &e)
-}
+func AsStaleEntry(err error) (*StaleEntryError, bool) { return errors.AsType[*StaleEntryError](err) }
 
 // AsOptionFull finds an OptionFullError in err's chain.
-func AsOptionFull(err error) (*OptionFullError, bool) {
-	var e *OptionFullError
-	return e, errors.As(err, &e)
-}
+func AsOptionFull(err error) (*OptionFullError, bool) { return errors.AsType[*OptionFullError](err) }
 
 // ErasureRequests are participants' requests that their entry's data be
 // erased (issue 33 item 5): recorded once per entry, listed for the

@@ -108,13 +108,9 @@ func (e *SubmittedDraftError) Error() string {
 func (e *SubmittedDraftError) Unwrap() error { return ErrDraftSubmitted }
 
 // AsStaleDraft and AsSubmittedDraft find the typed errors in a chain.
-func AsStaleDraft(err error) (*StaleDraftError, bool) {
-	var e *StaleDraftError
-	return e, errors.As(err, &e)
-}
+func AsStaleDraft(err error) (*StaleDraftError, bool) { return errors.AsType[*StaleDraftError](err) }
 
 // AsSubmittedDraft finds a SubmittedDraftError in err's chain.
 func AsSubmittedDraft(err error) (*SubmittedDraftError, bool) {
-	var e *SubmittedDraftError
-	return e, errors.As(err, &e)
+	return errors.AsType[*SubmittedDraftError](err)
 }

@@ -107,6 +107,22 @@ func FormEntryStatusQuery(ph func(n int) string) string {
 	return `SELECT status, count(*) FROM entries WHERE form = ` + ph(1) + ` AND status != '` + StatusDeadLettered + `' GROUP BY status ORDER BY status`
 }
 
+// CountEntries reads the rows of FormEntryStatusQuery, a status and its
+// count each, into counts.
+func CountEntries(rows Rows, counts map[string]int64) error {
+	for rows.Next() {
+		var (
+			status string
+			n      int64
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return err
+		}
+		counts[status] = n
+	}
+	return rows.Err()
+}
+
 // PurgeStatement is one statement of PurgeForm in the dialect's
 // placeholders, numbered from 1 in the order of Args.
 type PurgeStatement struct {

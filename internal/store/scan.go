@@ -15,6 +15,14 @@ import (
 // *sql.Rows, pgx.Row).
 type Scanner interface{ Scan(dest ...any) error }
 
+// Rows are the rows of a query as both drivers have them (*sql.Rows,
+// pgx.Rows), for the readers that fill a map rather than a slice.
+type Rows interface {
+	Scanner
+	Next() bool
+	Err() error
+}
+
 // TimeDest makes t a Scan destination of either driver: a PostgreSQL
 // timestamptz (time.Time), SQLite's Unix microseconds (int64), and NULL as
 // the zero time.
@@ -355,6 +363,48 @@ func ScanOptionCapacity(sc Scanner) (string, string, Capacity, error) {
 	var limit, taken, waitlisted sql.NullInt64
 	err := sc.Scan(&id, &value, &limit, &taken, &waitlisted)
 	return id, value, Capacity{Limit: intOrNil(limit), Taken: int(taken.Int64), Waitlisted: int(waitlisted.Int64)}, err
+}
+
+// ReadCapacities reads rows of CapacityColumns: the places of each form.
+func ReadCapacities(rows Rows) (map[string]Capacity, error) {
+	out := map[string]Capacity{}
+	for rows.Next() {
+		id, c, err := ScanCapacity(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AddOptionCapacities adds rows of OptionCapacityColumns, one option with
+// places a row, to their forms' places in out.
+func AddOptionCapacities(rows Rows, out map[string]Capacity) error {
+	for rows.Next() {
+		id, value, c, err := ScanOptionCapacity(rows)
+		if err != nil {
+			return err
+		}
+		fc := out[id]
+		if fc.Options == nil {
+			fc.Options = map[string]Capacity{}
+		}
+		fc.Options[value] = c
+		out[id] = fc
+	}
+	return rows.Err()
+}
+
+// ScanErasureRequest reads an erasure request's form, entry id, time of
+// request and time done (NULL while pending).
+func ScanErasureRequest(sc Scanner) (ErasureRequest, error) {
+	var e ErasureRequest
+	err := sc.Scan(&e.Form, &e.EntryID, TimeDest(&e.RequestedAt), TimeDest(&e.DoneAt))
+	return e, err
 }
 
 func intOrNil(n sql.NullInt64) *int {

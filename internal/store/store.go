@@ -39,6 +39,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -242,6 +243,29 @@ type Cursor struct {
 // ExportPage is how many entries Export reads in one query.
 const ExportPage = 500
 
+// ExportPages is Export over page, which reads up to ExportPage entries
+// of the form after (afterSeq, afterID) in (seq, id) order: it calls fn
+// with each entry, a page at a time by that keyset from (-1, ""), until
+// a page comes back short. Entries sharing a seq may straddle two pages.
+func ExportPages(page func(afterSeq int64, afterID string) ([]Row, error), fn func(Row) error) error {
+	afterSeq, afterID := int64(-1), ""
+	for {
+		rows, err := page(afterSeq, afterID)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := fn(r); err != nil {
+				return err
+			}
+			afterSeq, afterID = int64(r.Seq), r.ID
+		}
+		if len(rows) < ExportPage {
+			return nil
+		}
+	}
+}
+
 // Row is one entry as listed and exported: the read model of an entry that
 // the API, the console and exports share (EntryDoc and EntryDetail add to
 // it).
@@ -302,6 +326,26 @@ type DeadLetter struct {
 	Reason   string
 	Attempts int
 	At       time.Time
+}
+
+// EarlierOutcome is the outcome that kept a dead letter of sub out, as
+// both drivers' DeadLetter answer it (Replayed): that of sub's key, or
+// else that of the entry holding sub's id, whose key keyOfID reads.
+func EarlierOutcome(sub journal.Entry, outcome func(form, key string) (Outcome, bool, error),
+	keyOfID func(id string) (form, key string, err error)) (Outcome, error) {
+	o, ok, err := outcome(sub.Form, sub.Key)
+	if err == nil && !ok {
+		var form, key string
+		form, key, err = keyOfID(sub.ID)
+		if err == nil {
+			o, ok, err = outcome(form, key)
+		}
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("no entry has key %s/%s or id %s", sub.Form, sub.Key, sub.ID)
+	}
+	o.Replayed = true
+	return o, err
 }
 
 // Store is what a store driver provides. Consumers depend on the handful of
@@ -459,6 +503,19 @@ type ArrivalHour struct {
 
 // MaxSearchScan bounds how many entries one search request reads.
 const MaxSearchScan = 20000
+
+// SearchNext is the next of SearchEntries, for a search that found
+// matches of a page of page rows in the window up to bound (the last
+// entry the scan may read; zero when the window ends first): after the
+// last match when the page is full; else the whole window up to the bound
+// was read, so after the bound, or nowhere.
+func SearchNext(matches []Row, page int, bound Cursor) Cursor {
+	if len(matches) == page {
+		last := matches[len(matches)-1]
+		return Cursor{Seq: last.Seq, ID: last.ID}
+	}
+	return bound
+}
 
 // ConsoleStore is what the console and the admin API read beyond the
 // decisions.

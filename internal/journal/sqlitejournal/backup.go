@@ -21,16 +21,7 @@ func (Files) Copy(ctx context.Context, src, dst string) error { return sqlitedb.
 // SchemaVersion reads the schema version the journal file at path
 // records (0 for the releases before the journal counted versions).
 func (Files) SchemaVersion(ctx context.Context, path string) (int, error) {
-	db, err := sqlitedb.OpenImmutable(path)
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	var v int
-	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("read the schema version of %s: %w", path, err)
-	}
-	return v, nil
+	return sqlitedb.ReadVersion(ctx, path, `PRAGMA user_version`)
 }
 
 // EntryCount counts the entries of the journal file at path: in

@@ -25,23 +25,7 @@ func (j *Journal) Fetch(ctx context.Context, limit int) ([]journal.Entry, error)
 // readAfter reads back up to n committed entries with after < seq <= upto,
 // in order: those delivery could not keep in memory.
 func (j *Journal) readAfter(ctx context.Context, after, upto uint64, n int) ([]journal.Entry, error) {
-	rows, err := j.rdb.QueryContext(ctx, `SELECT `+entryColumns+` FROM journal_entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, after, upto, n)
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
-	}
-	defer rows.Close()
-	var es []journal.Entry
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read journal: %w", err)
-		}
-		es = append(es, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
-	}
-	return es, nil
+	return j.readPage(ctx, `SELECT `+entryColumns+` FROM journal_entries WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?`, []any{after, upto, n})
 }
 
 // Ack forgets delivered entries: they have their outcome in the store.
@@ -137,6 +121,8 @@ func (j *Journal) Read(ctx context.Context, f journal.Filter, fn func(journal.En
 	}
 }
 
+// readPage reads the entries that q (a SELECT of entryColumns) finds with
+// args, in its order.
 func (j *Journal) readPage(ctx context.Context, q string, args []any) ([]journal.Entry, error) {
 	rows, err := j.rdb.QueryContext(ctx, q, args...)
 	if err != nil {

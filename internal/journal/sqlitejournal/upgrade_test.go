@@ -1,18 +1,14 @@
 package sqlitejournal_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/formd/formd/internal/journal/sqlitejournal"
 	"github.com/formd/formd/internal/release"
-	"github.com/formd/formd/internal/sqlitedb"
+	"github.com/formd/formd/internal/sqlitedb/sqlitedbtest"
 )
 
 // A journal file of a newer schema (user_version past this binary's, the
@@ -31,36 +27,12 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if err != nil || mine.TooNew() || mine.Version != sqlitejournal.Known || mine.WrittenBy != release.Name() {
 		t.Fatalf("schema of a file this binary wrote: %+v, %v", mine, err)
 	}
-	db, err := sqlitedb.OpenWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	future := sqlitejournal.Known + 1
-	if _, err := db.Exec(`UPDATE journal_written_by SET release = 'v9.9.9'; PRAGMA user_version = ` + strconv.Itoa(future)); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	_, err = sqlitejournal.Open(ctx, sqlitejournal.Options{Path: path})
-	if !errors.Is(err, release.ErrTooNew) {
-		t.Fatalf("open = %v, want release.ErrTooNew", err)
-	}
-	for _, want := range []string{path, "formd v9.9.9 (schema " + strconv.Itoa(future) + ")", "knows schema " + strconv.Itoa(sqlitejournal.Known), "run formd v9.9.9 or newer"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("message %q does not say %q", err, want)
-		}
-	}
-	after, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(before, after) {
-		t.Fatal("the refused file changed")
-	}
+	sqlitedbtest.RefusesNewer(t, path, `UPDATE journal_written_by SET release = 'v9.9.9'; PRAGMA user_version = `+strconv.Itoa(future),
+		future, sqlitejournal.Known, func() error {
+			_, err := sqlitejournal.Open(ctx, sqlitejournal.Options{Path: path})
+			return err
+		})
 }
 
 // Each migration of the journal runs once, in its transaction with the

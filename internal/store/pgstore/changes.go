@@ -204,7 +204,7 @@ func (s *Store) RequestErasure(ctx context.Context, form, id string, at time.Tim
 
 // ErasureRequest reads the request of an entry.
 func (s *Store) ErasureRequest(ctx context.Context, form, id string) (store.ErasureRequest, bool, error) {
-	r, err := scanErasure(s.pool.QueryRow(ctx, `SELECT form, entry_id, requested_at, done_at FROM erasure_requests WHERE form = $1 AND entry_id = $2`, form, id))
+	r, err := store.ScanErasureRequest(s.pool.QueryRow(ctx, `SELECT form, entry_id, requested_at, done_at FROM erasure_requests WHERE form = $1 AND entry_id = $2`, form, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, false, nil
 	}
@@ -221,23 +221,11 @@ func (s *Store) ErasureRequests(ctx context.Context, form string, limit int) ([]
 	if err != nil {
 		return nil, classify("list erasure requests", err)
 	}
-	out, err := collect(rows, scanErasure)
+	out, err := collect(rows, store.ScanErasureRequest)
 	if err != nil {
 		return nil, classify("list erasure requests", err)
 	}
 	return out, nil
-}
-
-func scanErasure(r store.Scanner) (store.ErasureRequest, error) {
-	var (
-		e    store.ErasureRequest
-		done *time.Time
-	)
-	err := r.Scan(&e.Form, &e.EntryID, &e.RequestedAt, &done)
-	if done != nil {
-		e.DoneAt = *done
-	}
-	return e, err
 }
 
 // DraftCounts counts each form's drafts.

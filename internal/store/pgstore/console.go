@@ -102,11 +102,7 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
-	if len(out) == page {
-		last := out[len(out)-1]
-		return out, store.Cursor{Seq: last.Seq, ID: last.ID}, nil
-	}
-	return out, bound, nil
+	return out, store.SearchNext(out, page, bound), nil
 }
 
 // Entry reads one entry of a form.

@@ -55,19 +55,13 @@ func (s *Store) Apply(ctx context.Context, subs []journal.Entry) ([]store.Outcom
 		br := send(b)
 		for i := range subs {
 			o := store.Outcome{Form: subs[i].Form, Key: subs[i].Key}
-			var fp []byte
-			var same sameAs
-			var detail *string
-			if err := br.QueryRow().Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &o.Replayed,
-				&same.id, &same.key, &same.decision, &same.receivedAt, &detail); err != nil {
+			var c outcomeCols
+			if err := br.QueryRow().Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &c.fp, &o.Replayed,
+				&c.same.id, &c.same.key, &c.same.decision, &c.same.receivedAt, &c.detail); err != nil {
 				br.Close()
 				return fmt.Errorf("decide %s/%s: %w", subs[i].Form, subs[i].Key, err)
 			}
-			copy(o.Fingerprint[:], fp)
-			o.SameAs = same.original()
-			if detail != nil {
-				o.Detail = *detail
-			}
+			c.fill(&o)
 			o.Linked = !o.Replayed // a replay's is read below (linkedOf)
 			out[i] = o
 		}
@@ -117,6 +111,26 @@ type queryer interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// outcomeCols scans the columns of an outcome that fill turns into its
+// fields: the fingerprint, the entry a resend is answered as, the detail
+// and the full option (left nil where a query does not read it).
+type outcomeCols struct {
+	fp           []byte
+	same         sameAs
+	detail, full *string
+}
+
+func (c *outcomeCols) fill(o *store.Outcome) {
+	copy(o.Fingerprint[:], c.fp)
+	o.SameAs = c.same.original()
+	if c.detail != nil {
+		o.Detail = *c.detail
+	}
+	if c.full != nil {
+		o.FullOption = *c.full
+	}
+}
+
 // sameAs scans the entry a resend is answered as, when there is one.
 type sameAs struct {
 	id, key, decision *string
@@ -142,27 +156,18 @@ func (s sameAs) original() *store.Original {
 
 func outcome(ctx context.Context, q queryer, form, key string) (store.Outcome, bool, error) {
 	o := store.Outcome{Form: form, Key: key}
-	var fp []byte
-	var same sameAs
-	var detail, full *string
+	var c outcomeCols
 	err := q.QueryRow(ctx, `SELECT e.id, e.decision, e.status, e.received_at, e.fingerprint, e.detail, o.id, o.key, o.decision, o.received_at,
 		CASE WHEN e.decision = 'rejected' THEN e.place END, e.linked
 		FROM entries e LEFT JOIN entries o ON o.id = e.same_as WHERE e.form = $1 AND e.key = $2`, form, key).
-		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail, &same.id, &same.key, &same.decision, &same.receivedAt, &full, &o.Linked)
+		Scan(&o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &c.fp, &c.detail, &c.same.id, &c.same.key, &c.same.decision, &c.same.receivedAt, &c.full, &o.Linked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return o, false, nil
 	}
 	if err != nil {
 		return o, false, err
 	}
-	copy(o.Fingerprint[:], fp)
-	o.SameAs = same.original()
-	if detail != nil {
-		o.Detail = *detail
-	}
-	if full != nil {
-		o.FullOption = *full
-	}
+	c.fill(&o)
 	return o, true, nil
 }
 

@@ -117,25 +117,16 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 // (seq, id) keyset, each page its own query so no transaction stays open
 // while fn works.
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
-	afterSeq, afterID := int64(-1), ""
-	for {
+	return store.ExportPages(func(afterSeq int64, afterID string) ([]store.Row, error) {
 		rows, err := s.pool.Query(ctx, `SELECT `+store.RowColumns+` FROM entries
 			WHERE form = $1 AND (seq, id) > ($2, $3) ORDER BY seq, id LIMIT $4`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
-			return classify("export", err)
+			return nil, classify("export", err)
 		}
 		page, err := collect(rows, store.ScanRow)
 		if err != nil {
-			return classify("export", err)
+			return nil, classify("export", err)
 		}
-		for _, r := range page {
-			if err := fn(r); err != nil {
-				return err
-			}
-			afterSeq, afterID = int64(r.Seq), r.ID
-		}
-		if len(page) < store.ExportPage {
-			return nil
-		}
-	}
+		return page, nil
+	}, fn)
 }

@@ -21,17 +21,7 @@ func (s *Store) FormContents(ctx context.Context, form string) (store.FormConten
 		return c, classify("count the form's entries", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			status string
-			n      int64
-		)
-		if err := rows.Scan(&status, &n); err != nil {
-			return c, classify("count the form's entries", err)
-		}
-		c.Entries[status] = n
-	}
-	if err := rows.Err(); err != nil {
+	if err := store.CountEntries(rows, c.Entries); err != nil {
 		return c, classify("count the form's entries", err)
 	}
 	if err := s.pool.QueryRow(ctx, store.FormContentsQuery(pgPH), form).Scan(&c.Files, &c.PendingDeliveries, &c.DeadLetters, &c.Drafts, &c.Checkins); err != nil {

@@ -115,15 +115,8 @@ func (s *Store) Capacities(ctx context.Context) (map[string]store.Capacity, erro
 		return nil, classify("read capacity", err)
 	}
 	defer rows.Close()
-	out := map[string]store.Capacity{}
-	for rows.Next() {
-		id, c, err := store.ScanCapacity(rows)
-		if err != nil {
-			return nil, classify("read capacity", err)
-		}
-		out[id] = c
-	}
-	if err := rows.Err(); err != nil {
+	out, err := store.ReadCapacities(rows)
+	if err != nil {
 		return nil, classify("read capacity", err)
 	}
 	if err := s.optionCapacities(ctx, out); err != nil {

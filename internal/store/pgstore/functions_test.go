@@ -16,7 +16,6 @@ import (
 
 	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // A database migrated from nothing has exactly the functions of
@@ -41,11 +40,7 @@ func TestFunctionsSQL(t *testing.T) {
 	open()
 	pgtest.SameFunctions(t, "migrated from nothing", pgtest.Functions(t, u), want)
 
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, u)
 	if _, err := conn.Exec(ctx, `CREATE OR REPLACE FUNCTION formd_claim_uploads(p_id text, p_form text, p_data bytea) RETURNS text
 		LANGUAGE sql AS $$ SELECT 'upload-missing' $$`); err != nil {
 		t.Fatal(err)

@@ -30,21 +30,12 @@ func (s *Store) Outcomes(ctx context.Context, keys []store.Key) ([]store.Outcome
 	var out []store.Outcome
 	for rows.Next() {
 		var o store.Outcome
-		var fp []byte
-		var same sameAs
-		var detail, full *string
-		if err := rows.Scan(&o.Form, &o.Key, &o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &fp, &detail,
-			&same.id, &same.key, &same.decision, &same.receivedAt, &full, &o.Linked); err != nil {
+		var c outcomeCols
+		if err := rows.Scan(&o.Form, &o.Key, &o.ID, &o.Decision, &o.Status, &o.ReceivedAt, &c.fp, &c.detail,
+			&c.same.id, &c.same.key, &c.same.decision, &c.same.receivedAt, &c.full, &o.Linked); err != nil {
 			return nil, classify("read outcomes", err)
 		}
-		copy(o.Fingerprint[:], fp)
-		o.SameAs = same.original()
-		if detail != nil {
-			o.Detail = *detail
-		}
-		if full != nil {
-			o.FullOption = *full
-		}
+		c.fill(&o)
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {

@@ -205,10 +205,17 @@ func retryable(err error) bool {
 // inTx runs fn in a transaction, again up to three times on a deadlock or
 // serialization failure, and classifies the error that remains.
 func (s *Store) inTx(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+	return retrying(ctx, op, func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+}
+
+// retrying runs attempt, again up to three times after a growing pause
+// on a deadlock or serialization failure, and classifies the error that
+// remains: the retries of inTx and inPipeline.
+func retrying(ctx context.Context, op string, attempt func() error) error {
 	var err error
-	for attempt := range 4 {
-		if attempt > 0 {
-			t := time.NewTimer(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+	for n := range 4 {
+		if n > 0 {
+			t := time.NewTimer(time.Duration(n*n) * 5 * time.Millisecond)
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -216,7 +223,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(pgx.Tx) error) erro
 			case <-t.C:
 			}
 		}
-		err = pgx.BeginFunc(ctx, s.pool, fn)
+		err = attempt()
 		if err == nil || !retryable(err) {
 			break
 		}

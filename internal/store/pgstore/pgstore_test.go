@@ -54,18 +54,9 @@ func TestErasureNoticeKept(t *testing.T) {
 	u := pgtest.URL(t)
 	s := open(t, u)
 	t.Cleanup(func() { s.Close() })
-	conn, err := pgx.Connect(context.Background(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	storetest.RunErasureNoticeKept(t, s, func() int {
-		var n int
-		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE notice_to IS NOT NULL`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	})
+	conn := pgtest.Connect(t, u)
+	count := storetest.Count(t, func(q string) store.Scanner { return conn.QueryRow(context.Background(), q) })
+	storetest.RunErasureNoticeKept(t, s, func() int { return count(`SELECT count(*) FROM events WHERE notice_to IS NOT NULL`) })
 }
 
 func TestAccounts(t *testing.T) {
@@ -141,15 +132,9 @@ func TestInstancesNoOversell(t *testing.T) {
 						batch = append(batch, journal.Entry{Seq: uint64(n + 1), ID: fmt.Sprint("id-", n), Site: "s", Form: "f",
 							Key: fmt.Sprint("k-", n), ReceivedAt: time.Now(), Claims: []string{fmt.Sprint("person-", n/2)}, Data: []byte(`{}`)})
 					}
-					for {
-						_, err := s.Apply(context.Background(), batch)
-						if err == nil {
-							break
-						}
-						if !errors.Is(err, store.ErrUnavailable) {
-							errs <- err
-							return
-						}
+					if err := storetest.ApplyUntilDecided(context.Background(), s, batch); err != nil {
+						errs <- err
+						return
 					}
 				}
 			})
@@ -269,12 +254,8 @@ func TestOpensADatabaseOfTheOldMigrations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	u := pgtest.URL(t)
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	conn := pgtest.Connect(t, u)
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('formd-migrate:' || coalesce(current_schema(), '')))`); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -17,26 +16,7 @@ import (
 // error that remains.
 func (s *Store) inPipeline(ctx context.Context, op string, fn func(send func(*pgx.Batch) pgx.BatchResults) error) error {
 	send := func(b *pgx.Batch) pgx.BatchResults { return s.pool.SendBatch(ctx, b) }
-	var err error
-	for attempt := range 4 {
-		if attempt > 0 {
-			t := time.NewTimer(time.Duration(attempt*attempt) * 5 * time.Millisecond)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return classify(op, ctx.Err())
-			case <-t.C:
-			}
-		}
-		err = fn(send)
-		if err == nil || !retryable(err) {
-			break
-		}
-	}
-	if err != nil {
-		return classify(op, err)
-	}
-	return nil
+	return retrying(ctx, op, func() error { return fn(send) })
 }
 
 // exists runs a SELECT EXISTS outside a transaction: one round trip that

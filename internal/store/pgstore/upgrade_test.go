@@ -10,7 +10,6 @@ import (
 	"github.com/formd/formd/internal/release"
 	"github.com/formd/formd/internal/store/pgstore"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // A database written by a newer release (a migration this binary lacks,
@@ -30,11 +29,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if err != nil || mine.TooNew() || mine.Version != mine.Known || mine.WrittenBy != release.Name() {
 		t.Fatalf("schema of a database this binary wrote: %+v, %v", mine, err)
 	}
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, u)
 	if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (99, now());
 		UPDATE written_by SET release = 'v9.9.9', schema = 99`); err != nil {
 		t.Fatal(err)

@@ -21,16 +21,7 @@ func (Files) Copy(ctx context.Context, src, dst string) error { return sqlitedb.
 // SchemaVersion reads the newest migration the store file at path
 // records (0 for none).
 func (Files) SchemaVersion(ctx context.Context, path string) (int, error) {
-	db, err := sqlitedb.OpenImmutable(path)
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	var v int
-	if err := db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("read the schema version of %s: %w", path, err)
-	}
-	return v, nil
+	return sqlitedb.ReadVersion(ctx, path, `SELECT coalesce(max(version), 0) FROM schema_migrations`)
 }
 
 // EntryCounts counts the entries of the store file at path by status.

@@ -92,14 +92,10 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	if bound != (store.Cursor{}) {
 		where, args = where+" AND (seq, id) >= (?, ?)", append(args, bound.Seq, bound.ID)
 	}
-	conds := make([]string, len(needles))
-	for i, n := range needles {
-		conds[i] = "instr(data, ?) > 0"
-		args = append(args, n)
-	}
+	holds, needleArgs := holdsAny(needles)
 	page := store.PageSize(q.Limit)
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries WHERE `+where+
-		` AND data IS NOT NULL AND (`+strings.Join(conds, " OR ")+`) ORDER BY seq DESC, id DESC LIMIT ?`, append(args, page)...)
+		` AND data IS NOT NULL AND `+holds+` ORDER BY seq DESC, id DESC LIMIT ?`, append(append(args, needleArgs...), page)...)
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
@@ -107,13 +103,7 @@ func (s *Store) SearchEntries(ctx context.Context, q store.EntryQuery, needles [
 	if err != nil {
 		return nil, store.Cursor{}, classify("search entries", err)
 	}
-	if len(out) == page {
-		last := out[len(out)-1]
-		return out, store.Cursor{Seq: last.Seq, ID: last.ID}, nil
-	}
-	// Fewer matches than a page: the whole window up to the bound was
-	// read; go on after the bound, or nowhere when the window ended first.
-	return out, bound, nil
+	return out, store.SearchNext(out, page, bound), nil
 }
 
 // Entry reads one entry of a form.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/formd/formd/internal/journal"
@@ -49,19 +48,12 @@ func (s *Store) DeadLetter(ctx context.Context, sub journal.Entry, reason string
 // earlierOutcome is the outcome that kept a dead letter out: its key's,
 // or else that of the entry holding its id.
 func earlierOutcome(ctx context.Context, q queryer, sub journal.Entry) (store.Outcome, error) {
-	form, key := sub.Form, sub.Key
-	o, ok, err := outcome(ctx, q, form, key)
-	if err == nil && !ok {
-		err = q.QueryRowContext(ctx, `SELECT form, key FROM entries WHERE id = ?`, sub.ID).Scan(&form, &key)
-		if err == nil {
-			o, ok, err = outcome(ctx, q, form, key)
-		}
-	}
-	if err == nil && !ok {
-		err = fmt.Errorf("no entry has key %s/%s or id %s", sub.Form, sub.Key, sub.ID)
-	}
-	o.Replayed = true
-	return o, err
+	return store.EarlierOutcome(sub,
+		func(form, key string) (store.Outcome, bool, error) { return outcome(ctx, q, form, key) },
+		func(id string) (form, key string, err error) {
+			err = q.QueryRowContext(ctx, `SELECT form, key FROM entries WHERE id = ?`, id).Scan(&form, &key)
+			return form, key, err
+		})
 }
 
 // DeadLetters lists dead letters, oldest first.

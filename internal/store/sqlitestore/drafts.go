@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/formd/formd/internal/store"
@@ -139,14 +138,8 @@ func (s *Store) FindDrafts(ctx context.Context, needles [][]byte, limit int) ([]
 	if len(needles) == 0 || limit < 1 {
 		return nil, nil
 	}
-	conds := make([]string, len(needles))
-	args := make([]any, 0, len(needles)+1)
-	for i, n := range needles {
-		conds[i] = "instr(data, ?) > 0"
-		args = append(args, n)
-	}
-	args = append(args, limit)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT form, key, site FROM drafts WHERE `+strings.Join(conds, " OR ")+` ORDER BY form, key LIMIT ?`, args...)
+	holds, args := holdsAny(needles)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT form, key, site FROM drafts WHERE `+holds+` ORDER BY form, key LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, classify("find drafts", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/formd/formd/internal/store"
 )
@@ -105,27 +104,18 @@ func (s *Store) MarkSpam(ctx context.Context, form, id string) ([]string, error)
 // Export streams a form's entries in arrival order, a page at a time, by
 // (seq, id) keyset: entries sharing a seq may straddle two pages.
 func (s *Store) Export(ctx context.Context, form string, fn func(store.Row) error) error {
-	afterSeq, afterID := int64(-1), ""
-	for {
+	return store.ExportPages(func(afterSeq int64, afterID string) ([]store.Row, error) {
 		rows, err := s.rdb.QueryContext(ctx, `SELECT `+store.RowColumns+` FROM entries
 			WHERE form = ? AND (seq, id) > (?, ?) ORDER BY seq, id LIMIT ?`, form, afterSeq, afterID, store.ExportPage)
 		if err != nil {
-			return classify("export", err)
+			return nil, classify("export", err)
 		}
 		page, err := collect(rows, store.ScanRow)
 		if err != nil {
-			return classify("export", err)
+			return nil, classify("export", err)
 		}
-		for _, r := range page {
-			if err := fn(r); err != nil {
-				return err
-			}
-			afterSeq, afterID = int64(r.Seq), r.ID
-		}
-		if len(page) < store.ExportPage {
-			return nil
-		}
-	}
+		return page, nil
+	}, fn)
 }
 
 // FindEntries lists entries whose data holds one of the needles.
@@ -133,15 +123,9 @@ func (s *Store) FindEntries(ctx context.Context, needles [][]byte, limit int) ([
 	if len(needles) == 0 || limit < 1 {
 		return nil, nil
 	}
-	conds := make([]string, len(needles))
-	args := make([]any, 0, len(needles)+1)
-	for i, n := range needles {
-		conds[i] = "instr(data, ?) > 0"
-		args = append(args, n)
-	}
-	args = append(args, limit)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, site, form, key, seq FROM entries WHERE data IS NOT NULL AND (`+
-		strings.Join(conds, " OR ")+`) ORDER BY received_at, id LIMIT ?`, args...)
+	holds, args := holdsAny(needles)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, site, form, key, seq FROM entries WHERE data IS NOT NULL AND `+
+		holds+` ORDER BY received_at, id LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, classify("find entries", err)
 	}

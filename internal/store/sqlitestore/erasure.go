@@ -33,7 +33,7 @@ func (s *Store) RequestErasure(ctx context.Context, form, id string, at time.Tim
 
 // ErasureRequest reads the request of an entry.
 func (s *Store) ErasureRequest(ctx context.Context, form, id string) (store.ErasureRequest, bool, error) {
-	r, err := scanErasure(s.rdb.QueryRowContext(ctx, `SELECT form, entry_id, requested_at, done_at FROM erasure_requests WHERE form = ? AND entry_id = ?`, form, id))
+	r, err := store.ScanErasureRequest(s.rdb.QueryRowContext(ctx, `SELECT form, entry_id, requested_at, done_at FROM erasure_requests WHERE form = ? AND entry_id = ?`, form, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, false, nil
 	}
@@ -50,25 +50,11 @@ func (s *Store) ErasureRequests(ctx context.Context, form string, limit int) ([]
 	if err != nil {
 		return nil, classify("list erasure requests", err)
 	}
-	out, err := collect(rows, scanErasure)
+	out, err := collect(rows, store.ScanErasureRequest)
 	if err != nil {
 		return nil, classify("list erasure requests", err)
 	}
 	return out, nil
-}
-
-func scanErasure(r store.Scanner) (store.ErasureRequest, error) {
-	var (
-		e    store.ErasureRequest
-		at   int64
-		done sql.NullInt64
-	)
-	err := r.Scan(&e.Form, &e.EntryID, &at, &done)
-	e.RequestedAt = time.UnixMicro(at)
-	if done.Valid {
-		e.DoneAt = time.UnixMicro(done.Int64)
-	}
-	return e, err
 }
 
 // DraftCounts counts each form's drafts.

@@ -197,17 +197,5 @@ func (s *Store) optionCapacities(ctx context.Context, out map[string]store.Capac
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		id, value, c, err := store.ScanOptionCapacity(rows)
-		if err != nil {
-			return err
-		}
-		fc := out[id]
-		if fc.Options == nil {
-			fc.Options = map[string]store.Capacity{}
-		}
-		fc.Options[value] = c
-		out[id] = fc
-	}
-	return rows.Err()
+	return store.AddOptionCapacities(rows, out)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/formd/formd/internal/form"
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/sqlitedb"
-	"github.com/formd/formd/internal/store/sqlitestore"
 )
 
 // TestRetentionWhileIntakeRuns: on the embedded fast path's shared writer
@@ -27,16 +26,8 @@ func TestRetentionWhileIntakeRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	jpath, spath := filepath.Join(dir, "journal.db"), filepath.Join(dir, "store.db")
-	w, err := sqlitedb.OpenShared(jpath, spath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: spath, Writer: w})
-	if err != nil {
-		w.Close()
-		t.Fatal(err)
-	}
+	spath := filepath.Join(dir, "store.db")
+	s := openSharedIn(t, dir, nil)
 	t.Cleanup(func() { s.Close() })
 	if err := s.PutForms(ctx, []form.Record{{ID: "f", Source: []byte("id: f")}}); err != nil {
 		t.Fatal(err)

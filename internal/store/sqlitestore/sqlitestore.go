@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -147,6 +148,19 @@ func timeOrNull(t time.Time) any {
 		return nil
 	}
 	return t.UnixMicro()
+}
+
+// holdsAny is the condition that a row's data holds one of the needles,
+// in parentheses, with the needles as its arguments: SQLite takes no
+// array to search them in one, as PostgreSQL's position over unnest does.
+func holdsAny(needles [][]byte) (cond string, args []any) {
+	conds := make([]string, len(needles))
+	args = make([]any, len(needles))
+	for i, n := range needles {
+		conds[i] = "instr(data, ?) > 0"
+		args[i] = n
+	}
+	return "(" + strings.Join(conds, " OR ") + ")", args
 }
 
 // collect reads every row with scan and closes rows, as pgx.CollectRows

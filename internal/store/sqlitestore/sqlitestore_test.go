@@ -20,16 +20,24 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// openOwn opens the store on a file of its own, as a server without the
+// embedded fast path does (compare openShared); each call opens the same
+// file again, as after a restart.
+func openOwn(t *testing.T, now func() time.Time) func() *sqlitestore.Store {
+	path := filepath.Join(t.TempDir(), "store.db")
+	return func() *sqlitestore.Store {
+		s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		return s
+	}
+}
+
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, now func() time.Time) func() store.Store {
-		path := filepath.Join(t.TempDir(), "store.db")
-		return func() store.Store {
-			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
-			if err != nil {
-				t.Fatalf("open: %v", err)
-			}
-			return s
-		}
+		open := openOwn(t, now)
+		return func() store.Store { return open() }
 	})
 }
 
@@ -46,25 +54,14 @@ func TestErasureNoticeKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	storetest.RunErasureNoticeKept(t, s, func() int {
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM events WHERE notice_to IS NOT NULL`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	})
+	count := storetest.Count(t, func(q string) store.Scanner { return db.QueryRow(q) })
+	storetest.RunErasureNoticeKept(t, s, func() int { return count(`SELECT count(*) FROM events WHERE notice_to IS NOT NULL`) })
 }
 
 func TestAccounts(t *testing.T) {
 	storetest.RunAccounts(t, func(t *testing.T, now func() time.Time) func() store.Store {
-		path := filepath.Join(t.TempDir(), "store.db")
-		return func() store.Store {
-			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
-			if err != nil {
-				t.Fatalf("open: %v", err)
-			}
-			return s
-		}
+		open := openOwn(t, now)
+		return func() store.Store { return open() }
 	})
 }
 
@@ -149,39 +146,21 @@ func TestOpensAStoreOfTheOldMigrations(t *testing.T) {
 
 func TestUploads(t *testing.T) {
 	storetest.RunUploads(t, func(t *testing.T, now func() time.Time) func() storetest.UploadStore {
-		path := filepath.Join(t.TempDir(), "store.db")
-		return func() storetest.UploadStore {
-			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path, Now: now})
-			if err != nil {
-				t.Fatalf("open: %v", err)
-			}
-			return s
-		}
+		open := openOwn(t, now)
+		return func() storetest.UploadStore { return open() }
 	})
 }
 
 func TestRefusals(t *testing.T) {
 	storetest.RunRefusals(t, func(t *testing.T) func() storetest.RefusalStore {
-		path := filepath.Join(t.TempDir(), "refusals.db")
-		return func() storetest.RefusalStore {
-			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
-			if err != nil {
-				t.Fatalf("open: %v", err)
-			}
-			return s
-		}
+		open := openOwn(t, nil)
+		return func() storetest.RefusalStore { return open() }
 	})
 }
 
 func TestChallenges(t *testing.T) {
 	storetest.RunChallenges(t, func(t *testing.T) func() storetest.ChallengeStore {
-		path := filepath.Join(t.TempDir(), "store.db")
-		return func() storetest.ChallengeStore {
-			s, err := sqlitestore.Open(context.Background(), sqlitestore.Options{Path: path})
-			if err != nil {
-				t.Fatalf("open: %v", err)
-			}
-			return s
-		}
+		open := openOwn(t, nil)
+		return func() storetest.ChallengeStore { return open() }
 	})
 }

@@ -78,14 +78,14 @@ const password = "correct horse battery"
 
 type accountsEnv struct {
 	st    AccountsStore
-	clock *testClock
+	clock *Clock
 	svc   *accounts.Service
 	ctx   context.Context
 	op    accounts.Principal
 }
 
 func newAccountsEnv(t *testing.T, st AccountsStore) *accountsEnv {
-	clock := &testClock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	clock := NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	return &accountsEnv{st: st, clock: clock, ctx: ctxT(t), op: accounts.Operator("storetest"),
 		svc: accounts.New(st, accounts.Config{Now: clock.Now, Password: fastParams})}
 }

@@ -18,10 +18,7 @@ import (
 
 // changeCases are the rules of a participant's change of their entry
 // (store.Changes) and of erasure requests (store.ErasureRequests).
-var changeCases = []struct {
-	name string
-	fn   func(*testing.T, store.Store)
-}{
+var changeCases = []storeCase{
 	{"ChangeKeepsHistoryAndVersions", testChangeHistory},
 	{"ChangeOfOptionReDecidesPlaces", testChangeOption},
 	{"ChangeToAFullOptionKeepsThePlace", testChangeFullOption},
@@ -92,9 +89,7 @@ func testChangeHistory(t *testing.T, s store.Store) {
 	if _, err := s.Change(ctxT(t), change("f", "nope", "x", "", 1)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown entry: %v", err)
 	}
-	if _, err := s.Cancel(ctxT(t), "f", o.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustCancel(t, s, "f", o.ID)
 	if _, err := s.Change(ctxT(t), change("f", o.ID, "a4", "", 2)); !errors.Is(err, store.ErrNotLive) {
 		t.Fatalf("change of a cancelled entry: %v", err)
 	}
@@ -242,15 +237,8 @@ func testChangeConcurrent(t *testing.T, s store.Store) {
 			defer wg.Done()
 			session := []string{"morning", "afternoon"}[i%2]
 			b := []journal.Entry{sessionSub("f", fmt.Sprint("n", i), uint64(100+i), session)}
-			for {
-				_, err := s.Apply(context.Background(), b)
-				if err == nil {
-					return
-				}
-				if !errors.Is(err, store.ErrUnavailable) {
-					errs <- err
-					return
-				}
+			if err := ApplyUntilDecided(context.Background(), s, b); err != nil {
+				errs <- err
 			}
 		}()
 	}

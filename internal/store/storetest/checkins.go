@@ -15,10 +15,7 @@ import (
 // checkinCases are the rules of check-in at the door: an entry's first
 // check-in is decided once, a scan's key gets its first answer again,
 // and only a stored entry is let in.
-var checkinCases = []struct {
-	name string
-	fn   func(*testing.T, store.Store)
-}{
+var checkinCases = []storeCase{
 	{"CheckInOnce", testCheckInOnce},
 	{"CheckInRacesDecideOnce", testCheckInRace},
 }

@@ -101,7 +101,7 @@ func testDeadLetterReplays(t *testing.T, s store.Store) {
 
 // testDeadLettersSameTime: dead letters recorded at the same time are
 // listed by id.
-func testDeadLettersSameTime(t *testing.T, s store.Store, _ *testClock) {
+func testDeadLettersSameTime(t *testing.T, s store.Store, _ *Clock) {
 	putForm(t, s, "f", nil, "")
 	for _, k := range []string{"c", "a", "b"} {
 		e := sub("f", k, 1)

@@ -10,10 +10,7 @@ import (
 )
 
 // draftCases are the rules of drafts (store.Drafts).
-var draftCases = []struct {
-	name string
-	fn   func(*testing.T, store.Store)
-}{
+var draftCases = []storeCase{
 	{"DraftVersionsAndTokens", testDraftVersions},
 	{"DraftConsumedByTheDecision", testDraftConsumed},
 	{"DraftTakesNoPlace", testDraftNoPlace},
@@ -210,9 +207,7 @@ func testWaitlistPosition(t *testing.T, s store.Store) {
 		}
 	}
 	// Cancelling the stored entry promotes b: c and d move up.
-	if _, err := s.Cancel(ctxT(t), "f", out[0].ID); err != nil {
-		t.Fatal(err)
-	}
+	mustCancel(t, s, "f", out[0].ID)
 	for i, w := range []int{0, 0, 1, 2} {
 		if n, err := s.WaitlistPosition(ctxT(t), "f", out[i].ID); err != nil || n != w {
 			t.Fatalf("after cancel, position of %s: %d %v, want %d", out[i].Key, n, err, w)

@@ -16,7 +16,7 @@ import (
 
 // testEventTimes: every event takes its time from the store's clock, the
 // promotions a cancel or a larger capacity makes included.
-func testEventTimes(t *testing.T, s store.Store, clock *testClock) {
+func testEventTimes(t *testing.T, s store.Store, clock *Clock) {
 	ctx := ctxT(t)
 	putForm(t, s, "f", intp(1), store.StatusWaitlisted)
 	decided := clock.Now()
@@ -160,9 +160,7 @@ func testEvents(t *testing.T, s store.Store) {
 			t.Fatalf("history of %s: %v, want %v", id, got, want)
 		}
 	}
-	if _, err := s.Cancel(ctxT(t), "f", out[0].ID); err != nil {
-		t.Fatal(err)
-	}
+	mustCancel(t, s, "f", out[0].ID)
 	if got := history(t, s, out[0].ID); !slices.Equal(got, []string{"stored:stored", "cancelled:cancelled"}) {
 		t.Fatalf("after cancel: %v", got)
 	}

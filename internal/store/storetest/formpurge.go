@@ -184,6 +184,37 @@ func testFormPurge(t *testing.T, s UploadStore) {
 	}
 }
 
+// Count is the count func of CheckPurge and RunErasureNoticeKept over a
+// driver's own connection (queryRow): the number a count query answers,
+// failing t when it cannot be read.
+func Count(t *testing.T, queryRow func(q string) store.Scanner) func(q string) int {
+	return func(q string) int {
+		var n int
+		if err := queryRow(q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+}
+
+// FormTables reads the rows of a driver's catalog query (a table and its
+// form or entry_id column each) into the tables of CheckPurge.
+func FormTables(t *testing.T, rows store.Rows) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for rows.Next() {
+		var table, col string
+		if err := rows.Scan(&table, &col); err != nil {
+			t.Fatal(err)
+		}
+		out[table] = append(out[table], col)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // CheckPurge fills forms gone and kept (FillForm), purges and deletes
 // gone, and checks with count (a count(*) query on the driver's
 // database) that none of the tables — each with its form and entry_id

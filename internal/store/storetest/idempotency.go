@@ -77,9 +77,7 @@ func testDuplicate(t *testing.T, s store.Store) {
 	if got := statuses(out); !slices.Equal(got, want) {
 		t.Fatalf("statuses %v, want %v", got, want)
 	}
-	if _, err := s.Cancel(ctxT(t), "f", first.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustCancel(t, s, "f", first.ID)
 	if o := mustApply(t, s, sub("f", "f", 6, "phone-1"))[0]; o.Status != store.StatusStored {
 		t.Fatalf("after cancel the participant may register again: %+v", o)
 	}
@@ -166,9 +164,7 @@ func testUniqueAnswer(t *testing.T, s store.Store) {
 	// The rejected new key took neither the claim nor a place: once the
 	// holder is cancelled, the participant gets the place.
 	holder := mustOutcome(t, s, "g", "a")
-	if _, err := s.Cancel(ctxT(t), "g", holder.ID); err != nil {
-		t.Fatalf("cancel: %v", err)
-	}
+	mustCancel(t, s, "g", holder.ID)
 	if o := mustApply(t, s, sub("g", "e", 5, "phone-1"))[0]; o.Status != store.StatusStored {
 		t.Fatalf("g after the holder left: %+v, want stored", o)
 	}

@@ -216,7 +216,7 @@ func testPostedRecordedByDecision(t *testing.T, s UploadStore) {
 // testDecisionsPruneSpent: a spent solution whose challenge expired is
 // kept through its grace (another key with it is a replay) and then
 // pruned by the decisions that spend others, however they pace it.
-func testDecisionsPruneSpent(t *testing.T, s store.Store, clock *testClock) {
+func testDecisionsPruneSpent(t *testing.T, s store.Store, clock *Clock) {
 	if _, ok := s.(store.Challenges); !ok {
 		t.Skip("the driver keeps no proof-of-work replay store")
 	}

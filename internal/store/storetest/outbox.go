@@ -12,10 +12,7 @@ import (
 )
 
 // outboxCases are the outbox's rules, run by Run for every driver.
-var outboxCases = []struct {
-	name string
-	fn   func(*testing.T, store.Store)
-}{
+var outboxCases = []storeCase{
 	{"OutboxFanOutOnce", testFanOut},
 	{"OutboxClaimPerEndpoint", testClaimPerEndpoint},
 	{"OutboxClaimInEventOrder", testClaimEventOrder},

@@ -17,10 +17,7 @@ import (
 // placeCases are the rules of options with places of their own (a
 // select field's sessions, DESIGN §5): each option's places guarded as
 // the form's are, each option's waitlist served in arrival order.
-var placeCases = []struct {
-	name string
-	fn   func(*testing.T, store.Store)
-}{
+var placeCases = []storeCase{
 	{"OptionPlacesRejectNamesTheOption", testOptionReject},
 	{"OptionWaitlistsInArrivalOrder", testOptionWaitlists},
 	{"OptionPlacesBesideTheFormsCapacity", testOptionBesideForm},
@@ -127,18 +124,15 @@ func testOptionWaitlists(t *testing.T, s store.Store) {
 	}
 	// The morning's place goes to the morning's earliest arrival, not to
 	// the afternoon's (which arrived earlier still).
-	promoted, err := s.Cancel(ctxT(t), "f", m1.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	promoted := mustCancel(t, s, "f", m1.ID)
 	if !slices.Equal(promoted, []string{m2.ID}) {
 		t.Fatalf("promoted %v, want the morning's earliest arrival %s", promoted, m2.ID)
 	}
-	if promoted, err = s.Cancel(ctxT(t), "f", a1.ID); err != nil || !slices.Equal(promoted, []string{a2.ID}) {
+	if promoted, err := s.Cancel(ctxT(t), "f", a1.ID); err != nil || !slices.Equal(promoted, []string{a2.ID}) {
 		t.Fatalf("afternoon promoted %v (%v), want %s", promoted, err, a2.ID)
 	}
 	// Cancelling a waitlisted entry frees no place.
-	if promoted, err = s.Cancel(ctxT(t), "f", m3.ID); err != nil || len(promoted) != 0 {
+	if promoted, err := s.Cancel(ctxT(t), "f", m3.ID); err != nil || len(promoted) != 0 {
 		t.Fatalf("cancel waitlisted: %v %v", promoted, err)
 	}
 	opts := optionCaps(t, s, "f")
@@ -151,7 +145,7 @@ func testOptionWaitlists(t *testing.T, s store.Store) {
 		t.Fatalf("promoted entry's history %v", h)
 	}
 	// Marking a stored entry spam frees its option's place too.
-	if promoted, err = s.MarkSpam(ctxT(t), "f", m2.ID); err != nil || len(promoted) != 0 {
+	if promoted, err := s.MarkSpam(ctxT(t), "f", m2.ID); err != nil || len(promoted) != 0 {
 		t.Fatalf("mark spam: %v %v, want nobody promoted (nobody waits for the morning)", promoted, err)
 	}
 	if c := optionCaps(t, s, "f")["morning"]; c.Taken != 0 {
@@ -178,15 +172,12 @@ func testOptionBesideForm(t *testing.T, s store.Store) {
 	}
 	// The morning entry frees a form place: a2 arrived first but its
 	// afternoon is still full, so m2 takes it.
-	promoted, err := s.Cancel(ctxT(t), "f", out[2].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	promoted := mustCancel(t, s, "f", out[2].ID)
 	if !slices.Equal(promoted, []string{out[3].ID}) {
 		t.Fatalf("promoted %v, want %s (a2's option is full)", promoted, out[3].ID)
 	}
 	// The afternoon entry frees both: a2 takes them.
-	if promoted, err = s.Cancel(ctxT(t), "f", out[0].ID); err != nil || !slices.Equal(promoted, []string{out[1].ID}) {
+	if promoted, err := s.Cancel(ctxT(t), "f", out[0].ID); err != nil || !slices.Equal(promoted, []string{out[1].ID}) {
 		t.Fatalf("promoted %v (%v), want %s", promoted, err, out[1].ID)
 	}
 	// With the form's capacity reached, reject refuses by the form: no
@@ -416,9 +407,7 @@ func testPlacesCounted(t *testing.T, s store.Store) {
 	if e := c["evening"]; e.Capacity != nil || e.Taken != 1 || e.Stored != 1 || e.Waitlisted != 0 {
 		t.Fatalf("evening %+v: want no limit, 1 stored", e)
 	}
-	if _, err := s.Cancel(ctxT(t), "f", m1.ID); err != nil {
-		t.Fatal(err)
-	}
+	mustCancel(t, s, "f", m1.ID)
 	if m := count()["morning"]; m.Taken != 1 || m.Stored != 1 || m.Waitlisted != 1 {
 		t.Fatalf("after a cancellation, morning %+v: want 1 stored (promoted), 1 waiting", m)
 	}

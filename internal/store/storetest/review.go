@@ -16,10 +16,7 @@ import (
 
 // reviewCases are the rules of review before it counts: a pending entry
 // holds its place, and is approved or declined exactly once.
-var reviewCases = []struct {
-	name string
-	fn   func(*testing.T, store.Store)
-}{
+var reviewCases = []storeCase{
 	{"ReviewPendingHoldsItsPlace", testReviewPending},
 	{"ReviewOfAnOptionsPlace", testReviewOption},
 	{"ReviewRacesDecideOnce", testReviewRace},

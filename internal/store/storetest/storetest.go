@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,13 +24,18 @@ import (
 // Options.Now); nil for the time of day.
 type Opener func(t *testing.T, now func() time.Time) func() store.Store
 
+// storeCase is one case of the suite: a rule checked on a fresh store,
+// which Run opens, closes and runs in parallel with the others. Each file
+// of the suite lists its own cases (outboxCases, placeCases, ...).
+type storeCase struct {
+	name string
+	fn   func(*testing.T, store.Store)
+}
+
 // Run runs the suite.
 func Run(t *testing.T, newStore Opener) {
 	t.Helper()
-	tests := []struct {
-		name string
-		fn   func(*testing.T, store.Store)
-	}{
+	tests := []storeCase{
 		{"StoreAndLookUp", testStore},
 		{"ReplaySameKey", testReplay},
 		{"ReplayInsideOneBatch", testReplayInBatch},
@@ -81,7 +87,7 @@ func Run(t *testing.T, newStore Opener) {
 	// only when told.
 	clocked := []struct {
 		name string
-		fn   func(*testing.T, store.Store, *testClock)
+		fn   func(*testing.T, store.Store, *Clock)
 	}{
 		{"EventTimesFromTheStoreClock", testEventTimes},
 		{"DeadLettersSameTimeByID", testDeadLettersSameTime},
@@ -90,7 +96,7 @@ func Run(t *testing.T, newStore Opener) {
 	for _, tc := range clocked {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			clock := &testClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+			clock := NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 			s := newStore(t, clock.Now)()
 			t.Cleanup(func() { s.Close() })
 			tc.fn(t, s, clock)
@@ -164,6 +170,29 @@ func mustApply(t *testing.T, s store.Store, subs ...journal.Entry) []store.Outco
 		t.Fatalf("apply returned %d outcomes for %d submissions", len(out), len(subs))
 	}
 	return out
+}
+
+// ApplyUntilDecided applies batch as the processor does, again while the
+// store answers store.ErrUnavailable (a serialization failure among
+// writers deciding at once), and returns the first other error.
+func ApplyUntilDecided(ctx context.Context, s store.Store, batch []journal.Entry) error {
+	for {
+		_, err := s.Apply(ctx, batch)
+		if err == nil || !errors.Is(err, store.ErrUnavailable) {
+			return err
+		}
+	}
+}
+
+// mustCancel cancels an entry of form and returns the entries its freed
+// place let in.
+func mustCancel(t *testing.T, s store.Store, form, id string) []string {
+	t.Helper()
+	promoted, err := s.Cancel(ctxT(t), form, id)
+	if err != nil {
+		t.Fatalf("cancel %s/%s: %v", form, id, err)
+	}
+	return promoted
 }
 
 func statuses(out []store.Outcome) []string {

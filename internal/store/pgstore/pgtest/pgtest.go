@@ -95,6 +95,18 @@ func URL(t testing.TB) string {
 	return u.String()
 }
 
+// Connect is a connection to url for a test's own reads and writes,
+// closed when the test ends.
+func Connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
 // Functions lists the functions of the schema of url (its search_path),
 // each by name and arguments, with its result, language and body.
 func Functions(t testing.TB, url string) map[string]string {
