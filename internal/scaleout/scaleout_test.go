@@ -3,7 +3,6 @@ package scaleout
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -81,13 +80,9 @@ func TestThreeInstancesSurviveKill9(t *testing.T) {
 	default:
 		t.Fatal("the load ended before an instance was killed")
 	}
-	ck := checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: capacity}
-	rows := ck.drain(t, 60*time.Second)
-	ck.verify(t, answers, rows, l.people)
+	check(t, checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: capacity}, answers, l.people)
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }
 
@@ -97,14 +92,9 @@ func TestThreeInstancesSurviveKill9(t *testing.T) {
 func TestStoreOutage(t *testing.T) {
 	storeURL := pgtest.URL(t)
 	nurl := natsURL(t)
-	u, err := url.Parse(storeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newProxy(t, u.Host)
-	u.Host = p.addr()
+	p, cuttable := proxyStore(t, storeURL)
 	const capacity = 100
-	d := newDeployment(t, nurl, u.String(), capacity)
+	d := newDeployment(t, nurl, cuttable, capacity)
 	ins := []*instance{d.start(t, "formd-1"), d.start(t, "formd-2")}
 
 	l := load{submissions: 600, people: 450, clients: 16, doubleClick: 12}
@@ -137,13 +127,9 @@ func TestStoreOutage(t *testing.T) {
 	if during.Load() == 0 {
 		t.Error("no submission was acknowledged (202) while the database was cut off")
 	}
-	ck := checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: capacity}
-	rows := ck.drain(t, 60*time.Second)
-	ck.verify(t, answers, rows, l.people)
+	check(t, checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: capacity}, answers, l.people)
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }
 
@@ -193,13 +179,9 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 		t.Fatal("the load ended before a node was killed")
 	}
 	// The client library skips the dead node among the URLs.
-	ck := checker{storeURL: storeURL, natsURL: cl.URLs(), stream: d.stream, capacity: capacity}
-	rows := ck.drain(t, 60*time.Second)
-	ck.verify(t, answers, rows, l.people)
+	check(t, checker{storeURL: storeURL, natsURL: cl.URLs(), stream: d.stream, capacity: capacity}, answers, l.people)
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }
 

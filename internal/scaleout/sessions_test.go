@@ -78,9 +78,7 @@ func TestThreeInstancesTwoSessionsSurviveKill9(t *testing.T) {
 		t.Fatal("the load ended before an instance was killed")
 	}
 	<-restarted
-	ck := checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: 2 * perSession}
-	rows := ck.drain(t, 60*time.Second)
-	ck.verify(t, answers, rows, people)
+	check(t, checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: 2 * perSession}, answers, people)
 
 	db, err := pgx.Connect(context.Background(), storeURL)
 	if err != nil {
@@ -178,8 +176,6 @@ func TestThreeInstancesTwoSessionsSurviveKill9(t *testing.T) {
 	}
 	checkPlaces("after the cancellations")
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }

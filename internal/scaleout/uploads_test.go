@@ -296,18 +296,7 @@ func TestUploadResumesOnAnyInstance(t *testing.T) {
 	if code, off := tus(t, "PATCH", c.url()+loc, half, bytes.NewReader(body[half:])); code != 204 || off != strconv.Itoa(len(body)) {
 		t.Fatalf("the rest through C: %d offset %q", code, off)
 	}
-	id := loc[strings.LastIndex(loc, "/")+1:]
-	if code, status := submit(t, a.url(), "files", "resume-1", map[string]any{"name": "someone", "scan": "upload:" + id}); code != 201 || status != "stored" {
-		t.Fatalf("submission through A: %d %s", code, status)
-	}
-	sum := sha256.Sum256(body)
-	link := fileLinks(t, b.url(), "files", token)[hex.EncodeToString(sum[:])]
-	if link == "" {
-		t.Fatal("the export has no link for the file")
-	}
-	if got := download(t, b.url(), link); got != sum {
-		t.Fatal("B serves other bytes than were sent through B and C")
-	}
+	submitUpload(t, "resume-1", loc, body, token, a, b, b)
 
 	// Two writers. A's PATCH holds the lock while its body comes slowly
 	// (a pipe, its first MiB sent); B's PATCH at the same offset with
@@ -364,17 +353,26 @@ func TestUploadResumesOnAnyInstance(t *testing.T) {
 	default:
 		t.Fatalf("two writers: A %d, B %d; want B 204 (A stopped before a byte), 409 or 423", codeA, codeB)
 	}
-	id2 := loc2[strings.LastIndex(loc2, "/")+1:]
-	if code, status := submit(t, b.url(), "files", "resume-2", map[string]any{"name": "someone", "scan": "upload:" + id2}); code != 201 || status != "stored" {
-		t.Fatalf("submission of the contended upload: %d %s", code, status)
+	// The bytes stored are one writer's alone.
+	submitUpload(t, "resume-2", loc2, kept, token, b, c, a)
+}
+
+// submitUpload submits the upload at loc as the scan of key through
+// submitTo; the export through exportFrom then links a file with the
+// digest of want, and downloadFrom serves want's bytes at that link.
+func submitUpload(t *testing.T, key, loc string, want []byte, token string, submitTo, exportFrom, downloadFrom *instance) {
+	t.Helper()
+	id := loc[strings.LastIndex(loc, "/")+1:]
+	if code, status := submit(t, submitTo.url(), "files", key, map[string]any{"name": "someone", "scan": "upload:" + id}); code != 201 || status != "stored" {
+		t.Fatalf("submission of %s through %s: %d %s", key, submitTo.name, code, status)
 	}
-	sum2 := sha256.Sum256(kept)
-	link2 := fileLinks(t, c.url(), "files", token)[hex.EncodeToString(sum2[:])]
-	if link2 == "" {
-		t.Fatal("the contended upload's bytes are not one writer's alone")
+	sum := sha256.Sum256(want)
+	link := fileLinks(t, exportFrom.url(), "files", token)[hex.EncodeToString(sum[:])]
+	if link == "" {
+		t.Fatalf("%s: the export through %s has no file with the bytes sent", key, exportFrom.name)
 	}
-	if got := download(t, a.url(), link2); got != sum2 {
-		t.Fatal("the contended upload's bytes are not one writer's alone")
+	if got := download(t, downloadFrom.url(), link); got != sum {
+		t.Fatalf("%s: %s serves other bytes than were sent", key, downloadFrom.name)
 	}
 }
 
