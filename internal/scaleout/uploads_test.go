@@ -45,19 +45,7 @@ func pdf(n int, seed byte) []byte {
 // in chunks, and returns the upload's address.
 func tusUpload(t *testing.T, base, form string, body []byte, chunk int) string {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/v1/forms/"+form+"/uploads", nil)
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Length", strconv.Itoa(len(body)))
-	req.Header.Set("Upload-Metadata", "field "+base64.StdEncoding.EncodeToString([]byte("scan"))+",filename "+base64.StdEncoding.EncodeToString([]byte("扫描件.pdf")))
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 201 {
-		t.Fatalf("create an upload: %d", res.StatusCode)
-	}
-	loc := res.Header.Get("Location")
+	loc := tusCreate(t, base, form, len(body), "扫描件.pdf")
 	for off := 0; off < len(body); off += chunk {
 		end := min(off+chunk, len(body))
 		req, _ := http.NewRequest("PATCH", base+loc, bytes.NewReader(body[off:end]))
@@ -246,13 +234,18 @@ func tus(t *testing.T, method, url string, offset int, body io.Reader) (int, str
 	return res.StatusCode, res.Header.Get("Upload-Offset")
 }
 
-// tusCreate makes an upload of n bytes of the scan field through base.
-func tusCreate(t *testing.T, base string, n int) string {
+// tusCreate makes an upload of n bytes of the form's scan field through
+// base, named filename unless that is empty, and returns its address.
+func tusCreate(t *testing.T, base, form string, n int, filename string) string {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/v1/forms/files/uploads", nil)
+	req, _ := http.NewRequest("POST", base+"/v1/forms/"+form+"/uploads", nil)
 	req.Header.Set("Tus-Resumable", "1.0.0")
 	req.Header.Set("Upload-Length", strconv.Itoa(n))
-	req.Header.Set("Upload-Metadata", "field "+base64.StdEncoding.EncodeToString([]byte("scan")))
+	meta := "field " + base64.StdEncoding.EncodeToString([]byte("scan"))
+	if filename != "" {
+		meta += ",filename " + base64.StdEncoding.EncodeToString([]byte(filename))
+	}
+	req.Header.Set("Upload-Metadata", meta)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +279,7 @@ func TestUploadResumesOnAnyInstance(t *testing.T) {
 	// bucket), which the rest takes along into the last part.
 	body := pdf(7<<20+4321, 1)
 	half := 3<<20 + 17
-	loc := tusCreate(t, a.url(), len(body))
+	loc := tusCreate(t, a.url(), "files", len(body), "")
 	if code, off := tus(t, "PATCH", b.url()+loc, 0, bytes.NewReader(body[:half])); code != 204 || off != strconv.Itoa(half) {
 		t.Fatalf("first half through B: %d offset %q", code, off)
 	}
@@ -302,7 +295,7 @@ func TestUploadResumesOnAnyInstance(t *testing.T) {
 	// (a pipe, its first MiB sent); B's PATCH at the same offset with
 	// other bytes wants the lock.
 	first, second := pdf(2<<20, 2), pdf(2<<20, 3)
-	loc2 := tusCreate(t, c.url(), len(first))
+	loc2 := tusCreate(t, c.url(), "files", len(first), "")
 	pr, pw := io.Pipe()
 	aDone := make(chan int, 1)
 	go func() {
