@@ -53,6 +53,13 @@ func tusDo(t *testing.T, c *http.Client, method, url string, hdr map[string]stri
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
+	return sendAndDrain(t, c, req)
+}
+
+// sendAndDrain sends req with c and returns the answer, its body read and
+// closed.
+func sendAndDrain(t *testing.T, c *http.Client, req *http.Request) *http.Response {
+	t.Helper()
 	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -296,13 +303,7 @@ func multipartPost(t *testing.T, h *servertest.Harness, key string, photo []byte
 	req.Header.Set("Accept", "text/html")
 	c := servertest.Client()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res
+	return sendAndDrain(t, c, req)
 }
 
 // TestPlainPostWithAFile: the hosted page without JavaScript posts
