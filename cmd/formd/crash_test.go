@@ -177,14 +177,7 @@ func startFormd(t *testing.T, bin, data, forms string, extra ...string) *proc {
 			cmd.Wait()
 		}
 	})
-	poll.Until(t, "formd to answer /readyz", 20*time.Second, func() bool {
-		resp, err := http.Get(p.url + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	poll.UntilOK(t, "formd to answer /readyz", 20*time.Second, p.url+"/readyz")
 	return p
 }
 

@@ -181,14 +181,7 @@ func fixedFormd(t *testing.T, bin, data, forms, addr string, extra ...string) *e
 			cmd.Wait()
 		}
 	})
-	poll.Until(t, "formd to answer /readyz", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	poll.UntilOK(t, "formd to answer /readyz", 30*time.Second, "http://"+addr+"/readyz")
 	return cmd
 }
 

@@ -58,15 +58,10 @@ func TestThreeInstancesDeliverEveryEventOnceAtATime(t *testing.T) {
 	c := newClient(urlsOf(ins), st)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	go func() {
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 3)):
-		case <-ctx.Done():
-			return
-		}
+	st.faultAt(ctx, int64(l.submissions/3), func() {
 		ins[2].kill9()
 		ins[2].run()
-	}()
+	})
 	answers := l.run(ctx, c, "wh")
 	check(t, checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: 150}, answers, l.people)
 

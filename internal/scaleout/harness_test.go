@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -202,17 +201,7 @@ func (in *instance) waitReady(timeout time.Duration) {
 			in.t.Logf("%s log:\n%s", in.name, in.tail())
 		}
 	}()
-	poll.UntilNil(in.t, in.name+" to answer /readyz", timeout, func() error {
-		resp, err := http.Get(in.url() + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
-	})
+	poll.UntilOK(in.t, in.name+" to answer /readyz", timeout, in.url()+"/readyz")
 	ready = true
 }
 
@@ -334,6 +323,34 @@ func (s *stats) ackedAtLeast(n int64) <-chan struct{} {
 		s.waiters = append(s.waiters, ackWaiter{n, ch})
 	}
 	return ch
+}
+
+// faultAt runs fault in a goroutine once n submissions are
+// acknowledged, unless ctx ends first. When that goroutine is done, the
+// channel it returns gets whether fault ran.
+func (s *stats) faultAt(ctx context.Context, n int64, fault func()) <-chan bool {
+	done := make(chan bool, 1)
+	go func() {
+		select {
+		case <-s.ackedAtLeast(n):
+		case <-ctx.Done():
+			done <- false
+			return
+		}
+		fault()
+		done <- true
+	}()
+	return done
+}
+
+// hasRun says, without waiting, whether the fault of a faultAt has run.
+func hasRun(done <-chan bool) bool {
+	select {
+	case ran := <-done:
+		return ran
+	default:
+		return false
+	}
 }
 
 func (s *stats) count(code int) {

@@ -59,27 +59,20 @@ func TestThreeInstancesSurviveKill9(t *testing.T) {
 	c := newClient(urlsOf(ins), st)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	killed := make(chan time.Duration, 1)
-	go func() {
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 3)):
-		case <-ctx.Done():
-			return
-		}
+	var back time.Duration
+	killed := st.faultAt(ctx, int64(l.submissions/3), func() {
 		start := time.Now()
 		ins[1].kill9()
 		ins[1].run() // restart and wait until ready
-		killed <- time.Since(start)
-	}()
+		back = time.Since(start)
+	})
 	start := time.Now()
 	answers := l.run(ctx, c, "k9")
 	t.Logf("load: %d submissions in %v; %s", l.submissions, time.Since(start).Round(time.Millisecond), st)
-	select {
-	case d := <-killed:
-		t.Logf("instance 2 killed with SIGKILL at a third of the load and back after %v", d.Round(time.Millisecond))
-	default:
+	if !hasRun(killed) {
 		t.Fatal("the load ended before an instance was killed")
 	}
+	t.Logf("instance 2 killed with SIGKILL at a third of the load and back after %v", back.Round(time.Millisecond))
 	check(t, checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: capacity}, answers, l.people)
 	if t.Failed() {
 		logTails(t, ins)
@@ -104,14 +97,7 @@ func TestStoreOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var during atomic.Int64 // 202s answered while the database was cut off
-	outage := make(chan struct{})
-	go func() {
-		defer close(outage)
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 4)):
-		case <-ctx.Done():
-			return
-		}
+	outage := st.faultAt(ctx, int64(l.submissions/4), func() {
 		before := st.get(202)
 		p.setCut(true)
 		t.Log("database cut off")
@@ -119,7 +105,7 @@ func TestStoreOutage(t *testing.T) {
 		during.Store(st.get(202) - before)
 		p.setCut(false)
 		t.Log("database back")
-	}()
+	})
 	start := time.Now()
 	answers := l.run(ctx, c, "out")
 	<-outage
@@ -154,30 +140,23 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	c := newClient(urlsOf(ins), st)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	killedNode := make(chan string, 1)
-	go func() {
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 3)):
-		case <-ctx.Done():
-			return
-		}
+	var node string
+	killed := st.faultAt(ctx, int64(l.submissions/3), func() {
 		leader := streamLeader(t, cl.URLs(), d.stream)
 		i := cl.Index(leader)
 		if i < 0 {
 			i = 0
 		}
 		cl.Kill(i)
-		killedNode <- fmt.Sprintf("%s (%s)", cl.Servers[i].Name(), leader)
-	}()
+		node = fmt.Sprintf("%s (%s)", cl.Servers[i].Name(), leader)
+	})
 	start := time.Now()
 	answers := l.run(ctx, c, "cl")
 	t.Logf("load: %d submissions in %v; %s", l.submissions, time.Since(start).Round(time.Millisecond), st)
-	select {
-	case n := <-killedNode:
-		t.Logf("killed the stream's leader node %s mid-run", n)
-	default:
+	if !hasRun(killed) {
 		t.Fatal("the load ended before a node was killed")
 	}
+	t.Logf("killed the stream's leader node %s mid-run", node)
 	// The client library skips the dead node among the URLs.
 	check(t, checker{storeURL: storeURL, natsURL: cl.URLs(), stream: d.stream, capacity: capacity}, answers, l.people)
 	if t.Failed() {

@@ -60,17 +60,12 @@ func TestThreeInstancesTwoSessionsSurviveKill9(t *testing.T) {
 	// killed instance is still starting, which is not a failure of the
 	// load (the restart is awaited below).
 	killed, restarted := make(chan struct{}), make(chan struct{})
-	go func() {
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 3)):
-		case <-ctx.Done():
-			return
-		}
+	st.faultAt(ctx, int64(l.submissions/3), func() {
 		ins[1].kill9()
 		close(killed)
 		ins[1].run()
 		close(restarted)
-	}()
+	})
 	answers := l.run(ctx, c, "s9")
 	select {
 	case <-killed:
