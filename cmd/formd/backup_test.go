@@ -48,7 +48,7 @@ func backupUnderLoad(t *testing.T, bin string, kill bool) {
 		acked, _ := ppl.counts()
 		return acked >= 300
 	})
-	before := ppl.acknowledged() // acknowledged before the backup began
+	before := ppl.ackedKeys() // acknowledged before the backup began
 
 	out := &watchWriter{on: "copied store.db", do: func() {
 		if kill {

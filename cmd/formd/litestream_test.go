@@ -91,7 +91,7 @@ func TestLitestream(t *testing.T) {
 		})()
 	}
 	write(400)
-	before := ppl.acknowledged()
+	before := ppl.ackedKeys()
 	// The point: once the replica holds every acknowledged entry (a
 	// restore of its newest state has them all), and before more come.
 	probe := filepath.Join(dir, "probe.db")

@@ -49,13 +49,20 @@ func (p *people) send(c *http.Client, url string) (key string, status int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
-	case status >= 200 && status < 300:
+	case acknowledged(status):
 		p.acked[key] = true
-	case p.retry && (status == 0 || status >= 500):
+	case p.retry && answerLost(status):
 		p.pending[key] = person
 	}
 	return key, status
 }
+
+// acknowledged says a submission's answer was 2xx: it is stored.
+func acknowledged(status int) bool { return status >= 200 && status < 300 }
+
+// answerLost says no answer came (0) or a refusal to decide (5xx): the
+// submission is sent again under its key.
+func answerLost(status int) bool { return status == 0 || status >= 500 }
 
 // resendLost sends everyone whose answer was lost again, under the same
 // key, until the server at url acknowledges them.
@@ -65,7 +72,7 @@ func (p *people) resendLost(t *testing.T, c *http.Client, url string) {
 	defer p.mu.Unlock()
 	for key, person := range p.pending {
 		poll.UntilNil(t, key+" acknowledged after the last restart", 30*time.Second, func() error {
-			if status := submit(c, url, key, person); status < 200 || status >= 300 {
+			if status := submit(c, url, key, person); !acknowledged(status) {
 				return fmt.Errorf("status %d", status)
 			}
 			return nil
@@ -75,8 +82,8 @@ func (p *people) resendLost(t *testing.T, c *http.Client, url string) {
 	}
 }
 
-// acknowledged is a copy of the keys acknowledged so far.
-func (p *people) acknowledged() map[string]bool {
+// ackedKeys is a copy of the keys acknowledged so far.
+func (p *people) ackedKeys() map[string]bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return maps.Clone(p.acked)
