@@ -43,10 +43,7 @@ spam: {honeypot: website}
 	dir := t.TempDir()
 	apply := func(def string, extra ...string) (int, string, string) {
 		t.Helper()
-		path := filepath.Join(dir, "forms.yaml")
-		if err := os.WriteFile(path, []byte(def), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		path := writeForms(t, dir, def)
 		var out, errOut bytes.Buffer
 		code := run(append([]string{"forms", "apply", "-f", path, "--data", h.Data}, extra...), &out, &errOut)
 		return code, out.String(), errOut.String()

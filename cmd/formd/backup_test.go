@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"maps"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,45 +36,19 @@ func TestBackupUnderLoad(t *testing.T) {
 func backupUnderLoad(t *testing.T, bin string, kill bool) {
 	dir := t.TempDir()
 	data, backupDir, restored := filepath.Join(dir, "data"), filepath.Join(dir, "backup"), filepath.Join(dir, "restored")
-	formsPath := filepath.Join(dir, "forms.yaml")
-	if err := os.WriteFile(formsPath, []byte(crashForms), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	formsPath := writeForms(t, dir, crashForms)
+	client := loadClient()
 	srv := startFormd(t, bin, data, formsPath)
 
-	var (
-		mu    sync.Mutex
-		next  int
-		acked = map[string]bool{}
-	)
+	ppl := newPeople("p-", false)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var wg sync.WaitGroup
-	for range 12 {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				mu.Lock()
-				person := next
-				next++
-				mu.Unlock()
-				key := fmt.Sprintf("p-%d", person)
-				if status := submit(client, srv.url, key, person); status >= 200 && status < 300 {
-					mu.Lock()
-					acked[key] = true
-					mu.Unlock()
-				}
-			}
-		})
-	}
+	wait := startClients(ctx, 12, func() { ppl.send(client, srv.url) })
 	poll.Until(t, "300 acknowledged submissions", 30*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(acked) >= 300
+		acked, _ := ppl.counts()
+		return acked >= 300
 	})
-	mu.Lock()
-	before := maps.Clone(acked) // acknowledged before the backup began
-	mu.Unlock()
+	before := ppl.ackedKeys() // acknowledged before the backup began
 
 	out := &watchWriter{on: "copied store.db", do: func() {
 		if kill {
@@ -89,9 +57,8 @@ func backupUnderLoad(t *testing.T, bin string, kill bool) {
 	}}
 	var errb bytes.Buffer
 	code := run([]string{"backup", "--data", data, "--to", backupDir}, out, &errb)
-	mu.Lock()
-	during := len(acked) - len(before)
-	mu.Unlock()
+	acked, _ := ppl.counts()
+	during := acked - len(before)
 	if code != 0 {
 		t.Fatalf("formd backup exit %d: %s\n%s", code, errb.String(), out.String())
 	}
@@ -110,7 +77,7 @@ func backupUnderLoad(t *testing.T, bin string, kill bool) {
 		}
 	}
 	stop()
-	wg.Wait()
+	wait()
 	if !kill {
 		srv.stop(t)
 	}
@@ -169,18 +136,5 @@ func openRestored(t *testing.T, bin, restored, formsPath string, client *http.Cl
 	if code := run([]string{"audit", "--data", restored}, &audit, &audit); code != 0 {
 		t.Fatalf("formd audit of the restored data exit %d:\n%s", code, audit.String())
 	}
-	var exp, expErr bytes.Buffer
-	if code := run([]string{"export", "--data", restored, "--form", "crash", "--format", "jsonl"}, &exp, &expErr); code != 0 {
-		t.Fatalf("formd export exit %d: %s", code, expErr.String())
-	}
-	keys := map[string]int{}
-	sc := bufio.NewScanner(&exp)
-	for sc.Scan() {
-		var row struct{ Key string }
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
-		keys[row.Key]++
-	}
-	return keys
+	return exportKeys(t, restored, "crash")
 }

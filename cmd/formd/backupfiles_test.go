@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/store"
-	"github.com/formd/formd/internal/uploads/links"
 )
 
 // TestBackupRestoresFiles: formd backup of a data directory whose
@@ -36,8 +33,7 @@ func TestBackupRestoresFiles(t *testing.T) {
 	data, to, restored := filepath.Join(dir, "data"), filepath.Join(dir, "backup"), filepath.Join(dir, "restored")
 	sent := filesData(t, data, 3, 2)
 	sent["e3"] = [][]byte{sameFileEntry(t, data, sent["e0"][0])}
-	formsPath := filepath.Join(dir, "forms.yaml")
-	os.WriteFile(formsPath, []byte(filesForm), 0o600)
+	formsPath := writeForms(t, dir, filesForm)
 	bin := buildFormd(t, t.TempDir())
 	startFormd(t, bin, data, formsPath).stop(t) // a server has run on it: the journal is there
 
@@ -66,24 +62,11 @@ func TestBackupRestoresFiles(t *testing.T) {
 	if code := run([]string{"audit", "--data", restored}, &out, &out); code != 0 {
 		t.Fatalf("formd audit of the restored data: %d\n%s", code, out.String())
 	}
-	var exp, expErr bytes.Buffer
-	if code := run([]string{"export", "--data", restored, "--form", "cv", "--format", "jsonl"}, &exp, &expErr); code != 0 {
-		t.Fatalf("formd export: %d %s", code, expErr.String())
-	}
+	rows := exportRows[cvRow](t, restored, "cv")
 	srv := startFormd(t, bin, restored, formsPath)
 	client := &http.Client{Timeout: 10 * time.Second}
 	downloaded := 0
-	sc := bufio.NewScanner(&exp)
-	for sc.Scan() {
-		var row struct {
-			ID   string
-			Data struct {
-				CV []links.File `json:"cv"`
-			}
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
+	for _, row := range rows {
 		if len(row.Data.CV) != len(sent[row.ID]) {
 			t.Fatalf("entry %s lists %d files, had %d", row.ID, len(row.Data.CV), len(sent[row.ID]))
 		}

@@ -77,8 +77,7 @@ func TestSecondServerOnSameData(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildFormd(t, dir)
 	data := filepath.Join(dir, "data")
-	forms := filepath.Join(dir, "forms.yaml")
-	os.WriteFile(forms, []byte(crashForms), 0o600)
+	forms := writeForms(t, dir, crashForms)
 	first := startFormd(t, bin, data, forms)
 	defer first.stop(t)
 	var out bytes.Buffer

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -41,60 +38,24 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildFormd(t, dir)
 	data := filepath.Join(dir, "data")
-	formsPath := filepath.Join(dir, "forms.yaml")
-	forms := crashForms + fmt.Sprintf("notify:\n  webhooks: [{url: %q, secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}]\n", recv.URL)
-	if err := os.WriteFile(formsPath, []byte(forms), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	formsPath := writeForms(t, dir, crashForms+fmt.Sprintf("notify:\n  webhooks: [{url: %q, secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}]\n", recv.URL))
 	extra := []string{"--webhook-allow", "127.0.0.0/8"}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	var (
-		amu     sync.Mutex
-		next    int
-		pending = map[string]int{}
-	)
+	client := loadClient()
+	ppl := newPeople("d-", true)
 	for round := range 3 {
 		srv := startFormd(t, bin, data, formsPath, extra...)
 		ctx, stop := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					amu.Lock()
-					person, key := -1, ""
-					for k, p := range pending {
-						person, key = p, k
-						delete(pending, k)
-						break
-					}
-					if person < 0 {
-						person, key = next, fmt.Sprintf("d-%d", next)
-						next++
-					}
-					amu.Unlock()
-					if status := submit(client, srv.url, key, person); status == 0 || status >= 500 {
-						amu.Lock()
-						pending[key] = person
-						amu.Unlock()
-					}
-				}
-			})
-		}
+		wait := startClients(ctx, 8, func() { ppl.send(client, srv.url) })
 		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond) // a random moment to crash
 		srv.kill9(t)
 		stop()
-		wg.Wait()
+		wait()
 		mu.Lock()
 		t.Logf("round %d: %d event ids received so far", round+1, len(ids))
 		mu.Unlock()
 	}
 	srv := startFormd(t, bin, data, formsPath, extra...)
-	for key, person := range pending {
-		poll.Until(t, key+" acknowledged", 30*time.Second, func() bool {
-			s := submit(client, srv.url, key, person)
-			return s >= 200 && s < 300
-		})
-	}
+	ppl.resendLost(t, client, srv.url)
 	poll.UntilNil(t, "the journal and the outbox to drain", 90*time.Second, func() error {
 		b, p, u := backlog(client, srv.metrics), metric(client, srv.metrics, "formd_outbox_pending"), metric(client, srv.metrics, "formd_outbox_unfanned_events")
 		if b == 0 && p == 0 && u == 0 {
@@ -108,17 +69,11 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 	if code := run([]string{"audit", "--data", data}, &audit, &audit); code != 0 {
 		t.Fatalf("formd audit exit %d:\n%s", code, audit.String())
 	}
-	var out, errb bytes.Buffer
-	if code := run([]string{"export", "--data", data, "--form", "crash", "--format", "jsonl"}, &out, &errb); code != 0 {
-		t.Fatalf("export: %s", errb.String())
-	}
 	stored, twice := 0, 0
-	sc := bufio.NewScanner(&out)
+	rows := exportRows[struct{ ID, Status string }](t, data, "crash")
 	mu.Lock()
 	defer mu.Unlock()
-	for sc.Scan() {
-		var row struct{ ID, Status string }
-		json.Unmarshal(sc.Bytes(), &row)
+	for _, row := range rows {
 		if row.Status != "stored" {
 			continue
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,73 +43,33 @@ func TestCrashKill9(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildFormd(t, dir)
 	data := filepath.Join(dir, "data")
-	formsPath := filepath.Join(dir, "forms.yaml")
-	if err := os.WriteFile(formsPath, []byte(crashForms), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	formsPath := writeForms(t, dir, crashForms)
+	client := loadClient()
 
-	var (
-		mu      sync.Mutex
-		next    int
-		acked   = map[string]bool{} // key → acknowledged (2xx)
-		pending = map[string]int{}  // key → person, answer unknown: retry with the same key
-	)
+	// A lost answer or a refusal (5xx) is sent again later, under its key.
+	ppl := newPeople("p-", true)
 	const rounds, clients = 6, 16
 	for round := range rounds {
 		srv := startFormd(t, bin, data, formsPath)
 		ctx, stop := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for range clients {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					mu.Lock()
-					person, key := -1, ""
-					for k, p := range pending { // retries first, as a client's outbox does
-						person, key = p, k
-						delete(pending, k)
-						break
-					}
-					if person < 0 {
-						person, key = next, fmt.Sprintf("p-%d", next)
-						next++
-					}
-					mu.Unlock()
-					status := submit(client, srv.url, key, person)
-					mu.Lock()
-					switch {
-					case status >= 200 && status < 300:
-						acked[key] = true
-					case status == 0 || status >= 500:
-						pending[key] = person // lost answer or refusal: send again later
-					default:
-						t.Errorf("%s: unexpected status %d", key, status)
-					}
-					mu.Unlock()
-				}
-			})
-		}
+		wait := startClients(ctx, clients, func() {
+			if key, status := ppl.send(client, srv.url); !acknowledged(status) && !answerLost(status) {
+				t.Errorf("%s: unexpected status %d", key, status)
+			}
+		})
 		time.Sleep(time.Duration(300+rand.IntN(1200)) * time.Millisecond) // a random moment to crash
 		srv.kill9(t)
 		stop()
-		wg.Wait()
-		mu.Lock()
-		t.Logf("round %d: %d acknowledged so far, %d answers lost to the crash", round+1, len(acked), len(pending))
-		mu.Unlock()
+		wait()
+		acked, lost := ppl.counts()
+		t.Logf("round %d: %d acknowledged so far, %d answers lost to the crash", round+1, acked, lost)
 	}
 
 	// Restart once more: retry every lost answer with its key until it is
 	// acknowledged, let the backlog drain, then stop gracefully.
 	srv := startFormd(t, bin, data, formsPath)
-	for key, person := range pending {
-		poll.UntilNil(t, key+" acknowledged after the last restart", 30*time.Second, func() error {
-			if status := submit(client, srv.url, key, person); status < 200 || status >= 300 {
-				return fmt.Errorf("status %d", status)
-			}
-			return nil
-		})
-		acked[key] = true
-	}
+	ppl.resendLost(t, client, srv.url)
+	acked := ppl.ackedKeys()
 	poll.Until(t, "the journal backlog to drain", 30*time.Second, func() bool { return backlog(client, srv.metrics) == 0 })
 	srv.stop(t)
 
@@ -121,22 +79,13 @@ func TestCrashKill9(t *testing.T) {
 		t.Fatalf("formd audit exit %d:\n%s", code, audit.String())
 	}
 	// Every acknowledged key is stored exactly once, and so is every phone.
-	var out, errb bytes.Buffer
-	if code := run([]string{"export", "--data", data, "--form", "crash", "--format", "jsonl"}, &out, &errb); code != 0 {
-		t.Fatalf("formd export exit %d: %s", code, errb.String())
-	}
 	keys := map[string]int{}
 	phones := map[string]int{}
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		var row struct {
-			Key    string
-			Status string
-			Data   struct{ Phone string }
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
+	for _, row := range exportRows[struct {
+		Key    string
+		Status string
+		Data   struct{ Phone string }
+	}](t, data, "crash") {
 		keys[row.Key]++
 		if row.Status == "stored" {
 			phones[row.Data.Phone]++
@@ -176,6 +125,33 @@ func buildFormd(t *testing.T, dir string) string {
 	return bin
 }
 
+// writeForms writes the forms (YAML) to forms.yaml in dir and returns
+// its path.
+func writeForms(t *testing.T, dir, forms string) string {
+	t.Helper()
+	path := filepath.Join(dir, "forms.yaml")
+	if err := os.WriteFile(path, []byte(forms), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// freeAddrs are n different loopback addresses whose ports nobody
+// listens on now, for a formd started as another process to listen on.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close() // each open until all are chosen: no port twice
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs
+}
+
 type proc struct {
 	cmd *exec.Cmd
 	url string
@@ -186,17 +162,8 @@ type proc struct {
 
 func startFormd(t *testing.T, bin, data, forms string, extra ...string) *proc {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, maddr := ln.Addr().String(), mln.Addr().String()
-	ln.Close()
-	mln.Close()
+	addrs := freeAddrs(t, 2)
+	addr, maddr := addrs[0], addrs[1]
 	logs := &bytes.Buffer{}
 	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", addr, "--metrics-addr", maddr, "--forms", forms, "--rate-limit", "off", "--log-level", "warn"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -210,14 +177,7 @@ func startFormd(t *testing.T, bin, data, forms string, extra ...string) *proc {
 			cmd.Wait()
 		}
 	})
-	poll.Until(t, "formd to answer /readyz", 20*time.Second, func() bool {
-		resp, err := http.Get(p.url + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	poll.UntilOK(t, "formd to answer /readyz", 20*time.Second, p.url+"/readyz")
 	return p
 }
 

@@ -7,11 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -183,14 +181,7 @@ func fixedFormd(t *testing.T, bin, data, forms, addr string, extra ...string) *e
 			cmd.Wait()
 		}
 	})
-	poll.Until(t, "formd to answer /readyz", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	poll.UntilOK(t, "formd to answer /readyz", 30*time.Second, "http://"+addr+"/readyz")
 	return cmd
 }
 
@@ -286,16 +277,8 @@ func uploadsThroughFaults(t *testing.T, bucket *crashBucket) {
 	dir := t.TempDir()
 	bin := buildFormd(t, dir)
 	data := filepath.Join(dir, "data")
-	formsPath := filepath.Join(dir, "forms.yaml")
-	if err := os.WriteFile(formsPath, []byte(uploadCrashForms), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	formsPath := writeForms(t, dir, uploadCrashForms)
+	addr := freeAddrs(t, 1)[0]
 	expiry := []string{"--upload-expiry", "1m"}
 	if bucket != nil {
 		expiry = append(expiry, "--uploads", bucket.url)
@@ -357,23 +340,8 @@ func uploadsThroughFaults(t *testing.T, bucket *crashBucket) {
 	srv.Wait()
 
 	// The entries, their files' recorded digests and their upload ids.
-	out, err := exec.Command(bin, "export", "--data", data, "--form", "files", "--format", "jsonl").Output()
-	if err != nil {
-		t.Fatalf("formd export: %v", err)
-	}
-	type file struct{ SHA256, URL string }
-	byPerson := map[string][]file{}
-	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-		var row struct {
-			Key  string `json:"key"`
-			Data struct {
-				Name string `json:"name"`
-				Scan file   `json:"scan"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(line, &row); err != nil {
-			t.Fatalf("export line %s: %v", line, err)
-		}
+	byPerson := map[string][]exportedFile{}
+	for _, row := range exportFiles(t, bin, data) {
 		byPerson[row.Data.Name] = append(byPerson[row.Data.Name], row.Data.Scan)
 	}
 	claimed := map[string]bool{}
@@ -391,8 +359,7 @@ func uploadsThroughFaults(t *testing.T, bucket *crashBucket) {
 		if f.SHA256 != hex.EncodeToString(sent[p][:]) {
 			t.Errorf("person %d: the entry's file is recorded as %s, sent %x", p, f.SHA256, sent[p])
 		}
-		id := f.URL[strings.LastIndex(f.URL, "/")+1:]
-		id, _, _ = strings.Cut(id, "?")
+		id := f.uploadID()
 		if claimed[id] {
 			t.Errorf("upload %s claimed twice", id)
 		}

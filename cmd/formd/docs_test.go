@@ -191,8 +191,15 @@ func TestDocsLinksCanFail(t *testing.T) {
 		"README.md:3: docs/gone.md: no such file",
 		"docs/a.md:5: ../README.md#y: no heading #y there",
 	}
-	if checked != 4 || strings.Join(broken, "\n") != strings.Join(want, "\n") {
-		t.Errorf("checked %d, found\n%s\nwant 4 checked, found\n%s", checked, strings.Join(broken, "\n"), strings.Join(want, "\n"))
+	wantFound(t, checked, broken, 4, want)
+}
+
+// wantFound checks what a docs check of a made-up page found: how many
+// it checked and the problems, in order.
+func wantFound(t *testing.T, checked int, found []string, wantChecked int, want []string) {
+	t.Helper()
+	if checked != wantChecked || strings.Join(found, "\n") != strings.Join(want, "\n") {
+		t.Errorf("checked %d, found\n%s\nwant %d checked, found\n%s", checked, strings.Join(found, "\n"), wantChecked, strings.Join(want, "\n"))
 	}
 }
 
@@ -432,9 +439,7 @@ func TestDocsFlagsCanFail(t *testing.T) {
 		"x.md:1: formd serve has no flag -no-such-flag (formd serve --data ./d --no-such-flag)",
 		"x.md:4: formd forms apply has no flag -form (formd forms apply -f f.yaml --yes --form x)",
 	}
-	if checked != 6 || strings.Join(bad, "\n") != strings.Join(want, "\n") {
-		t.Errorf("checked %d, found\n%s\nwant 6 checked, found\n%s", checked, strings.Join(bad, "\n"), strings.Join(want, "\n"))
-	}
+	wantFound(t, checked, bad, 6, want)
 }
 
 // TestCodeNamesDocsThatExist: messages and comments in the Go code that

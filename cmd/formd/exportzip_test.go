@@ -2,7 +2,6 @@ package main
 
 import (
 	"archive/zip"
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -21,7 +20,6 @@ import (
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/uploads"
-	"github.com/formd/formd/internal/uploads/links"
 )
 
 const filesForm = `
@@ -55,8 +53,7 @@ func filesService(t *testing.T, data string) (*sqlitestore.Store, *uploads.Servi
 // bytes of each entry's files by entry id.
 func filesData(t *testing.T, data string, entries, filesEach int) map[string][][]byte {
 	t.Helper()
-	formsPath := filepath.Join(t.TempDir(), "forms.yaml")
-	os.WriteFile(formsPath, []byte(filesForm), 0o600)
+	formsPath := writeForms(t, t.TempDir(), filesForm)
 	var out bytes.Buffer
 	if code := run([]string{"forms", "apply", "-f", formsPath, "--data", data}, &out, &out); code != 0 {
 		t.Fatalf("forms apply: %d %s", code, out.String())
@@ -121,21 +118,15 @@ func TestExportWithFiles(t *testing.T) {
 		t.Fatalf("no entries.jsonl in %v", members)
 	}
 	rc, _ := ef.Open()
-	sc := bufio.NewScanner(rc)
-	rows := 0
-	for sc.Scan() {
-		rows++
-		var row struct {
-			ID   string
-			Data struct {
-				CV []links.File `json:"cv"`
-			}
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
+	entries, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := decodeRows[cvRow](t, entries)
+	for _, row := range rows {
 		if len(row.Data.CV) != 2 {
-			t.Fatalf("entry %s lists %d files: %s", row.ID, len(row.Data.CV), sc.Bytes())
+			t.Fatalf("entry %s lists %d files: %+v", row.ID, len(row.Data.CV), row.Data.CV)
 		}
 		for k, file := range row.Data.CV {
 			m := members[file.URL]
@@ -151,9 +142,8 @@ func TestExportWithFiles(t *testing.T) {
 			}
 		}
 	}
-	rc.Close()
-	if rows != 3 || len(zr.File) != 1+6 {
-		t.Fatalf("%d rows and %d members, want 3 and 7", rows, len(zr.File))
+	if len(rows) != 3 || len(zr.File) != 1+6 {
+		t.Fatalf("%d rows and %d members, want 3 and 7", len(rows), len(zr.File))
 	}
 }
 

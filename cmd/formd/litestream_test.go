@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,10 +49,7 @@ func TestLitestream(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildFormd(t, dir)
 	data, replica, restored := filepath.Join(dir, "data"), filepath.Join(dir, "replica"), filepath.Join(dir, "restored")
-	formsPath := filepath.Join(dir, "forms.yaml")
-	if err := os.WriteFile(formsPath, []byte(crashForms), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	formsPath := writeForms(t, dir, crashForms)
 	srv := startFormd(t, bin, data, formsPath)
 	cfgPath := filepath.Join(dir, "litestream.yml")
 	cfg := fmt.Sprintf(`dbs:
@@ -84,62 +78,41 @@ func TestLitestream(t *testing.T) {
 		}
 	})
 
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	var (
-		mu    sync.Mutex
-		next  int
-		acked = map[string]bool{}
-	)
+	client := loadClient()
+	ppl := newPeople("p-", false)
 	write := func(until int) {
 		ctx, stop := context.WithCancel(context.Background())
 		defer stop()
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					mu.Lock()
-					person := next
-					next++
-					mu.Unlock()
-					key := fmt.Sprintf("p-%d", person)
-					if status := submit(client, srv.url, key, person); status >= 200 && status < 300 {
-						mu.Lock()
-						acked[key] = true
-						if len(acked) >= until {
-							stop()
-						}
-						mu.Unlock()
-					}
-				}
-			})
-		}
-		wg.Wait()
+		startClients(ctx, 8, func() {
+			ppl.send(client, srv.url)
+			if acked, _ := ppl.counts(); acked >= until {
+				stop()
+			}
+		})()
 	}
 	write(400)
-	before := maps.Clone(acked)
+	before := ppl.ackedKeys()
 	// The point: once the replica holds every acknowledged entry (a
 	// restore of its newest state has them all), and before more come.
 	probe := filepath.Join(dir, "probe.db")
-	poll.UntilNil(t, "the journal's replica to catch up", 30*time.Second, func() error {
+	// replicated restores the newest state of db's replica and counts
+	// the rows of table in it.
+	replicated := func(db, table string) (int, error) {
 		os.Remove(probe)
-		if out, err := exec.Command(ls, "restore", "-config", cfgPath, "-o", probe, filepath.Join(data, "journal.db")).CombinedOutput(); err != nil {
-			return fmt.Errorf("%v: %s", err, out)
+		if out, err := exec.Command(ls, "restore", "-config", cfgPath, "-o", probe, filepath.Join(data, db)).CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("%v: %s", err, out)
 		}
-		if n := countRows(t, probe, "journal_entries"); n < len(before) {
-			return fmt.Errorf("%d of %d entries replicated", n, len(before))
-		}
-		return nil
-	})
-	poll.UntilNil(t, "the store's replica to catch up", 30*time.Second, func() error {
-		os.Remove(probe)
-		if out, err := exec.Command(ls, "restore", "-config", cfgPath, "-o", probe, filepath.Join(data, "store.db")).CombinedOutput(); err != nil {
-			return fmt.Errorf("%v: %s", err, out)
-		}
-		if n := countRows(t, probe, "entries"); n < len(before) {
-			return fmt.Errorf("%d of %d entries replicated", n, len(before))
-		}
-		return nil
-	})
+		return countRows(t, probe, table), nil
+	}
+	for _, r := range []struct{ what, db, table string }{{"journal", "journal.db", "journal_entries"}, {"store", "store.db", "entries"}} {
+		poll.UntilNil(t, "the "+r.what+"'s replica to catch up", 30*time.Second, func() error {
+			n, err := replicated(r.db, r.table)
+			if err == nil && n < len(before) {
+				err = fmt.Errorf("%d of %d entries replicated", n, len(before))
+			}
+			return err
+		})
+	}
 	point := time.Now().UTC()
 	// Litestream names WAL segments by the second-resolution clock of
 	// the replica's files: a clear second between the point and what
@@ -147,14 +120,11 @@ func TestLitestream(t *testing.T) {
 	poll.Until(t, "the next second", 3*time.Second, func() bool { return time.Now().Unix() > point.Unix()+1 })
 	write(len(before) + 300)
 	poll.UntilNil(t, "the replica to take the writes after the point", 30*time.Second, func() error {
-		os.Remove(probe)
-		if out, err := exec.Command(ls, "restore", "-config", cfgPath, "-o", probe, filepath.Join(data, "journal.db")).CombinedOutput(); err != nil {
-			return fmt.Errorf("%v: %s", err, out)
+		n, err := replicated("journal.db", "journal_entries")
+		if err == nil && n <= len(before) {
+			err = fmt.Errorf("%d entries replicated", n)
 		}
-		if n := countRows(t, probe, "journal_entries"); n <= len(before) {
-			return fmt.Errorf("%d entries replicated", n)
-		}
-		return nil
+		return err
 	})
 	srv.stop(t)
 	if err := repl.Process.Signal(syscall.SIGTERM); err != nil {
@@ -203,7 +173,8 @@ func TestLitestream(t *testing.T) {
 	if after > 0 {
 		t.Errorf("%d entries written after the point are in data restored to the point", after)
 	}
-	t.Logf("%d acknowledged before the point, %d after; %d restored; replay:\n%s", len(before), len(acked)-len(before), len(keys), rep.String())
+	acked, _ := ppl.counts()
+	t.Logf("%d acknowledged before the point, %d after; %d restored; replay:\n%s", len(before), acked-len(before), len(keys), rep.String())
 	if strings.Contains(lsLog.String(), "level=ERROR") {
 		t.Logf("litestream logged errors:\n%s", lsLog.String())
 	}

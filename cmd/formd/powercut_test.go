@@ -68,10 +68,7 @@ func TestPowerCut(t *testing.T) {
 	mnt := f.Mountpoint()
 	dir := t.TempDir()
 	bin := buildFormd(t, dir)
-	formsPath := filepath.Join(dir, "forms.yaml")
-	if err := os.WriteFile(formsPath, []byte(powerCutForms), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	formsPath := writeForms(t, dir, powerCutForms)
 	data := filepath.Join(mnt, "data")
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	t.Cleanup(hc.CloseIdleConnections)
@@ -521,23 +518,8 @@ func checkStored(t *testing.T, bin, data string, acked map[string]bool, files ma
 			t.Errorf("%s was kept by the client's outbox and is stored %d times after the cut", k, plain[k])
 		}
 	}
-	out, err := exec.Command(bin, "export", "--data", data, "--form", "files", "--format", "jsonl").Output()
-	if err != nil {
-		t.Fatalf("formd export: %v", err)
-	}
-	type file struct{ SHA256, URL string }
-	got := map[string][]file{}
-	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var row struct {
-			Key  string
-			Data struct{ Scan file }
-		}
-		if err := json.Unmarshal(line, &row); err != nil {
-			t.Fatalf("export line %s: %v", line, err)
-		}
+	got := map[string][]exportedFile{}
+	for _, row := range exportFiles(t, bin, data) {
 		got[row.Key] = append(got[row.Key], row.Data.Scan)
 	}
 	for k, sum := range files {
@@ -549,32 +531,11 @@ func checkStored(t *testing.T, bin, data string, acked map[string]bool, files ma
 		if fs[0].SHA256 != hex.EncodeToString(sum[:]) {
 			t.Errorf("%s: the file is recorded as %s, sent %x", k, fs[0].SHA256, sum)
 		}
-		id := fs[0].URL[strings.LastIndex(fs[0].URL, "/")+1:]
-		id, _, _ = strings.Cut(id, "?")
-		b, err := readUpload(data, id)
+		b, err := readUpload(data, fs[0].uploadID())
 		if err != nil || sha256.Sum256(b) != sum {
 			t.Errorf("%s: the file's bytes after the cut are not the bytes sent (%v)", k, err)
 		}
 	}
-}
-
-// exportKeys counts the entries of form by key.
-func exportKeys(t *testing.T, data, form string) map[string]int {
-	t.Helper()
-	var exp, expErr bytes.Buffer
-	if code := run([]string{"export", "--data", data, "--form", form, "--format", "jsonl"}, &exp, &expErr); code != 0 {
-		t.Fatalf("formd export exit %d: %s", code, expErr.String())
-	}
-	keys := map[string]int{}
-	sc := bufio.NewScanner(&exp)
-	for sc.Scan() {
-		var row struct{ Key string }
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
-		keys[row.Key]++
-	}
-	return keys
 }
 
 // checkBackup: a backup that verify accepts is complete — restored, it

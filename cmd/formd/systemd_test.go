@@ -66,16 +66,8 @@ func TestSystemdNotify(t *testing.T) {
 		}
 	}
 
-	forms := filepath.Join(dir, "forms.yaml")
-	if err := os.WriteFile(forms, []byte("id: club\nfields: [{name: name, type: text, required: true}]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	forms := writeForms(t, dir, "id: club\nfields: [{name: name, type: text, required: true}]\n")
+	addr := freeAddrs(t, 1)[0]
 	data := filepath.Join(dir, "data")
 	logs := &bytes.Buffer{}
 	cmd := exec.Command(bin, "serve", "--data", data, "--addr", addr, "--forms", forms, "--log-level", "warn")

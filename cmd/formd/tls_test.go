@@ -96,18 +96,11 @@ func TestPortBelow1024(t *testing.T) {
 		t.Skip("needs root, to run formd as another user who may not bind port 443")
 	}
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "formd-port")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := buildFormd(t, dir)
 	// formd makes its data directory, as nobody, in a directory anyone
 	// may write.
+	dir := nobodyDir(t, "formd-port", 0o777)
+	bin := buildFormd(t, dir)
 	data := filepath.Join(dir, "data")
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
 	c, k := selfSigned(t, "forms.example.org")
 	os.WriteFile(filepath.Join(dir, "cert.pem"), c, 0o644)
 	os.WriteFile(filepath.Join(dir, "key.pem"), k, 0o644)
@@ -145,15 +138,7 @@ func TestPortBelow1024HonoursRequireServices(t *testing.T) {
 		t.Skip("needs root, to run the test as a user who is not")
 	}
 	t.Parallel()
-	// A directory nobody may enter (t.TempDir's parent is root's only).
-	dir, err := os.MkdirTemp("", "formd-port-require")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := nobodyDir(t, "formd-port-require", 0o755)
 	self, err := os.ReadFile(os.Args[0])
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +164,22 @@ func TestPortBelow1024HonoursRequireServices(t *testing.T) {
 			t.Errorf("as nobody, FORMD_REQUIRE_SERVICES=%q: err %v, output:\n%s\nwant failed=%v and %q", c.require, err, out, c.fails, c.contains)
 		}
 	}
+}
+
+// nobodyDir makes a directory with mode perm that the nobody user may
+// enter, where t.TempDir's may not be (its parent is root's only); it is
+// removed when t ends.
+func nobodyDir(t *testing.T, prefix string, perm os.FileMode) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestBaseURL: the printed setup link is on the public URL, or on the

@@ -17,6 +17,7 @@ import (
 	"github.com/formd/formd/internal/sqlitedb"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // newData makes a data directory with a real (empty) store and journal,
@@ -109,34 +110,32 @@ func mountTmpfs(t *testing.T, size int, opts string) string {
 	return dir
 }
 
-// exported says reg exports a series of that name.
-func exported(t *testing.T, reg *prometheus.Registry, name string) bool {
+// series are the series reg exports under name.
+func series(t *testing.T, reg *prometheus.Registry, name string) []*dto.Metric {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
-			return true
+		if mf.GetName() == name {
+			return mf.GetMetric()
 		}
 	}
-	return false
+	return nil
+}
+
+// exported says reg exports a series of that name.
+func exported(t *testing.T, reg *prometheus.Registry, name string) bool {
+	t.Helper()
+	return len(series(t, reg, name)) > 0
 }
 
 // metric reads one series' value (a histogram's count) from reg.
 func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		m := mf.GetMetric()[0]
-		switch {
+	if ms := series(t, reg, name); len(ms) > 0 {
+		switch m := ms[0]; {
 		case m.Gauge != nil:
 			return m.Gauge.GetValue()
 		case m.Counter != nil:

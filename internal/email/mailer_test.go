@@ -65,23 +65,22 @@ func TestSendDelivers(t *testing.T) {
 	t.Parallel()
 	cert, trust := selfSigned(t)
 	cases := []struct {
-		name       string
-		o          serverOptions
-		user, pass string
-		trust      *tls.Config
-		wantTLS    bool
+		name    string
+		o       serverOptions
+		trust   *tls.Config
+		wantTLS bool
 	}{
 		{name: "smtp without TLS", o: serverOptions{}},
 		{name: "smtp with STARTTLS", o: serverOptions{cert: &cert}, trust: trust, wantTLS: true},
-		{name: "STARTTLS and AUTH PLAIN", o: serverOptions{cert: &cert, user: "formd", pass: "p@ss:word"}, user: "formd", pass: "p@ss:word", trust: trust, wantTLS: true},
+		{name: "STARTTLS and AUTH PLAIN", o: serverOptions{cert: &cert, user: "formd", pass: "p@ss:word"}, trust: trust, wantTLS: true},
 		{name: "smtps", o: serverOptions{cert: &cert, implicit: true}, trust: trust, wantTLS: true},
-		{name: "smtps and AUTH PLAIN", o: serverOptions{cert: &cert, implicit: true, user: "formd", pass: "secret"}, user: "formd", pass: "secret", trust: trust, wantTLS: true},
+		{name: "smtps and AUTH PLAIN", o: serverOptions{cert: &cert, implicit: true, user: "formd", pass: "secret"}, trust: trust, wantTLS: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ts := startServer(t, tc.o)
-			m := newMailer(t, ts.config(tc.user, tc.pass), tc.trust)
+			m := newMailer(t, ts.accountConfig(), tc.trust)
 			msg := confirmation(t)
 			if err := m.Send(context.Background(), msg); err != nil {
 				t.Fatalf("Send: %v", err)
@@ -94,8 +93,8 @@ func TestSendDelivers(t *testing.T) {
 			if r.tls != tc.wantTLS {
 				t.Errorf("over TLS = %v, want %v", r.tls, tc.wantTLS)
 			}
-			if r.user != tc.user {
-				t.Errorf("authenticated as %q, want %q", r.user, tc.user)
+			if r.user != tc.o.user {
+				t.Errorf("authenticated as %q, want %q", r.user, tc.o.user)
 			}
 			if r.from != "formd@example.org" || len(r.to) != 1 || r.to[0] != "lilei@example.org" {
 				t.Errorf("envelope %q → %q", r.from, r.to)

@@ -58,15 +58,14 @@ func TestSendPoolsConnections(t *testing.T) {
 	t.Parallel()
 	cert, trust := selfSigned(t)
 	cases := []struct {
-		name       string
-		o          serverOptions
-		user, pass string
-		maxConns   int
-		senders    int
-		each       int
+		name     string
+		o        serverOptions
+		maxConns int
+		senders  int
+		each     int
 	}{
 		{name: "one after another", maxConns: 4, senders: 1, each: 30},
-		{name: "STARTTLS and AUTH, one after another", o: serverOptions{cert: &cert, user: "formd", pass: "pw"}, user: "formd", pass: "pw", maxConns: 4, senders: 1, each: 30},
+		{name: "STARTTLS and AUTH, one after another", o: serverOptions{cert: &cert, user: "formd", pass: "pw"}, maxConns: 4, senders: 1, each: 30},
 		{name: "40 at once over 3", maxConns: 3, senders: 40, each: 5},
 		{name: "smtps, 20 at once over 2", o: serverOptions{cert: &cert, implicit: true}, maxConns: 2, senders: 20, each: 5},
 	}
@@ -74,7 +73,7 @@ func TestSendPoolsConnections(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ts := startServer(t, tc.o)
-			m := newMailerWith(t, ts.config(tc.user, tc.pass), Options{TLSConfig: trust, MaxConns: tc.maxConns})
+			m := newMailerWith(t, ts.accountConfig(), Options{TLSConfig: trust, MaxConns: tc.maxConns})
 			var wg sync.WaitGroup
 			errs := make(chan error, tc.senders*tc.each)
 			for s := range tc.senders {
@@ -102,7 +101,7 @@ func TestSendPoolsConnections(t *testing.T) {
 				t.Errorf("%d connections open at once, want at most MaxConns %d", maxOpen, tc.maxConns)
 			}
 			for _, r := range ts.received() {
-				if r.user != tc.user || r.tls != (tc.o.cert != nil) {
+				if r.user != tc.o.user || r.tls != (tc.o.cert != nil) {
 					t.Errorf("a message came as %q (TLS %v)", r.user, r.tls)
 				}
 			}

@@ -195,27 +195,25 @@ func TestRender(t *testing.T) {
 			if subject != tc.subject {
 				t.Errorf("subject %q, want %q", subject, tc.subject)
 			}
-			for _, s := range tc.text {
-				if !strings.Contains(text, s) {
-					t.Errorf("text lacks %q:\n%s", s, text)
-				}
-			}
-			for _, s := range tc.notText {
-				if strings.Contains(text, s) {
-					t.Errorf("text has %q:\n%s", s, text)
-				}
-			}
-			for _, s := range tc.html {
-				if !strings.Contains(html, s) {
-					t.Errorf("html lacks %q:\n%s", s, html)
-				}
-			}
-			for _, s := range tc.notHTML {
-				if strings.Contains(html, s) {
-					t.Errorf("html has %q:\n%s", s, html)
-				}
-			}
+			wantParts(t, "text", text, tc.text, tc.notText)
+			wantParts(t, "html", html, tc.html, tc.notHTML)
 		})
+	}
+}
+
+// wantParts checks that the part (text or html) of a message has each
+// string of has and none of hasNot.
+func wantParts(t *testing.T, part, got string, has, hasNot []string) {
+	t.Helper()
+	for _, s := range has {
+		if !strings.Contains(got, s) {
+			t.Errorf("%s lacks %q:\n%s", part, s, got)
+		}
+	}
+	for _, s := range hasNot {
+		if strings.Contains(got, s) {
+			t.Errorf("%s has %q:\n%s", part, s, got)
+		}
 	}
 }
 
@@ -233,11 +231,7 @@ func TestRenderEscapes(t *testing.T) {
 	if strings.ContainsAny(subject, "\r\n") {
 		t.Errorf("subject %q has a line break", subject)
 	}
-	for _, bad := range []string{"<script>", "<img", "<i>", "javascript:"} {
-		if strings.Contains(html, bad) {
-			t.Errorf("html has %q:\n%s", bad, html)
-		}
-	}
+	wantParts(t, "html", html, nil, []string{"<script>", "<img", "<i>", "javascript:"})
 }
 
 func TestRenderErrors(t *testing.T) {

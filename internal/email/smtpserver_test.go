@@ -127,6 +127,10 @@ func (ts *testServer) config(user, pass string) Config {
 	return Config{Host: ts.host, Port: ts.port, ImplicitTLS: ts.o.implicit, Username: user, Password: pass}
 }
 
+// accountConfig is a Config that logs in with the server's account, if
+// it has one.
+func (ts *testServer) accountConfig() Config { return ts.config(ts.o.user, ts.o.pass) }
+
 func (ts *testServer) received() []received {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()

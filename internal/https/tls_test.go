@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/atomicfile"
 	"github.com/formd/formd/internal/config"
 	"github.com/formd/formd/internal/poll"
 	"github.com/formd/formd/internal/server"
@@ -95,11 +96,7 @@ func (ca *testCA) pool() *x509.CertPool {
 // file renamed over the old one.
 func writeAtomically(t *testing.T, path string, data []byte) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,13 +16,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/formd/formd/internal/atomicfile"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -57,11 +57,7 @@ func selfSigned(t *testing.T, dir string, serial int64, name string) (certFile, 
 // that its stamp changes even within one clock tick.
 func replace(t *testing.T, path string, data []byte) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -69,6 +69,21 @@ func read(t *testing.T, path string) string {
 // by the file's fsync and names by their directory's.
 func TestCutKeepsOnlyWhatWasSynced(t *testing.T) {
 	big := string(make([]byte, 3*4096+100))
+	// fileInA makes directories a and b, and a file f in a.
+	fileInA := func(t *testing.T, d string) {
+		os.Mkdir(d+"/a", 0o755)
+		os.Mkdir(d+"/b", 0o755)
+		write(t, d+"/a/f", "moved", true)
+	}
+	// moveToB moves a/f to b/f and syncs only the directory synced.
+	moveToB := func(synced string) func(t *testing.T, d string) {
+		return func(t *testing.T, d string) {
+			if err := os.Rename(d+"/a/f", d+"/b/f"); err != nil {
+				t.Fatal(err)
+			}
+			syncDir(t, d+"/"+synced)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		// setup runs and is made durable (everything synced) first.
@@ -180,30 +195,10 @@ func TestCutKeepsOnlyWhatWasSynced(t *testing.T) {
 			},
 			map[string]string{"f": "data", "g": absent}},
 		{"a move to another directory, only that one synced, is durable whole",
-			func(t *testing.T, d string) {
-				os.Mkdir(d+"/a", 0o755)
-				os.Mkdir(d+"/b", 0o755)
-				write(t, d+"/a/f", "moved", true)
-			},
-			func(t *testing.T, d string) {
-				if err := os.Rename(d+"/a/f", d+"/b/f"); err != nil {
-					t.Fatal(err)
-				}
-				syncDir(t, d+"/b")
-			},
+			fileInA, moveToB("b"),
 			map[string]string{"a/f": absent, "b/f": "moved"}},
 		{"a move to another directory, only the old one synced, is undone",
-			func(t *testing.T, d string) {
-				os.Mkdir(d+"/a", 0o755)
-				os.Mkdir(d+"/b", 0o755)
-				write(t, d+"/a/f", "moved", true)
-			},
-			func(t *testing.T, d string) {
-				if err := os.Rename(d+"/a/f", d+"/b/f"); err != nil {
-					t.Fatal(err)
-				}
-				syncDir(t, d+"/a")
-			},
+			fileInA, moveToB("a"),
 			map[string]string{"a/f": "moved", "b/f": absent}},
 		{"a truncation not synced: the old bytes",
 			func(t *testing.T, d string) { write(t, d+"/f", big+"tail", true) },

@@ -158,8 +158,6 @@ func TestThreeInstancesChangeOfSessionNeverOversells(t *testing.T) {
 		t.Errorf("%d versions kept, %d entries changed, %d changes made", versions, changed, movers-full)
 	}
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }

@@ -58,19 +58,12 @@ func TestThreeInstancesDeliverEveryEventOnceAtATime(t *testing.T) {
 	c := newClient(urlsOf(ins), st)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	go func() {
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 3)):
-		case <-ctx.Done():
-			return
-		}
+	st.faultAt(ctx, int64(l.submissions/3), func() {
 		ins[2].kill9()
 		ins[2].run()
-	}()
+	})
 	answers := l.run(ctx, c, "wh")
-	ck := checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: 150}
-	rows := ck.drain(t, 60*time.Second)
-	ck.verify(t, answers, rows, l.people)
+	check(t, checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: 150}, answers, l.people)
 
 	// Wait for the outbox to empty, then compare the events with what
 	// arrived.
@@ -122,8 +115,6 @@ func TestThreeInstancesDeliverEveryEventOnceAtATime(t *testing.T) {
 	}
 	t.Logf("%d events, each received; %d received more than once (a kill cut their first delivery), 0 at the same time", events, twice)
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }

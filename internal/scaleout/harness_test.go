@@ -10,12 +10,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,22 +135,7 @@ func newDeploymentOf(t testing.TB, journalURL, storeURL, formsYAML string, extra
 	if err := os.WriteFile(forms, []byte(formsYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := deployment{journal: journalURL, store: storeURL, stream: natstest.Name("SCALE"), forms: forms, extra: extra}
-	t.Cleanup(func() { deleteStreams(journalURL, d.stream) })
-	return d
-}
-
-func deleteStreams(url, name string) {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = js.DeleteStream(ctx, name)
-	_ = js.DeleteStream(ctx, name+"_MAX_DELIVERIES")
+	return deployment{journal: journalURL, store: storeURL, stream: natstest.Stream(t, journalURL, "SCALE"), forms: forms, extra: extra}
 }
 
 // start runs a new instance of the deployment and waits until it is ready.
@@ -216,17 +201,7 @@ func (in *instance) waitReady(timeout time.Duration) {
 			in.t.Logf("%s log:\n%s", in.name, in.tail())
 		}
 	}()
-	poll.UntilNil(in.t, in.name+" to answer /readyz", timeout, func() error {
-		resp, err := http.Get(in.url() + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
-	})
+	poll.UntilOK(in.t, in.name+" to answer /readyz", timeout, in.url()+"/readyz")
 	ready = true
 }
 
@@ -269,6 +244,13 @@ func (in *instance) tail() string {
 		b = b[len(b)-4000:]
 	}
 	return string(b)
+}
+
+// logTails logs the end of each instance's log, for a test that failed.
+func logTails(t testing.TB, ins []*instance) {
+	for _, in := range ins {
+		t.Logf("%s log tail:\n%s", in.name, in.tail())
+	}
 }
 
 // grepLog says whether the instance's log has a line containing s.
@@ -341,6 +323,34 @@ func (s *stats) ackedAtLeast(n int64) <-chan struct{} {
 		s.waiters = append(s.waiters, ackWaiter{n, ch})
 	}
 	return ch
+}
+
+// faultAt runs fault in a goroutine once n submissions are
+// acknowledged, unless ctx ends first. When that goroutine is done, the
+// channel it returns gets whether fault ran.
+func (s *stats) faultAt(ctx context.Context, n int64, fault func()) <-chan bool {
+	done := make(chan bool, 1)
+	go func() {
+		select {
+		case <-s.ackedAtLeast(n):
+		case <-ctx.Done():
+			done <- false
+			return
+		}
+		fault()
+		done <- true
+	}()
+	return done
+}
+
+// hasRun says, without waiting, whether the fault of a faultAt has run.
+func hasRun(done <-chan bool) bool {
+	select {
+	case ran := <-done:
+		return ran
+	default:
+		return false
+	}
 }
 
 func (s *stats) count(code int) {
@@ -665,6 +675,13 @@ func (ck checker) rows(ctx context.Context) (map[string]storeRow, error) {
 // verify checks the run: every acknowledged submission is stored once (0
 // lost), each person is live at most once (0 duplicated), places are not
 // oversold, and what clients were told matches the store.
+// check waits for ck's store to decide the journal, then verifies the
+// answers against what it stored.
+func check(t testing.TB, ck checker, answers []answer, people int) {
+	t.Helper()
+	ck.verify(t, answers, ck.drain(t, 60*time.Second), people)
+}
+
 func (ck checker) verify(t testing.TB, answers []answer, rows map[string]storeRow, people int) {
 	t.Helper()
 	var lost, unanswered, mismatched []string
@@ -779,6 +796,18 @@ func newProxy(t testing.TB, target string) *proxy {
 }
 
 func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+// proxyStore puts a proxy in front of the database at storeURL and
+// returns it with the URL that reaches the database through it.
+func proxyStore(t testing.TB, storeURL string) (*proxy, string) {
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, u.Host)
+	u.Host = p.addr()
+	return p, u.String()
+}
 
 func (p *proxy) accept() {
 	for {

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -86,13 +85,8 @@ func postJSON(ctx context.Context, base, form, key string, data map[string]any) 
 func TestStoreOutageProofOfWorkAndFiles(t *testing.T) {
 	storeURL := pgtest.URL(t)
 	nurl := natsURL(t)
-	u, err := url.Parse(storeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newProxy(t, u.Host)
-	u.Host = p.addr()
-	d := newDeploymentOf(t, nurl, u.String(), journalFirstForms)
+	p, cuttable := proxyStore(t, storeURL)
+	d := newDeploymentOf(t, nurl, cuttable, journalFirstForms)
 	ins := []*instance{d.start(t, "formd-1"), d.start(t, "formd-2"), d.start(t, "formd-3")}
 
 	// Before the outage: the files are uploaded (an upload is recorded in
@@ -168,9 +162,7 @@ func TestStoreOutageProofOfWorkAndFiles(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 		t.FailNow()
 	}
 
@@ -237,9 +229,7 @@ func TestStoreOutageProofOfWorkAndFiles(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -191,13 +190,8 @@ func keys(m map[string]bool) []string {
 func TestRetriesOfAKilledInstancesRequests(t *testing.T) {
 	storeURL := pgtest.URL(t)
 	nurl := natsURL(t)
-	u, err := url.Parse(storeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newProxy(t, u.Host)
-	u.Host = p.addr()
-	d := newDeployment(t, nurl, u.String(), 10000)
+	p, cuttable := proxyStore(t, storeURL)
+	d := newDeployment(t, nurl, cuttable, 10000)
 	ins := []*instance{d.start(t, "formd-a"), d.start(t, "formd-b"), d.start(t, "formd-c")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -241,9 +235,7 @@ func TestRetriesOfAKilledInstancesRequests(t *testing.T) {
 	}
 	wg.Wait()
 	if t.Failed() {
-		for _, in := range ins[1:] {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins[1:])
 	}
 }
 

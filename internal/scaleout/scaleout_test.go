@@ -3,7 +3,6 @@ package scaleout
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -60,34 +59,23 @@ func TestThreeInstancesSurviveKill9(t *testing.T) {
 	c := newClient(urlsOf(ins), st)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	killed := make(chan time.Duration, 1)
-	go func() {
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 3)):
-		case <-ctx.Done():
-			return
-		}
+	var back time.Duration
+	killed := st.faultAt(ctx, int64(l.submissions/3), func() {
 		start := time.Now()
 		ins[1].kill9()
 		ins[1].run() // restart and wait until ready
-		killed <- time.Since(start)
-	}()
+		back = time.Since(start)
+	})
 	start := time.Now()
 	answers := l.run(ctx, c, "k9")
 	t.Logf("load: %d submissions in %v; %s", l.submissions, time.Since(start).Round(time.Millisecond), st)
-	select {
-	case d := <-killed:
-		t.Logf("instance 2 killed with SIGKILL at a third of the load and back after %v", d.Round(time.Millisecond))
-	default:
+	if !hasRun(killed) {
 		t.Fatal("the load ended before an instance was killed")
 	}
-	ck := checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: capacity}
-	rows := ck.drain(t, 60*time.Second)
-	ck.verify(t, answers, rows, l.people)
+	t.Logf("instance 2 killed with SIGKILL at a third of the load and back after %v", back.Round(time.Millisecond))
+	check(t, checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: capacity}, answers, l.people)
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }
 
@@ -97,14 +85,9 @@ func TestThreeInstancesSurviveKill9(t *testing.T) {
 func TestStoreOutage(t *testing.T) {
 	storeURL := pgtest.URL(t)
 	nurl := natsURL(t)
-	u, err := url.Parse(storeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newProxy(t, u.Host)
-	u.Host = p.addr()
+	p, cuttable := proxyStore(t, storeURL)
 	const capacity = 100
-	d := newDeployment(t, nurl, u.String(), capacity)
+	d := newDeployment(t, nurl, cuttable, capacity)
 	ins := []*instance{d.start(t, "formd-1"), d.start(t, "formd-2")}
 
 	l := load{submissions: 600, people: 450, clients: 16, doubleClick: 12}
@@ -114,14 +97,7 @@ func TestStoreOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var during atomic.Int64 // 202s answered while the database was cut off
-	outage := make(chan struct{})
-	go func() {
-		defer close(outage)
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 4)):
-		case <-ctx.Done():
-			return
-		}
+	outage := st.faultAt(ctx, int64(l.submissions/4), func() {
 		before := st.get(202)
 		p.setCut(true)
 		t.Log("database cut off")
@@ -129,7 +105,7 @@ func TestStoreOutage(t *testing.T) {
 		during.Store(st.get(202) - before)
 		p.setCut(false)
 		t.Log("database back")
-	}()
+	})
 	start := time.Now()
 	answers := l.run(ctx, c, "out")
 	<-outage
@@ -137,13 +113,9 @@ func TestStoreOutage(t *testing.T) {
 	if during.Load() == 0 {
 		t.Error("no submission was acknowledged (202) while the database was cut off")
 	}
-	ck := checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: capacity}
-	rows := ck.drain(t, 60*time.Second)
-	ck.verify(t, answers, rows, l.people)
+	check(t, checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: capacity}, answers, l.people)
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }
 
@@ -168,38 +140,27 @@ func TestNATSClusterNodeLoss(t *testing.T) {
 	c := newClient(urlsOf(ins), st)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	killedNode := make(chan string, 1)
-	go func() {
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 3)):
-		case <-ctx.Done():
-			return
-		}
+	var node string
+	killed := st.faultAt(ctx, int64(l.submissions/3), func() {
 		leader := streamLeader(t, cl.URLs(), d.stream)
 		i := cl.Index(leader)
 		if i < 0 {
 			i = 0
 		}
 		cl.Kill(i)
-		killedNode <- fmt.Sprintf("%s (%s)", cl.Servers[i].Name(), leader)
-	}()
+		node = fmt.Sprintf("%s (%s)", cl.Servers[i].Name(), leader)
+	})
 	start := time.Now()
 	answers := l.run(ctx, c, "cl")
 	t.Logf("load: %d submissions in %v; %s", l.submissions, time.Since(start).Round(time.Millisecond), st)
-	select {
-	case n := <-killedNode:
-		t.Logf("killed the stream's leader node %s mid-run", n)
-	default:
+	if !hasRun(killed) {
 		t.Fatal("the load ended before a node was killed")
 	}
+	t.Logf("killed the stream's leader node %s mid-run", node)
 	// The client library skips the dead node among the URLs.
-	ck := checker{storeURL: storeURL, natsURL: cl.URLs(), stream: d.stream, capacity: capacity}
-	rows := ck.drain(t, 60*time.Second)
-	ck.verify(t, answers, rows, l.people)
+	check(t, checker{storeURL: storeURL, natsURL: cl.URLs(), stream: d.stream, capacity: capacity}, answers, l.people)
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }
 

@@ -60,17 +60,12 @@ func TestThreeInstancesTwoSessionsSurviveKill9(t *testing.T) {
 	// killed instance is still starting, which is not a failure of the
 	// load (the restart is awaited below).
 	killed, restarted := make(chan struct{}), make(chan struct{})
-	go func() {
-		select {
-		case <-st.ackedAtLeast(int64(l.submissions / 3)):
-		case <-ctx.Done():
-			return
-		}
+	st.faultAt(ctx, int64(l.submissions/3), func() {
 		ins[1].kill9()
 		close(killed)
 		ins[1].run()
 		close(restarted)
-	}()
+	})
 	answers := l.run(ctx, c, "s9")
 	select {
 	case <-killed:
@@ -78,9 +73,7 @@ func TestThreeInstancesTwoSessionsSurviveKill9(t *testing.T) {
 		t.Fatal("the load ended before an instance was killed")
 	}
 	<-restarted
-	ck := checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: 2 * perSession}
-	rows := ck.drain(t, 60*time.Second)
-	ck.verify(t, answers, rows, people)
+	check(t, checker{storeURL: storeURL, natsURL: nurl, stream: d.stream, capacity: 2 * perSession}, answers, people)
 
 	db, err := pgx.Connect(context.Background(), storeURL)
 	if err != nil {
@@ -178,8 +171,6 @@ func TestThreeInstancesTwoSessionsSurviveKill9(t *testing.T) {
 	}
 	checkPlaces("after the cancellations")
 	if t.Failed() {
-		for _, in := range ins {
-			t.Logf("%s log tail:\n%s", in.name, in.tail())
-		}
+		logTails(t, ins)
 	}
 }

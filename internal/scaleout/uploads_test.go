@@ -45,19 +45,7 @@ func pdf(n int, seed byte) []byte {
 // in chunks, and returns the upload's address.
 func tusUpload(t *testing.T, base, form string, body []byte, chunk int) string {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/v1/forms/"+form+"/uploads", nil)
-	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Length", strconv.Itoa(len(body)))
-	req.Header.Set("Upload-Metadata", "field "+base64.StdEncoding.EncodeToString([]byte("scan"))+",filename "+base64.StdEncoding.EncodeToString([]byte("扫描件.pdf")))
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 201 {
-		t.Fatalf("create an upload: %d", res.StatusCode)
-	}
-	loc := res.Header.Get("Location")
+	loc := tusCreate(t, base, form, len(body), "扫描件.pdf")
 	for off := 0; off < len(body); off += chunk {
 		end := min(off+chunk, len(body))
 		req, _ := http.NewRequest("PATCH", base+loc, bytes.NewReader(body[off:end]))
@@ -246,13 +234,18 @@ func tus(t *testing.T, method, url string, offset int, body io.Reader) (int, str
 	return res.StatusCode, res.Header.Get("Upload-Offset")
 }
 
-// tusCreate makes an upload of n bytes of the scan field through base.
-func tusCreate(t *testing.T, base string, n int) string {
+// tusCreate makes an upload of n bytes of the form's scan field through
+// base, named filename unless that is empty, and returns its address.
+func tusCreate(t *testing.T, base, form string, n int, filename string) string {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/v1/forms/files/uploads", nil)
+	req, _ := http.NewRequest("POST", base+"/v1/forms/"+form+"/uploads", nil)
 	req.Header.Set("Tus-Resumable", "1.0.0")
 	req.Header.Set("Upload-Length", strconv.Itoa(n))
-	req.Header.Set("Upload-Metadata", "field "+base64.StdEncoding.EncodeToString([]byte("scan")))
+	meta := "field " + base64.StdEncoding.EncodeToString([]byte("scan"))
+	if filename != "" {
+		meta += ",filename " + base64.StdEncoding.EncodeToString([]byte(filename))
+	}
+	req.Header.Set("Upload-Metadata", meta)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +279,7 @@ func TestUploadResumesOnAnyInstance(t *testing.T) {
 	// bucket), which the rest takes along into the last part.
 	body := pdf(7<<20+4321, 1)
 	half := 3<<20 + 17
-	loc := tusCreate(t, a.url(), len(body))
+	loc := tusCreate(t, a.url(), "files", len(body), "")
 	if code, off := tus(t, "PATCH", b.url()+loc, 0, bytes.NewReader(body[:half])); code != 204 || off != strconv.Itoa(half) {
 		t.Fatalf("first half through B: %d offset %q", code, off)
 	}
@@ -296,24 +289,13 @@ func TestUploadResumesOnAnyInstance(t *testing.T) {
 	if code, off := tus(t, "PATCH", c.url()+loc, half, bytes.NewReader(body[half:])); code != 204 || off != strconv.Itoa(len(body)) {
 		t.Fatalf("the rest through C: %d offset %q", code, off)
 	}
-	id := loc[strings.LastIndex(loc, "/")+1:]
-	if code, status := submit(t, a.url(), "files", "resume-1", map[string]any{"name": "someone", "scan": "upload:" + id}); code != 201 || status != "stored" {
-		t.Fatalf("submission through A: %d %s", code, status)
-	}
-	sum := sha256.Sum256(body)
-	link := fileLinks(t, b.url(), "files", token)[hex.EncodeToString(sum[:])]
-	if link == "" {
-		t.Fatal("the export has no link for the file")
-	}
-	if got := download(t, b.url(), link); got != sum {
-		t.Fatal("B serves other bytes than were sent through B and C")
-	}
+	submitUpload(t, "resume-1", loc, body, token, a, b, b)
 
 	// Two writers. A's PATCH holds the lock while its body comes slowly
 	// (a pipe, its first MiB sent); B's PATCH at the same offset with
 	// other bytes wants the lock.
 	first, second := pdf(2<<20, 2), pdf(2<<20, 3)
-	loc2 := tusCreate(t, c.url(), len(first))
+	loc2 := tusCreate(t, c.url(), "files", len(first), "")
 	pr, pw := io.Pipe()
 	aDone := make(chan int, 1)
 	go func() {
@@ -364,17 +346,26 @@ func TestUploadResumesOnAnyInstance(t *testing.T) {
 	default:
 		t.Fatalf("two writers: A %d, B %d; want B 204 (A stopped before a byte), 409 or 423", codeA, codeB)
 	}
-	id2 := loc2[strings.LastIndex(loc2, "/")+1:]
-	if code, status := submit(t, b.url(), "files", "resume-2", map[string]any{"name": "someone", "scan": "upload:" + id2}); code != 201 || status != "stored" {
-		t.Fatalf("submission of the contended upload: %d %s", code, status)
+	// The bytes stored are one writer's alone.
+	submitUpload(t, "resume-2", loc2, kept, token, b, c, a)
+}
+
+// submitUpload submits the upload at loc as the scan of key through
+// submitTo; the export through exportFrom then links a file with the
+// digest of want, and downloadFrom serves want's bytes at that link.
+func submitUpload(t *testing.T, key, loc string, want []byte, token string, submitTo, exportFrom, downloadFrom *instance) {
+	t.Helper()
+	id := loc[strings.LastIndex(loc, "/")+1:]
+	if code, status := submit(t, submitTo.url(), "files", key, map[string]any{"name": "someone", "scan": "upload:" + id}); code != 201 || status != "stored" {
+		t.Fatalf("submission of %s through %s: %d %s", key, submitTo.name, code, status)
 	}
-	sum2 := sha256.Sum256(kept)
-	link2 := fileLinks(t, c.url(), "files", token)[hex.EncodeToString(sum2[:])]
-	if link2 == "" {
-		t.Fatal("the contended upload's bytes are not one writer's alone")
+	sum := sha256.Sum256(want)
+	link := fileLinks(t, exportFrom.url(), "files", token)[hex.EncodeToString(sum[:])]
+	if link == "" {
+		t.Fatalf("%s: the export through %s has no file with the bytes sent", key, exportFrom.name)
 	}
-	if got := download(t, a.url(), link2); got != sum2 {
-		t.Fatal("the contended upload's bytes are not one writer's alone")
+	if got := download(t, downloadFrom.url(), link); got != sum {
+		t.Fatalf("%s: %s serves other bytes than were sent", key, downloadFrom.name)
 	}
 }
 

@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,14 +36,7 @@ func TestBackupOfEarlierReleases(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			untar(t, archive, dir)
-			var fx upgradeFixture
-			raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(raw, &fx); err != nil {
-				t.Fatal(err)
-			}
+			fx := readFixture(t, dir)
 			data := filepath.Join(dir, "data")
 			to := filepath.Join(dir, "backup")
 			m, err := backup.Take(ctx, backup.Options{Data: data, To: to, Drivers: server.BackupDrivers()})

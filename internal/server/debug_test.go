@@ -1,9 +1,7 @@
 package server_test
 
 import (
-	"errors"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
@@ -25,17 +23,7 @@ func TestDebugServerStopsWithTheServer(t *testing.T) {
 	ln.Close()
 	h := servertest.Start(t, "", servertest.Options{Config: func(c *config.Config) { c.DebugAddr = addr }})
 	// Serve starts it, a moment after Start returns.
-	poll.UntilNil(t, "the debug server's pprof index", 10*time.Second, func() error {
-		resp, err := http.Get("http://" + addr + "/debug/pprof/")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
-	})
+	poll.UntilOK(t, "the debug server's pprof index", 10*time.Second, "http://"+addr+"/debug/pprof/")
 	h.Stop()
 	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()

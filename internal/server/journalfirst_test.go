@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -14,11 +12,8 @@ import (
 
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
-	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/poll"
-	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
-	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
 )
 
@@ -160,19 +155,6 @@ func (c powClient) submit(form, key, name, solution string) (int, string) {
 	return res.StatusCode, doc.Status
 }
 
-// downStore is a store that cannot decide while down.
-type downStore struct {
-	server.Store
-	down *atomic.Bool
-}
-
-func (d downStore) Apply(ctx context.Context, es []journal.Entry) ([]store.Outcome, error) {
-	if d.down.Load() {
-		return nil, fmt.Errorf("apply: %w", errors.Join(store.ErrUnavailable, errors.New("connection refused")))
-	}
-	return d.Store.Apply(ctx, es)
-}
-
 // A file form while the store cannot decide: the submission naming a
 // complete upload and the one naming a claimed upload are both journaled
 // and answered 202; once the store is back the status URL says stored
@@ -186,7 +168,7 @@ func TestFileFormWhileTheStoreIsDown(t *testing.T) {
 			c.DecideAtAppend = false
 			c.DefaultWait = 200 * time.Millisecond
 		},
-		WrapStore: func(s server.Store) server.Store { return downStore{s, &down} },
+		WrapStore: servertest.StoreDownWhile(&down),
 	})
 	used := upload(t, h, photoBytes(2000, 1))
 	if a := submitWithPhoto(t, h, "holder", "Ann", used); a.status != 201 {

@@ -102,14 +102,7 @@ func TestUpgradeFromEarlierReleases(t *testing.T) {
 			if storeURL != "sqlite" {
 				loadDump(t, storeURL, filepath.Join(dir, "store.sql"), "formd_upgrade_"+strings.TrimSuffix(name, "-postgres"))
 			}
-			var fx upgradeFixture
-			raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(raw, &fx); err != nil {
-				t.Fatal(err)
-			}
+			fx := readFixture(t, dir)
 			checkUpgrade(t, filepath.Join(dir, "data"), storeURL, fx)
 		})
 	}
@@ -374,6 +367,20 @@ func loadDump(t *testing.T, url, path, from string) {
 	if _, err := conn.Exec(ctx, sql.String()); err != nil {
 		t.Fatalf("load %s: %v", path, err)
 	}
+}
+
+// readFixture reads expected.json of the fixture unpacked into dir.
+func readFixture(t *testing.T, dir string) upgradeFixture {
+	t.Helper()
+	var fx upgradeFixture
+	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &fx); err != nil {
+		t.Fatal(err)
+	}
+	return fx
 }
 
 // untar unpacks a .tar.gz into dir.

@@ -53,6 +53,13 @@ func tusDo(t *testing.T, c *http.Client, method, url string, hdr map[string]stri
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
+	return sendAndDrain(t, c, req)
+}
+
+// sendAndDrain sends req with c and returns the answer, its body read and
+// closed.
+func sendAndDrain(t *testing.T, c *http.Client, req *http.Request) *http.Response {
+	t.Helper()
 	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -240,29 +247,11 @@ func TestSubmissionUploadValidation(t *testing.T) {
 func checkExportAndDownload(t *testing.T, h *servertest.Harness, entryID string, photo []byte) {
 	t.Helper()
 	c := servertest.Client()
-	req, _ := http.NewRequest("GET", h.URL+"/v1/admin/forms/exam/export?format=jsonl", nil)
-	req.Header.Set("Authorization", "Bearer "+h.Token)
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("export: %d", res.StatusCode)
-	}
 	var file struct {
 		Name, Type, SHA256, URL string
 		Size                    int64
 	}
-	dec := json.NewDecoder(res.Body)
-	for dec.More() {
-		var row struct {
-			ID   string
-			Data map[string]json.RawMessage
-		}
-		if err := dec.Decode(&row); err != nil {
-			t.Fatal(err)
-		}
+	for _, row := range examExport(t, h) {
 		if _, ok := row.Data["_uploads"]; ok {
 			t.Fatalf("the export shows the internal list of uploads: %v", row.Data)
 		}
@@ -314,13 +303,7 @@ func multipartPost(t *testing.T, h *servertest.Harness, key string, photo []byte
 	req.Header.Set("Accept", "text/html")
 	c := servertest.Client()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	return res
+	return sendAndDrain(t, c, req)
 }
 
 // TestPlainPostWithAFile: the hosted page without JavaScript posts
@@ -418,8 +401,14 @@ fields:
   - {name: photo, type: file, required: true, max_size: 1MiB, accept: [image/png, image/jpeg]}
 `
 
-// exportedFileURL is the signed link the export gives an entry's photo.
-func exportedFileURL(t *testing.T, h *servertest.Harness, entryID string) string {
+// examRow is an entry of the exam form as the JSONL export gives it.
+type examRow struct {
+	ID   string
+	Data map[string]json.RawMessage
+}
+
+// examExport is the exam form's JSONL export, through the admin API.
+func examExport(t *testing.T, h *servertest.Harness) []examRow {
 	t.Helper()
 	req, _ := http.NewRequest("GET", h.URL+"/v1/admin/forms/exam/export?format=jsonl", nil)
 	req.Header.Set("Authorization", "Bearer "+h.Token)
@@ -428,15 +417,25 @@ func exportedFileURL(t *testing.T, h *servertest.Harness, entryID string) string
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("export: %d", res.StatusCode)
+	}
+	var rows []examRow
 	dec := json.NewDecoder(res.Body)
 	for dec.More() {
-		var row struct {
-			ID   string
-			Data map[string]json.RawMessage
-		}
+		var row examRow
 		if err := dec.Decode(&row); err != nil {
 			t.Fatal(err)
 		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// exportedFileURL is the signed link the export gives an entry's photo.
+func exportedFileURL(t *testing.T, h *servertest.Harness, entryID string) string {
+	t.Helper()
+	for _, row := range examExport(t, h) {
 		var file struct{ URL string }
 		if row.ID == entryID && json.Unmarshal(row.Data["photo"], &file) == nil && file.URL != "" {
 			return file.URL

@@ -23,6 +23,7 @@ import (
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/sqlitestore"
 	"github.com/formd/formd/internal/uploads/dirobjects"
+	"github.com/formd/formd/internal/uploads/objectstest"
 	"go.uber.org/goleak"
 )
 
@@ -309,20 +310,8 @@ func TestResumeAtTheOffset(t *testing.T) {
 		}
 	}
 	sum := sha256.Sum256(body)
-	for _, p := range []string{r.dir, kept(r.dir, id), filepath.Dir(kept(r.dir, id)), dirobjects.DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:])),
-		filepath.Join(r.dir, dirobjects.ObjectsDir, "sha256")} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := os.FileMode(0o600)
-		if fi.IsDir() {
-			want = 0o700
-		}
-		if fi.Mode().Perm() != want {
-			t.Errorf("%s has mode %v, want %v", filepath.Base(p), fi.Mode().Perm(), want)
-		}
-	}
+	objectstest.WantPrivate(t, r.dir, kept(r.dir, id), filepath.Dir(kept(r.dir, id)), dirobjects.DirAt(r.dir).ContentPath(hex.EncodeToString(sum[:])),
+		filepath.Join(r.dir, dirobjects.ObjectsDir, "sha256"))
 	if o := r.decide("k1", "exam", "photo", id); o.Status != store.StatusStored {
 		t.Fatalf("a submission naming a complete upload: %+v", o)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/formd/formd/internal/journal/natsjournal/natstest"
 	"github.com/formd/formd/internal/poll"
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 )
@@ -40,8 +39,7 @@ func TestMain(m *testing.M) {
 // url: each test gets a stream of its own, deleted at the end.
 func openAt(url string, opts Options) journaltest.Opener {
 	return func(t *testing.T) func() journal.Journal {
-		name := natstest.Name("T")
-		t.Cleanup(func() { deleteStreams(t, url, name) })
+		name := natstest.Stream(t, url, "T")
 		return func() journal.Journal {
 			o := opts
 			o.URL, o.Stream = url, name
@@ -52,19 +50,6 @@ func openAt(url string, opts Options) journaltest.Opener {
 			return j
 		}
 	}
-}
-
-func deleteStreams(t *testing.T, url, name string) {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return // the server is gone with the test
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = js.DeleteStream(ctx, name)
-	_ = js.DeleteStream(ctx, name+"_MAX_DELIVERIES")
 }
 
 // The suite runs on an in-process server always, and on the external one
@@ -90,8 +75,7 @@ func open(t *testing.T, url string, opts Options) *Journal {
 	t.Helper()
 	opts.URL = url
 	if opts.Stream == "" {
-		opts.Stream = natstest.Name("T")
-		t.Cleanup(func() { deleteStreams(t, url, opts.Stream) })
+		opts.Stream = natstest.Stream(t, url, "T")
 	}
 	j, err := Open(context.Background(), opts)
 	if err != nil {
@@ -221,8 +205,7 @@ func TestSubjectsDoNotDependOnTheSite(t *testing.T) {
 func TestLeases(t *testing.T) {
 	t.Parallel()
 	url := testURL(t)
-	opts := Options{AckWait: 300 * time.Millisecond, Stream: natstest.Name("T")}
-	t.Cleanup(func() { deleteStreams(t, url, opts.Stream) })
+	opts := Options{AckWait: 300 * time.Millisecond, Stream: natstest.Stream(t, url, "T")}
 	a, b := open(t, url, opts), open(t, url, opts)
 	defer b.Close()
 	ctx := context.Background()

@@ -89,19 +89,7 @@ func TestDirKeepsContentOnce(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("content files %v, want one", files)
 	}
-	for _, p := range []string{c, filepath.Dir(c), filepath.Join(dir, ObjectsDir), kept(dir, a), filepath.Dir(kept(dir, a))} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := os.FileMode(0o600)
-		if fi.IsDir() {
-			want = 0o700
-		}
-		if fi.Mode().Perm() != want {
-			t.Errorf("%s has mode %v, want %v", p, fi.Mode().Perm(), want)
-		}
-	}
+	objectstest.WantPrivate(t, c, filepath.Dir(c), filepath.Join(dir, ObjectsDir), kept(dir, a), filepath.Dir(kept(dir, a)))
 	if err := d.Keep(ctx, a, writeFile(t, dir, "other", someBytes(10)), 10, sha256.Sum256(someBytes(10))); err == nil {
 		t.Fatal("an id kept again with other bytes is no error")
 	}

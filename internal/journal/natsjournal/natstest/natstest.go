@@ -6,6 +6,7 @@
 package natstest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/formd/formd/internal/poll"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // EnvURL names the environment variable of an external NATS server with
@@ -95,6 +98,28 @@ func Name(prefix string) string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return strings.ToUpper(prefix) + "_" + strings.ToUpper(hex.EncodeToString(b))
+}
+
+// Stream is a Name for a stream on the server at url, deleted when t ends
+// with the dead-letter stream natsjournal keeps beside it, so that a
+// server that outlives the tests does not keep every run's streams.
+func Stream(t testing.TB, url, prefix string) string {
+	name := Name(prefix)
+	t.Cleanup(func() { deleteStreams(url, name) })
+	return name
+}
+
+func deleteStreams(url, name string) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return // the server is gone with the test
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = js.DeleteStream(ctx, name)
+	_ = js.DeleteStream(ctx, name+"_MAX_DELIVERIES")
 }
 
 // Server starts one JetStream server on a free loopback port; it is shut
