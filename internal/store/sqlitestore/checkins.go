@@ -121,12 +121,14 @@ func (s *Store) Roster(ctx context.Context, form string) ([]store.RosterEntry, e
 	for rows.Next() {
 		var (
 			e    store.RosterEntry
+			data []byte // NULL once the entry's data is erased
 			door sql.NullString
 			at   sql.NullInt64
 		)
-		if err := rows.Scan(&e.ID, &e.Status, &e.Data, &door, &at); err != nil {
+		if err := rows.Scan(&e.ID, &e.Status, &data, &door, &at); err != nil {
 			return nil, classify("read the roster", err)
 		}
+		e.Data = data
 		if at.Valid {
 			e.Door, e.CheckedInAt = door.String, time.UnixMicro(at.Int64).UTC()
 		}

@@ -118,6 +118,17 @@ func testCheckInOnce(t *testing.T, s store.Store) {
 	if h := history(t, s, a); !slices.Equal(h, []string{"stored:stored", "checked_in:stored", "checked_in:stored", "cancelled:cancelled"}) {
 		t.Errorf("history %v: one checked_in event per first check-in", h)
 	}
+
+	// An entry whose data was erased (formd forget, retention) stays on
+	// the roster with its check-in and no data: the door page and a typed
+	// code's lookup still read the roster.
+	if n, err := s.EraseEntries(ctxT(t), []string{b}, nil); err != nil || n != 1 {
+		t.Fatalf("erase b: %d %v", n, err)
+	}
+	roster, err = s.Roster(ctxT(t), "f")
+	if err != nil || len(roster) != 2 || roster[1].ID != b || len(roster[1].Data) != 0 || roster[1].CheckedInAt.IsZero() {
+		t.Fatalf("the roster with an erased entry: %+v (%v)", roster, err)
+	}
 }
 
 // testCheckInRace: many doors (or instances) scanning one ticket at once,
