@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
@@ -118,8 +119,8 @@ func TestPowerCut(t *testing.T) {
 	// Two levels, both made by the outbox: the backups' directory syncs
 	// the mount's root, and with it a first level, but not the second.
 	outboxDir := filepath.Join(mnt, "client", "outbox")
-	const cuts = 5            // and the first
-	kept := map[string]bool{} // keys the outbox said it kept durably
+	const cuts = 5              // and the first
+	kept := map[string]string{} // keys the outbox said it kept durably: what the client was told of each
 	lost, backupsCut, restoresCut := undone, 0, 0
 	for round := 1; round <= cuts; round++ {
 		ctx, stop := context.WithCancel(context.Background())
@@ -177,9 +178,7 @@ func TestPowerCut(t *testing.T) {
 		outbox.cmd.Wait()
 		stop()
 		l.wg.Wait()
-		for k := range outbox.done() {
-			kept[k] = true
-		}
+		maps.Copy(kept, outbox.done())
 		backupDone, restoreDone := backup.finished(), restore.finished()
 		cutFS := f.Cut()
 		syncs, pending, undone := f.Stats()
@@ -198,7 +197,7 @@ func TestPowerCut(t *testing.T) {
 		// formd starts on what was synced and decides its backlog; the
 		// outbox sends what it kept.
 		srv = startFormd(t, bin, data, formsPath)
-		resumeOutbox(t, srv.url, outboxDir)
+		resumeOutbox(t, srv.url, outboxDir, kept)
 		poll.Until(t, "the journal's backlog to drain", 60*time.Second, func() bool { return backlog(hc, srv.metrics) == 0 })
 		srv.stop(t)
 		checkStored(t, bin, data, l.snapshot(), l.fileSnapshot(), kept)
@@ -380,8 +379,8 @@ func (c *bgCmd) finished() bool {
 
 // outboxProc is the outbox helper process.
 type outboxProc struct {
-	cmd  *exec.Cmd
-	keys chan string
+	cmd   *exec.Cmd
+	lines chan string
 }
 
 // startOutbox runs this test binary as the outbox client (TestMain,
@@ -408,26 +407,30 @@ func startOutbox(t *testing.T, base, dir string, round int) *outboxProc {
 			cmd.Wait()
 		}
 	})
-	p := &outboxProc{keys: make(chan string, 1<<16)}
+	p := &outboxProc{lines: make(chan string, 1<<16)}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if k, ok := strings.CutPrefix(sc.Text(), "kept "); ok {
-				p.keys <- k
-			}
+			p.lines <- sc.Text()
 		}
 		out.Close()
-		close(p.keys)
+		close(p.lines)
 	}()
 	p.cmd = cmd
 	return p
 }
 
-// done drains the keys the helper printed (after it was killed).
-func (p *outboxProc) done() map[string]bool {
-	m := map[string]bool{}
-	for k := range p.keys {
-		m[k] = true
+// done drains what the helper printed (after it was killed): the keys
+// it kept, each with what the server told of it before the cut.
+func (p *outboxProc) done() map[string]string {
+	m := map[string]string{}
+	for line := range p.lines {
+		if k, ok := strings.CutPrefix(line, "kept "); ok {
+			m[k] = "no answer before the cut"
+		} else if rest, ok := strings.CutPrefix(line, "told "); ok {
+			k, told, _ := strings.Cut(rest, " ")
+			m[k] = "told " + told + " before the cut"
+		}
 	}
 	return m
 }
@@ -435,7 +438,8 @@ func (p *outboxProc) done() map[string]bool {
 // outboxHelper is the outbox client process: env holds the server's
 // URL, the outbox directory and the round. It prints "kept KEY" once the
 // outbox holds KEY durably (the client's first send follows the
-// outbox's Put), and submits until it is killed.
+// outbox's Put) and "told KEY WHAT" once Submit returns (the outcome and
+// its HTTP status, or the error), and submits until it is killed.
 func outboxHelper(env string) int {
 	parts := strings.SplitN(env, "|", 3)
 	ob, err := client.OpenOutbox(parts[1])
@@ -466,7 +470,14 @@ func outboxHelper(env string) int {
 				p := 50_000_000 + round*1_000_000 + g*100_000 + i
 				s := client.Submission{Form: "crash", Key: fmt.Sprintf("outbox-%d", p),
 					Body: json.RawMessage(fmt.Sprintf(`{"name":"Person %d","phone":"139%08d"}`, p, p))}
-				c.Submit(context.Background(), s)
+				r, err := c.Submit(context.Background(), s)
+				mu.Lock()
+				if err != nil {
+					fmt.Printf("told %s error:%q\n", s.Key, err.Error())
+				} else {
+					fmt.Printf("told %s %s/%d\n", s.Key, r.Outcome, r.HTTPStatus)
+				}
+				mu.Unlock()
 			}
 		})
 	}
@@ -475,8 +486,9 @@ func outboxHelper(env string) int {
 }
 
 // resumeOutbox sends what the outbox kept, as a client does on its
-// next start.
-func resumeOutbox(t *testing.T, base, dir string) {
+// next start, and adds what the server told of each key it sent to told
+// (the keys the outbox kept).
+func resumeOutbox(t *testing.T, base, dir string, told map[string]string) {
 	t.Helper()
 	ob, err := client.OpenOutbox(dir)
 	if err != nil {
@@ -488,15 +500,19 @@ func resumeOutbox(t *testing.T, base, dir string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := c.Resume(ctx); err != nil {
+	results, err := c.Resume(ctx)
+	if err != nil {
 		t.Fatalf("resume the outbox after the cut: %v", err)
+	}
+	for _, r := range results {
+		told[r.Key] += fmt.Sprintf("; resumed: %s/%d", r.Outcome, r.HTTPStatus)
 	}
 }
 
 // checkStored stops nothing: formd is stopped. It audits data and checks
 // every acknowledged or kept key is stored exactly once, files with
 // their bytes.
-func checkStored(t *testing.T, bin, data string, acked map[string]bool, files map[string][32]byte, kept map[string]bool) {
+func checkStored(t *testing.T, bin, data string, acked map[string]bool, files map[string][32]byte, kept map[string]string) {
 	t.Helper()
 	var audit bytes.Buffer
 	if code := run([]string{"audit", "--data", data}, &audit, &audit); code != 0 {
@@ -513,9 +529,9 @@ func checkStored(t *testing.T, bin, data string, acked map[string]bool, files ma
 			t.Errorf("%s was acknowledged and is stored %d times after the cut", k, plain[k])
 		}
 	}
-	for k := range kept {
+	for k, told := range kept {
 		if plain[k] != 1 {
-			t.Errorf("%s was kept by the client's outbox and is stored %d times after the cut", k, plain[k])
+			t.Errorf("%s was kept by the client's outbox (%s) and is stored %d times after the cut", k, told, plain[k])
 		}
 	}
 	got := map[string][]exportedFile{}

@@ -3,8 +3,6 @@ package intake_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
@@ -16,9 +14,7 @@ import (
 
 	"github.com/formd/formd/internal/challenge"
 	"github.com/formd/formd/internal/config"
-	"github.com/formd/formd/internal/journal"
 	"github.com/formd/formd/internal/poll"
-	"github.com/formd/formd/internal/server"
 	"github.com/formd/formd/internal/server/servertest"
 	"github.com/formd/formd/internal/store"
 	"github.com/formd/formd/internal/store/pgstore/pgtest"
@@ -253,20 +249,6 @@ func TestChallengeBurstRaisesOneAddress(t *testing.T) {
 	expect(t, "a raised challenge solved", s, code, 201, "stored")
 }
 
-// downStore is a store that cannot decide while down: a fault the real
-// one cannot be made to produce on demand.
-type downStore struct {
-	server.Store
-	down *atomic.Bool
-}
-
-func (d downStore) Apply(ctx context.Context, es []journal.Entry) ([]store.Outcome, error) {
-	if d.down.Load() {
-		return nil, fmt.Errorf("apply: %w", errors.Join(store.ErrUnavailable, errors.New("connection refused")))
-	}
-	return d.Store.Apply(ctx, es)
-}
-
 // While the store cannot decide, a proof-of-work form still takes
 // submissions (DESIGN invariant 12: no store call before the journal):
 // 202, journaled with the verified solution, and decided once the store
@@ -279,7 +261,7 @@ func TestChallengeStoreDown(t *testing.T) {
 	h := servertest.Start(t, powForms, servertest.Options{
 		// A wrapped store does not decide on the journal's writer.
 		Config:    func(c *config.Config) { c.DecideAtAppend = false; c.DefaultWait = 200 * time.Millisecond },
-		WrapStore: func(s server.Store) server.Store { return downStore{s, &down} },
+		WrapStore: servertest.StoreDownWhile(&down),
 	})
 	c := powClient{t: t, url: h.URL}
 	sol := c.solve("pow")
